@@ -1,0 +1,94 @@
+"""Clients increment a counter in the versioned store: the smallest race there is.
+
+It exists to test the kernel end to end: the ``buggy`` variant reads, waits
+for the round trip, and writes back unconditionally, so an increment is lost
+when another client's write lands in between; ``fix-cas`` writes with the
+version it read and retries on BadVersion, which closes the window. Choice 0
+runs the clients one after another, so the race needs at least one deviation
+(a slow round trip, or a tie broken the other way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim import BadVersion, History, Verdict, VersionedStore, World, checker, ok, unknown, violated
+from sim.world import ProcessGenerator
+
+VARIANTS = {
+    "buggy": "read, then an unconditional write: increments can be lost",
+    "fix-cas": "write with the version read; on BadVersion read again and retry",
+}
+COUNTER = "/counter"
+
+
+@dataclass(frozen=True)
+class CounterConfig:
+    clients: int = 2
+    increments: int = 2
+    start_gap_ms: int = 5
+    rpc_ms: tuple[int, ...] = (1, 20)
+    think_ms: int = 10
+
+    def __post_init__(self) -> None:
+        assert self.clients >= 1 and self.increments >= 1, "need at least one client and increment"
+        assert self.rpc_ms and all(d >= 0 for d in self.rpc_ms), "rpc_ms needs delays >= 0"
+
+
+def build(world: World, variant: str, config: CounterConfig) -> None:
+    assert variant in VARIANTS, f"unknown variant {variant}"
+    store = VersionedStore(world)
+    store.create(COUNTER, 0)
+    finished = [world.event() for _ in range(config.clients)]
+    for index in range(config.clients):
+        world.spawn(f"client{index}", _client(world, store, variant, config, index, finished[index]))
+    world.spawn("observer", _observer(world, store, finished))
+
+
+def _client(
+    world: World, store: VersionedStore, variant: str, config: CounterConfig, index: int, done: object
+) -> ProcessGenerator:
+    me = f"client{index}"
+    yield world.sleep(index * config.start_gap_ms)
+    for _ in range(config.increments):
+        while True:
+            value, version = store.get(COUNTER)
+            world.log(me, "read", value=value, version=version)
+            yield world.sleep(world.source.choose(f"rpc.{me}", config.rpc_ms))
+            if variant == "buggy":
+                new_version = store.set(COUNTER, value + 1)
+            else:
+                try:
+                    new_version = store.set(COUNTER, value + 1, version)
+                except BadVersion:
+                    world.log(me, "conflict", expected_version=version)
+                    continue
+            world.log(me, "write", value=value + 1, version=new_version)
+            break
+        world.log(me, "ack")
+        yield world.sleep(config.think_ms)
+    done.succeed()  # type: ignore[attr-defined]
+
+
+def _observer(world: World, store: VersionedStore, finished: list) -> ProcessGenerator:  # type: ignore[type-arg]
+    yield world.all_of(finished)
+    value, _ = store.get(COUNTER)
+    world.log("observer", "final", value=value)
+
+
+@checker("final-equals-acks")
+def final_equals_acks(history: History) -> Verdict:
+    """The counter's final value equals the number of acknowledged increments."""
+    finals = history.of_kind("final")
+    if not finals:
+        return unknown("final-equals-acks", "the run ended before the final read")
+    acks = len(history.of_kind("ack"))
+    final = finals[-1]
+    if final.get("value") != acks:
+        return violated(
+            "final-equals-acks",
+            final.index,
+            f"{acks} increments were acknowledged but the counter reads {final.get('value')}: "
+            f"{acks - int(final.get('value'))} lost",
+        )
+    return ok("final-equals-acks")

@@ -1,0 +1,119 @@
+"""The scenario catalogue: model + workload + checkers + bounds + the report's own timeline.
+
+A scenario is data. It names the model's variants (which are expected to
+violate and which to hold), the workload configuration for search and the
+smaller one for proofs, the bounds of a run, and, when the race report tells
+its own story, the choice sequence that replays it. The command line, the
+campaigns and the tests all take scenarios from ``CATALOGUE``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim import Bounds, Checker, ChoiceSource, RunOutcome, Runner, World, checker_name, execute
+
+
+class UnknownName(LookupError):
+    """An unknown scenario or variant; the message lists the valid names."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    summary: str
+    variants: Mapping[str, str]  # name -> what it is
+    expect_violation: frozenset[str]  # variants a correct harness must find violated
+    checkers: Sequence[Checker]
+    build: Callable[[World, str, Any], None]
+    config: Any  # the model's configuration dataclass, for search
+    prove_config: Any  # a smaller configuration, for bounded exhaustive proofs
+    bounds: Bounds = Bounds()
+    prove_max_deviations: int | None = None
+    prove_max_branch: int | None = None
+    report_timeline: str | None = None  # blob replaying the report's own story
+    report_variant: str | None = None
+    default_examples: int = 10_000
+    default_budget_s: float = 60.0
+    notes: Mapping[str, str] = field(default_factory=dict)
+
+    def check_variant(self, variant: str) -> None:
+        if variant not in self.variants:
+            raise UnknownName(
+                f"unknown variant {variant!r} of {self.name}; valid: {', '.join(self.variants)}"
+            )
+
+    def config_for(self, purpose: str, overrides: Mapping[str, Any] | None = None) -> Any:
+        base = self.prove_config if purpose == "prove" else self.config
+        if not overrides:
+            return base
+        try:
+            return dataclasses.replace(base, **dict(overrides))
+        except TypeError as exc:
+            names = ", ".join(f.name for f in dataclasses.fields(base))
+            raise UnknownName(f"bad configuration for {self.name} ({exc}); fields: {names}") from None
+
+    def runner(self, variant: str, config: Any) -> Runner:
+        self.check_variant(variant)
+
+        def run(source: ChoiceSource) -> RunOutcome:
+            return execute(lambda world: self.build(world, variant, config), source, self.checkers, self.bounds)
+
+        return run
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "scenario": self.name,
+            "summary": self.summary,
+            "variants": dict(self.variants),
+            "expect_violation": sorted(self.expect_violation),
+            "checkers": [checker_name(c) for c in self.checkers],
+            "bounds": self.bounds.to_json(),
+            "config": config_to_json(self.config),
+            "prove_config": config_to_json(self.prove_config),
+            "prove_max_deviations": self.prove_max_deviations,
+            "prove_max_branch": self.prove_max_branch,
+            "report_timeline": self.report_timeline,
+        }
+
+
+def config_to_json(config: Any) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()}
+
+
+def config_from_json(template: Any, raw: Mapping[str, Any]) -> Any:
+    """Rebuild a configuration dataclass from its JSON form (tuples come back as tuples)."""
+    known = {f.name: f for f in dataclasses.fields(template)}
+    unknown_fields = sorted(set(raw) - set(known))
+    if unknown_fields:
+        raise UnknownName(f"configuration has unknown fields {unknown_fields}")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
+    return dataclasses.replace(template, **values)
+
+
+CATALOGUE: dict[str, Scenario] = {}
+
+
+def register(scenario: Scenario) -> Scenario:
+    assert scenario.name not in CATALOGUE, f"scenario {scenario.name} registered twice"
+    assert scenario.expect_violation <= set(scenario.variants)
+    CATALOGUE[scenario.name] = scenario
+    return scenario
+
+
+def get(name: str) -> Scenario:
+    from scenarios import library  # noqa: F401  (registers the catalogue)
+
+    scenario = CATALOGUE.get(name)
+    if scenario is None:
+        raise UnknownName(f"unknown scenario {name!r}; valid: {', '.join(sorted(CATALOGUE))}")
+    return scenario
+
+
+def all_scenarios() -> list[Scenario]:
+    from scenarios import library  # noqa: F401
+
+    return [CATALOGUE[name] for name in sorted(CATALOGUE)]

@@ -1,0 +1,134 @@
+"""Turning kernel results into the command line's JSON results and counterexample files.
+
+One place builds the result fields DESIGN.md names (scenario, variant,
+strategy, verdict, checker, examples, schedules, seconds, virtual_ms, steps,
+trace_hash, counterexample, repro), the copy-pasteable repro line, and the
+counterexample file, so ``repro``, ``explore``, ``prove`` and ``replay`` agree.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from scenarios.catalogue import Scenario, UnknownName, config_to_json
+from sim import Counterexample, RunOutcome, deviations, encode_blob
+from sim import repro as repro_files
+
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+EXIT_FOR_VERDICT = {"ok": EXIT_OK, "violated": EXIT_VIOLATED, "inconclusive": EXIT_INCONCLUSIVE}
+
+
+@cache
+def tool_version() -> str:
+    try:
+        return metadata.version("raceproof")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+@cache
+def git_commit() -> str:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` pairs; a value is read as JSON when it parses, else as a string."""
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise UnknownName(f"--set takes KEY=VALUE, got {item!r}")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        overrides[key] = tuple(value) if isinstance(value, list) else value
+    return overrides
+
+
+def overrides_of(scenario: Scenario, config: Any) -> dict[str, Any]:
+    """The fields of ``config`` that differ from the scenario's search configuration."""
+    default = config_to_json(scenario.config)
+    return {k: v for k, v in config_to_json(config).items() if default.get(k) != v}
+
+
+def repro_line(scenario: str, variant: str, values: Sequence[int], overrides: Mapping[str, Any]) -> str:
+    sets = "".join(
+        f" --set {k}={json.dumps(list(v) if isinstance(v, tuple) else v, separators=(',', ':'))}"
+        for k, v in sorted(overrides.items())
+    )
+    return f"raceproof repro {scenario} --variant {variant} --choices {encode_blob(values)}{sets}"
+
+
+def outcome_fields(outcome: RunOutcome) -> dict[str, Any]:
+    violation = outcome.violation
+    return {
+        "verdict": outcome.status,
+        "checker": violation.checker if violation else None,
+        "message": violation.message if violation else None,
+        "op_index": violation.op_index if violation else None,
+        "verdicts": [v.to_json() for v in outcome.verdicts],
+        "virtual_ms": outcome.virtual_ms,
+        "steps": outcome.steps,
+        "trace_hash": outcome.trace_hash,
+        "end_reason": outcome.end_reason,
+        "bound": outcome.bound,
+        "draws": len(outcome.choices),
+        "deviations": deviations(outcome.values),
+        "blob": encode_blob(outcome.values),
+        "timeline_ops": len(outcome.history),
+    }
+
+
+def base_result(scenario: Scenario, variant: str, strategy: str, config: Any) -> dict[str, Any]:
+    return {
+        "scenario": scenario.name,
+        "variant": variant,
+        "strategy": strategy,
+        "verdict": None,
+        "checker": None,
+        "examples": 0,
+        "schedules": 0,
+        "seconds": 0.0,
+        "virtual_ms": 0,
+        "steps": 0,
+        "trace_hash": None,
+        "counterexample": None,
+        "repro": None,
+        "config": config_to_json(config),
+    }
+
+
+def save_counterexample(
+    out_dir: Path, scenario: Scenario, variant: str, config: Any, outcome: RunOutcome, strategy: str
+) -> Path:
+    violation = outcome.violation
+    assert violation is not None
+    counterexample = Counterexample(
+        scenario=scenario.name,
+        variant=variant,
+        config=config_to_json(config),
+        choices=list(outcome.choices),
+        trace_hash=outcome.trace_hash,
+        verdict=violation.to_json(),
+        history=outcome.history,
+        tool_version=tool_version(),
+        git_commit=git_commit(),
+        strategy=strategy,
+    )
+    path = out_dir / f"{scenario.name}--{variant}--{outcome.trace_hash[:12]}.json"
+    repro_files.save(path, counterexample)
+    return path

@@ -1,0 +1,300 @@
+"""The one choice source: every nondeterministic decision of a run goes through here.
+
+A run of a model is a pure function of the sequence of choices it draws. Each
+draw is typed (an index among ``n`` options), labelled, and recorded in order,
+so the very same run can be drawn at random, driven and shrunk by Hypothesis,
+enumerated exhaustively, or replayed byte for byte from a recording.
+
+Choice 0 is always the boring choice (FIFO order, no delay, no fault), so a
+recording reads as "FIFO except for these deviations" and shrinking moves
+toward fewer of them. The compact text form of a recording, the *blob*, lists
+only the deviations: ``57:12=1,40=2`` is 57 draws, all 0 but draw 12 (1) and
+draw 40 (2).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import NamedTuple, TypeVar
+
+T = TypeVar("T")
+
+SCHEDULE_LABEL = "schedule"
+_MASK64 = (1 << 64) - 1
+
+
+class Choice(NamedTuple):
+    """One recorded draw: its label, how many options it had, which was taken."""
+
+    label: str
+    n: int
+    value: int
+
+
+class ReplayMisaligned(Exception):
+    """A recorded choice sequence no longer fits the model that replays it."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(index, message)
+        self.index = index
+        self.detail = message
+
+    def __str__(self) -> str:
+        return f"replay misaligned at draw #{self.index}: {self.detail}"
+
+
+class ChoiceSource:
+    """Base class of every provider: subclasses implement :meth:`_pick`.
+
+    Model code calls :meth:`choose`, :meth:`draw_int` and :meth:`draw_bool`;
+    the World calls :meth:`schedule` to order events due at the same instant.
+    All four funnel into one recorded draw of an index in ``[0, n)``.
+    """
+
+    def __init__(self) -> None:
+        self.record: list[Choice] = []
+
+    # -- the one primitive -------------------------------------------------
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        raise NotImplementedError
+
+    def _draw(
+        self, label: str, n: int, p_nonzero: float | None = None, keys: Sequence[str] = ()
+    ) -> int:
+        assert isinstance(label, str) and label, "a draw needs a label"
+        assert isinstance(n, int) and n >= 1, f"draw {label!r} needs at least one option, got {n}"
+        if n == 1:
+            return 0  # no decision to make: not recorded, so recordings stay minimal
+        value = self._pick(label, n, p_nonzero, keys)
+        assert 0 <= value < n, f"provider returned {value} for {n} options"
+        self.record.append(Choice(label, n, value))
+        return value
+
+    # -- the public interface ----------------------------------------------
+    def choose(self, label: str, options: Sequence[T]) -> T:
+        """One of ``options``; option 0 is the boring one."""
+        assert len(options) >= 1, f"choose {label!r} from no options"
+        return options[self._draw(label, len(options))]
+
+    def draw_int(self, label: str, lo: int, hi: int) -> int:
+        """An integer in ``[lo, hi]``; ``lo`` is the boring one."""
+        assert lo <= hi, f"draw_int {label!r}: empty range [{lo}, {hi}]"
+        return lo + self._draw(label, hi - lo + 1)
+
+    def draw_bool(self, label: str, p: float = 0.5) -> bool:
+        """True with probability about ``p`` under random providers; False is boring."""
+        assert 0.0 <= p <= 1.0, f"draw_bool {label!r}: p={p} is not a probability"
+        return self._draw(label, 2, p_nonzero=p) == 1
+
+    def schedule(self, keys: Sequence[str]) -> int:
+        """Index of the event (named by the actor it resumes) that runs next."""
+        return self._draw(SCHEDULE_LABEL, len(keys), keys=keys)
+
+    @property
+    def values(self) -> list[int]:
+        return [c.value for c in self.record]
+
+
+class SplitMix64:
+    """A tiny seeded generator, identical on every Python version and platform."""
+
+    def __init__(self, seed: int) -> None:
+        self.state = seed & _MASK64
+
+    def next64(self) -> int:
+        self.state = (self.state + 0x9E3779B97F4A7C15) & _MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        return z ^ (z >> 31)
+
+    def below(self, n: int) -> int:
+        assert n >= 1
+        return (self.next64() * n) >> 64
+
+    def chance(self, p: float) -> bool:
+        return self.next64() < int(p * (1 << 64))
+
+
+def derive_seed(seed: int, *path: int) -> int:
+    """A well-mixed seed for sub-run ``path`` of run ``seed`` (one seed derives all)."""
+    rng = SplitMix64(seed)
+    for part in path:
+        rng = SplitMix64(rng.next64() ^ (part & _MASK64))
+    return rng.next64()
+
+
+class RandomSource(ChoiceSource):
+    """Uniform draws from a seeded generator; booleans honour their ``p``."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        self.seed = seed
+        self.rng = SplitMix64(seed)
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        if p_nonzero is not None and n == 2:
+            return 1 if self.rng.chance(p_nonzero) else 0
+        return self.rng.below(n)
+
+
+class ReplaySource(ChoiceSource):
+    """Replays recorded values.
+
+    ``strict``: every draw must match the recording (label and option count when
+    the recording has them, the value in range, the same number of draws), else
+    :class:`ReplayMisaligned`. Not strict: the recording is a *prefix*; past its
+    end every draw is 0, and an out-of-range value becomes 0 (used by the
+    enumerator and the shrinker, which then keep what the run actually drew).
+    """
+
+    def __init__(
+        self,
+        values: Sequence[int] | Sequence[Choice],
+        *,
+        strict: bool = True,
+    ) -> None:
+        super().__init__()
+        self.expected: list[Choice | None] = [
+            v if isinstance(v, Choice) else None for v in values
+        ]
+        self.raw: list[int] = [v.value if isinstance(v, Choice) else int(v) for v in values]
+        self.strict = strict
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        index = len(self.record)
+        if index >= len(self.raw):
+            if self.strict:
+                raise ReplayMisaligned(
+                    index,
+                    f"the model asked for draw {label!r} ({n} options) "
+                    f"but the recording holds only {len(self.raw)} draws",
+                )
+            return 0
+        value = self.raw[index]
+        want = self.expected[index]
+        if self.strict and want is not None and (want.label != label or want.n != n):
+            raise ReplayMisaligned(
+                index,
+                f"recorded {want.label!r} with {want.n} options, "
+                f"the model now draws {label!r} with {n} options",
+            )
+        if value >= n:
+            if self.strict:
+                raise ReplayMisaligned(
+                    index, f"recorded value {value} but draw {label!r} has only {n} options"
+                )
+            return 0
+        return value
+
+    def finish(self) -> None:
+        """In strict mode, every recorded draw must have been used."""
+        if self.strict and len(self.record) != len(self.raw):
+            raise ReplayMisaligned(
+                len(self.record),
+                f"the model made {len(self.record)} draws, the recording holds {len(self.raw)}",
+            )
+
+
+class PCTSource(ChoiceSource):
+    """Probabilistic Concurrency Testing (Burckhardt et al.) over the schedule draws.
+
+    Each actor gets a random priority at first sight; every schedule draw runs
+    the highest-priority actor; at ``depth - 1`` change points, drawn among the
+    first ``expected_steps`` schedule draws, the running actor drops to the
+    lowest priority. Other draws (delays, faults) are seeded random.
+    """
+
+    def __init__(self, seed: int, depth: int, expected_steps: int) -> None:
+        super().__init__()
+        assert depth >= 1 and expected_steps >= 1
+        self.rng = SplitMix64(seed)
+        self.priority: dict[str, int] = {}
+        self.change_points = sorted(
+            {self.rng.below(expected_steps) for _ in range(depth - 1)}, reverse=True
+        )
+        self.low = 0
+        self.schedule_draws = 0
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        if label != SCHEDULE_LABEL or not keys:
+            if p_nonzero is not None and n == 2:
+                return 1 if self.rng.chance(p_nonzero) else 0
+            return self.rng.below(n)
+        for key in keys:
+            if key not in self.priority:
+                self.priority[key] = 1_000_000 + self.rng.below(1_000_000)
+        best = max(range(n), key=lambda i: (self.priority[keys[i]], -i))
+        if self.change_points and self.change_points[-1] == self.schedule_draws:
+            self.change_points.pop()
+            self.low -= 1
+            self.priority[keys[best]] = self.low
+            best = max(range(n), key=lambda i: (self.priority[keys[i]], -i))
+        self.schedule_draws += 1
+        return best
+
+
+class HypothesisSource(ChoiceSource):
+    """Draws through Hypothesis' ``data.draw`` so the whole schedule shrinks toward 0."""
+
+    def __init__(self, data: object) -> None:
+        super().__init__()
+        from hypothesis import strategies as st
+
+        self._st = st
+        self.data = data
+        self._cache: dict[int, object] = {}
+
+    def _strategy(self, top: int) -> object:
+        strategy = self._cache.get(top)
+        if strategy is None:
+            strategy = self._st.integers(0, top)
+            self._cache[top] = strategy
+        return strategy
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        draw = self.data.draw  # type: ignore[attr-defined]
+        if p_nonzero is not None and n == 2 and 0.0 < p_nonzero < 0.5:
+            # A rare event: nonzero only at the top of a wider range, so it
+            # fires about p of the time and still shrinks to "no".
+            top = max(1, round(1 / p_nonzero) - 1)
+            return 1 if draw(self._strategy(top)) == top else 0
+        return int(draw(self._strategy(n - 1)))
+
+
+# -- blobs: the copy-pasteable text form of a recording ------------------------
+_BLOB = re.compile(r"^(\d+):((?:\d+=\d+)(?:,\d+=\d+)*)?$")
+
+
+def encode_blob(values: Sequence[int]) -> str:
+    """``LEN:POS=VAL,...`` listing only the nonzero draws."""
+    deviations = ",".join(f"{i}={v}" for i, v in enumerate(values) if v)
+    return f"{len(values)}:{deviations}"
+
+
+def decode_blob(blob: str) -> list[int]:
+    """The values of ``blob``; ValueError naming what is wrong if it is malformed."""
+    match = _BLOB.match(blob.strip())
+    if not match:
+        raise ValueError(f"choice blob {blob!r} is not of the form LEN:POS=VAL,POS=VAL")
+    length = int(match.group(1))
+    values = [0] * length
+    last = -1
+    for part in filter(None, (match.group(2) or "").split(",")):
+        pos_text, val_text = part.split("=")
+        pos, val = int(pos_text), int(val_text)
+        if pos >= length:
+            raise ValueError(f"choice blob {blob!r}: position {pos} is past its length {length}")
+        if pos <= last:
+            raise ValueError(f"choice blob {blob!r}: positions must increase ({pos} after {last})")
+        if val == 0:
+            raise ValueError(f"choice blob {blob!r}: position {pos} lists the boring value 0")
+        values[pos] = val
+        last = pos
+    return values
+
+
+def deviations(values: Sequence[int]) -> int:
+    """How many draws left the boring choice."""
+    return sum(1 for v in values if v)

@@ -1,0 +1,99 @@
+"""Bounded exhaustive exploration: every schedule of a configuration, or an honest no.
+
+The choice tree is walked breadth-first by number of deviations from choice 0:
+first the all-FIFO run, then every run with one deviation, then two, and so
+on. Each run is a distinct schedule (a child is its parent's recording cut at
+a position past the parent's own prefix, with one more nonzero value), so no
+schedule runs twice, and a buggy variant's violation is found with the fewest
+deviations it needs.
+
+A proof is ``complete`` only if nothing pruned the walk: no deviation cap, no
+cap on option values, no run stopped at a step or time bound, no budget spent
+with schedules left. Everything that pruned is named with how much it cut.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sim.choices import ReplaySource
+from sim.explore import Budget, Progress
+from sim.shrink import shrink
+from sim.world import RunOutcome, Runner
+
+ProofVerdict = Literal["ok", "violated", "inconclusive"]
+
+
+@dataclass
+class ProofReport:
+    verdict: ProofVerdict
+    complete: bool
+    schedules: int  # distinct schedules run to their end
+    runs: int  # every run, including those stopped at a bound
+    max_deviations_seen: int
+    pruned: dict[str, int] = field(default_factory=dict)  # bound -> branches cut
+    found: RunOutcome | None = None
+    shrunk: RunOutcome | None = None
+    frontier_left: int = 0
+
+
+def prove(
+    run: Runner,
+    *,
+    budget: Budget,
+    max_deviations: int | None = None,
+    max_branch: int | None = None,
+    progress: Progress | None = None,
+) -> ProofReport:
+    """Walk every schedule of ``run`` (within the named caps) and judge each one."""
+    budget.start()
+    frontier: deque[tuple[tuple[int, ...], int, int, int]] = deque([((), 0, 0, 0)])
+    pruned: dict[str, int] = {}
+    schedules = runs = deepest = 0
+
+    def cut(bound: str, count: int) -> None:
+        pruned[bound] = pruned.get(bound, 0) + count
+
+    while frontier:
+        if runs >= budget.examples or budget.out_of_time():
+            cut("budget", len(frontier))
+            break
+        parent, position, value, depth = frontier.popleft()
+        prefix = (*parent[:position], value) if depth else ()
+        outcome = run(ReplaySource(prefix, strict=False))
+        runs += 1
+        recorded = outcome.values
+        assert tuple(recorded[: len(prefix)]) == prefix, (
+            f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}"
+        )
+        deepest = max(deepest, depth)
+        if outcome.status == "violated":
+            result = shrink(run, outcome)
+            return ProofReport(
+                "violated", False, schedules + 1, runs, deepest, pruned, outcome, result.outcome,
+                len(frontier),
+            )
+        if outcome.bound is not None:
+            cut(outcome.bound, 1)
+        else:
+            schedules += 1
+        if progress:
+            progress({"schedules": schedules, "runs": runs, "frontier": len(frontier), "depth": depth})
+        frozen = tuple(recorded)
+        for i in range(len(prefix), len(outcome.choices)):
+            n = outcome.choices[i].n
+            options = n - 1
+            if max_branch is not None and n > max_branch:
+                cut("max_branch", n - max_branch)
+                options = max_branch - 1
+            if max_deviations is not None and depth + 1 > max_deviations:
+                if options > 0:
+                    cut("max_deviations", options)
+                continue
+            for v in range(1, options + 1):
+                frontier.append((frozen, i, v, depth + 1))
+    complete = not pruned
+    verdict: ProofVerdict = "ok" if complete else "inconclusive"
+    return ProofReport(verdict, complete, schedules, runs, deepest, pruned, frontier_left=len(frontier))

@@ -1,0 +1,211 @@
+"""Searching for a violation: random, PCT and Hypothesis strategies under a budget.
+
+Each strategy feeds a ``Runner`` (choice source -> run outcome) with sources
+of its kind until a run violates a checker or the budget is spent, then
+shrinks what it found. The kernel has no wall clock: a caller that wants a
+time budget passes its own ``clock``. A budget of seconds that runs out
+before the requested examples were run is *inconclusive*, never a pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sim.choices import (
+    SCHEDULE_LABEL,
+    HypothesisSource,
+    PCTSource,
+    RandomSource,
+    ReplaySource,
+    derive_seed,
+)
+from sim.shrink import shrink
+from sim.world import RunOutcome, Runner
+
+STRATEGIES = ("random", "hypothesis", "pct")
+Verdict = Literal["violated", "ok", "inconclusive"]
+Progress = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Budget:
+    """How much a search may do: examples, and wall seconds if a clock is given."""
+
+    examples: int = 10_000
+    seconds: float | None = None
+    clock: Callable[[], float] | None = None
+    started: float = 0.0
+
+    def start(self) -> None:
+        self.started = self.clock() if self.clock else 0.0
+
+    def elapsed(self) -> float:
+        return (self.clock() - self.started) if self.clock else 0.0
+
+    def out_of_time(self) -> bool:
+        return self.seconds is not None and self.clock is not None and self.elapsed() >= self.seconds
+
+
+@dataclass
+class SearchReport:
+    strategy: str
+    verdict: Verdict
+    examples: int
+    inconclusive_runs: int = 0
+    stopped_by: str | None = None
+    found: RunOutcome | None = None
+    shrunk: RunOutcome | None = None
+    shrink_runs: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _finish(
+    strategy: str,
+    run: Runner,
+    examples: int,
+    inconclusive: int,
+    found: RunOutcome | None,
+    budget: Budget,
+    stopped_by: str | None,
+    shrink_runs: int = 0,
+) -> SearchReport:
+    if found is not None:
+        result = shrink(run, found)
+        return SearchReport(
+            strategy, "violated", examples, inconclusive, stopped_by, found, result.outcome,
+            shrink_runs + result.runs,
+        )
+    verdict: Verdict = "ok"
+    notes = [f"no violation in {examples} examples (a search, not a proof)"]
+    if stopped_by == "seconds":
+        verdict = "inconclusive"
+        notes = [f"the {budget.seconds}s budget ran out after {examples} of {budget.examples} examples"]
+    elif inconclusive:
+        verdict = "inconclusive"
+        notes.append(f"{inconclusive} runs hit a bound before finishing")
+    return SearchReport(strategy, verdict, examples, inconclusive, stopped_by, notes=notes)
+
+
+def explore_random(run: Runner, seed: int, budget: Budget, progress: Progress | None = None) -> SearchReport:
+    budget.start()
+    inconclusive = 0
+    for example in range(budget.examples):
+        if budget.out_of_time():
+            return _finish("random", run, example, inconclusive, None, budget, "seconds")
+        outcome = run(RandomSource(derive_seed(seed, example)))
+        inconclusive += outcome.status == "inconclusive"
+        if progress:
+            progress({"examples": example + 1, "status": outcome.status})
+        if outcome.status == "violated":
+            return _finish("random", run, example + 1, inconclusive, outcome, budget, None)
+    return _finish("random", run, budget.examples, inconclusive, None, budget, "examples")
+
+
+def schedule_draws_of_fifo_run(run: Runner) -> int:
+    """How many schedule decisions the all-FIFO run makes (PCT's step estimate)."""
+    outcome = run(ReplaySource([], strict=False))
+    return sum(1 for c in outcome.choices if c.label == SCHEDULE_LABEL)
+
+
+def explore_pct(
+    run: Runner, seed: int, budget: Budget, progress: Progress | None = None, depth: int = 3
+) -> SearchReport:
+    budget.start()
+    steps = max(1, schedule_draws_of_fifo_run(run))
+    inconclusive = 0
+    for example in range(budget.examples):
+        if budget.out_of_time():
+            return _finish("pct", run, example, inconclusive, None, budget, "seconds")
+        outcome = run(PCTSource(derive_seed(seed, example), depth, steps))
+        inconclusive += outcome.status == "inconclusive"
+        if progress:
+            progress({"examples": example + 1, "status": outcome.status})
+        if outcome.status == "violated":
+            return _finish("pct", run, example + 1, inconclusive, outcome, budget, None)
+    return _finish("pct", run, budget.examples, inconclusive, None, budget, "examples")
+
+
+class _Found(Exception):
+    def __init__(self, outcome: RunOutcome) -> None:
+        super().__init__(outcome.violation.message if outcome.violation else "violation")
+        self.outcome = outcome
+
+
+def explore_hypothesis(
+    run: Runner, seed: int, budget: Budget, progress: Progress | None = None, chunk: int = 100
+) -> SearchReport:
+    """Hypothesis drives every draw (``data.draw``), finds, and shrinks.
+
+    Hypothesis has no wall-clock budget of its own, so the search runs in
+    chunks of ``chunk`` examples, each with a seed derived from ``seed``.
+    """
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import seed as hypothesis_seed
+    from hypothesis import strategies as st
+
+    budget.start()
+    counts = {"examples": 0, "inconclusive": 0, "first": 0, "shrink": 0}
+    first: list[RunOutcome] = []
+    chunk_index = 0
+    while counts["examples"] < budget.examples:
+        if budget.out_of_time():
+            return _finish("hypothesis", run, counts["examples"], counts["inconclusive"], None, budget, "seconds")
+        size = min(chunk, budget.examples - counts["examples"])
+
+        @settings(
+            max_examples=size,
+            database=None,
+            deadline=None,
+            derandomize=False,
+            suppress_health_check=list(HealthCheck),
+            verbosity=Verbosity.quiet,
+            phases=[Phase.generate, Phase.shrink],
+            report_multiple_bugs=False,
+        )
+        @hypothesis_seed(derive_seed(seed, chunk_index))
+        @given(st.data())
+        def probe(data: Any) -> None:
+            outcome = run(HypothesisSource(data))
+            if first:
+                counts["shrink"] += 1
+            else:
+                counts["examples"] += 1
+                counts["inconclusive"] += outcome.status == "inconclusive"
+                if progress:
+                    progress({"examples": counts["examples"], "status": outcome.status})
+            if outcome.status == "violated":
+                if not first:
+                    first.append(outcome)
+                raise _Found(outcome)
+
+        try:
+            probe()
+        except _Found as found:
+            # Hypothesis re-raises for its shrunk example: replay-ready choices.
+            report = _finish(
+                "hypothesis", run, counts["examples"], counts["inconclusive"], found.outcome,
+                budget, None, counts["shrink"],
+            )
+            report.found = first[0]
+            return report
+        chunk_index += 1
+    return _finish("hypothesis", run, counts["examples"], counts["inconclusive"], None, budget, "examples")
+
+
+def explore(
+    run: Runner,
+    strategy: str,
+    seed: int,
+    budget: Budget,
+    progress: Progress | None = None,
+    pct_depth: int = 3,
+) -> SearchReport:
+    if strategy == "random":
+        return explore_random(run, seed, budget, progress)
+    if strategy == "pct":
+        return explore_pct(run, seed, budget, progress, pct_depth)
+    if strategy == "hypothesis":
+        return explore_hypothesis(run, seed, budget, progress)
+    raise ValueError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")

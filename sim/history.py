@@ -1,0 +1,161 @@
+"""History: the one currency between simulation, real runs, checkers and reports.
+
+An op is (index, time_ms, actor, kind, fields). A history is append-only and
+is written as canonical JSON Lines (sorted keys, no spaces, UTF-8); the SHA-256
+of those bytes is the run's trace hash. Nothing here knows about SimPy: the
+real ZooKeeper and Spark runs produce histories of the very same shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+JSONValue = Any
+
+
+def canonical_json(value: JSONValue) -> str:
+    """The one serialisation used for hashing: sorted keys, no whitespace."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _check_json_value(value: JSONValue, where: str) -> None:
+    if value is None or isinstance(value, bool | int | str):
+        return
+    if isinstance(value, float):
+        assert value == value and value not in (float("inf"), float("-inf")), (
+            f"{where}: floats in a history must be finite"
+        )
+        return
+    if isinstance(value, list | tuple):
+        for item in value:
+            _check_json_value(item, where)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            assert isinstance(key, str), f"{where}: dict keys must be strings, got {key!r}"
+            _check_json_value(item, where)
+        return
+    raise AssertionError(f"{where}: {type(value).__name__} is not a JSON value: {value!r}")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One thing that happened: who did what, when, with which data."""
+
+    index: int
+    time_ms: int
+    actor: str
+    kind: str
+    fields: Mapping[str, JSONValue]
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {
+            "index": self.index,
+            "time_ms": self.time_ms,
+            "actor": self.actor,
+            "kind": self.kind,
+            "fields": dict(self.fields),
+        }
+
+    def line(self) -> str:
+        return canonical_json(self.to_json())
+
+    def get(self, name: str, default: JSONValue = None) -> JSONValue:
+        return self.fields.get(name, default)
+
+    def describe(self) -> str:
+        """``t=1200ms  leader  write  stream=A status=STOPPED``."""
+        body = " ".join(f"{k}={_short(v)}" for k, v in sorted(self.fields.items()))
+        return f"#{self.index:<4} t={self.time_ms}ms  {self.actor}  {self.kind}  {body}".rstrip()
+
+
+def _short(value: JSONValue) -> str:
+    text = value if isinstance(value, str) else canonical_json(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class History:
+    """An append-only list of ops; the hash of its canonical form is the trace hash."""
+
+    def __init__(self, ops: Iterable[Op] = ()) -> None:
+        self.ops: list[Op] = []
+        for op in ops:
+            assert op.index == len(self.ops), f"op index {op.index} out of order"
+            self.ops.append(op)
+
+    def append(self, time_ms: int, actor: str, kind: str, **fields: JSONValue) -> Op:
+        assert isinstance(time_ms, int) and time_ms >= 0, f"time_ms must be an int, got {time_ms!r}"
+        assert not self.ops or time_ms >= self.ops[-1].time_ms, "history time went backwards"
+        assert actor and kind, "an op needs an actor and a kind"
+        _check_json_value(fields, f"op {kind!r}")
+        op = Op(len(self.ops), time_ms, actor, kind, fields)
+        self.ops.append(op)
+        return op
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def __iter__(self) -> Iterator[Op]:
+        return iter(self.ops)
+
+    def __getitem__(self, index: int) -> Op:
+        return self.ops[index]
+
+    def of_kind(self, *kinds: str) -> list[Op]:
+        return [op for op in self.ops if op.kind in kinds]
+
+    def to_jsonl(self) -> str:
+        return "".join(op.line() + "\n" for op in self.ops)
+
+    def trace_hash(self) -> str:
+        digest = hashlib.sha256()
+        for op in self.ops:
+            digest.update(op.line().encode("utf-8"))
+            digest.update(b"\n")
+        return digest.hexdigest()
+
+    @classmethod
+    def from_jsonl(cls, text: str) -> History:
+        """Parse canonical JSON Lines; ValueError naming the bad line otherwise."""
+        ops = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+                ops.append(op_from_json(raw))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"history line {number}: {exc}") from None
+        return cls(ops)
+
+    def render(self, limit: int | None = None) -> str:
+        """A plain-text timeline, one op a line."""
+        ops = self.ops if limit is None else self.ops[-limit:]
+        return "\n".join(op.describe() for op in ops)
+
+
+def op_from_json(raw: Mapping[str, JSONValue]) -> Op:
+    if not isinstance(raw, Mapping):
+        raise TypeError("an op must be a JSON object")
+    missing = {"index", "time_ms", "actor", "kind", "fields"} - set(raw)
+    if missing:
+        raise KeyError(f"op lacks {sorted(missing)}")
+    if not isinstance(raw["index"], int) or not isinstance(raw["time_ms"], int):
+        raise TypeError("op index and time_ms must be integers")
+    if not isinstance(raw["fields"], Mapping):
+        raise TypeError("op fields must be an object")
+    return Op(raw["index"], raw["time_ms"], str(raw["actor"]), str(raw["kind"]), raw["fields"])
+
+
+def first_divergence(left: History, right: History) -> int | None:
+    """Index of the first op that differs (or where one history ends), None if equal."""
+    for index, (a, b) in enumerate(zip(left.ops, right.ops, strict=False)):
+        if a.line() != b.line():
+            return index
+    if len(left) != len(right):
+        return min(len(left), len(right))
+    return None

@@ -1,0 +1,171 @@
+"""Small concurrency primitives on the World: event queue, lock, executor, timers.
+
+Each is the least a model needs to say what the real system does (a Brooklin
+event queue that drops duplicates, a Streams lock file owner, a 16-thread
+stop pool) without hiding a decision: whatever could happen in another order
+happens through World events, whose ties are choices.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Generator
+from typing import Any
+
+from simpy.events import Event, Process
+
+from sim.world import ProcessGenerator, World
+
+
+class EventQueue:
+    """A FIFO of items with blocking ``get``.
+
+    ``dedupe``: ``put`` drops an item equal to one already queued (Brooklin's
+    leader queue). ``put_front`` puts a retry ahead of everything queued.
+    """
+
+    def __init__(self, world: World, name: str, *, dedupe: bool = False) -> None:
+        self.world = world
+        self.name = name
+        self.dedupe = dedupe
+        self.items: deque[Any] = deque()
+        self.getters: deque[Event] = deque()
+        self.dropped = 0
+
+    def put(self, item: Any) -> bool:
+        """Queue ``item``; False when it was dropped as a duplicate."""
+        if self.dedupe and item in self.items:
+            self.dropped += 1
+            return False
+        self.items.append(item)
+        self._dispatch()
+        return True
+
+    def put_front(self, item: Any) -> None:
+        self.items.appendleft(item)
+        self._dispatch()
+
+    def get(self) -> Event:
+        """An event whose value is the next item."""
+        event = self.world.event()
+        self.getters.append(event)
+        self._dispatch()
+        return event
+
+    def _dispatch(self) -> None:
+        while self.items and self.getters:
+            self.getters.popleft().succeed(self.items.popleft())
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+class Lock:
+    """A mutual-exclusion lock that knows its owner (a lock file, a partition lock)."""
+
+    def __init__(self, world: World, name: str) -> None:
+        self.world = world
+        self.name = name
+        self.owner: str | None = None
+        self.waiters: deque[tuple[str, Event]] = deque()
+
+    def try_acquire(self, owner: str) -> bool:
+        assert owner, "a lock owner needs a name"
+        if self.owner is None:
+            self.owner = owner
+            return True
+        return self.owner == owner
+
+    def acquire(self, owner: str) -> Event:
+        """An event that fires once ``owner`` holds the lock."""
+        event = self.world.event()
+        if self.try_acquire(owner):
+            event.succeed(owner)
+        else:
+            self.waiters.append((owner, event))
+        return event
+
+    def release(self, owner: str) -> None:
+        assert self.owner == owner, f"{owner} releases {self.name} held by {self.owner}"
+        self.owner = None
+        if self.waiters:
+            next_owner, event = self.waiters.popleft()
+            self.owner = next_owner
+            event.succeed(next_owner)
+
+    @property
+    def locked(self) -> bool:
+        return self.owner is not None
+
+
+class Executor:
+    """A pool of ``workers`` threads: tasks beyond the pool size wait in FIFO order."""
+
+    def __init__(self, world: World, name: str, workers: int) -> None:
+        assert workers >= 1
+        self.world = world
+        self.name = name
+        self.workers = workers
+        self.busy = 0
+        self.backlog: deque[tuple[str, Callable[[], ProcessGenerator], Event]] = deque()
+        self.submitted = 0
+
+    def submit(self, task: str, body: Callable[[], ProcessGenerator]) -> Event:
+        """Run ``body()`` on a worker; the returned event fires with its result."""
+        done = self.world.event()
+        self.submitted += 1
+        self.backlog.append((f"{self.name}/{task}#{self.submitted}", body, done))
+        self._start_waiting()
+        return done
+
+    def _start_waiting(self) -> None:
+        while self.backlog and self.busy < self.workers:
+            actor, body, done = self.backlog.popleft()
+            self.busy += 1
+            self.world.spawn(actor, self._run(body, done))
+
+    def _run(self, body: Callable[[], ProcessGenerator], done: Event) -> ProcessGenerator:
+        try:
+            result = yield from body()
+        finally:
+            self.busy -= 1
+            self._start_waiting()
+        done.succeed(result)
+
+
+def every(
+    world: World,
+    actor: str,
+    period_ms: int,
+    tick: Callable[[], bool | None],
+    *,
+    first_delay_ms: int | None = None,
+) -> Process:
+    """Call ``tick()`` every ``period_ms`` until it returns False or the run finishes."""
+    assert period_ms > 0
+
+    def loop() -> ProcessGenerator:
+        yield world.sleep(period_ms if first_delay_ms is None else first_delay_ms)
+        while world.finished is None:
+            if tick() is False:
+                return
+            yield world.sleep(period_ms)
+
+    return world.spawn(actor, loop())
+
+
+def poll_until(
+    world: World, ready: Callable[[], bool], interval_ms: int, timeout_ms: int
+) -> Generator[Event, Any, bool]:
+    """Check ``ready()`` now and every ``interval_ms``; False once ``timeout_ms`` passed.
+
+    Use as ``ok = yield from poll_until(world, ready, 1000, 90000)``.
+    """
+    assert interval_ms > 0 and timeout_ms >= 0
+    start_ms = world.now_ms
+    while True:
+        if ready():
+            return True
+        if world.now_ms - start_ms >= timeout_ms:
+            return False
+        yield world.sleep(interval_ms)

@@ -1,0 +1,240 @@
+"""World: a SimPy environment in integer virtual milliseconds whose tie-breaks are choices.
+
+SimPy processes events in (time, priority, insertion) order. The World keeps
+that order as choice 0 but, whenever several events with something waiting on
+them are due at the same instant, asks the run's choice source which goes
+first. Every other nondeterminism (delays, cache lags, faults) is drawn by the
+model through ``world.source``. Bounds on virtual time and on steps stop a
+run that would otherwise go on; a run stopped by a bound is inconclusive.
+
+``execute`` is the one way a model is run: build the actors, run to the end,
+close the history, apply the checkers.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from heapq import heappop, heappush
+from typing import Any, Literal
+
+import simpy
+from simpy.core import EmptySchedule
+from simpy.events import NORMAL, Event, EventPriority, Process
+
+from sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
+from sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
+from sim.history import History, JSONValue
+
+ProcessGenerator = Generator[Event, Any, Any]
+
+
+class BoundHit(Exception):
+    """A run reached one of its bounds before it finished."""
+
+    def __init__(self, bound: str, detail: str) -> None:
+        super().__init__(f"{bound} bound hit: {detail}")
+        self.bound = bound
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Limits on one run. Hitting one makes the run inconclusive."""
+
+    max_time_ms: int = 3_600_000
+    max_steps: int = 200_000
+
+    def to_json(self) -> dict[str, int]:
+        return {"max_time_ms": self.max_time_ms, "max_steps": self.max_steps}
+
+
+class World(simpy.Environment):
+    """The simulated world of one run: virtual ms, one choice source, one history."""
+
+    def __init__(self, source: ChoiceSource, bounds: Bounds = Bounds()) -> None:
+        super().__init__(initial_time=0)
+        self.source = source
+        self.bounds = bounds
+        self.history = History()
+        self.steps = 0
+        self.finished: str | None = None
+
+    # -- time ----------------------------------------------------------------
+    @property
+    def now_ms(self) -> int:
+        now = self._now
+        assert isinstance(now, int), f"virtual time must stay integer ms, got {now!r}"
+        return now
+
+    def schedule(self, event: Event, priority: EventPriority = NORMAL, delay: Any = 0) -> None:
+        assert isinstance(delay, int) and delay >= 0, f"delays are integer ms >= 0, got {delay!r}"
+        super().schedule(event, priority, delay)
+
+    def sleep(self, delay_ms: int) -> Event:
+        """A timeout of ``delay_ms`` virtual milliseconds."""
+        return self.timeout(delay_ms)
+
+    # -- actors --------------------------------------------------------------
+    def spawn(self, actor: str, generator: ProcessGenerator) -> Process:
+        """Start a process that acts as ``actor`` (the name shown in schedules)."""
+        process = self.process(generator)
+        process.actor = actor  # type: ignore[attr-defined]
+        return process
+
+    def log(self, actor: str, kind: str, **fields: JSONValue) -> None:
+        self.history.append(self.now_ms, actor, kind, **fields)
+
+    def finish(self, reason: str = "finished") -> None:
+        """End the run after the current step (the workload is done)."""
+        self.finished = reason
+
+    # -- the scheduler ---------------------------------------------------------
+    @staticmethod
+    def _actor_of(event: Event) -> str:
+        for callback in event.callbacks or ():
+            owner = getattr(callback, "__self__", None)
+            actor = getattr(owner, "actor", None)
+            if actor is not None:
+                return str(actor)
+        return type(event).__name__
+
+    def step(self) -> None:
+        queue = self._queue
+        if not queue:
+            raise EmptySchedule
+        head_time = queue[0][0]
+        if head_time > self.bounds.max_time_ms:
+            raise BoundHit("virtual_time", f"next event at {head_time} ms > {self.bounds.max_time_ms}")
+        self.steps += 1
+        if self.steps > self.bounds.max_steps:
+            raise BoundHit("steps", f"more than {self.bounds.max_steps} steps")
+        second = min(queue[1:3], default=None)
+        if second is None or second[0] != head_time:
+            self._process_next()
+            return
+        due = []
+        while queue and queue[0][0] == head_time:
+            due.append(heappop(queue))
+        # Events nobody waits on go first, in SimPy order: ordering them changes nothing.
+        unwaited = [entry for entry in due if not entry[3].callbacks]
+        if unwaited:
+            chosen = unwaited[0]
+        else:
+            chosen = due[self.source.schedule([self._actor_of(entry[3]) for entry in due])]
+        for entry in due:
+            if entry is not chosen:
+                heappush(queue, entry)
+        heappush(queue, (head_time, EventPriority(-1), -1, chosen[3]))
+        self._process_next()
+
+    def _process_next(self) -> None:
+        """SimPy re-raises a *copy* of a failed process's exception; raise the original.
+
+        The original keeps its traceback into model code, and control-flow
+        exceptions of the choice source (Hypothesis' StopTest, ReplayMisaligned)
+        pass through unchanged.
+        """
+        try:
+            simpy.Environment.step(self)
+        except BaseException as exc:
+            original = exc.__cause__
+            if original is not None and type(original) is type(exc):
+                raise original from None
+            raise
+
+    def run_to_end(self) -> str:
+        """Step until the model finishes or nothing is left; raise BoundHit at a bound."""
+        while self.finished is None:
+            try:
+                self.step()
+            except EmptySchedule:
+                return "quiescent"
+        return self.finished
+
+
+RunStatus = Literal["ok", "violated", "inconclusive"]
+
+
+@dataclass
+class RunOutcome:
+    """Everything one run produced."""
+
+    status: RunStatus
+    verdicts: list[Verdict]
+    history: History
+    choices: list[Choice]
+    steps: int
+    virtual_ms: int
+    end_reason: str
+    bound: str | None = None
+    extra: dict[str, JSONValue] = field(default_factory=dict)
+
+    @property
+    def violation(self) -> Verdict | None:
+        return first_violation(self.verdicts)
+
+    @property
+    def trace_hash(self) -> str:
+        return self.history.trace_hash()
+
+    @property
+    def values(self) -> list[int]:
+        return [c.value for c in self.choices]
+
+
+Build = Callable[[World], None]
+Runner = Callable[[ChoiceSource], RunOutcome]
+
+
+def execute(
+    build: Build,
+    source: ChoiceSource,
+    checkers: Sequence[Checker],
+    bounds: Bounds = Bounds(),
+) -> RunOutcome:
+    """Run one model under ``source`` and judge its history.
+
+    A model that raises (an assertion in an actor) is a finding, reported by
+    the pseudo-checker ``model-crash``; a replay that no longer fits the model
+    is not, and propagates as ReplayMisaligned.
+    """
+    world = World(source, bounds)
+    bound: str | None = None
+    crash: Verdict | None = None
+    try:
+        build(world)
+        reason = world.run_to_end()
+    except BoundHit as hit:
+        bound, reason = hit.bound, f"bound:{hit.bound}"
+    except ReplayMisaligned:
+        raise
+    except Exception as exc:
+        reason = "crash"
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        error = f"{type(exc).__name__}: {exc}"
+        world.log("kernel", "model.crash", error=error, at=f"{where.name}:{where.lineno}")
+        crash = violated("model-crash", len(world.history) - 1, f"the model crashed: {error}")
+    if isinstance(source, ReplaySource):
+        source.finish()
+    world.log("kernel", "run.end", reason=reason, steps=world.steps)
+    verdicts = run_checkers(world.history, checkers)
+    if crash is not None:
+        verdicts.insert(0, crash)
+    status: RunStatus
+    if first_violation(verdicts) is not None:
+        status = "violated"
+    elif bound is not None or any(v.status == "unknown" for v in verdicts):
+        status = "inconclusive"
+    else:
+        status = "ok"
+    return RunOutcome(
+        status=status,
+        verdicts=verdicts,
+        history=world.history,
+        choices=list(source.record),
+        steps=world.steps,
+        virtual_ms=world.now_ms,
+        end_reason=reason,
+        bound=bound,
+    )
