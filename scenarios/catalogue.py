@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim import Bounds, Checker, ChoiceSource, RunOutcome, Runner, World, checker_name, execute
+from sim import Bounds, Checker, ChoiceSource, Runner, RunOutcome, World, checker_name, execute
 
 
 class UnknownName(LookupError):
@@ -31,7 +31,7 @@ class Scenario:
     build: Callable[[World, str, Any], None]
     config: Any  # the model's configuration dataclass, for search
     prove_config: Any  # a smaller configuration, for bounded exhaustive proofs
-    bounds: Bounds = Bounds()
+    bounds: Bounds = field(default_factory=Bounds)
     prove_max_deviations: int | None = None
     prove_max_branch: int | None = None
     report_timeline: str | None = None  # blob replaying the report's own story
@@ -54,13 +54,17 @@ class Scenario:
             return dataclasses.replace(base, **dict(overrides))
         except TypeError as exc:
             names = ", ".join(f.name for f in dataclasses.fields(base))
-            raise UnknownName(f"bad configuration for {self.name} ({exc}); fields: {names}") from None
+            raise UnknownName(
+                f"bad configuration for {self.name} ({exc}); fields: {names}"
+            ) from None
 
     def runner(self, variant: str, config: Any) -> Runner:
         self.check_variant(variant)
 
         def run(source: ChoiceSource) -> RunOutcome:
-            return execute(lambda world: self.build(world, variant, config), source, self.checkers, self.bounds)
+            return execute(
+                lambda world: self.build(world, variant, config), source, self.checkers, self.bounds
+            )
 
         return run
 
@@ -81,7 +85,9 @@ class Scenario:
 
 
 def config_to_json(config: Any) -> dict[str, Any]:
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()}
+    return {
+        k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()
+    }
 
 
 def config_from_json(template: Any, raw: Mapping[str, Any]) -> Any:

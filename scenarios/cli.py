@@ -93,10 +93,16 @@ def _print_outcome(outcome: RunOutcome, title: str) -> None:
     for verdict in outcome.verdicts:
         where = f" (op #{verdict.op_index})" if verdict.op_index is not None else ""
         print(f"  {verdict.status.upper():9} {verdict.checker}{where}  {verdict.message}")
-    devs = [f"draw #{i} {c.label} = option {c.value} of {c.n}" for i, c in enumerate(outcome.choices) if c.value]
+    devs = [
+        f"draw #{i} {c.label} = option {c.value} of {c.n}"
+        for i, c in enumerate(outcome.choices)
+        if c.value
+    ]
     print(f"deviations from FIFO ({len(devs)}): " + ("; ".join(devs) if devs else "none"))
-    print(f"verdict: {outcome.status}   trace {outcome.trace_hash[:16]}   "
-          f"{outcome.virtual_ms} virtual ms, {outcome.steps} steps")
+    print(
+        f"verdict: {outcome.status}   trace {outcome.trace_hash[:16]}   "
+        f"{outcome.virtual_ms} virtual ms, {outcome.steps} steps"
+    )
 
 
 # -- list ---------------------------------------------------------------------------
@@ -111,7 +117,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             mark = "expected to violate" if name in s["expect_violation"] else "expected to hold"
             print(f"    {name:28} {what}  [{mark}]")
         print(f"    checkers: {', '.join(s['checkers'])}")
-        print(f"    bounds: {s['bounds']}   report timeline: {'yes' if s['report_timeline'] else 'no'}")
+        print(
+            f"    bounds: {s['bounds']}   report timeline: {'yes' if s['report_timeline'] else 'no'}"
+        )
     return runner.EXIT_OK
 
 
@@ -165,8 +173,14 @@ def cmd_repro(args: argparse.Namespace) -> int:
         print(f"repro: {result['repro']}")
         if "determinism" in result:
             d = result["determinism"]
-            print("determinism: " + ("same trace hash in two processes (PYTHONHASHSEED 0 and 1)"
-                                    if d["same"] else f"DIFFERENT: {d['detail']}"))
+            print(
+                "determinism: "
+                + (
+                    "same trace hash in two processes (PYTHONHASHSEED 0 and 1)"
+                    if d["same"]
+                    else f"DIFFERENT: {d['detail']}"
+                )
+            )
 
     return emit(args, result, human)
 
@@ -180,8 +194,20 @@ def check_determinism(
     with tempfile.TemporaryDirectory(prefix="raceproof-det-") as tmp:
         for hash_seed in ("0", "1"):
             path = Path(tmp) / f"history-{hash_seed}.jsonl"
-            command = [sys.executable, "-m", "scenarios.cli", "repro", scenario, "--variant", variant,
-                       "--choices", blob, "--json", "--history-out", str(path)]
+            command = [
+                sys.executable,
+                "-m",
+                "scenarios.cli",
+                "repro",
+                scenario,
+                "--variant",
+                variant,
+                "--choices",
+                blob,
+                "--json",
+                "--history-out",
+                str(path),
+            ]
             for item in args.set:
                 command += ["--set", item]
             env = dict(os.environ, PYTHONHASHSEED=hash_seed)
@@ -219,9 +245,15 @@ def cmd_explore(args: argparse.Namespace) -> int:
     report = explore(run, args.strategy, args.seed, budget, progress, pct_depth=args.pct_depth)
     progress.done()
     result = runner.base_result(scenario, variant, args.strategy, config)
-    result.update(verdict=report.verdict, examples=report.examples, seed=args.seed,
-                  inconclusive_runs=report.inconclusive_runs, notes=report.notes,
-                  budget_s=budget_s, max_examples=examples)
+    result.update(
+        verdict=report.verdict,
+        examples=report.examples,
+        seed=args.seed,
+        inconclusive_runs=report.inconclusive_runs,
+        notes=report.notes,
+        budget_s=budget_s,
+        max_examples=examples,
+    )
     if report.shrunk is not None and report.found is not None:
         shrunk = report.shrunk
         result.update(runner.outcome_fields(shrunk))
@@ -229,7 +261,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
         result["found_deviations"] = sum(1 for v in report.found.values if v)
         result["found_timeline_ops"] = len(report.found.history)
         result["shrink_runs"] = report.shrink_runs
-        path = runner.save_counterexample(Path(args.out), scenario, variant, config, shrunk, args.strategy)
+        path = runner.save_counterexample(
+            Path(args.out), scenario, variant, config, shrunk, args.strategy
+        )
         result["counterexample"] = str(path)
         result["repro"] = runner.repro_line(scenario.name, variant, shrunk.values, overrides)
     else:
@@ -238,14 +272,19 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
     def human() -> None:
         if report.shrunk is not None:
-            _print_outcome(report.shrunk, f"== {scenario.name} / {variant}: violation found by "
-                           f"{args.strategy} after {report.examples} examples, shrunk to "
-                           f"{result['deviations']} deviation(s) from FIFO ({result['timeline_ops']} ops)")
+            _print_outcome(
+                report.shrunk,
+                f"== {scenario.name} / {variant}: violation found by "
+                f"{args.strategy} after {report.examples} examples, shrunk to "
+                f"{result['deviations']} deviation(s) from FIFO ({result['timeline_ops']} ops)",
+            )
             print(f"counterexample: {result['counterexample']}")
             print(f"repro: {result['repro']}")
         else:
-            print(f"{scenario.name} / {variant}: {report.verdict}: {'; '.join(report.notes)} "
-                  f"({result['seconds']}s)")
+            print(
+                f"{scenario.name} / {variant}: {report.verdict}: {'; '.join(report.notes)} "
+                f"({result['seconds']}s)"
+            )
 
     return emit(args, result, human)
 
@@ -261,38 +300,57 @@ def cmd_prove(args: argparse.Namespace) -> int:
     run = scenario.runner(variant, config)
     progress = ProgressLine(f"prove {scenario.name}/{variant}", not args.json)
     started = time.monotonic()
-    report = prove(run, budget=budget, max_deviations=max_dev, max_branch=max_branch, progress=progress)
+    report = prove(
+        run, budget=budget, max_deviations=max_dev, max_branch=max_branch, progress=progress
+    )
     progress.done()
     result = runner.base_result(scenario, variant, "exhaustive", config)
     result.update(
-        verdict=report.verdict, complete=report.complete, schedules=report.schedules,
-        examples=report.runs, bounds_pruned=report.pruned, max_deviations_reached=report.max_deviations_seen,
-        configuration={"config": result["config"], "bounds": scenario.bounds.to_json(),
-                       "max_deviations": max_dev, "max_branch": max_branch,
-                       "max_schedules": args.max_schedules, "budget_s": args.budget},
+        verdict=report.verdict,
+        complete=report.complete,
+        schedules=report.schedules,
+        examples=report.runs,
+        bounds_pruned=report.pruned,
+        max_deviations_reached=report.max_deviations_seen,
+        configuration={
+            "config": result["config"],
+            "bounds": scenario.bounds.to_json(),
+            "max_deviations": max_dev,
+            "max_branch": max_branch,
+            "max_schedules": args.max_schedules,
+            "budget_s": args.budget,
+        },
     )
     if report.shrunk is not None:
         result.update(runner.outcome_fields(report.shrunk))
         result["verdict"] = "violated"
         result["schedules"] = report.schedules
-        path = runner.save_counterexample(Path(args.out), scenario, variant, config, report.shrunk, "exhaustive")
+        path = runner.save_counterexample(
+            Path(args.out), scenario, variant, config, report.shrunk, "exhaustive"
+        )
         result["counterexample"] = str(path)
         result["repro"] = runner.repro_line(scenario.name, variant, report.shrunk.values, overrides)
     result["seconds"] = round(time.monotonic() - started, 3)
 
     def human() -> None:
         if report.shrunk is not None:
-            _print_outcome(report.shrunk, f"== {scenario.name} / {variant}: NOT proven: violation at "
-                           f"schedule {report.runs}")
+            _print_outcome(
+                report.shrunk,
+                f"== {scenario.name} / {variant}: NOT proven: violation at schedule {report.runs}",
+            )
             print(f"counterexample: {result['counterexample']}")
             print(f"repro: {result['repro']}")
             return
         state = "PROVEN" if report.complete else "INCONCLUSIVE"
-        print(f"{scenario.name} / {variant}: {state}: {report.schedules} distinct complete schedules "
-              f"({report.runs} runs, up to {report.max_deviations_seen} deviations) in {result['seconds']}s")
+        print(
+            f"{scenario.name} / {variant}: {state}: {report.schedules} distinct complete schedules "
+            f"({report.runs} runs, up to {report.max_deviations_seen} deviations) in {result['seconds']}s"
+        )
         print(f"  configuration: {json.dumps(result['config'], sort_keys=True)}")
         if report.pruned:
-            print(f"  pruned by: {', '.join(f'{k} ({v} branches)' for k, v in sorted(report.pruned.items()))}")
+            print(
+                f"  pruned by: {', '.join(f'{k} ({v} branches)' for k, v in sorted(report.pruned.items()))}"
+            )
 
     return emit(args, result, human)
 
@@ -313,18 +371,29 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         outcome = run(ReplaySource(cx.choices, strict=True))
     except ReplayMisaligned as exc:
-        raise UsageError(f"{args.file}: out of date, the model changed underneath it: {exc}") from None
+        raise UsageError(
+            f"{args.file}: out of date, the model changed underneath it: {exc}"
+        ) from None
     if outcome.trace_hash != cx.trace_hash:
         index = first_divergence(cx.history, outcome.history)
         where = ""
         if index is not None and index < min(len(cx.history), len(outcome.history)):
             where = f": recorded {cx.history[index].describe()} / now {outcome.history[index].describe()}"
-        raise UsageError(f"{args.file}: out of date: the replay diverges from the recorded timeline "
-                         f"at op #{index}{where}")
+        raise UsageError(
+            f"{args.file}: out of date: the replay diverges from the recorded timeline "
+            f"at op #{index}{where}"
+        )
     result = runner.base_result(scenario, cx.variant, "replay", config)
     result.update(runner.outcome_fields(outcome))
-    result.update(examples=1, schedules=1, counterexample=str(args.file), recorded_trace_hash=cx.trace_hash,
-                  same_trace_hash=True, tool_version=cx.tool_version, git_commit=cx.git_commit)
+    result.update(
+        examples=1,
+        schedules=1,
+        counterexample=str(args.file),
+        recorded_trace_hash=cx.trace_hash,
+        same_trace_hash=True,
+        tool_version=cx.tool_version,
+        git_commit=cx.git_commit,
+    )
     overrides = runner.overrides_of(scenario, config)
     result["repro"] = runner.repro_line(scenario.name, cx.variant, outcome.values, overrides)
 
@@ -361,8 +430,13 @@ def build_parser() -> argparse.ArgumentParser:
     def scenario_args(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("scenario", help="a scenario name (see `raceproof list`)")
         sub.add_argument("--variant", help="a variant of the scenario (default: its first)")
-        sub.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                         help="override a configuration field (JSON value), repeatable")
+        sub.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a configuration field (JSON value), repeatable",
+        )
 
     command("list", "scenarios, their variants, checkers and bounds")
 
@@ -370,14 +444,21 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_args(sub)
     sub.add_argument("--seed", type=int, help="draw every choice from this random seed")
     sub.add_argument("--choices", help="replay this choice blob (LEN:POS=VAL,...)")
-    sub.add_argument("--report-timeline", action="store_true", help="replay the race report's own story")
-    sub.add_argument("--check-determinism", action="store_true",
-                     help="rerun in two processes under PYTHONHASHSEED 0 and 1, compare trace hashes")
+    sub.add_argument(
+        "--report-timeline", action="store_true", help="replay the race report's own story"
+    )
+    sub.add_argument(
+        "--check-determinism",
+        action="store_true",
+        help="rerun in two processes under PYTHONHASHSEED 0 and 1, compare trace hashes",
+    )
     sub.add_argument("--history-out", help="write the history as JSON Lines to this file")
 
     sub = command("explore", "search for a violation, shrink it, save the counterexample")
     scenario_args(sub)
-    sub.add_argument("--strategy", default="random", help=f"one of {', '.join(STRATEGIES)} (default random)")
+    sub.add_argument(
+        "--strategy", default="random", help=f"one of {', '.join(STRATEGIES)} (default random)"
+    )
     sub.add_argument("--budget", type=float, help="wall seconds (default: the scenario's)")
     sub.add_argument("--examples", type=int, help="runs at most (default: the scenario's)")
     sub.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
@@ -387,9 +468,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("prove", "bounded exhaustive exploration of every schedule")
     scenario_args(sub)
     sub.add_argument("--budget", type=float, default=600.0, help="wall seconds (default 600)")
-    sub.add_argument("--max-schedules", type=int, default=1_000_000, help="runs at most (default 1e6)")
-    sub.add_argument("--max-deviations", type=int, help="cap on deviations from FIFO (prunes: not complete)")
-    sub.add_argument("--max-branch", type=int, help="cap on options per draw (prunes: not complete)")
+    sub.add_argument(
+        "--max-schedules", type=int, default=1_000_000, help="runs at most (default 1e6)"
+    )
+    sub.add_argument(
+        "--max-deviations", type=int, help="cap on deviations from FIFO (prunes: not complete)"
+    )
+    sub.add_argument(
+        "--max-branch", type=int, help="cap on options per draw (prunes: not complete)"
+    )
     sub.add_argument("--out", default="counterexamples", help="folder for counterexample files")
 
     sub = command("replay", "replay a counterexample file; fails loudly if the model changed")

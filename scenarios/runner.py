@@ -37,7 +37,12 @@ def git_commit() -> str:
     root = Path(__file__).resolve().parent.parent
     try:
         done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=False
+            ["git", "rev-parse", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
@@ -65,7 +70,9 @@ def overrides_of(scenario: Scenario, config: Any) -> dict[str, Any]:
     return {k: v for k, v in config_to_json(config).items() if default.get(k) != v}
 
 
-def repro_line(scenario: str, variant: str, values: Sequence[int], overrides: Mapping[str, Any]) -> str:
+def repro_line(
+    scenario: str, variant: str, values: Sequence[int], overrides: Mapping[str, Any]
+) -> str:
     sets = "".join(
         f" --set {k}={json.dumps(list(v) if isinstance(v, tuple) else v, separators=(',', ':'))}"
         for k, v in sorted(overrides.items())

@@ -33,7 +33,15 @@ from sim.choices import (
 )
 from sim.exhaustive import ProofReport, prove
 from sim.explore import STRATEGIES, Budget, SearchReport, explore
-from sim.faults import FAULT_KINDS, Actor, FaultPlan, Nemesis, Network, crash_and_restart, maybe_pause
+from sim.faults import (
+    FAULT_KINDS,
+    Actor,
+    FaultPlan,
+    Nemesis,
+    Network,
+    crash_and_restart,
+    maybe_pause,
+)
 from sim.fs import DiskWriteError, FileSystem, FsError
 from sim.history import History, Op, canonical_json, first_divergence
 from sim.primitives import EventQueue, Executor, Lock, every, poll_until
@@ -49,7 +57,7 @@ from sim.store import (
     VersionedStore,
     WatchEvent,
 )
-from sim.world import BoundHit, Bounds, RunOutcome, Runner, World, execute
+from sim.world import BoundHit, Bounds, Runner, RunOutcome, World, execute
 
 __all__ = [
     "FAULT_KINDS",

@@ -80,7 +80,7 @@ def first_violation(verdicts: Iterable[Verdict]) -> Verdict | None:
     found = [v for v in verdicts if v.status == "violated"]
     if not found:
         return None
-    return min(found, key=lambda v: (v.op_index if v.op_index is not None else 1 << 60))
+    return min(found, key=lambda v: v.op_index if v.op_index is not None else 1 << 60)
 
 
 def quiescent(history: History) -> bool:

@@ -15,7 +15,7 @@ draw 40 (2).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, TypeVar
 
 T = TypeVar("T")
@@ -87,9 +87,15 @@ class ChoiceSource:
         assert 0.0 <= p <= 1.0, f"draw_bool {label!r}: p={p} is not a probability"
         return self._draw(label, 2, p_nonzero=p) == 1
 
-    def schedule(self, keys: Sequence[str]) -> int:
-        """Index of the event (named by the actor it resumes) that runs next."""
-        return self._draw(SCHEDULE_LABEL, len(keys), keys=keys)
+    uses_keys = False  # True for providers that look at which actor each event resumes
+
+    def schedule(self, n: int, keys: Callable[[], Sequence[str]]) -> int:
+        """Index of the one of ``n`` due events that runs next.
+
+        ``keys()`` names the actor each event resumes; it is computed only for
+        providers that use it (PCT), since it costs a walk over callbacks.
+        """
+        return self._draw(SCHEDULE_LABEL, n, keys=keys() if self.uses_keys else ())
 
     @property
     def values(self) -> list[int]:
@@ -156,9 +162,7 @@ class ReplaySource(ChoiceSource):
         strict: bool = True,
     ) -> None:
         super().__init__()
-        self.expected: list[Choice | None] = [
-            v if isinstance(v, Choice) else None for v in values
-        ]
+        self.expected: list[Choice | None] = [v if isinstance(v, Choice) else None for v in values]
         self.raw: list[int] = [v.value if isinstance(v, Choice) else int(v) for v in values]
         self.strict = strict
 
@@ -205,6 +209,8 @@ class PCTSource(ChoiceSource):
     first ``expected_steps`` schedule draws, the running actor drops to the
     lowest priority. Other draws (delays, faults) are seeded random.
     """
+
+    uses_keys = True
 
     def __init__(self, seed: int, depth: int, expected_steps: int) -> None:
         super().__init__()

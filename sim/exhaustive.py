@@ -21,7 +21,7 @@ from typing import Literal
 from sim.choices import ReplaySource
 from sim.explore import Budget, Progress
 from sim.shrink import shrink
-from sim.world import RunOutcome, Runner
+from sim.world import Runner, RunOutcome
 
 ProofVerdict = Literal["ok", "violated", "inconclusive"]
 
@@ -72,7 +72,14 @@ def prove(
         if outcome.status == "violated":
             result = shrink(run, outcome)
             return ProofReport(
-                "violated", False, schedules + 1, runs, deepest, pruned, outcome, result.outcome,
+                "violated",
+                False,
+                schedules + 1,
+                runs,
+                deepest,
+                pruned,
+                outcome,
+                result.outcome,
                 len(frontier),
             )
         if outcome.bound is not None:
@@ -80,7 +87,9 @@ def prove(
         else:
             schedules += 1
         if progress:
-            progress({"schedules": schedules, "runs": runs, "frontier": len(frontier), "depth": depth})
+            progress(
+                {"schedules": schedules, "runs": runs, "frontier": len(frontier), "depth": depth}
+            )
         frozen = tuple(recorded)
         for i in range(len(prefix), len(outcome.choices)):
             n = outcome.choices[i].n
@@ -96,4 +105,6 @@ def prove(
                 frontier.append((frozen, i, v, depth + 1))
     complete = not pruned
     verdict: ProofVerdict = "ok" if complete else "inconclusive"
-    return ProofReport(verdict, complete, schedules, runs, deepest, pruned, frontier_left=len(frontier))
+    return ProofReport(
+        verdict, complete, schedules, runs, deepest, pruned, frontier_left=len(frontier)
+    )

@@ -22,7 +22,7 @@ from sim.choices import (
     derive_seed,
 )
 from sim.shrink import shrink
-from sim.world import RunOutcome, Runner
+from sim.world import Runner, RunOutcome
 
 STRATEGIES = ("random", "hypothesis", "pct")
 Verdict = Literal["violated", "ok", "inconclusive"]
@@ -45,7 +45,9 @@ class Budget:
         return (self.clock() - self.started) if self.clock else 0.0
 
     def out_of_time(self) -> bool:
-        return self.seconds is not None and self.clock is not None and self.elapsed() >= self.seconds
+        return (
+            self.seconds is not None and self.clock is not None and self.elapsed() >= self.seconds
+        )
 
 
 @dataclass
@@ -74,21 +76,31 @@ def _finish(
     if found is not None:
         result = shrink(run, found)
         return SearchReport(
-            strategy, "violated", examples, inconclusive, stopped_by, found, result.outcome,
+            strategy,
+            "violated",
+            examples,
+            inconclusive,
+            stopped_by,
+            found,
+            result.outcome,
             shrink_runs + result.runs,
         )
     verdict: Verdict = "ok"
     notes = [f"no violation in {examples} examples (a search, not a proof)"]
     if stopped_by == "seconds":
         verdict = "inconclusive"
-        notes = [f"the {budget.seconds}s budget ran out after {examples} of {budget.examples} examples"]
+        notes = [
+            f"the {budget.seconds}s budget ran out after {examples} of {budget.examples} examples"
+        ]
     elif inconclusive:
         verdict = "inconclusive"
         notes.append(f"{inconclusive} runs hit a bound before finishing")
     return SearchReport(strategy, verdict, examples, inconclusive, stopped_by, notes=notes)
 
 
-def explore_random(run: Runner, seed: int, budget: Budget, progress: Progress | None = None) -> SearchReport:
+def explore_random(
+    run: Runner, seed: int, budget: Budget, progress: Progress | None = None
+) -> SearchReport:
     budget.start()
     inconclusive = 0
     for example in range(budget.examples):
@@ -151,7 +163,15 @@ def explore_hypothesis(
     chunk_index = 0
     while counts["examples"] < budget.examples:
         if budget.out_of_time():
-            return _finish("hypothesis", run, counts["examples"], counts["inconclusive"], None, budget, "seconds")
+            return _finish(
+                "hypothesis",
+                run,
+                counts["examples"],
+                counts["inconclusive"],
+                None,
+                budget,
+                "seconds",
+            )
         size = min(chunk, budget.examples - counts["examples"])
 
         @settings(
@@ -185,13 +205,21 @@ def explore_hypothesis(
         except _Found as found:
             # Hypothesis re-raises for its shrunk example: replay-ready choices.
             report = _finish(
-                "hypothesis", run, counts["examples"], counts["inconclusive"], found.outcome,
-                budget, None, counts["shrink"],
+                "hypothesis",
+                run,
+                counts["examples"],
+                counts["inconclusive"],
+                found.outcome,
+                budget,
+                None,
+                counts["shrink"],
             )
             report.found = first[0]
             return report
         chunk_index += 1
-    return _finish("hypothesis", run, counts["examples"], counts["inconclusive"], None, budget, "examples")
+    return _finish(
+        "hypothesis", run, counts["examples"], counts["inconclusive"], None, budget, "examples"
+    )
 
 
 def explore(

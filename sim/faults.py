@@ -164,6 +164,8 @@ class Network:
                 latency_ms += self.world.source.choose(f"delay.{link}", self.nemesis.plan.delay_ms)
             self.world.spawn(f"net:{link}", self._later(latency_ms, message, deliver))
 
-    def _later(self, latency_ms: int, message: Any, deliver: Callable[[Any], None]) -> ProcessGenerator:
+    def _later(
+        self, latency_ms: int, message: Any, deliver: Callable[[Any], None]
+    ) -> ProcessGenerator:
         yield self.world.sleep(latency_ms)
         deliver(message)

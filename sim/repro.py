@@ -92,7 +92,9 @@ def _field(raw: dict[str, Any], name: str, kind: type | tuple[type, ...], path: 
         raise CounterexampleError(f"{path}: missing field {name!r}")
     value = raw[name]
     if not isinstance(value, kind):
-        raise CounterexampleError(f"{path}: field {name!r} has the wrong type ({type(value).__name__})")
+        raise CounterexampleError(
+            f"{path}: field {name!r} has the wrong type ({type(value).__name__})"
+        )
     return value
 
 

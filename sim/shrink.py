@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.choices import ReplaySource, deviations
-from sim.world import RunOutcome, Runner
+from sim.world import Runner, RunOutcome
 
 
 def shrink_key(outcome: RunOutcome) -> tuple[int, int, int, int]:
@@ -43,7 +43,11 @@ def shrink(run: Runner, outcome: RunOutcome, *, max_runs: int = 2000) -> ShrinkR
         runs += 1
         candidate = run(ReplaySource(values, strict=False))
         found = candidate.violation
-        if found is not None and found.checker == target and shrink_key(candidate) < shrink_key(best):
+        if (
+            found is not None
+            and found.checker == target
+            and shrink_key(candidate) < shrink_key(best)
+        ):
             best = candidate
             return True
         return False

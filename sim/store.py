@@ -130,7 +130,9 @@ class VersionedStore:
             self.child_watches.setdefault(path, []).append(watch)
         prefix = path.rstrip("/") + "/"
         return sorted(
-            p[len(prefix) :] for p in self.nodes if p.startswith(prefix) and "/" not in p[len(prefix) :]
+            p[len(prefix) :]
+            for p in self.nodes
+            if p.startswith(prefix) and "/" not in p[len(prefix) :]
         )
 
     # -- writes --------------------------------------------------------------
@@ -204,7 +206,9 @@ class VersionedStore:
         watchers = table.pop(path, [])
         for watcher in watchers:
             delay_ms = self.world.source.choose(f"{self.name}.watch-delay", self.watch_delay_ms)
-            self.world.spawn(f"{self.name}-watch", self._deliver(watcher, WatchEvent(kind, path), delay_ms))
+            self.world.spawn(
+                f"{self.name}-watch", self._deliver(watcher, WatchEvent(kind, path), delay_ms)
+            )
 
     def _deliver(self, watcher: Watcher, event: WatchEvent, delay_ms: int) -> ProcessGenerator:
         yield self.world.sleep(delay_ms)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from heapq import heappop, heappush
+from heapq import heappop
 from typing import Any, Literal
 
 import simpy
@@ -59,6 +59,7 @@ class World(simpy.Environment):
         self.history = History()
         self.steps = 0
         self.finished: str | None = None
+        self._due: list[tuple[Any, EventPriority, int, Event]] = []
 
     # -- time ----------------------------------------------------------------
     @property
@@ -99,49 +100,58 @@ class World(simpy.Environment):
                 return str(actor)
         return type(event).__name__
 
+    def peek(self) -> Any:
+        return self._due[0][0] if self._due else super().peek()
+
     def step(self) -> None:
-        queue = self._queue
-        if not queue:
-            raise EmptySchedule
-        head_time = queue[0][0]
-        if head_time > self.bounds.max_time_ms:
-            raise BoundHit("virtual_time", f"next event at {head_time} ms > {self.bounds.max_time_ms}")
+        """Process one event; among those due now, the choice source picks which.
+
+        Events due at the current instant are moved from SimPy's heap to
+        ``_due`` once, kept in SimPy order (priority, insertion), and the
+        choice is an index into that list: 0 is exactly SimPy's own order.
+        """
+        queue, due = self._queue, self._due
+        if not due:
+            if not queue:
+                raise EmptySchedule
+            head_time = queue[0][0]
+            if head_time > self.bounds.max_time_ms:
+                raise BoundHit(
+                    "virtual_time", f"next event at {head_time} ms > {self.bounds.max_time_ms}"
+                )
+        else:
+            head_time = due[0][0]
+        if queue and queue[0][0] == head_time:
+            merged = bool(due)
+            while queue and queue[0][0] == head_time:
+                due.append(heappop(queue))
+            if merged:
+                due.sort(key=lambda entry: (entry[1], entry[2]))
         self.steps += 1
         if self.steps > self.bounds.max_steps:
             raise BoundHit("steps", f"more than {self.bounds.max_steps} steps")
-        second = min(queue[1:3], default=None)
-        if second is None or second[0] != head_time:
-            self._process_next()
-            return
-        due = []
-        while queue and queue[0][0] == head_time:
-            due.append(heappop(queue))
-        # Events nobody waits on go first, in SimPy order: ordering them changes nothing.
-        unwaited = [entry for entry in due if not entry[3].callbacks]
-        if unwaited:
-            chosen = unwaited[0]
-        else:
-            chosen = due[self.source.schedule([self._actor_of(entry[3]) for entry in due])]
-        for entry in due:
-            if entry is not chosen:
-                heappush(queue, entry)
-        heappush(queue, (head_time, EventPriority(-1), -1, chosen[3]))
-        self._process_next()
+        index = 0
+        if len(due) > 1:
+            # Events nobody waits on go first: ordering them changes nothing.
+            index = next((i for i, entry in enumerate(due) if not entry[3].callbacks), -1)
+            if index < 0:
+                index = self.source.schedule(len(due), lambda: [self._actor_of(e[3]) for e in due])
+        self._process(due.pop(index))
 
-    def _process_next(self) -> None:
-        """SimPy re-raises a *copy* of a failed process's exception; raise the original.
+    def _process(self, entry: tuple[Any, EventPriority, int, Event]) -> None:
+        """SimPy's event processing (``Environment.step`` after the pop).
 
-        The original keeps its traceback into model code, and control-flow
-        exceptions of the choice source (Hypothesis' StopTest, ReplayMisaligned)
-        pass through unchanged.
+        A failed process event re-raises its original exception, not SimPy's
+        copy: the original keeps its traceback into model code, and control
+        flow exceptions of the choice source (Hypothesis' StopTest,
+        ReplayMisaligned) pass through unchanged.
         """
-        try:
-            simpy.Environment.step(self)
-        except BaseException as exc:
-            original = exc.__cause__
-            if original is not None and type(original) is type(exc):
-                raise original from None
-            raise
+        self._now, _, _, event = entry
+        callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
+        for callback in callbacks:
+            callback(event)
+        if not event._ok and not hasattr(event, "_defused"):
+            raise event._value
 
     def run_to_end(self) -> str:
         """Step until the model finishes or nothing is left; raise BoundHit at a bound."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simpy.events import Event
+
 from sim import BadVersion, History, Verdict, VersionedStore, World, checker, ok, unknown, violated
 from sim.world import ProcessGenerator
 
@@ -41,12 +43,19 @@ def build(world: World, variant: str, config: CounterConfig) -> None:
     store.create(COUNTER, 0)
     finished = [world.event() for _ in range(config.clients)]
     for index in range(config.clients):
-        world.spawn(f"client{index}", _client(world, store, variant, config, index, finished[index]))
+        world.spawn(
+            f"client{index}", _client(world, store, variant, config, index, finished[index])
+        )
     world.spawn("observer", _observer(world, store, finished))
 
 
 def _client(
-    world: World, store: VersionedStore, variant: str, config: CounterConfig, index: int, done: object
+    world: World,
+    store: VersionedStore,
+    variant: str,
+    config: CounterConfig,
+    index: int,
+    done: Event,
 ) -> ProcessGenerator:
     me = f"client{index}"
     yield world.sleep(index * config.start_gap_ms)
@@ -67,10 +76,10 @@ def _client(
             break
         world.log(me, "ack")
         yield world.sleep(config.think_ms)
-    done.succeed()  # type: ignore[attr-defined]
+    done.succeed()
 
 
-def _observer(world: World, store: VersionedStore, finished: list) -> ProcessGenerator:  # type: ignore[type-arg]
+def _observer(world: World, store: VersionedStore, finished: list[Event]) -> ProcessGenerator:
     yield world.all_of(finished)
     value, _ = store.get(COUNTER)
     world.log("observer", "final", value=value)

@@ -1,0 +1,120 @@
+"""``raceproof bench``: the performance figures, printed and never asserted in tests.
+
+Figures: kernel events per second against plain SimPy on the same workload
+(the ratio is the cost of choice-driven tie-breaking), random-strategy
+schedules per second on one core, Hypothesis examples per second, and virtual
+seconds simulated per wall second on a timer-heavy workload.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator
+from typing import Any
+
+import simpy
+
+from scenarios.catalogue import get
+from sim import Bounds, Budget, RandomSource, World, explore
+
+Progress = Callable[[str], None] | None
+
+
+def _tick_workload(env: simpy.Environment, processes: int, rounds: int) -> None:
+    """``processes`` actors each sleeping ``rounds`` times; many wake-ups coincide."""
+
+    def actor(index: int) -> Generator[Any, Any, None]:
+        for step in range(rounds):
+            yield env.timeout((index * 7 + step) % 5)
+
+    for index in range(processes):
+        if isinstance(env, World):
+            env.spawn(f"a{index}", actor(index))
+        else:
+            env.process(actor(index))
+
+
+def _events_per_second(
+    make: Callable[[], simpy.Environment], processes: int, rounds: int
+) -> tuple[float, int]:
+    env = make()
+    _tick_workload(env, processes, rounds)
+    started = time.perf_counter()
+    count = 0
+    try:
+        while True:
+            env.step()
+            count += 1
+    except simpy.core.EmptySchedule:
+        pass
+    return count / (time.perf_counter() - started), count
+
+
+def _timer_workload(world: World, horizon_ms: int) -> None:
+    periods_ms = (100, 1_000, 5_000, 10_000, 30_000, 60_000, 600_000)
+
+    def timer(period_ms: int) -> Generator[Any, Any, None]:
+        while world.now_ms + period_ms <= horizon_ms:
+            yield world.sleep(period_ms)
+
+    for period_ms in periods_ms:
+        world.spawn(f"timer{period_ms}", timer(period_ms))
+
+
+def run(quick: bool = False, progress: Progress = None) -> dict[str, Any]:
+    say = progress or (lambda _line: None)
+    scale = 1 if quick else 5
+    result: dict[str, Any] = {}
+
+    processes, rounds = 50, 40 * scale
+    simpy_eps, simpy_events = _events_per_second(simpy.Environment, processes, rounds)
+    world_eps, world_events = _events_per_second(
+        lambda: World(RandomSource(0), Bounds(max_time_ms=10**9, max_steps=10**9)),
+        processes,
+        rounds,
+    )
+    result["kernel"] = {
+        "workload": f"{processes} processes x {rounds} timeouts, ties on most instants",
+        "simpy_events_per_s": round(simpy_eps),
+        "world_events_per_s": round(world_eps),
+        "world_over_simpy": round(world_eps / simpy_eps, 3),
+        "events": world_events,
+        "simpy_events": simpy_events,
+    }
+    say(
+        f"kernel: World {world_eps:,.0f} events/s vs plain SimPy {simpy_eps:,.0f} events/s "
+        f"(ratio {world_eps / simpy_eps:.2f}) on {world_events:,} events"
+    )
+
+    scenario = get("lost-update")
+    runner = scenario.runner("fix-cas", scenario.config)
+    examples = 1000 * scale
+    started = time.perf_counter()
+    explore(runner, "random", 0, Budget(examples=examples))
+    random_rate = examples / (time.perf_counter() - started)
+    result["random_schedules_per_s_per_core"] = round(random_rate, 1)
+    say(f"random strategy: {random_rate:,.0f} schedules/s on one core (lost-update/fix-cas)")
+
+    examples = 200 * scale
+    started = time.perf_counter()
+    explore(runner, "hypothesis", 0, Budget(examples=examples))
+    hyp_rate = examples / (time.perf_counter() - started)
+    result["hypothesis_examples_per_s"] = round(hyp_rate, 1)
+    say(f"hypothesis strategy: {hyp_rate:,.0f} examples/s (lost-update/fix-cas)")
+
+    horizon_ms = 24 * 3_600_000 * scale
+    world = World(RandomSource(0), Bounds(max_time_ms=horizon_ms, max_steps=10**9))
+    _timer_workload(world, horizon_ms)
+    started = time.perf_counter()
+    world.run_to_end()
+    wall_s = time.perf_counter() - started
+    ratio = (world.now_ms / 1000) / wall_s
+    result["virtual_s_per_wall_s"] = round(ratio)
+    result["virtual_workload"] = (
+        f"7 timers (100 ms .. 10 min) over {horizon_ms // 3_600_000} virtual hours"
+    )
+    say(
+        f"virtual time: {ratio:,.0f} virtual seconds per wall second "
+        f"({horizon_ms // 3_600_000} h of 7 timers in {wall_s:.2f}s)"
+    )
+    return result
