@@ -122,7 +122,7 @@ class History:
     def from_jsonl(cls, text: str) -> History:
         """Parse canonical JSON Lines; ValueError naming the bad line otherwise."""
         ops = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+0085 etc.
             if not line.strip():
                 continue
             try:

@@ -1,0 +1,137 @@
+"""Choice sources: recording, replay alignment, blobs, the seeded generator, PCT."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sim import (
+    Choice,
+    PCTSource,
+    RandomSource,
+    ReplayMisaligned,
+    ReplaySource,
+    SplitMix64,
+    decode_blob,
+    derive_seed,
+    encode_blob,
+)
+
+
+def test_splitmix_is_the_published_sequence() -> None:
+    # First outputs of SplitMix64 seeded with 0 (Vigna's reference implementation).
+    rng = SplitMix64(0)
+    assert [rng.next64() for _ in range(3)] == [
+        0xE220A8397B1DCDAF,
+        0x6E789E6AA1B965F4,
+        0x06C45D188009454F,
+    ]
+
+
+def test_derive_seed_separates_sub_runs() -> None:
+    seeds = {derive_seed(1, i) for i in range(1000)}
+    assert len(seeds) == 1000
+    assert derive_seed(1, 5) == derive_seed(1, 5)
+    assert derive_seed(1, 5) != derive_seed(2, 5)
+
+
+def test_every_draw_is_recorded_with_label_and_option_count() -> None:
+    source = RandomSource(3)
+    source.choose("colour", ["red", "green", "blue"])
+    source.draw_int("delay", 10, 14)
+    source.draw_bool("fault", 0.5)
+    source.choose("only", ["x"])  # one option: no decision, not recorded
+    assert [(c.label, c.n) for c in source.record] == [("colour", 3), ("delay", 5), ("fault", 2)]
+
+
+def test_replay_returns_the_recorded_values() -> None:
+    source = ReplaySource([Choice("colour", 3, 2), Choice("delay", 5, 4)])
+    assert source.choose("colour", ["red", "green", "blue"]) == "blue"
+    assert source.draw_int("delay", 10, 14) == 14
+    source.finish()
+
+
+@pytest.mark.parametrize(
+    ("draw", "message"),
+    [
+        (lambda s: s.choose("other", ["a", "b", "c"]), "recorded 'colour' with 3 options"),
+        (lambda s: s.choose("colour", ["a", "b"]), "the model now draws 'colour' with 2 options"),
+    ],
+)
+def test_replay_names_the_first_misaligned_draw(draw: object, message: str) -> None:
+    source = ReplaySource([Choice("colour", 3, 1)])
+    with pytest.raises(ReplayMisaligned, match=message) as info:
+        draw(source)  # type: ignore[operator]
+    assert info.value.index == 0
+
+
+def test_replay_of_a_blob_checks_range_and_length() -> None:
+    source = ReplaySource([0, 4])
+    source.draw_bool("a")
+    with pytest.raises(ReplayMisaligned, match="recorded value 4 but draw 'b' has only 2"):
+        source.draw_bool("b")
+    short = ReplaySource([1])
+    short.draw_bool("a")
+    with pytest.raises(ReplayMisaligned, match="holds only 1 draws"):
+        short.draw_bool("b")
+    long = ReplaySource([1, 0])
+    long.draw_bool("a")
+    with pytest.raises(ReplayMisaligned, match="made 1 draws, the recording holds 2"):
+        long.finish()
+
+
+def test_prefix_replay_pads_with_choice_zero() -> None:
+    source = ReplaySource([1, 7], strict=False)
+    assert source.draw_bool("a") is True
+    assert source.draw_int("b", 0, 3) == 0  # 7 is out of range: boring instead
+    assert source.choose("c", ["x", "y"]) == "x"  # past the prefix: boring
+    assert source.values == [1, 0, 0]
+
+
+@given(st.lists(st.integers(0, 5), max_size=40))
+def test_blob_round_trips(values: list[int]) -> None:
+    blob = encode_blob(values)
+    assert decode_blob(blob) == values
+    assert blob.startswith(f"{len(values)}:")
+
+
+@pytest.mark.parametrize(
+    ("blob", "problem"),
+    [
+        ("", "not of the form"),
+        ("3:1=2,", "not of the form"),
+        ("3:5=1", "past its length"),
+        ("4:2=1,1=1", "positions must increase"),
+        ("4:2=0", "boring value 0"),
+    ],
+)
+def test_malformed_blobs_are_named(blob: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        decode_blob(blob)
+
+
+def test_random_booleans_honour_their_probability() -> None:
+    source = RandomSource(11)
+    fired = sum(source.draw_bool("rare", 0.05) for _ in range(4000))
+    assert 120 < fired < 280
+
+
+def test_random_source_is_a_function_of_its_seed() -> None:
+    def draws(seed: int) -> list[int]:
+        source = RandomSource(seed)
+        return [source.draw_int("x", 0, 100) for _ in range(20)]
+
+    assert draws(5) == draws(5)
+    assert draws(5) != draws(6)
+
+
+def test_pct_runs_the_highest_priority_actor_until_a_change_point() -> None:
+    source = PCTSource(seed=1, depth=1, expected_steps=10)  # depth 1: no change points
+    keys = ["a", "b", "c"]
+    picks = [source.schedule(3, lambda: keys) for _ in range(5)]
+    assert len(set(picks)) == 1  # always the same actor: strict priorities
+    favourite = keys[picks[0]]
+    source2 = PCTSource(seed=1, depth=2, expected_steps=1)  # a change point at draw 0
+    first = source2.schedule(3, lambda: keys)
+    assert keys[first] != favourite  # the favourite was demoted at once

@@ -1,0 +1,98 @@
+"""History: canonical JSON Lines, the trace hash, parsing, first divergence, checkers."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sim import History, Verdict, checker, first_divergence, first_violation, ok, violated
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def test_canonical_form_and_trace_hash() -> None:
+    history = History()
+    history.append(0, "leader", "write", stream="A", status="STOPPED")
+    history.append(5, "host2", "resume", stream="A")
+    text = history.to_jsonl()
+    assert text == (
+        '{"actor":"leader","fields":{"status":"STOPPED","stream":"A"},"index":0,"kind":"write","time_ms":0}\n'
+        '{"actor":"host2","fields":{"stream":"A"},"index":1,"kind":"resume","time_ms":5}\n'
+    )
+    assert history.trace_hash() == hashlib.sha256(text.encode()).hexdigest()
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["a", "b"]), json_values), max_size=8))
+def test_jsonl_round_trips_to_the_same_hash(rows: list[tuple[int, str, object]]) -> None:
+    history = History()
+    time_ms = 0
+    for step, actor, value in rows:
+        time_ms += step
+        history.append(time_ms, actor, "op", value=value)
+    again = History.from_jsonl(history.to_jsonl())
+    assert again.to_jsonl() == history.to_jsonl()
+    assert again.trace_hash() == history.trace_hash()
+
+
+def test_history_rejects_what_is_not_json_or_goes_back_in_time() -> None:
+    history = History()
+    with pytest.raises(AssertionError, match="not a JSON value"):
+        history.append(0, "a", "op", value={1, 2})
+    with pytest.raises(AssertionError, match="must be an int"):
+        history.append(1.5, "a", "op")  # type: ignore[arg-type]
+    history.append(10, "a", "op")
+    with pytest.raises(AssertionError, match="went backwards"):
+        history.append(9, "a", "op")
+
+
+def test_from_jsonl_names_the_bad_line() -> None:
+    with pytest.raises(ValueError, match="history line 2"):
+        History.from_jsonl(
+            '{"index":0,"time_ms":0,"actor":"a","kind":"k","fields":{}}\n{"index":1\n'
+        )
+
+
+def test_first_divergence() -> None:
+    left, right = History(), History()
+    for h in (left, right):
+        h.append(0, "a", "x")
+        h.append(1, "a", "y", v=1)
+    assert first_divergence(left, right) is None
+    right.append(2, "a", "z")
+    assert first_divergence(left, right) == 2
+    left.append(2, "a", "z", extra=True)
+    assert first_divergence(left, right) == 2
+
+
+def test_checkers_name_themselves_and_the_earliest_violation_wins() -> None:
+    @checker("late")
+    def late(history: History) -> Verdict:
+        return violated("late", 7, "late problem")
+
+    @checker("early")
+    def early(history: History) -> Verdict:
+        return violated("early", 2, "early problem")
+
+    @checker("fine")
+    def fine(history: History) -> Verdict:
+        return ok("fine")
+
+    verdicts = [late(History()), fine(History()), early(History())]
+    found = first_violation(verdicts)
+    assert found is not None and found.checker == "early"
+
+    @checker("liar")
+    def liar(history: History) -> Verdict:
+        return ok("someone-else")
+
+    with pytest.raises(AssertionError, match="checker liar returned"):
+        liar(History())

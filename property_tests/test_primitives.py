@@ -1,0 +1,316 @@
+"""Primitives on the World, each checked by the whole trace it produces."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from sim import (
+    Actor,
+    BadVersion,
+    EventQueue,
+    Executor,
+    FaultPlan,
+    FileSystem,
+    LaggingCache,
+    Lock,
+    Nemesis,
+    Network,
+    NodeExists,
+    NoNode,
+    RandomSource,
+    ReplaySource,
+    SessionExpired,
+    VersionedStore,
+    World,
+    crash_and_restart,
+    every,
+    poll_until,
+)
+
+
+def fifo_world() -> World:
+    return World(ReplaySource([], strict=False))
+
+
+def test_event_queue_drops_duplicates_and_puts_retries_in_front() -> None:
+    world = fifo_world()
+    queue = EventQueue(world, "leader", dedupe=True)
+    assert queue.put(("ADD", "A"))
+    assert queue.put(("ASSIGN", None))
+    assert not queue.put(("ADD", "A"))  # an equal event is pending: dropped
+    queue.put_front(("RETRY", "A"))
+    seen: list[Any] = []
+
+    def consumer() -> Generator[Any, Any, None]:
+        for _ in range(3):
+            seen.append((world.now_ms, (yield queue.get())))
+            yield world.sleep(10)
+        seen.append((world.now_ms, (yield queue.get())))
+
+    world.spawn("consumer", consumer())
+
+    def late() -> Generator[Any, Any, None]:
+        yield world.sleep(15)
+        assert queue.put(("ADD", "A"))  # no longer pending: accepted
+
+    world.spawn("late", late())
+    world.run_to_end()
+    assert seen == [
+        (0, ("RETRY", "A")),
+        (10, ("ADD", "A")),
+        (20, ("ASSIGN", None)),
+        (30, ("ADD", "A")),
+    ]
+    assert queue.dropped == 1
+
+
+def test_lock_hands_over_to_waiters_in_order_and_checks_the_owner() -> None:
+    world = fifo_world()
+    lock = Lock(world, "1_0/.lock")
+    trace: list[tuple[int, str]] = []
+
+    def holder(name: str, hold_ms: int) -> Generator[Any, Any, None]:
+        yield lock.acquire(name)
+        trace.append((world.now_ms, f"{name} holds"))
+        yield world.sleep(hold_ms)
+        lock.release(name)
+
+    for name in ("A", "B", "C"):
+        world.spawn(name, holder(name, 5))
+    world.run_to_end()
+    assert trace == [(0, "A holds"), (5, "B holds"), (10, "C holds")]
+    assert not lock.locked
+    lock.try_acquire("A")
+    with pytest.raises(AssertionError, match="B releases"):
+        lock.release("B")
+
+
+def test_executor_runs_at_most_its_workers_at_once() -> None:
+    world = fifo_world()
+    pool = Executor(world, "stop-pool", workers=2)
+    trace: list[tuple[int, str]] = []
+
+    def task(name: str) -> Generator[Any, Any, str]:
+        trace.append((world.now_ms, f"{name} start"))
+        yield world.sleep(10)
+        return name.upper()
+
+    done = [pool.submit(name, lambda name=name: task(name)) for name in ("t1", "t2", "t3")]
+    world.run_to_end()
+    assert trace == [(0, "t1 start"), (0, "t2 start"), (10, "t3 start")]
+    assert [event.value for event in done] == ["T1", "T2", "T3"]
+
+
+def test_every_and_poll_until() -> None:
+    world = fifo_world()
+    ticks: list[int] = []
+    flag = {"ready": False}
+    every(world, "cleaner", 600_000, lambda: ticks.append(world.now_ms), first_delay_ms=600_000)
+    results: list[tuple[int, bool]] = []
+
+    def poller(timeout_ms: int) -> Generator[Any, Any, None]:
+        ok = yield from poll_until(world, lambda: flag["ready"], 1000, timeout_ms)
+        results.append((world.now_ms, ok))
+
+    def setter() -> Generator[Any, Any, None]:
+        yield world.sleep(2500)
+        flag["ready"] = True
+
+    world.spawn("fast", poller(90_000))
+    world.spawn("impatient", poller(1000))
+    world.spawn("setter", setter())
+
+    def stop() -> Generator[Any, Any, None]:
+        yield world.sleep(1_900_000)
+        world.finish()
+
+    world.spawn("stop", stop())
+    assert world.run_to_end() == "finished"
+    assert results == [(1000, False), (3000, True)]
+    assert ticks == [600_000, 1_200_000, 1_800_000]
+
+
+def test_store_versions_conditional_writes_and_errors() -> None:
+    world = fifo_world()
+    store = VersionedStore(world)
+    store.ensure_path("/ds")
+    store.create("/ds/A", {"status": "READY"})
+    data, version = store.get("/ds/A")
+    assert (data, version) == ({"status": "READY"}, 0)
+    data["status"] = "mutated"  # a copy: the store is not aliased
+    assert store.get("/ds/A")[0] == {"status": "READY"}
+    assert store.set("/ds/A", {"status": "STOPPING"}, version=0) == 1
+    with pytest.raises(BadVersion, match="expected version 0, found 1"):
+        store.set("/ds/A", {"status": "STOPPED"}, version=0)
+    assert store.set("/ds/A", {"status": "STOPPED"}) == 2  # unconditional
+    with pytest.raises(NodeExists):
+        store.create("/ds/A")
+    with pytest.raises(NoNode):
+        store.get("/ds/B")
+    store.create("/ds/C")
+    assert store.children("/ds") == ["A", "C"]
+
+
+def test_ephemeral_nodes_vanish_with_their_session_and_watches_fire() -> None:
+    world = fifo_world()
+    store = VersionedStore(world, watch_delay_ms=(0, 50))
+    store.ensure_path("/live")
+    session = store.open_session()
+    store.create("/live/host1", "h1", ephemeral_session=session)
+    events: list[tuple[int, str, str]] = []
+    store.children("/live", watch=lambda e: events.append((world.now_ms, e.kind, e.path)))
+    store.exists("/live/host1", watch=lambda e: events.append((world.now_ms, e.kind, e.path)))
+    assert store.expire_session(session) == ["/live/host1"]
+    world.run_to_end()
+    assert sorted(events) == [(0, "children", "/live"), (0, "deleted", "/live/host1")]
+    assert store.children("/live") == []
+    with pytest.raises(SessionExpired):
+        store.create("/live/host1", ephemeral_session=session)
+
+
+def test_watch_delivery_delay_is_a_choice() -> None:
+    world = World(ReplaySource([1], strict=False))  # the first watch-delay draw takes option 1
+    store = VersionedStore(world, watch_delay_ms=(0, 50))
+    store.create("/x", 1)
+    seen: list[int] = []
+    store.get("/x", watch=lambda e: seen.append(world.now_ms))
+    store.set("/x", 2)
+    world.run_to_end()
+    assert seen == [50]
+    assert [(c.label, c.n, c.value) for c in world.source.record] == [("zk.watch-delay", 2, 1)]
+
+
+def test_lagging_cache_learns_late_and_never_goes_back() -> None:
+    world = World(ReplaySource([1, 0], strict=False))  # first change lags 100 ms, second 0
+    store = VersionedStore(world)
+    store.ensure_path("/ds")
+    store.create("/ds/A", "READY")
+    cache = LaggingCache(world, store, "/ds", lag_ms=(0, 100))
+    assert cache.get("/ds/A") == ("READY", 0)
+    observed: list[tuple[int, Any]] = []
+
+    def writer() -> Generator[Any, Any, None]:
+        store.set("/ds/A", "STOPPING")
+        yield world.sleep(10)
+        store.set("/ds/A", "STOPPED")
+        for _ in range(3):
+            observed.append((world.now_ms, cache.get("/ds/A")))
+            yield world.sleep(60)
+
+    world.spawn("writer", writer())
+    world.run_to_end()
+    # Even a 0 ms lag lands after the writer's step; v1 arrives at t=100 and is ignored as older.
+    assert observed == [(10, ("READY", 0)), (70, ("STOPPED", 2)), (130, ("STOPPED", 2))]
+
+
+def test_explicit_cache_changes_only_on_refresh() -> None:
+    world = fifo_world()
+    store = VersionedStore(world)
+    store.ensure_path("/ds")
+    store.create("/ds/A", "READY")
+    cache = LaggingCache(world, store, "/ds", auto_refresh=False)
+    assert cache.get("/ds/A") == ("READY", 0)
+    store.set("/ds/A", "STOPPED")
+    assert cache.get("/ds/A") == ("READY", 0)  # stale until refreshed
+    cache.refresh()
+    assert cache.get("/ds/A") == ("STOPPED", 1)
+
+
+def test_file_system_mtimes_generations_and_crash() -> None:
+    world = fifo_world()
+    fs = FileSystem(world)
+
+    def actor() -> Generator[Any, Any, None]:
+        fs.mkdir("/state/app/1_0")
+        first = fs.generation("/state/app/1_0")
+        fs.write("/state/app/1_0/.checkpoint", {"offset": 5}, sync=True)
+        yield world.sleep(1000)
+        fs.write("/state/app/1_0/.checkpoint", {"offset": 9})
+        assert fs.mtime_ms("/state/app/1_0") == 0  # rewriting a file leaves the dir mtime
+        fs.write("/state/app/1_0/store", [1, 2, 3])
+        assert fs.mtime_ms("/state/app/1_0") == 1000  # a new entry changes it
+        assert fs.listdir("/state/app/1_0") == [".checkpoint", "store"]
+        fs.crash()
+        assert fs.read("/state/app/1_0/.checkpoint") == {"offset": 5}
+        assert not fs.exists("/state/app/1_0/store")
+        yield world.sleep(1000)
+        fs.rmtree("/state/app/1_0")
+        assert fs.listdir("/state/app") == []
+        assert fs.mtime_ms("/state/app") == 2000
+        fs.mkdir("/state/app/1_0")
+        assert fs.generation("/state/app/1_0") != first
+
+    world.spawn("actor", actor())
+    world.run_to_end()
+    assert world.now_ms == 2000
+
+
+class _Worker(Actor):
+    def __init__(self, world: World) -> None:
+        super().__init__(world, "worker")
+        self.count = 0
+
+    def main(self) -> Generator[Any, Any, None]:
+        while True:
+            yield from self.wait(self.world.sleep(100))
+            self.count += 1
+            self.world.log(self.name, "tick", count=self.count, incarnation=self.incarnation)
+
+    def on_crash(self) -> None:
+        self.count = 0
+
+
+def test_crash_restart_and_pause_of_an_actor() -> None:
+    # FIFO tie at t=0, the crash strikes, restart after the first option (100 ms).
+    world = World(ReplaySource([0, 1, 0], strict=False))
+    nemesis = Nemesis(world, FaultPlan(kinds=frozenset({"crash"}), max_faults=1))
+    worker = _Worker(world)
+    worker.start()
+
+    def chaos() -> Generator[Any, Any, None]:
+        yield world.sleep(250)
+        yield from crash_and_restart(nemesis, worker)
+        yield world.sleep(120)
+        worker.pause(150)
+        yield world.sleep(200)
+        world.finish()
+
+    world.spawn("chaos", chaos())
+    world.run_to_end()
+    assert [(op.time_ms, op.kind, dict(op.fields)) for op in world.history] == [
+        (100, "tick", {"count": 1, "incarnation": 1}),
+        (200, "tick", {"count": 2, "incarnation": 1}),
+        (250, "fault.crash", {"target": "worker"}),
+        (250, "actor.crashed", {"incarnation": 1}),
+        (450, "tick", {"count": 1, "incarnation": 2}),
+        (470, "actor.paused", {"duration_ms": 150}),
+        (620, "tick", {"count": 2, "incarnation": 2}),
+    ]
+    assert [c.label for c in world.source.record] == [
+        "schedule",
+        "fault.crash.worker",
+        "restart.worker",
+    ]
+
+
+def test_nemesis_never_exceeds_its_plan() -> None:
+    world = World(RandomSource(1))
+    nemesis = Nemesis(world, FaultPlan(kinds=frozenset({"drop"}), max_faults=2, p=1.0))
+    assert [nemesis.strikes("drop", "a->b") for _ in range(4)] == [True, True, False, False]
+    assert not nemesis.strikes("crash", "x")  # not in the plan: not even drawn
+    assert len(world.source.record) == 2
+
+
+def test_network_drop_duplicate_and_latency() -> None:
+    world = World(
+        ReplaySource([0, 1, 1, 0], strict=False)
+    )  # no drop, duplicate, latencies 5 then 1
+    nemesis = Nemesis(world, FaultPlan(kinds=frozenset({"drop", "duplicate"}), p=0.5))
+    net = Network(world, nemesis, latency_ms=(1, 5))
+    got: list[tuple[int, str]] = []
+    net.send("a", "b", "hello", lambda m: got.append((world.now_ms, m)))
+    world.run_to_end()
+    assert got == [(1, "hello"), (5, "hello")]

@@ -1,0 +1,181 @@
+"""The World: SimPy order as choice 0, ties as choices, integer time, bounds, crashes."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+import simpy
+
+from sim import (
+    Bounds,
+    RandomSource,
+    ReplayMisaligned,
+    ReplaySource,
+    World,
+    checker,
+    execute,
+    ok,
+)
+from sim.history import History
+
+
+def _three_actors(env: simpy.Environment, trace: list[tuple[int, str]]) -> None:
+    """Three actors whose wake-ups coincide at t=0, 2 and 4."""
+
+    def actor(name: str, delays: list[int]) -> Generator[Any, Any, None]:
+        trace.append((int(env.now), f"{name} start"))
+        for delay in delays:
+            yield env.timeout(delay)
+            trace.append((int(env.now), f"{name} woke"))
+
+    plan = {"a": [2, 2], "b": [2, 2], "c": [4]}
+    for name, delays in plan.items():
+        if isinstance(env, World):
+            env.spawn(name, actor(name, delays))
+        else:
+            env.process(actor(name, delays))
+
+
+def test_choice_zero_is_simpy_order() -> None:
+    plain: list[tuple[int, str]] = []
+    env = simpy.Environment()
+    _three_actors(env, plain)
+    env.run()
+
+    ours: list[tuple[int, str]] = []
+    world = World(ReplaySource([], strict=False))
+    _three_actors(world, ours)
+    assert world.run_to_end() == "quiescent"
+    assert ours == plain
+    assert plain == [
+        (0, "a start"),
+        (0, "b start"),
+        (0, "c start"),
+        (2, "a woke"),
+        (2, "b woke"),
+        (4, "c woke"),
+        (4, "a woke"),
+        (4, "b woke"),
+    ]
+
+
+def test_a_tie_choice_reorders_events_due_at_the_same_instant() -> None:
+    trace: list[tuple[int, str]] = []
+    world = World(ReplaySource([2], strict=False))  # first tie: run the third due event first
+    _three_actors(world, trace)
+    world.run_to_end()
+    assert trace[:3] == [(0, "c start"), (0, "a start"), (0, "b start")]
+    assert world.source.record[0].label == "schedule"
+    assert world.source.record[0].n == 3
+
+
+def test_every_tie_is_recorded_and_replays_to_the_same_trace() -> None:
+    first: list[tuple[int, str]] = []
+    world = World(RandomSource(7))
+    _three_actors(world, first)
+    world.run_to_end()
+    again: list[tuple[int, str]] = []
+    replay = World(ReplaySource(world.source.record, strict=True))
+    _three_actors(replay, again)
+    replay.run_to_end()
+    assert again == first
+    assert replay.source.record == world.source.record
+
+
+def test_time_is_integer_milliseconds() -> None:
+    world = World(RandomSource(0))
+    with pytest.raises(AssertionError, match="integer ms"):
+        world.timeout(1.5)
+
+
+def _ticker(world: World) -> None:
+    def tick() -> Generator[Any, Any, None]:
+        while True:
+            yield world.sleep(1000)
+            world.log("ticker", "tick")
+
+    world.spawn("ticker", tick())
+
+
+def test_time_bound_makes_the_run_inconclusive() -> None:
+    outcome = execute(_ticker, RandomSource(0), [], Bounds(max_time_ms=3500, max_steps=10_000))
+    assert outcome.status == "inconclusive"
+    assert outcome.bound == "virtual_time"
+    assert [op.kind for op in outcome.history] == ["tick", "tick", "tick", "run.end"]
+    assert outcome.history[-1].fields == {"reason": "bound:virtual_time", "steps": 4}
+
+
+def test_step_bound_makes_the_run_inconclusive() -> None:
+    outcome = execute(_ticker, RandomSource(0), [], Bounds(max_time_ms=10**9, max_steps=3))
+    assert (outcome.status, outcome.bound) == ("inconclusive", "steps")
+    assert len(outcome.history.of_kind("tick")) == 2
+
+
+def test_finish_ends_a_run_with_perpetual_timers() -> None:
+    def build(world: World) -> None:
+        _ticker(world)
+
+        def stopper() -> Generator[Any, Any, None]:
+            yield world.sleep(2500)
+            world.finish()
+
+        world.spawn("stopper", stopper())
+
+    outcome = execute(build, RandomSource(0), [], Bounds(max_time_ms=10**6))
+    assert outcome.status == "ok"
+    assert outcome.end_reason == "finished"
+    assert outcome.virtual_ms == 2500
+
+
+def test_a_crashing_actor_is_a_model_crash_violation() -> None:
+    def build(world: World) -> None:
+        def broken() -> Generator[Any, Any, None]:
+            yield world.sleep(5)
+            assert world.now_ms < 5, "actor invariant broken"
+
+        world.spawn("broken", broken())
+
+    outcome = execute(build, RandomSource(0), [])
+    assert outcome.status == "violated"
+    violation = outcome.violation
+    assert violation is not None and violation.checker == "model-crash"
+    assert "actor invariant broken" in violation.message
+    assert outcome.history[violation.op_index].kind == "model.crash"
+
+
+def test_misaligned_replay_propagates_from_inside_a_process() -> None:
+    def build(world: World) -> None:
+        def drawer() -> Generator[Any, Any, None]:
+            yield world.sleep(1)
+            world.source.choose("pick", ["x", "y", "z"])
+
+        world.spawn("drawer", drawer())
+
+    with pytest.raises(ReplayMisaligned, match="draw #0"):
+        execute(build, ReplaySource([5], strict=True), [])
+
+
+@checker("always-ok")
+def _always_ok(history: History) -> Any:
+    return ok("always-ok")
+
+
+def test_execute_closes_the_history_with_run_end_and_judges_it() -> None:
+    def build(world: World) -> None:
+        world.log("setup", "hello", n=1)
+
+    outcome = execute(build, RandomSource(0), [_always_ok])
+    assert [op.to_json() for op in outcome.history] == [
+        {"index": 0, "time_ms": 0, "actor": "setup", "kind": "hello", "fields": {"n": 1}},
+        {
+            "index": 1,
+            "time_ms": 0,
+            "actor": "kernel",
+            "kind": "run.end",
+            "fields": {"reason": "quiescent", "steps": 0},
+        },
+    ]
+    assert outcome.status == "ok"
+    assert [v.checker for v in outcome.verdicts] == ["always-ok"]
