@@ -63,12 +63,22 @@ def test_choice_zero_is_simpy_order() -> None:
 
 def test_a_tie_choice_reorders_events_due_at_the_same_instant() -> None:
     trace: list[tuple[int, str]] = []
-    world = World(ReplaySource([2], strict=False))  # first tie: run the third due event first
+    world = World(ReplaySource([1], strict=False))  # first tie (t=2): wake b before a
     _three_actors(world, trace)
     world.run_to_end()
-    assert trace[:3] == [(0, "c start"), (0, "a start"), (0, "b start")]
+    assert trace[3:5] == [(2, "b woke"), (2, "a woke")]
     assert world.source.record[0].label == "schedule"
-    assert world.source.record[0].n == 3
+    assert world.source.record[0].n == 2
+
+
+def test_process_starts_are_not_choices() -> None:
+    trace: list[tuple[int, str]] = []
+    world = World(RandomSource(3))
+    _three_actors(world, trace)
+    world.run_to_end()
+    assert trace[:3] == [(0, "a start"), (0, "b start"), (0, "c start")]
+    assert [c.label for c in world.source.record] == ["schedule"] * len(world.source.record)
+    assert len(world.source.record) == 3  # t=2: a|b, t=4: three due, then two
 
 
 def test_every_tie_is_recorded_and_replays_to_the_same_trace() -> None:

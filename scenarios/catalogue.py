@@ -14,7 +14,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim import Bounds, Checker, ChoiceSource, Runner, RunOutcome, World, checker_name, execute
+from sim import (
+    Bounds,
+    Checker,
+    ChoiceSource,
+    KeyedReplaySource,
+    Runner,
+    RunOutcome,
+    World,
+    checker_name,
+    encode_blob,
+    execute,
+)
 
 
 class UnknownName(LookupError):
@@ -34,7 +45,8 @@ class Scenario:
     bounds: Bounds = field(default_factory=Bounds)
     prove_max_deviations: int | None = None
     prove_max_branch: int | None = None
-    report_timeline: str | None = None  # blob replaying the report's own story
+    # The race report's own story, as the deviations it takes: (label, occurrence) -> option.
+    report_script: Mapping[tuple[str, int], int] | None = None
     report_variant: str | None = None
     default_examples: int = 10_000
     default_budget_s: float = 60.0
@@ -58,15 +70,35 @@ class Scenario:
                 f"bad configuration for {self.name} ({exc}); fields: {names}"
             ) from None
 
-    def runner(self, variant: str, config: Any) -> Runner:
+    def checkers_named(self, name: str | None) -> Sequence[Checker]:
+        """All checkers, or only ``name`` (to aim a search at one property)."""
+        if name is None:
+            return self.checkers
+        chosen = [c for c in self.checkers if checker_name(c) == name]
+        if not chosen:
+            valid = ", ".join(checker_name(c) for c in self.checkers)
+            raise UnknownName(f"unknown checker {name!r} of {self.name}; valid: {valid}")
+        return chosen
+
+    def runner(self, variant: str, config: Any, checker: str | None = None) -> Runner:
         self.check_variant(variant)
+        checkers = self.checkers_named(checker)
 
         def run(source: ChoiceSource) -> RunOutcome:
             return execute(
-                lambda world: self.build(world, variant, config), source, self.checkers, self.bounds
+                lambda world: self.build(world, variant, config), source, checkers, self.bounds
             )
 
         return run
+
+    @property
+    def report_timeline(self) -> str | None:
+        """The report's story as a fixed choice blob (its script run once, recorded)."""
+        if self.report_script is None or self.report_variant is None:
+            return None
+        run = self.runner(self.report_variant, self.config)
+        outcome = run(KeyedReplaySource(dict(self.report_script)))
+        return encode_blob(outcome.values)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -81,6 +113,7 @@ class Scenario:
             "prove_max_deviations": self.prove_max_deviations,
             "prove_max_branch": self.prove_max_branch,
             "report_timeline": self.report_timeline,
+            "report_variant": self.report_variant,
         }
 
 

@@ -27,6 +27,7 @@ from sim import (
     Budget,
     CounterexampleError,
     History,
+    KeyedReplaySource,
     ReplayMisaligned,
     ReplaySource,
     RunOutcome,
@@ -81,7 +82,10 @@ class ProgressLine:
 
 def _scenario_and_variant(args: argparse.Namespace) -> tuple[Scenario, str]:
     scenario = get(args.scenario)
-    variant = args.variant or next(iter(scenario.variants))
+    default = next(iter(scenario.variants))
+    if getattr(args, "report_timeline", False) and scenario.report_variant:
+        default = scenario.report_variant
+    variant = args.variant or default
     scenario.check_variant(variant)
     return scenario, variant
 
@@ -133,10 +137,11 @@ def cmd_repro(args: argparse.Namespace) -> int:
         raise UsageError("give at most one of --seed, --choices, --report-timeline")
     run = scenario.runner(variant, config)
     if args.report_timeline:
-        if scenario.report_timeline is None:
+        if scenario.report_script is None:
             raise UsageError(f"{scenario.name} has no report timeline")
-        values = decode_blob(scenario.report_timeline)
-        source: Any = ReplaySource(values, strict=True)
+        # The script is keyed by (label, occurrence), so the report's story also
+        # runs against a fix variant whose draws differ from the buggy one's.
+        source: Any = KeyedReplaySource(dict(scenario.report_script))
         strategy = "report-timeline"
     elif args.choices is not None:
         try:
@@ -239,7 +244,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     if budget_s <= 0 or examples <= 0:
         raise UsageError("--budget and --examples must be positive")
     budget = Budget(examples=examples, seconds=budget_s, clock=time.monotonic)
-    run = scenario.runner(variant, config)
+    run = scenario.runner(variant, config, args.checker)
     progress = ProgressLine(f"explore {scenario.name}/{variant} [{args.strategy}]", not args.json)
     started = time.monotonic()
     report = explore(run, args.strategy, args.seed, budget, progress, pct_depth=args.pct_depth)
@@ -297,7 +302,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
     max_dev = scenario.prove_max_deviations if args.max_deviations is None else args.max_deviations
     max_branch = scenario.prove_max_branch if args.max_branch is None else args.max_branch
     budget = Budget(examples=args.max_schedules, seconds=args.budget, clock=time.monotonic)
-    run = scenario.runner(variant, config)
+    run = scenario.runner(variant, config, args.checker)
     progress = ProgressLine(f"prove {scenario.name}/{variant}", not args.json)
     started = time.monotonic()
     report = prove(
@@ -463,6 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--examples", type=int, help="runs at most (default: the scenario's)")
     sub.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
     sub.add_argument("--pct-depth", type=int, default=3, help="PCT bug depth (default 3)")
+    sub.add_argument("--checker", help="count only violations of this checker (default: all)")
     sub.add_argument("--out", default="counterexamples", help="folder for counterexample files")
 
     sub = command("prove", "bounded exhaustive exploration of every schedule")
@@ -477,6 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument(
         "--max-branch", type=int, help="cap on options per draw (prunes: not complete)"
     )
+    sub.add_argument("--checker", help="judge only this checker (default: all)")
     sub.add_argument("--out", default="counterexamples", help="folder for counterexample files")
 
     sub = command("replay", "replay a counterexample file; fails loudly if the model changed")

@@ -21,6 +21,7 @@ from sim.choices import (
     Choice,
     ChoiceSource,
     HypothesisSource,
+    KeyedReplaySource,
     PCTSource,
     RandomSource,
     ReplayMisaligned,
@@ -30,6 +31,7 @@ from sim.choices import (
     derive_seed,
     deviations,
     encode_blob,
+    keyed_deviations,
 )
 from sim.exhaustive import ProofReport, prove
 from sim.explore import STRATEGIES, Budget, SearchReport, explore
@@ -44,8 +46,9 @@ from sim.faults import (
 )
 from sim.fs import DiskWriteError, FileSystem, FsError
 from sim.history import History, Op, canonical_json, first_divergence
-from sim.primitives import EventQueue, Executor, Lock, every, poll_until
+from sim.primitives import EventQueue, Executor, Lock, every
 from sim.repro import Counterexample, CounterexampleError
+from sim.runtime import ExecutorPort, QueuePort, Runtime, SimRuntime, poll_until
 from sim.shrink import shrink
 from sim.store import (
     BadVersion,
@@ -76,11 +79,13 @@ __all__ = [
     "DiskWriteError",
     "EventQueue",
     "Executor",
+    "ExecutorPort",
     "FaultPlan",
     "FileSystem",
     "FsError",
     "History",
     "HypothesisSource",
+    "KeyedReplaySource",
     "LaggingCache",
     "Lock",
     "Nemesis",
@@ -90,13 +95,16 @@ __all__ = [
     "Op",
     "PCTSource",
     "ProofReport",
+    "QueuePort",
     "RandomSource",
     "ReplayMisaligned",
     "ReplaySource",
     "RunOutcome",
     "Runner",
+    "Runtime",
     "SearchReport",
     "SessionExpired",
+    "SimRuntime",
     "SplitMix64",
     "StoreError",
     "Verdict",
@@ -116,6 +124,7 @@ __all__ = [
     "explore",
     "first_divergence",
     "first_violation",
+    "keyed_deviations",
     "maybe_pause",
     "ok",
     "poll_until",

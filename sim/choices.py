@@ -201,6 +201,39 @@ class ReplaySource(ChoiceSource):
             )
 
 
+class KeyedReplaySource(ChoiceSource):
+    """Replays values keyed by (label, occurrence of that label); every other draw is 0.
+
+    Robust to shifts: when an early draw changes how many draws follow, a
+    deviation still lands on "the 2nd ``rpc.client0`` draw" rather than on
+    whatever now sits at its old position. The shrinker uses it to drop one
+    deviation without misplacing the others.
+    """
+
+    def __init__(self, keyed: dict[tuple[str, int], int]) -> None:
+        super().__init__()
+        self.keyed = keyed
+        self.seen: dict[str, int] = {}
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        occurrence = self.seen.get(label, 0)
+        self.seen[label] = occurrence + 1
+        value = self.keyed.get((label, occurrence), 0)
+        return value if value < n else 0
+
+
+def keyed_deviations(record: Sequence[Choice]) -> dict[tuple[str, int], int]:
+    """The nonzero draws of ``record`` keyed by (label, occurrence)."""
+    seen: dict[str, int] = {}
+    keyed = {}
+    for choice in record:
+        occurrence = seen.get(choice.label, 0)
+        seen[choice.label] = occurrence + 1
+        if choice.value:
+            keyed[(choice.label, occurrence)] = choice.value
+    return keyed
+
+
 class PCTSource(ChoiceSource):
     """Probabilistic Concurrency Testing (Burckhardt et al.) over the schedule draws.
 

@@ -14,11 +14,10 @@ with schedules left. Everything that pruned is named with how much it cut.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sim.choices import ReplaySource
+from sim.enumeration import Walk
 from sim.explore import Budget, Progress
 from sim.shrink import shrink
 from sim.world import Runner, RunOutcome
@@ -49,62 +48,40 @@ def prove(
 ) -> ProofReport:
     """Walk every schedule of ``run`` (within the named caps) and judge each one."""
     budget.start()
-    frontier: deque[tuple[tuple[int, ...], int, int, int]] = deque([((), 0, 0, 0)])
     pruned: dict[str, int] = {}
     schedules = runs = deepest = 0
 
     def cut(bound: str, count: int) -> None:
         pruned[bound] = pruned.get(bound, 0) + count
 
-    while frontier:
-        if runs >= budget.examples or budget.out_of_time():
-            cut("budget", len(frontier))
-            break
-        parent, position, value, depth = frontier.popleft()
-        prefix = (*parent[:position], value) if depth else ()
-        outcome = run(ReplaySource(prefix, strict=False))
+    walk = Walk(run, max_deviations, max_branch, cut)
+    for outcome, depth in walk:
         runs += 1
-        recorded = outcome.values
-        assert tuple(recorded[: len(prefix)]) == prefix, (
-            f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}"
-        )
         deepest = max(deepest, depth)
         if outcome.status == "violated":
             result = shrink(run, outcome)
             return ProofReport(
-                "violated",
-                False,
-                schedules + 1,
-                runs,
-                deepest,
-                pruned,
-                outcome,
-                result.outcome,
-                len(frontier),
-            )
+                "violated", False, schedules + 1, runs, deepest, pruned, outcome, result.outcome,
+                len(walk.frontier),
+            )  # fmt: skip
         if outcome.bound is not None:
             cut(outcome.bound, 1)
         else:
             schedules += 1
         if progress:
             progress(
-                {"schedules": schedules, "runs": runs, "frontier": len(frontier), "depth": depth}
+                {
+                    "schedules": schedules,
+                    "runs": runs,
+                    "frontier": len(walk.frontier),
+                    "depth": depth,
+                }
             )
-        frozen = tuple(recorded)
-        for i in range(len(prefix), len(outcome.choices)):
-            n = outcome.choices[i].n
-            options = n - 1
-            if max_branch is not None and n > max_branch:
-                cut("max_branch", n - max_branch)
-                options = max_branch - 1
-            if max_deviations is not None and depth + 1 > max_deviations:
-                if options > 0:
-                    cut("max_deviations", options)
-                continue
-            for v in range(1, options + 1):
-                frontier.append((frozen, i, v, depth + 1))
+        if walk.frontier and (runs >= budget.examples or budget.out_of_time()):
+            cut("budget", len(walk.frontier))
+            break
     complete = not pruned
     verdict: ProofVerdict = "ok" if complete else "inconclusive"
     return ProofReport(
-        verdict, complete, schedules, runs, deepest, pruned, frontier_left=len(frontier)
+        verdict, complete, schedules, runs, deepest, pruned, frontier_left=len(walk.frontier)
     )

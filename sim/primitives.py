@@ -9,7 +9,7 @@ happens through World events, whose ties are choices.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 from simpy.events import Event, Process
@@ -152,20 +152,3 @@ def every(
             yield world.sleep(period_ms)
 
     return world.spawn(actor, loop())
-
-
-def poll_until(
-    world: World, ready: Callable[[], bool], interval_ms: int, timeout_ms: int
-) -> Generator[Event, Any, bool]:
-    """Check ``ready()`` now and every ``interval_ms``; False once ``timeout_ms`` passed.
-
-    Use as ``ok = yield from poll_until(world, ready, 1000, 90000)``.
-    """
-    assert interval_ms > 0 and timeout_ms >= 0
-    start_ms = world.now_ms
-    while True:
-        if ready():
-            return True
-        if world.now_ms - start_ms >= timeout_ms:
-            return False
-        yield world.sleep(interval_ms)

@@ -11,9 +11,11 @@ what is kept, so the result always replays exactly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from sim.choices import ReplaySource, deviations
+from sim.choices import ChoiceSource, KeyedReplaySource, ReplaySource, deviations, keyed_deviations
+from sim.enumeration import Walk
 from sim.world import Runner, RunOutcome
 
 
@@ -29,19 +31,26 @@ class ShrinkResult:
     exhausted: bool  # the run cap stopped it before a fixed point
 
 
-def shrink(run: Runner, outcome: RunOutcome, *, max_runs: int = 2000) -> ShrinkResult:
+def shrink(
+    run: Runner, outcome: RunOutcome, *, max_runs: int = 2000, max_walk_runs: int = 5000
+) -> ShrinkResult:
     violation = outcome.violation
     assert violation is not None, "only a violating run can be shrunk"
     target = violation.checker
     best = outcome
     runs = 0
 
-    def attempt(values: list[int]) -> bool:
+    def attempt(values: list[int] | dict[tuple[str, int], int]) -> bool:
         nonlocal best, runs
         if runs >= max_runs:
             return False
         runs += 1
-        candidate = run(ReplaySource(values, strict=False))
+        source: ChoiceSource = (
+            KeyedReplaySource(values)
+            if isinstance(values, dict)
+            else ReplaySource(values, strict=False)
+        )
+        candidate = run(source)
         found = candidate.violation
         if (
             found is not None
@@ -51,6 +60,16 @@ def shrink(run: Runner, outcome: RunOutcome, *, max_runs: int = 2000) -> ShrinkR
             best = candidate
             return True
         return False
+
+    # 0. races usually need one or two deviations: try keeping only those.
+    initial = sorted(keyed_deviations(best.choices).items())
+    if len(initial) > 2:
+        subsets = [[a] for a in initial] + [
+            [a, b] for i, a in enumerate(initial) for b in initial[i + 1 :]
+        ]
+        for subset in subsets:
+            if attempt(dict(subset)):
+                break
 
     progress = True
     while progress and runs < max_runs:
@@ -67,12 +86,19 @@ def shrink(run: Runner, outcome: RunOutcome, *, max_runs: int = 2000) -> ShrinkR
                 break
         if progress:
             continue
-        # 2. drop one deviation at a time, last first.
+        # 2. drop one deviation at a time, last first: at its position, and by
+        #    (label, occurrence) so the others stay on the draws they meant.
         for i in reversed(nonzero):
             if i < len(best.values) and best.values[i]:
                 cut = list(best.values)
                 cut[i] = 0
                 if attempt(cut):
+                    progress = True
+                    continue
+                keyed = keyed_deviations(best.choices)
+                label = best.choices[i].label
+                occurrence = sum(1 for c in best.choices[:i] if c.label == label)
+                if keyed.pop((label, occurrence), None) is not None and attempt(keyed):
                     progress = True
         # 3. lower what is left.
         for i, v in enumerate(best.values):
@@ -83,4 +109,41 @@ def shrink(run: Runner, outcome: RunOutcome, *, max_runs: int = 2000) -> ShrinkR
                     if attempt(cut):
                         progress = True
                         break
+        # 4. with few deviations left, try moving one onto another draw: a different
+        #    pair of deviations may tell the same story in a shorter timeline.
+        if not progress and deviations(best.values) == 3:
+            progress = _swap_one(best, attempt)
+    # 5. with at most two left, walk every schedule with that many deviations and
+    #    keep the shortest violation of the same checker: exact, and cheap here.
+    fewest = deviations(best.values)
+    if fewest <= 2:
+        for outcome, _ in Walk(run, fewest, None, None):
+            runs += 1
+            found = outcome.violation
+            if (
+                found is not None
+                and found.checker == target
+                and shrink_key(outcome) < shrink_key(best)
+            ):
+                best = outcome
+            if runs >= max_runs + max_walk_runs:
+                break
     return ShrinkResult(best, runs, runs >= max_runs)
+
+
+def _swap_one(best: RunOutcome, attempt: Callable[[dict[tuple[str, int], int]], bool]) -> bool:
+    keyed = keyed_deviations(best.choices)
+    seen: dict[str, int] = {}
+    targets: list[tuple[tuple[str, int], int]] = []
+    for choice in best.choices:
+        occurrence = seen.get(choice.label, 0)
+        seen[choice.label] = occurrence + 1
+        if (choice.label, occurrence) not in keyed:
+            targets.extend(((choice.label, occurrence), v) for v in range(1, choice.n))
+    for moved in sorted(keyed):
+        for target, value in targets:
+            candidate = {k: v for k, v in keyed.items() if k != moved}
+            candidate[target] = value
+            if attempt(candidate):
+                return True
+    return False

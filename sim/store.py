@@ -135,6 +135,19 @@ class VersionedStore:
             if p.startswith(prefix) and "/" not in p[len(prefix) :]
         )
 
+    def watch(self, path: str, callback: Watcher) -> None:
+        """A persistent watch on ``path`` (kazoo's DataWatch): re-armed each time it fires.
+
+        Like ZooKeeper's one-shot watches re-registered by the client, changes
+        between a firing and its delivery are not reported separately.
+        """
+
+        def fire(event: WatchEvent) -> None:
+            self.exists(path, watch=fire)
+            callback(event)
+
+        self.exists(path, watch=fire)
+
     # -- writes --------------------------------------------------------------
     def create(
         self,

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import simpy
 from simpy.core import EmptySchedule
-from simpy.events import NORMAL, Event, EventPriority, Process
+from simpy.events import NORMAL, URGENT, Event, EventPriority, Process
 
 from sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
 from sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
@@ -109,6 +109,11 @@ class World(simpy.Environment):
         Events due at the current instant are moved from SimPy's heap to
         ``_due`` once, kept in SimPy order (priority, insertion), and the
         choice is an index into that list: 0 is exactly SimPy's own order.
+
+        Urgent events (a process starting, an interrupt) run first, in order,
+        without a draw: an actor begins the moment it is spawned and runs
+        until its first yield. A model that wants its start to interleave
+        with other events of the same instant yields ``sleep(0)`` first.
         """
         queue, due = self._queue, self._due
         if not due:
@@ -131,7 +136,7 @@ class World(simpy.Environment):
         if self.steps > self.bounds.max_steps:
             raise BoundHit("steps", f"more than {self.bounds.max_steps} steps")
         index = 0
-        if len(due) > 1:
+        if len(due) > 1 and due[0][1] != URGENT:
             # Events nobody waits on go first: ordering them changes nothing.
             index = next((i for i, entry in enumerate(due) if not entry[3].callbacks), -1)
             if index < 0:

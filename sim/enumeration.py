@@ -1,0 +1,63 @@
+"""The walk over every schedule, breadth-first by number of deviations from choice 0.
+
+Shared by the proof (which judges every schedule) and the shrinker (which
+looks for the shortest counterexample among those with the fewest
+deviations). A schedule's children are its recording cut at a position past
+its own prefix, with one more nonzero value there; so each schedule is run
+once, and all schedules with d deviations come before any with d + 1.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+
+from sim.choices import ReplaySource
+from sim.world import Runner, RunOutcome
+
+Prune = Callable[[str, int], None]
+
+
+class Walk:
+    """An iterator over schedules that also tells how many are still queued."""
+
+    def __init__(
+        self,
+        run: Runner,
+        max_deviations: int | None,
+        max_branch: int | None,
+        on_prune: Prune | None,
+    ) -> None:
+        self.run = run
+        self.max_deviations = max_deviations
+        self.max_branch = max_branch
+        self.on_prune = on_prune or (lambda _bound, _count: None)
+        self.frontier: deque[tuple[tuple[int, ...], int, int, int]] = deque([((), 0, 0, 0)])
+
+    def __iter__(self) -> Iterator[tuple[RunOutcome, int]]:
+        while self.frontier:
+            parent, position, value, depth = self.frontier.popleft()
+            prefix = (*parent[:position], value) if depth else ()
+            outcome = self.run(ReplaySource(prefix, strict=False))
+            recorded = tuple(outcome.values)
+            assert recorded[: len(prefix)] == prefix, (
+                f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}"
+            )
+            self._expand(outcome, recorded, len(prefix), depth)
+            yield outcome, depth
+
+    def _expand(
+        self, outcome: RunOutcome, recorded: tuple[int, ...], start: int, depth: int
+    ) -> None:
+        for i in range(start, len(outcome.choices)):
+            n = outcome.choices[i].n
+            options = n - 1
+            if self.max_branch is not None and n > self.max_branch:
+                self.on_prune("max_branch", n - self.max_branch)
+                options = self.max_branch - 1
+            if self.max_deviations is not None and depth + 1 > self.max_deviations:
+                if options > 0:
+                    self.on_prune("max_deviations", options)
+                continue
+            for v in range(1, options + 1):
+                self.frontier.append((recorded, i, v, depth + 1))

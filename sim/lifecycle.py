@@ -1,0 +1,108 @@
+"""Checkers for lifecycles of named entities (datastreams, streaming queries).
+
+Ops these checkers read (any actor may write them, simulated or real):
+
+- ``status.write``: ``entity``, ``from`` (the value actually stored when the
+  write landed), ``to``, ``version_read`` (the version the writer based its
+  decision on, or null), ``version_overwritten`` (the stored version it
+  replaced).
+- ``stop.request`` / ``resume.ack``: ``entity``.
+- ``final``: ``statuses``, a map entity -> status at quiescence.
+
+One copy serves every model and the real ZooKeeper and Spark runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sim.checkers import Checker, Verdict, checker, ok, unknown, violated
+from sim.history import History
+
+
+def legal_transitions(name: str, legal: Iterable[tuple[str, str]]) -> Checker:
+    """Every status write is a legal transition from the value stored at write time.
+
+    Rewriting the same status is allowed (it changes nothing the user sees);
+    ``no_lost_update`` judges whether it overwrote someone else's write.
+    """
+    allowed = frozenset(legal)
+
+    @checker(name)
+    def check(history: History) -> Verdict:
+        for op in history.of_kind("status.write"):
+            before, after = op.get("from"), op.get("to")
+            if before != after and (before, after) not in allowed:
+                return violated(
+                    name,
+                    op.index,
+                    f"{op.actor} moved {op.get('entity')} {before} -> {after}, not a legal transition",
+                )
+        return ok(name)
+
+    return check
+
+
+def no_lost_update(name: str) -> Checker:
+    """A write decided on version V overwrites version V, not a later one."""
+
+    @checker(name)
+    def check(history: History) -> Verdict:
+        for op in history.of_kind("status.write"):
+            read, replaced = op.get("version_read"), op.get("version_overwritten")
+            if read is not None and read != replaced:
+                return violated(
+                    name,
+                    op.index,
+                    f"{op.actor} wrote {op.get('entity')}={op.get('to')} decided on version {read} "
+                    f"but overwrote version {replaced} ({op.get('from')}): an update was lost",
+                )
+        return ok(name)
+
+    return check
+
+
+def acknowledged_resume_holds(name: str, running: str) -> Checker:
+    """A resume that was acknowledged and not followed by a stop leaves the entity ``running``."""
+
+    @checker(name)
+    def check(history: History) -> Verdict:
+        finals = history.of_kind("final")
+        if not finals:
+            return unknown(name, "the run ended before the final statuses were read")
+        statuses = finals[-1].get("statuses") or {}
+        last_resume: dict[str, int] = {}
+        for op in history.ops:
+            entity = op.get("entity")
+            if op.kind == "resume.ack":
+                last_resume[entity] = op.index
+            elif op.kind == "stop.request":
+                last_resume.pop(entity, None)
+        for entity, index in sorted(last_resume.items()):
+            final_status = statuses.get(entity)
+            if final_status == running:
+                continue
+            culprit = next(
+                (
+                    op
+                    for op in history.ops[index + 1 :]
+                    if op.kind == "status.write"
+                    and op.get("entity") == entity
+                    and op.get("to") != running
+                ),
+                finals[-1],
+            )
+            trail = " -> ".join(
+                str(op.get("to"))
+                for op in history.ops
+                if op.kind == "status.write" and op.get("entity") == entity
+            )
+            return violated(
+                name,
+                culprit.index,
+                f"the resume of {entity} acknowledged at op #{index} was lost: it ends {final_status} "
+                f"(set by {culprit.actor}); its writes: {trail}",
+            )
+        return ok(name)
+
+    return check

@@ -1,0 +1,98 @@
+"""The runtime port: what model actors may do, so one model runs simulated or for real.
+
+A model whose actors only ``yield rt.sleep(ms)``, ``item = yield queue.get()``,
+submit to ``rt.executor(...)``, draw through ``rt.choose`` and log through
+``rt.log`` can be driven by two runtimes: ``SimRuntime`` here (SimPy events on
+the World, every decision a recorded choice) and a thread runtime outside the
+kernel (real sleeps, real threads, a real ZooKeeper), where each yielded value
+is already done and is simply sent back.
+
+``rt.checkpoint(actor, point)`` names a place where the real runtime may hold a
+thread to force an interleaving found in simulation; in simulation it does
+nothing, so it never changes a schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, Protocol, TypeVar
+
+from sim.history import JSONValue
+from sim.primitives import EventQueue, Executor
+from sim.world import ProcessGenerator, World
+
+T = TypeVar("T")
+
+
+class QueuePort(Protocol):
+    def put(self, item: Any) -> bool: ...
+    def put_front(self, item: Any) -> None: ...
+    def get(self) -> Any: ...
+    def __len__(self) -> int: ...
+
+
+class ExecutorPort(Protocol):
+    def submit(self, task: str, body: Callable[[], ProcessGenerator]) -> Any: ...
+
+
+class Runtime(Protocol):
+    def now_ms(self) -> int: ...
+    def sleep(self, delay_ms: int) -> Any: ...
+    def spawn(self, actor: str, body: ProcessGenerator) -> None: ...
+    def log(self, actor: str, kind: str, **fields: JSONValue) -> None: ...
+    def choose(self, label: str, options: Sequence[T]) -> T: ...
+    def queue(self, name: str, *, dedupe: bool = False) -> QueuePort: ...
+    def executor(self, name: str, workers: int) -> ExecutorPort: ...
+    def checkpoint(self, actor: str, point: str, **fields: JSONValue) -> None: ...
+    def finish(self) -> None: ...
+
+
+class SimRuntime:
+    """The runtime port on a World."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def now_ms(self) -> int:
+        return self.world.now_ms
+
+    def sleep(self, delay_ms: int) -> Any:
+        return self.world.sleep(delay_ms)
+
+    def spawn(self, actor: str, body: ProcessGenerator) -> None:
+        self.world.spawn(actor, body)
+
+    def log(self, actor: str, kind: str, **fields: JSONValue) -> None:
+        self.world.log(actor, kind, **fields)
+
+    def choose(self, label: str, options: Sequence[T]) -> T:
+        return self.world.source.choose(label, options)
+
+    def queue(self, name: str, *, dedupe: bool = False) -> EventQueue:
+        return EventQueue(self.world, name, dedupe=dedupe)
+
+    def executor(self, name: str, workers: int) -> Executor:
+        return Executor(self.world, name, workers)
+
+    def checkpoint(self, actor: str, point: str, **fields: JSONValue) -> None:
+        """A named place a real run can be held at; nothing happens in simulation."""
+
+    def finish(self) -> None:
+        self.world.finish()
+
+
+def poll_until(
+    rt: Runtime, ready: Callable[[], bool], interval_ms: int, timeout_ms: int
+) -> Generator[Any, Any, bool]:
+    """Check ``ready()`` now and every ``interval_ms``; False once ``timeout_ms`` passed.
+
+    Use as ``ok = yield from poll_until(rt, ready, 1000, 90000)``.
+    """
+    assert interval_ms > 0 and timeout_ms >= 0
+    start_ms = rt.now_ms()
+    while True:
+        if ready():
+            return True
+        if rt.now_ms() - start_ms >= timeout_ms:
+            return False
+        yield rt.sleep(interval_ms)
