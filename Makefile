@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean zookeeper
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -12,7 +12,14 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# Debian's ZooKeeper, for the real-ZooKeeper tests and `repro --backend zookeeper`.
+zookeeper:
+	@if [ ! -f /usr/share/java/zookeeper.jar ]; then \
+		echo "installing Debian's zookeeper package"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper; \
+	fi
+
+demo: $(STAMP) zookeeper
 	$(PY) -m scenarios.demo
 
 lint: $(STAMP)
@@ -20,7 +27,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: lint
+test: lint zookeeper
 	$(VENV)/bin/pytest -n auto -q
 
 bench: $(STAMP)

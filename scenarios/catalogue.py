@@ -48,6 +48,8 @@ class Scenario:
     # The race report's own story, as the deviations it takes: (label, occurrence) -> option.
     report_script: Mapping[tuple[str, int], int] | None = None
     report_variant: str | None = None
+    # Real backends: name -> run(hosts, variant, config, simulated) forced onto a simulated run.
+    real_backends: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     default_examples: int = 10_000
     default_budget_s: float = 60.0
     notes: Mapping[str, str] = field(default_factory=dict)
@@ -114,6 +116,7 @@ class Scenario:
             "prove_max_branch": self.prove_max_branch,
             "report_timeline": self.report_timeline,
             "report_variant": self.report_variant,
+            "backends": ["sim", *sorted(self.real_backends)],
         }
 
 

@@ -35,6 +35,7 @@ from sim import (
     encode_blob,
     explore,
     first_divergence,
+    first_violation,
     prove,
 )
 from sim import RandomSource as _RandomSource
@@ -165,6 +166,15 @@ def cmd_repro(args: argparse.Namespace) -> int:
     result.update(runner.outcome_fields(outcome))
     result.update(examples=1, schedules=1, seconds=round(time.monotonic() - started, 4))
     result["repro"] = runner.repro_line(scenario.name, variant, outcome.values, overrides)
+    result["backend"] = args.backend
+    if args.backend != "sim":
+        real = run_real_backend(args, scenario, variant, config, outcome)
+        result["simulated"] = {
+            k: result[k] for k in ("verdict", "checker", "message", "trace_hash")
+        }
+        result.update(real)
+        result["seconds"] = round(time.monotonic() - started, 4)
+        result["repro"] += f" --backend {args.backend}"
     if args.history_out:
         repro_files.write_atomically(Path(args.history_out), outcome.history.to_jsonl())
     if args.check_determinism:
@@ -174,7 +184,16 @@ def cmd_repro(args: argparse.Namespace) -> int:
             result["checker"] = "determinism"
 
     def human() -> None:
-        _print_outcome(outcome, f"== {scenario.name} / {variant} ({strategy})")
+        _print_outcome(outcome, f"== {scenario.name} / {variant} ({strategy}, simulated)")
+        if args.backend != "sim":
+            print(f"\n== the same schedule forced onto {args.backend} ({result['real_forced']})")
+            print(result.pop("_timeline"))
+            for verdict in result["verdicts"]:
+                where = f" (op #{verdict['op_index']})" if verdict["op_index"] is not None else ""
+                print(
+                    f"  {verdict['status'].upper():9} {verdict['checker']}{where}  {verdict['message']}"
+                )
+            print(f"verdict on {args.backend}: {result['verdict']}")
         print(f"repro: {result['repro']}")
         if "determinism" in result:
             d = result["determinism"]
@@ -188,6 +207,44 @@ def cmd_repro(args: argparse.Namespace) -> int:
             )
 
     return emit(args, result, human)
+
+
+def run_real_backend(
+    args: argparse.Namespace, scenario: Scenario, variant: str, config: Any, simulated: RunOutcome
+) -> dict[str, Any]:
+    """Force the simulated schedule onto a real backend and judge the real history."""
+    backend = scenario.real_backends.get(args.backend)
+    if backend is None:
+        valid = ", ".join(["sim", *sorted(scenario.real_backends)])
+        raise UsageError(f"{scenario.name} has no {args.backend} backend; valid: {valid}")
+    from scenarios.zookeeper import ZooKeeperServer, ZooKeeperUnavailable
+
+    try:
+        if args.zk_hosts:
+            real = backend(args.zk_hosts, variant, config, simulated)
+        else:
+            with ZooKeeperServer() as server:
+                real = backend(server.hosts, variant, config, simulated)
+    except ZooKeeperUnavailable as exc:
+        raise UsageError(f"cannot run on ZooKeeper: {exc}") from None
+    violation = first_violation(real.verdicts)
+    fields: dict[str, Any] = {
+        "verdict": real.status,
+        "checker": violation.checker if violation else None,
+        "message": violation.message if violation else None,
+        "op_index": violation.op_index if violation else None,
+        "verdicts": [v.to_json() for v in real.verdicts],
+        "trace_hash": real.history.trace_hash(),
+        "timeline_ops": len(real.history),
+        "real_forced": f"{real.followed} of {real.forced} checkpoints in the simulated order, "
+        f"{real.skipped} not reached by this variant",
+        "real_diverged": real.diverged,
+        "real_errors": real.errors,
+        "_timeline": real.history.render(),
+    }
+    if args.json:
+        fields.pop("_timeline")
+    return fields
 
 
 def check_determinism(
@@ -458,6 +515,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="rerun in two processes under PYTHONHASHSEED 0 and 1, compare trace hashes",
     )
     sub.add_argument("--history-out", help="write the history as JSON Lines to this file")
+    sub.add_argument(
+        "--backend",
+        default="sim",
+        choices=["sim", "zookeeper"],
+        help="sim (default), or force the run's schedule onto a real ZooKeeper",
+    )
+    sub.add_argument("--zk-hosts", help="use this ZooKeeper (HOST:PORT) instead of starting one")
 
     sub = command("explore", "search for a violation, shrink it, save the counterexample")
     scenario_args(sub)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from models import brooklin, counter
 from scenarios.catalogue import Scenario, register
+from scenarios.zookeeper import brooklin as zookeeper_brooklin
 from sim import Bounds
 
 LOST_UPDATE = register(
@@ -47,6 +48,7 @@ BROOKLIN = register(
         # so the second stop task, reading its stale cache, writes STOPPED over READY.
         report_script={("client-A.think", 0): 2, ("leader.notify-delay", 2): 1},
         report_variant="buggy",
+        real_backends={"zookeeper": zookeeper_brooklin.run_forced},
         default_examples=5_000,
         default_budget_s=60.0,
     )

@@ -8,8 +8,9 @@ kernel (real sleeps, real threads, a real ZooKeeper), where each yielded value
 is already done and is simply sent back.
 
 ``rt.checkpoint(actor, point)`` names a place where the real runtime may hold a
-thread to force an interleaving found in simulation; in simulation it does
-nothing, so it never changes a schedule.
+thread to force an interleaving found in simulation; in simulation it is only
+recorded (an op of kind ``checkpoint``), so it never changes a schedule, and
+the recorded order is the order a real run is forced into.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ class SimRuntime:
         return Executor(self.world, name, workers)
 
     def checkpoint(self, actor: str, point: str, **fields: JSONValue) -> None:
-        """A named place a real run can be held at; nothing happens in simulation."""
+        """A named place a real run can be held at: recorded, never a scheduling point."""
+        self.world.log(actor, "checkpoint", point=point, **fields)
 
     def finish(self) -> None:
         self.world.finish()

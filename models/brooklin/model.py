@@ -219,6 +219,7 @@ class Leader:
             self.busy = True
             self.rt.log("leader", "event.handle", event=event)
             if event == HANDLE_ADD_OR_DELETE:
+                self.rt.checkpoint("leader", "cache.refresh")
                 self.cache.refresh()
                 self.rt.log("leader", "cache.refresh", statuses={
                     name: data["status"] for name, (data, _) in sorted(self.cache.objects.items())
@@ -317,6 +318,7 @@ class Leader:
         self, actor: str, snapshot: list[tuple[str, dict[str, JSONValue], int]], failed: set[str]
     ) -> Generator[Any, Any, bool]:
         if self.variant in ("buggy", "fix-stop-dedupe"):
+            self.rt.checkpoint(actor, "mark.check")
             stopping_now = {name for name, _, _ in self.cache.with_status(STOPPING)}
             self.rt.log(actor, "cache.read", stopping=sorted(stopping_now))
             for name, data, version in snapshot:
@@ -325,6 +327,7 @@ class Leader:
                     yield self.rt.sleep(
                         self.rt.choose(f"{actor}.zk-write", self.config.zk_write_ms)
                     )
+                    self.rt.checkpoint(actor, "mark.write", entity=name)
                     write_status(
                         self.rt,
                         self.zk,
@@ -338,12 +341,14 @@ class Leader:
             if name in failed:
                 continue
             while True:
+                self.rt.checkpoint(actor, "mark.read", entity=name)
                 fresh, version = self.zk.get(stream_path(name))
                 self.rt.log(actor, "zk.read", entity=name, status=fresh["status"], version=version)
                 if fresh["status"] != STOPPING:
                     break
                 self.rt.checkpoint(actor, "mark.decided", entity=name)
                 yield self.rt.sleep(self.rt.choose(f"{actor}.zk-write", self.config.zk_write_ms))
+                self.rt.checkpoint(actor, "mark.write", entity=name)
                 stopped = {**fresh, "status": STOPPED}
                 if self.variant == "fix-zk-lookup":
                     write_status(self.rt, self.zk, actor, name, stopped, version_read=version)
@@ -447,6 +452,7 @@ def rest_resume(rt: Runtime, zk: Store, host: str, name: str) -> bool:
         return False
     rt.checkpoint(host, "resume.decided", entity=name)
     write_status(rt, zk, host, name, {**data, "status": READY}, version_read=version)
+    rt.checkpoint(host, "resume.written", entity=name)
     notify_leader(zk)
     rt.log(host, "resume.ack", entity=name)
     return True

@@ -1,0 +1,123 @@
+"""The Brooklin coordinator on a real ZooKeeper: the simulated counterexample, forced onto threads.
+
+The server is Debian's ZooKeeper, started by the fixture on 127.0.0.1 with its
+data in a temporary folder and stopped afterwards; each run uses its own
+chroot. If ZooKeeper cannot start, these tests fail: they never skip.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from kazoo.client import KazooClient
+
+from scenarios.catalogue import get
+from scenarios.cli import main
+from scenarios.zookeeper import ZooKeeperServer
+from scenarios.zookeeper.brooklin import run_forced
+from scenarios.zookeeper.kazoo_store import KazooStore
+from sim import BadVersion, Budget, KeyedReplaySource, NoNode, explore
+
+SCENARIO = get("brooklin-double-stop")
+RESUME = "acknowledged-resume-holds"
+
+
+@pytest.fixture(scope="session")
+def zookeeper() -> Iterator[ZooKeeperServer]:
+    with ZooKeeperServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def shrunk_counterexample():  # type: ignore[no-untyped-def]
+    run = SCENARIO.runner("buggy", SCENARIO.config, RESUME)
+    report = explore(run, "random", seed=0, budget=Budget(examples=2_000))
+    assert report.shrunk is not None
+    return report.shrunk
+
+
+def test_kazoo_store_behaves_like_the_simulated_store(zookeeper: ZooKeeperServer) -> None:
+    root = KazooClient(hosts=zookeeper.hosts)
+    root.start(timeout=30)
+    root.ensure_path("/store-test")
+    root.stop()
+    client = KazooClient(hosts=zookeeper.hosts + "/store-test")
+    client.start(timeout=30)
+    try:
+        store = KazooStore(client)
+        store.ensure_path("/ds")
+        store.create("/ds/A", {"status": "READY"})
+        assert store.get("/ds/A") == ({"status": "READY"}, 0)
+        assert store.set("/ds/A", {"status": "STOPPING"}, 0) == 1
+        with pytest.raises(BadVersion):
+            store.set("/ds/A", {"status": "STOPPED"}, 0)
+        with pytest.raises(NoNode):
+            store.get("/ds/missing")
+        store.create("/ds/B")
+        assert store.children("/ds") == ["A", "B"]
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_forced_counterexample_loses_the_resume_on_real_zookeeper(
+    zookeeper: ZooKeeperServer, shrunk_counterexample
+) -> None:  # type: ignore[no-untyped-def]
+    real = run_forced(zookeeper.hosts, "buggy", SCENARIO.config, shrunk_counterexample)
+    assert real.finished and real.diverged is None and not real.errors
+    assert real.followed == real.forced  # every checkpoint passed in the simulated order
+    violated = {v.checker for v in real.verdicts if v.status == "violated"}
+    assert {RESUME, "legal-transitions", "no-lost-update"} <= violated
+    writes = [
+        op.get("to") for op in real.history.of_kind("status.write") if op.get("entity") == "A"
+    ]
+    assert writes == ["STOPPING", "STOPPED", "READY", "STOPPED"]
+
+
+def test_forced_counterexample_holds_with_the_conditional_write(
+    zookeeper: ZooKeeperServer, shrunk_counterexample
+) -> None:  # type: ignore[no-untyped-def]
+    real = run_forced(
+        zookeeper.hosts, "fix-conditional-write", SCENARIO.config, shrunk_counterexample
+    )
+    assert real.finished and real.diverged is None and not real.errors
+    assert real.status == "ok", [v for v in real.verdicts if v.status != "ok"]
+    final = real.history.of_kind("final")[-1]
+    assert final.get("statuses") == {"A": "READY", "B": "STOPPED"}
+
+
+def test_report_timeline_on_zookeeper_from_the_command_line(
+    zookeeper: ZooKeeperServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["repro", "brooklin-double-stop", "--report-timeline", "--backend", "zookeeper",
+                 "--zk-hosts", zookeeper.hosts, "--json"])  # fmt: skip
+    result = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert result["backend"] == "zookeeper"
+    assert result["simulated"]["verdict"] == "violated"
+    assert result["verdict"] == "violated" and result["checker"] in {RESUME, "legal-transitions"}
+    assert result["real_diverged"] is None
+
+
+def test_report_timeline_story_holds_for_the_fix_on_zookeeper(zookeeper: ZooKeeperServer) -> None:
+    assert SCENARIO.report_script is not None
+    story = SCENARIO.runner("buggy", SCENARIO.config)(
+        KeyedReplaySource(dict(SCENARIO.report_script))
+    )
+    real = run_forced(zookeeper.hosts, "fix-stop-dedupe", SCENARIO.config, story)
+    assert real.status == "ok"
+
+
+def test_a_scenario_without_the_backend_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["repro", "lost-update", "--backend", "zookeeper"]) == 2
+    assert "has no zookeeper backend" in capsys.readouterr().err
+
+
+def test_a_missing_zookeeper_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from scenarios.zookeeper import ZooKeeperUnavailable, server
+
+    monkeypatch.setattr(server, "ZOOKEEPER_JAR", tmp_path / "absent.jar")
+    with pytest.raises(ZooKeeperUnavailable, match="make zookeeper"):
+        ZooKeeperServer().start()

@@ -1,0 +1,10 @@
+"""Real ZooKeeper backends: a private server, kazoo as the store, actors as real threads."""
+
+import logging
+
+from scenarios.zookeeper.server import ZooKeeperServer, ZooKeeperUnavailable
+
+# kazoo warns on every connection it closes at shutdown; real failures surface as errors.
+logging.getLogger("kazoo").setLevel(logging.ERROR)
+
+__all__ = ["ZooKeeperServer", "ZooKeeperUnavailable"]
