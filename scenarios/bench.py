@@ -8,6 +8,7 @@ seconds simulated per wall second on a timer-heavy workload.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Generator
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import simpy
 
 from scenarios.catalogue import get
-from sim import Bounds, Budget, RandomSource, World, explore
+from sim import Bounds, Budget, RandomSource, World, explore, prove
 
 Progress = Callable[[str], None] | None
 
@@ -118,3 +119,79 @@ def run(quick: bool = False, progress: Progress = None) -> dict[str, Any]:
         f"({horizon_ms // 3_600_000} h of 7 timers in {wall_s:.2f}s)"
     )
     return result
+
+
+def search_figures(
+    scenario_name: str,
+    variant: str,
+    checker: str | None,
+    seeds: int,
+    progress: Progress = None,
+) -> dict[str, Any]:
+    """Per strategy over ``seeds`` seeds: how often, how fast, how short the violation found is."""
+    say = progress or (lambda _line: None)
+    scenario = get(scenario_name)
+    runner = scenario.runner(variant, scenario.config, checker)
+    figures: dict[str, Any] = {
+        "scenario": scenario_name,
+        "variant": variant,
+        "checker": checker,
+        "seeds": seeds,
+        "budget_s": scenario.default_budget_s,
+        "max_examples": scenario.default_examples,
+        "strategies": {},
+    }
+    for strategy in ("random", "hypothesis", "pct"):
+        seconds, examples, devs, ops, found = [], [], [], [], 0
+        for seed in range(seeds):
+            budget = Budget(scenario.default_examples, scenario.default_budget_s, time.monotonic)
+            started = time.perf_counter()
+            report = explore(runner, strategy, seed, budget)
+            seconds.append(time.perf_counter() - started)
+            examples.append(report.examples)
+            if report.shrunk is not None:
+                found += 1
+                devs.append(sum(1 for v in report.shrunk.values if v))
+                ops.append(len(report.shrunk.history))
+        row = {
+            "found": f"{found}/{seeds}",
+            "seconds_median": round(statistics.median(seconds), 3),
+            "seconds_max": round(max(seconds), 3),
+            "examples_median": statistics.median(examples),
+            "examples_max": max(examples),
+            "shrunk_deviations_max": max(devs, default=None),
+            "shrunk_ops_median": statistics.median(ops) if ops else None,
+            "shrunk_ops_max": max(ops, default=None),
+        }
+        figures["strategies"][strategy] = row
+        say(f"{strategy:10} found {row['found']}  seconds median {row['seconds_median']} max "
+            f"{row['seconds_max']}  examples median {row['examples_median']} max {row['examples_max']}  "
+            f"shrunk: <= {row['shrunk_deviations_max']} deviations, ops median "
+            f"{row['shrunk_ops_median']} max {row['shrunk_ops_max']}")  # fmt: skip
+    return figures
+
+
+def proof_figures(scenario_name: str, progress: Progress = None) -> dict[str, Any]:
+    """Prove every variant of a scenario on its prove configuration: verdict, schedules, time."""
+    say = progress or (lambda _line: None)
+    scenario = get(scenario_name)
+    rows = {}
+    for variant in scenario.variants:
+        started = time.perf_counter()
+        report = prove(
+            scenario.runner(variant, scenario.prove_config),
+            budget=Budget(1_000_000, 600.0, time.monotonic),
+            max_deviations=scenario.prove_max_deviations,
+            max_branch=scenario.prove_max_branch,
+        )
+        seconds = time.perf_counter() - started
+        rows[variant] = {
+            "verdict": report.verdict,
+            "complete": report.complete,
+            "schedules": report.schedules,
+            "runs": report.runs,
+            "seconds": round(seconds, 2),
+        }
+        say(f"prove {variant:24} {report.verdict:12} complete={report.complete}  "
+            f"{report.schedules} schedules ({report.runs} runs) in {seconds:.2f}s")  # fmt: skip
+    return {"scenario": scenario_name, "prove": rows}

@@ -469,7 +469,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from scenarios import bench
 
-    result = bench.run(quick=args.quick, progress=None if args.json else print)
+    say = None if args.json else print
+    if args.scenario:
+        scenario, variant = _scenario_and_variant(args)
+        scenario.checkers_named(args.checker)
+        result = bench.search_figures(scenario.name, variant, args.checker, args.seeds, say)
+        result.update(bench.proof_figures(scenario.name, say))
+    else:
+        result = bench.run(quick=args.quick, progress=say)
     if args.json:
         print(json.dumps(result, sort_keys=True))
     return runner.EXIT_OK
@@ -555,6 +562,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("bench", "performance figures (printed, never asserted)")
     sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
+    sub.add_argument("--scenario", help="instead: search figures over seeds, and proof figures")
+    sub.add_argument("--variant", help="with --scenario: the variant searched (default: its first)")
+    sub.add_argument("--checker", help="with --scenario: count only this checker's violations")
+    sub.add_argument("--seeds", type=int, default=20, help="with --scenario: seeds per strategy")
     return parser
 
 

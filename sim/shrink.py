@@ -113,21 +113,23 @@ def shrink(
         #    pair of deviations may tell the same story in a shorter timeline.
         if not progress and deviations(best.values) == 3:
             progress = _swap_one(best, attempt)
-    # 5. with at most two left, walk every schedule with that many deviations and
-    #    keep the shortest violation of the same checker: exact, and cheap here.
-    fewest = deviations(best.values)
-    if fewest <= 2:
-        for outcome, _ in Walk(run, fewest, None, None):
-            runs += 1
-            found = outcome.violation
-            if (
-                found is not None
-                and found.checker == target
-                and shrink_key(outcome) < shrink_key(best)
-            ):
-                best = outcome
-            if runs >= max_runs + max_walk_runs:
-                break
+    # 5. walk every schedule with at most two deviations (races rarely need more),
+    #    keeping the shortest violation of the same checker. From two or fewer this
+    #    is exact; from more, it finds a smaller counterexample the passes missed.
+    limit = min(deviations(best.values), 2)
+    walked = 0
+    for candidate, _ in Walk(run, limit, None, None):
+        walked += 1
+        verdict = candidate.violation
+        if (
+            verdict is not None
+            and verdict.checker == target
+            and shrink_key(candidate) < shrink_key(best)
+        ):
+            best = candidate
+        if walked >= max_walk_runs:
+            break
+    runs += walked
     return ShrinkResult(best, runs, runs >= max_runs)
 
 
