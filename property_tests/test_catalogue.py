@@ -9,23 +9,14 @@ from __future__ import annotations
 import pytest
 
 from scenarios.catalogue import Scenario, all_scenarios
-from sim import Budget, ReplaySource, decode_blob, prove
+from sim import Budget, ReplaySource, decode_blob
 
 CASES = [(s, v) for s in all_scenarios() for v in s.variants]
 
 
-def _prove(scenario: Scenario, variant: str):  # type: ignore[no-untyped-def]
-    return prove(
-        scenario.runner(variant, scenario.prove_config),
-        budget=Budget(examples=1_000_000),
-        max_deviations=scenario.prove_max_deviations,
-        max_branch=scenario.prove_max_branch,
-    )
-
-
 @pytest.mark.parametrize(("scenario", "variant"), CASES, ids=[f"{s.name}/{v}" for s, v in CASES])
 def test_prove_agrees_with_the_catalogue(scenario: Scenario, variant: str) -> None:
-    report = _prove(scenario, variant)
+    report = scenario.prove(variant, Budget(examples=1_000_000))
     if variant in scenario.expect_violation:
         assert report.verdict == "violated", f"{scenario.name}/{variant} came out {report.verdict}"
         assert report.shrunk is not None and report.shrunk.violation is not None

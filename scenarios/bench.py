@@ -16,7 +16,7 @@ from typing import Any
 import simpy
 
 from scenarios.catalogue import get
-from sim import Bounds, Budget, RandomSource, World, explore, prove
+from sim import Bounds, Budget, RandomSource, World, explore
 
 Progress = Callable[[str], None] | None
 
@@ -178,12 +178,7 @@ def proof_figures(scenario_name: str, progress: Progress = None) -> dict[str, An
     rows = {}
     for variant in scenario.variants:
         started = time.perf_counter()
-        report = prove(
-            scenario.runner(variant, scenario.prove_config),
-            budget=Budget(1_000_000, 600.0, time.monotonic),
-            max_deviations=scenario.prove_max_deviations,
-            max_branch=scenario.prove_max_branch,
-        )
+        report = scenario.prove(variant, Budget(1_000_000, 600.0, time.monotonic))
         seconds = time.perf_counter() - started
         rows[variant] = {
             "verdict": report.verdict,

@@ -16,16 +16,20 @@ from typing import Any
 
 from sim import (
     Bounds,
+    Budget,
     Checker,
     ChoiceSource,
     KeyedReplaySource,
+    ProofReport,
     Runner,
     RunOutcome,
     World,
     checker_name,
     encode_blob,
     execute,
+    prove,
 )
+from sim.explore import Progress
 
 
 class UnknownName(LookupError):
@@ -92,6 +96,26 @@ class Scenario:
             )
 
         return run
+
+    def prove(
+        self,
+        variant: str,
+        budget: Budget,
+        *,
+        config: Any = None,
+        checker: str | None = None,
+        max_deviations: int | None = None,
+        max_branch: int | None = None,
+        progress: Progress | None = None,
+    ) -> ProofReport:
+        """Bounded exhaustive exploration on the proof configuration and the scenario's caps."""
+        return prove(
+            self.runner(variant, self.prove_config if config is None else config, checker),
+            budget=budget,
+            max_deviations=self.prove_max_deviations if max_deviations is None else max_deviations,
+            max_branch=self.prove_max_branch if max_branch is None else max_branch,
+            progress=progress,
+        )
 
     @property
     def report_timeline(self) -> str | None:

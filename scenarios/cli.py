@@ -36,7 +36,6 @@ from sim import (
     explore,
     first_divergence,
     first_violation,
-    prove,
 )
 from sim import RandomSource as _RandomSource
 from sim import repro as repro_files
@@ -359,12 +358,12 @@ def cmd_prove(args: argparse.Namespace) -> int:
     max_dev = scenario.prove_max_deviations if args.max_deviations is None else args.max_deviations
     max_branch = scenario.prove_max_branch if args.max_branch is None else args.max_branch
     budget = Budget(examples=args.max_schedules, seconds=args.budget, clock=time.monotonic)
-    run = scenario.runner(variant, config, args.checker)
     progress = ProgressLine(f"prove {scenario.name}/{variant}", not args.json)
     started = time.monotonic()
-    report = prove(
-        run, budget=budget, max_deviations=max_dev, max_branch=max_branch, progress=progress
-    )
+    report = scenario.prove(
+        variant, budget, config=config, checker=args.checker, max_deviations=max_dev,
+        max_branch=max_branch, progress=progress,
+    )  # fmt: skip
     progress.done()
     result = runner.base_result(scenario, variant, "exhaustive", config)
     result.update(

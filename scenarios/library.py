@@ -49,7 +49,7 @@ BROOKLIN = register(
         report_script={("client-A.think", 0): 2, ("leader.notify-delay", 2): 1},
         report_variant="buggy",
         real_backends={"zookeeper": zookeeper_brooklin.run_forced},
-        default_examples=5_000,
+        default_examples=2_000,
         default_budget_s=60.0,
     )
 )
