@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from models import brooklin, counter
+from models import brooklin, counter, kafka_streams
 from scenarios.catalogue import Scenario, register
 from scenarios.zookeeper import brooklin as zookeeper_brooklin
 from sim import Bounds
@@ -49,6 +49,35 @@ BROOKLIN = register(
         report_script={("client-A.think", 0): 2, ("leader.notify-delay", 2): 1},
         report_variant="buggy",
         real_backends={"zookeeper": zookeeper_brooklin.run_forced},
+        default_examples=2_000,
+        default_budget_s=60.0,
+    )
+)
+
+STREAMS = register(
+    Scenario(
+        name="streams-checkpoint-resurrection",
+        summary="Kafka Streams loses state-store records: a cleaner deletes a directory, a stale "
+        "checkpoint is written back (KAFKA-8187)",
+        variants=kafka_streams.VARIANTS,
+        expect_violation=frozenset({"buggy", "fix-checkpoint-under-lock"}),
+        checkers=kafka_streams.CHECKERS,
+        build=kafka_streams.build,
+        config=kafka_streams.StreamsConfig(),
+        # Every schedule of: the first rebalance at 45 s, 2 min or 4 min 10 s; the second
+        # 5, 15, 25 or 35 min later (before the cleaner can delete, after its first or its
+        # second chance); the standby then on B or on A; either thread handling each
+        # rebalance first; every order of events that tie.
+        prove_config=kafka_streams.StreamsConfig(
+            first_rebalance_ms=(120_000, 45_000, 250_000),
+            second_rebalance_after_ms=(300_000, 900_000, 1_500_000, 2_100_000),
+        ),
+        bounds=Bounds(max_time_ms=4 * 3_600_000, max_steps=200_000),
+        # The JIRA: B handles the rebalance before A releases the lock; no rebalance before the
+        # cleaner's second run deletes the directory; the standby stays on B, which initializes
+        # it from the stale checkpoint; promoted later, the task restores from it.
+        report_script={("rebalance1.first", 0): 1, ("rebalance2.after", 0): 1},
+        report_variant="buggy",
         default_examples=2_000,
         default_budget_s=60.0,
     )

@@ -1,0 +1,21 @@
+"""Kafka Streams' state directory and the checkpoint resurrection race (seed 001, KAFKA-8187)."""
+
+from models.kafka_streams.checkers import (
+    CHECKERS,
+    checkpoint_soundness,
+    no_record_lost,
+    no_stale_read,
+)
+from models.kafka_streams.model import TASK, VARIANTS, Instance, StreamsConfig, build
+
+__all__ = [
+    "CHECKERS",
+    "TASK",
+    "VARIANTS",
+    "Instance",
+    "StreamsConfig",
+    "build",
+    "checkpoint_soundness",
+    "no_record_lost",
+    "no_stale_read",
+]
