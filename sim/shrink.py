@@ -3,8 +3,8 @@
 Hypothesis shrinks what it finds itself; the random and PCT strategies find a
 violation as a raw choice sequence, and this reducer brings it down the same
 way: fewer deviations first, then a shorter history, then smaller values. A
-candidate is kept only if it still violates the *same* checker, so shrinking
-never slips from one bug to another. Candidates are replayed as prefixes
+candidate is kept only if it still violates the *same* checker (another may
+fail too), so shrinking never slips from one bug to another. Candidates are replayed as prefixes
 (draws past the end, or out of range, become 0) and the run's own recording is
 what is kept, so the result always replays exactly.
 """
@@ -22,6 +22,11 @@ from sim.world import Runner, RunOutcome
 def shrink_key(outcome: RunOutcome) -> tuple[int, int, int, int]:
     values = outcome.values
     return (deviations(values), len(outcome.history), sum(values), len(values))
+
+
+def violates(outcome: RunOutcome, checker: str) -> bool:
+    """The run violates ``checker`` (whether or not another checker failed first)."""
+    return any(v.checker == checker and v.status == "violated" for v in outcome.verdicts)
 
 
 @dataclass
@@ -51,12 +56,7 @@ def shrink(
             else ReplaySource(values, strict=False)
         )
         candidate = run(source)
-        found = candidate.violation
-        if (
-            found is not None
-            and found.checker == target
-            and shrink_key(candidate) < shrink_key(best)
-        ):
+        if violates(candidate, target) and shrink_key(candidate) < shrink_key(best):
             best = candidate
             return True
         return False
@@ -120,12 +120,7 @@ def shrink(
     walked = 0
     for candidate, _ in Walk(run, limit, None, None):
         walked += 1
-        verdict = candidate.violation
-        if (
-            verdict is not None
-            and verdict.checker == target
-            and shrink_key(candidate) < shrink_key(best)
-        ):
+        if violates(candidate, target) and shrink_key(candidate) < shrink_key(best):
             best = candidate
         if walked >= max_walk_runs:
             break
