@@ -1,1 +1,1 @@
-"""placeholder"""
+"""Renderers of histories and figures: plots now; timelines, Markdown and HTML to come."""

@@ -43,7 +43,7 @@ class Scenario:
     variants: Mapping[str, str]  # name -> what it is
     expect_violation: frozenset[str]  # variants a correct harness must find violated
     checkers: Sequence[Checker]
-    build: Callable[[World, str, Any], None]
+    build: Callable[[World, str, Any], Any]
     config: Any  # the model's configuration dataclass, for search
     prove_config: Any  # a smaller configuration, for bounded exhaustive proofs
     bounds: Bounds = field(default_factory=Bounds)

@@ -10,6 +10,7 @@ progress go to stderr when it is a terminal.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -465,6 +466,32 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return emit(args, result, human)
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from scenarios import compare
+
+    scenario = get(args.scenario)
+    if scenario.name not in compare.COMPARISONS:
+        raise UsageError(f"{scenario.name} has no design comparison; "
+                         f"valid: {', '.join(sorted(compare.COMPARISONS))}")  # fmt: skip
+    if args.seeds < 1 or args.rate <= 0 or args.duration_ms <= 0:
+        raise UsageError("--seeds, --rate and --duration-ms must be positive")
+    grid = compare.Grid(seeds=args.seeds, rate_per_s=args.rate, duration_ms=args.duration_ms)
+    started = time.monotonic()
+    rows = compare.COMPARISONS[scenario.name](grid, None if args.json else print)
+    csv_path, png_path = compare.write_outputs(rows, Path(args.out), grid)
+    result = {
+        "scenario": scenario.name, "verdict": "ok", "rows": rows, "grid": dataclasses.asdict(grid),
+        "csv": str(csv_path), "png": str(png_path), "seconds": round(time.monotonic() - started, 2),
+    }  # fmt: skip
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        print()
+        print(compare.table(rows))
+        print(f"\nwrote {csv_path} and {png_path} ({result['seconds']}s)")
+    return runner.EXIT_OK
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from scenarios import bench
 
@@ -559,6 +586,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("replay", "replay a counterexample file; fails loudly if the model changed")
     sub.add_argument("file", help="a counterexample .json file")
 
+    sub = command("compare", "measure correct designs against each other (throughput, latency)")
+    sub.add_argument("scenario", help="a scenario with a design comparison")
+    sub.add_argument("--seeds", type=int, default=3, help="runs per point (default 3)")
+    sub.add_argument(
+        "--rate", type=int, default=400, help="commits per second offered (default 400)"
+    )
+    sub.add_argument(
+        "--duration-ms", type=int, default=10_000, help="virtual ms of load (default 10000)"
+    )
+    sub.add_argument("--out", default="out", help="folder for the CSV and the PNG (default out/)")
+
     sub = command("bench", "performance figures (printed, never asserted)")
     sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
     sub.add_argument("--scenario", help="instead: search figures over seeds, and proof figures")
@@ -575,6 +613,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "prove": cmd_prove,
     "replay": cmd_replay,
     "bench": cmd_bench,
+    "compare": cmd_compare,
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from models import brooklin, counter, kafka_streams
+from models import brooklin, counter, group_coordinator, kafka_streams
 from scenarios.catalogue import Scenario, register
 from scenarios.zookeeper import brooklin as zookeeper_brooklin
 from sim import Bounds
@@ -78,6 +78,26 @@ STREAMS = register(
         # it from the stale checkpoint; promoted later, the task restores from it.
         report_script={("rebalance1.first", 0): 1, ("rebalance2.after", 0): 1},
         report_variant="buggy",
+        default_examples=2_000,
+        default_budget_s=60.0,
+    )
+)
+
+COORDINATOR = register(
+    Scenario(
+        name="coordinator-async-append",
+        summary="Kafka group coordinator: an append assumed synchronous completes asynchronously "
+        "(PR #14705)",
+        variants=group_coordinator.VARIANTS,
+        expect_violation=frozenset({"sync-assumption"}),
+        checkers=group_coordinator.CHECKERS,
+        build=group_coordinator.build,
+        config=group_coordinator.CoordinatorConfig(),
+        # Every schedule of: 2 event threads, 2 partitions, 3 commits 3 ms or 0 ms apart, each
+        # plain or transactional, verification 5 ms, replication 2 ms, every choice of the next
+        # partition and every order of events that tie.
+        prove_config=group_coordinator.CoordinatorConfig(threads=2, writes=3, replication_ms=(2,)),
+        bounds=Bounds(max_time_ms=600_000, max_steps=200_000),
         default_examples=2_000,
         default_budget_s=60.0,
     )

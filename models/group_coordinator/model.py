@@ -1,0 +1,296 @@
+"""The Kafka group coordinator runtime when an append it assumed synchronous is not (PR #14705).
+
+Actors and code facts (MODELS.md §4):
+
+- An accumulator with a FIFO per partition; a partition is in flight from
+  poll to done (at most one event per partition at a time); among the
+  available partitions the next is a draw.
+- ``threads`` event-processor threads poll it. Request handlers enqueue
+  write events (offset commits, plain or transactional).
+- A write event, under the partition: generate the batch, **replay it into
+  the state before the append**, append (acks=1, expected to complete at
+  once: if no result is there, the write fails and the state reverts to the
+  snapshot), update lastWrittenOffset, and complete only when the high
+  watermark reaches the batch's offset.
+- The replica manager replicates and advances the HWM after a drawn delay;
+  the HWM listener puts a HighWatermarkUpdated event at the *front* of the
+  partition's queue, which acknowledges the deferred writes below the HWM.
+- A write not acknowledged within ``write_timeout_ms`` fails.
+- Transaction verification is an asynchronous stage under the append of a
+  transactional commit, taking ``verification_ms``.
+
+Variants: ``sync-assumption`` (the runtime as it is: the verified append
+completes later, on another thread, after the runtime already gave up on it
+and reverted); ``block-event-loop`` (PR #14705: the event thread waits for the
+append while holding its partition and itself); ``verify-then-write`` (PR
+#15142, merged: verify first, enqueue the write only once verification is
+done; the append stays synchronous).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from simpy.events import Event
+
+from sim import World
+
+VARIANTS = {
+    "sync-assumption": "today's write path: a transactional commit's append completes after "
+    "verification, later, on another thread; the runtime sees no result and reverts",
+    "block-event-loop": "PR #14705: the event thread waits for the append (runAsync().get()), "
+    "holding its partition and itself",
+    "verify-then-write": "PR #15142 (merged): verify first, enqueue the write event when "
+    "verification completes; the append stays synchronous",
+}
+Gen = Generator[Any, Any, Any]
+
+
+@dataclass(frozen=True)
+class CoordinatorConfig:
+    """A workload and the runtime's parameters; tuples are options a run chooses among."""
+
+    threads: int = 1
+    partitions: int = 2
+    writes: int = 4  # commit requests (correctness workloads)
+    arrival_gap_ms: tuple[int, ...] = (3, 0)  # between two requests
+    transactional: tuple[bool, ...] = (False, True)  # is a request a transactional commit
+    verification_ms: tuple[int, ...] = (5,)  # verification round trip
+    replication_ms: tuple[int, ...] = (2, 10)  # append to HWM advance
+    write_cost_ms: int = 1  # the event thread's work on one write
+    write_timeout_ms: int = 5_000
+    # Open-loop load for `raceproof compare`: when rate_per_s > 0, requests arrive at this
+    # total rate for duration_ms (each a transactional commit to a drawn partition).
+    rate_per_s: int = 0
+    duration_ms: int = 10_000
+    quiet_log: bool = False  # performance runs keep only what the figures need
+
+    def __post_init__(self) -> None:
+        assert self.threads >= 1 and self.partitions >= 1 and self.writes >= 0
+        assert (
+            self.arrival_gap_ms
+            and self.transactional
+            and self.verification_ms
+            and self.replication_ms
+        )
+
+
+@dataclass
+class WriteEvent:
+    batch: str
+    partition: int
+    transactional: bool
+    arrived_ms: int
+    verified: bool = False
+    done: bool = False  # acknowledged, failed or timed out
+
+
+@dataclass
+class Partition:
+    index: int
+    queue: deque[Any] = field(default_factory=deque)
+    in_flight: bool = False
+    state: list[str] = field(default_factory=list)  # batches replayed and not reverted
+    log: list[str] = field(default_factory=list)  # batches appended, in log order
+    last_written: int = 0  # log end after our last append
+    hwm: int = 0
+    deferred: list[tuple[int, WriteEvent]] = field(default_factory=list)  # (offset, write)
+
+
+HWM_EVENT = "HighWatermarkUpdated"
+
+
+class Coordinator:
+    def __init__(self, world: World, variant: str, config: CoordinatorConfig) -> None:
+        assert variant in VARIANTS, f"unknown variant {variant}"
+        self.world = world
+        self.variant = variant
+        self.config = config
+        self.partitions = [Partition(p) for p in range(config.partitions)]
+        self.wakeup: Event = world.event()
+        self.latencies_ms: list[int] = []
+        self.ack_times_ms: list[int] = []
+        self.acked = 0
+        self.failed = 0
+        self.requests = 0
+
+    def log(self, actor: str, kind: str, **fields: Any) -> None:
+        if not self.config.quiet_log:
+            self.world.log(actor, kind, **fields)
+
+    # -- the accumulator ---------------------------------------------------------------
+    def enqueue(self, partition: int, event: Any, front: bool = False) -> None:
+        queue = self.partitions[partition].queue
+        queue.appendleft(event) if front else queue.append(event)
+        if not self.wakeup.triggered:
+            self.wakeup.succeed()
+
+    def _available(self) -> list[Partition]:
+        return [p for p in self.partitions if p.queue and not p.in_flight]
+
+    def poll(self) -> Gen:
+        """Wait for an event of an available partition; which one is a draw."""
+        while True:
+            available = self._available()
+            if available:
+                partition = self.world.source.choose("accumulator.next", available)
+                partition.in_flight = True
+                return partition, partition.queue.popleft()
+            if self.wakeup.triggered:
+                self.wakeup = self.world.event()
+            yield self.wakeup
+
+    def release(self, partition: Partition) -> None:
+        partition.in_flight = False
+        self.log("runtime", "event.done", partition=partition.index)
+        if self._available() and not self.wakeup.triggered:
+            self.wakeup.succeed()
+
+    # -- event processing ------------------------------------------------------------
+    def processor(self, thread: int) -> Gen:
+        actor = f"processor{thread}"
+        while True:
+            partition, event = yield from self.poll()
+            self.log(actor, "event.poll", partition=partition.index,
+                     event=event if isinstance(event, str) else event.batch)  # fmt: skip
+            if event == HWM_EVENT:
+                self.on_hwm(partition)
+            else:
+                yield from self.write(actor, partition, event)
+            self.release(partition)
+
+    def write(self, actor: str, partition: Partition, event: WriteEvent) -> Gen:
+        if event.done:
+            return
+        yield self.world.sleep(self.config.write_cost_ms)
+        snapshot = len(partition.state)
+        partition.state.append(event.batch)
+        self.log(actor, "replay", partition=partition.index, batch=event.batch)
+        needs_verification = event.transactional and not event.verified
+        if needs_verification and self.variant == "sync-assumption":
+            # appendRecords returns before verification completes: no result is there.
+            self.world.spawn(f"verifier-{event.batch}", self._late_append(partition, event))
+            del partition.state[snapshot:]
+            self.log(actor, "revert", partition=partition.index, batches=[event.batch],
+                     reason="append gave no result")  # fmt: skip
+            self._finish(event, "write.fail")
+            return
+        if (
+            needs_verification
+        ):  # block-event-loop: wait for it, holding the partition and the thread
+            yield self.world.sleep(
+                self.world.source.choose("verification", self.config.verification_ms)
+            )
+        self._append(partition, event)
+
+    def _late_append(self, partition: Partition, event: WriteEvent) -> Gen:
+        """The verified append lands later, on another thread, outside the partition."""
+        yield self.world.sleep(
+            self.world.source.choose("verification", self.config.verification_ms)
+        )
+        self._append(partition, event, deferred=False)
+
+    def _append(self, partition: Partition, event: WriteEvent, deferred: bool = True) -> None:
+        offset = len(partition.log)
+        partition.log.append(event.batch)
+        self.log(
+            "replica-manager",
+            "log.append",
+            partition=partition.index,
+            batch=event.batch,
+            offset=offset,
+        )
+        if deferred:
+            partition.last_written = offset + 1
+            self.log(
+                "runtime", "last-written", partition=partition.index, offset=partition.last_written
+            )
+            partition.deferred.append((offset, event))
+        self.world.spawn("replication", self._replicate(partition, offset + 1))
+
+    def _replicate(self, partition: Partition, end: int) -> Gen:
+        yield self.world.sleep(self.world.source.choose("replication", self.config.replication_ms))
+        if end > partition.hwm:
+            partition.hwm = end
+            self.enqueue(partition.index, HWM_EVENT, front=True)  # the HWM listener
+
+    def on_hwm(self, partition: Partition) -> None:
+        still = []
+        for offset, event in partition.deferred:
+            if offset < partition.hwm:
+                if not event.done:
+                    self._finish(event, "write.ack", offset=offset, hwm=partition.hwm)
+            else:
+                still.append((offset, event))
+        partition.deferred = still
+
+    def _finish(self, event: WriteEvent, kind: str, **fields: Any) -> None:
+        event.done = True
+        if kind == "write.ack":
+            self.acked += 1
+            self.latencies_ms.append(self.world.now_ms - event.arrived_ms)
+            self.ack_times_ms.append(self.world.now_ms)
+        else:
+            self.failed += 1
+        self.log("runtime", kind, partition=event.partition, batch=event.batch, **fields)
+
+    def timeout(self, event: WriteEvent) -> Gen:
+        yield self.world.sleep(self.config.write_timeout_ms)
+        if not event.done:
+            self._finish(event, "write.timeout")
+
+    # -- request handlers ----------------------------------------------------------------
+    def submit(self, index: int, partition: int, transactional: bool) -> None:
+        event = WriteEvent(f"b{index}", partition, transactional, self.world.now_ms)
+        self.requests += 1
+        self.log(
+            "request-handler",
+            "request",
+            partition=partition,
+            batch=event.batch,
+            transactional=transactional,
+        )
+        self.world.spawn(f"timeout-{event.batch}", self.timeout(event))
+        if transactional and self.variant == "verify-then-write":
+            self.world.spawn(f"verifier-{event.batch}", self._verify_then_enqueue(event))
+        else:
+            self.enqueue(partition, event)
+
+    def _verify_then_enqueue(self, event: WriteEvent) -> Gen:
+        yield self.world.sleep(
+            self.world.source.choose("verification", self.config.verification_ms)
+        )
+        event.verified = True
+        self.enqueue(event.partition, event)
+
+    def workload(self) -> Gen:
+        config, choose = self.config, self.world.source.choose
+        if config.rate_per_s:
+            # Request i arrives at floor(i * 1000 / rate) ms: the exact rate in integer ms.
+            for index in range(config.duration_ms * config.rate_per_s // 1000):
+                yield self.world.sleep(index * 1000 // config.rate_per_s - self.world.now_ms)
+                partition = self.world.source.draw_int("partition", 0, config.partitions - 1)
+                self.submit(index, partition, True)
+        else:
+            for index in range(config.writes):
+                if index:
+                    yield self.world.sleep(choose("arrival-gap", config.arrival_gap_ms))
+                self.submit(
+                    index, index % config.partitions, choose(f"txn.b{index}", config.transactional)
+                )
+        yield self.world.sleep(config.write_timeout_ms + 1)
+        self.log("observer", "final", partitions={
+            str(p.index): {"state": p.state, "log": p.log, "hwm": p.hwm} for p in self.partitions
+        })  # fmt: skip
+        self.world.finish()
+
+
+def build(world: World, variant: str, config: CoordinatorConfig) -> Coordinator:
+    coordinator = Coordinator(world, variant, config)
+    for thread in range(config.threads):
+        world.spawn(f"processor{thread}", coordinator.processor(thread))
+    world.spawn("request-handlers", coordinator.workload())
+    return coordinator

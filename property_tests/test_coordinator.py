@@ -1,0 +1,101 @@
+"""Group coordinator async append: the latent bug, the correct designs, the comparison machinery."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from models.group_coordinator import CoordinatorConfig
+from scenarios import compare
+from scenarios.catalogue import get
+from scenarios.cli import main
+from sim import Budget, KeyedReplaySource, deviations, explore
+
+SCENARIO = get("coordinator-async-append")
+
+
+def test_one_transactional_commit_leaves_a_phantom_in_the_log() -> None:
+    run = SCENARIO.runner("sync-assumption", SCENARIO.config)
+    outcome = run(KeyedReplaySource({("txn.b0", 0): 1}))
+    kinds = [(op.kind, op.get("batch")) for op in outcome.history if op.get("partition") == 0]
+    replay, revert, fail, append = (
+        kinds.index(("replay", "b0")),
+        kinds.index(("revert", None)),
+        kinds.index(("write.fail", "b0")),
+        kinds.index(("log.append", "b0")),
+    )
+    assert replay < revert < fail < append  # reverted and failed, then the append lands anyway
+    violation = outcome.violation
+    assert violation is not None and violation.checker == "log-matches-state"
+    assert "phantom" in violation.message
+
+
+@pytest.mark.parametrize("strategy", ["random", "hypothesis", "pct"])
+def test_search_finds_the_phantom_and_shrinks_it_to_one_transactional_commit(strategy: str) -> None:
+    report = explore(
+        SCENARIO.runner("sync-assumption", SCENARIO.config), strategy, 0, Budget(examples=500)
+    )
+    assert report.verdict == "violated" and report.shrunk is not None
+    assert deviations(report.shrunk.values) == 1
+    only = [c for c in report.shrunk.choices if c.value]
+    assert only[0].label.startswith("txn.")
+    assert len(report.shrunk.history) <= 40  # short enough to read
+
+
+@pytest.mark.parametrize("design", ["block-event-loop", "verify-then-write"])
+def test_correct_designs_keep_log_and_state_together_on_every_tried_schedule(design: str) -> None:
+    report = explore(SCENARIO.runner(design, SCENARIO.config), "random", 0, Budget(examples=300))
+    assert report.verdict == "ok"
+
+
+def test_an_unloaded_coordinator_keeps_up_and_latency_is_the_pipeline() -> None:
+    config = CoordinatorConfig(threads=1, partitions=2, verification_ms=(5,), replication_ms=(1,),
+                               rate_per_s=50, duration_ms=2_000, quiet_log=True)  # fmt: skip
+    for design in compare.DESIGNS:
+        result = compare.one_run(design, config, seed=1)
+        assert result["requests"] == 100
+        assert result["failed"] == 0
+        assert result["throughput"] == pytest.approx(50, abs=1)
+        # write cost 1 ms + verification 5 ms + replication 1 ms, nothing queued
+        assert result["p50"] == 7.0
+
+
+def test_runs_are_deterministic_per_seed() -> None:
+    config = CoordinatorConfig(threads=2, partitions=8, verification_ms=(20,), replication_ms=(1,),
+                               rate_per_s=400, duration_ms=2_000, quiet_log=True)  # fmt: skip
+    assert compare.one_run("block-event-loop", config, 7) == compare.one_run(
+        "block-event-loop", config, 7
+    )
+
+
+def test_percentile() -> None:
+    values = list(range(1, 101))
+    assert compare.percentile(values, 0.5) == 51.0
+    assert compare.percentile(values, 0.99) == 100.0
+    assert compare.percentile([3], 0.99) == 3.0
+
+
+def test_compare_command_writes_table_csv_and_png(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["compare", "coordinator-async-append", "--seeds", "1", "--duration-ms", "1000",
+                 "--out", str(tmp_path), "--json"])  # fmt: skip
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (
+        len(result["rows"]) == 2 * 4 * 3
+    )  # designs x verification latencies x partitions per thread
+    with open(result["csv"]) as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["design"] for r in rows} == set(compare.DESIGNS)
+    assert Path(result["png"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_refuses_a_scenario_without_a_comparison(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["compare", "lost-update"]) == 2
+    assert "has no design comparison" in capsys.readouterr().err
