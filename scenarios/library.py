@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from models import brooklin, counter, group_coordinator, kafka_streams
+from models import brooklin, counter, group_coordinator, kafka_streams, samza
 from scenarios.catalogue import Scenario, register
 from scenarios.zookeeper import brooklin as zookeeper_brooklin
 from sim import Bounds
@@ -98,6 +98,22 @@ COORDINATOR = register(
         # partition and every order of events that tie.
         prove_config=group_coordinator.CoordinatorConfig(threads=2, writes=3, replication_ms=(2,)),
         bounds=Bounds(max_time_ms=600_000, max_steps=200_000),
+        default_examples=2_000,
+        default_budget_s=60.0,
+    )
+)
+
+SAMZA = register(
+    Scenario(
+        name="samza-drain",
+        summary="Samza drains a two-stage pipeline before an incompatible upgrade (SAMZA-2741, SEP-31)",
+        variants=samza.VARIANTS,
+        expect_violation=frozenset(samza.VARIANTS) - {"drain"},
+        checkers=samza.CHECKERS,
+        build=samza.build,
+        config=samza.SamzaConfig(),
+        prove_config=samza.SamzaConfig(),
+        bounds=Bounds(max_time_ms=3 * 3_600_000, max_steps=400_000),
         default_examples=2_000,
         default_budget_s=60.0,
     )

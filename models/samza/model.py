@@ -1,0 +1,444 @@
+"""Samza's drain of a two-stage pipeline before an incompatible upgrade (SAMZA-2741, SEP-31).
+
+The job: source partitions s0, s1 -> partitionBy -> intermediate partitions
+i0, i1 -> a windowed aggregate -> sink. Container c<k> runs task ``src<k>``
+(consuming s<k>) and task ``agg<k>`` (consuming i<k>). Facts kept from
+MODELS.md §3:
+
+- The controller writes DrainNotification{uuid, runId, mode} to the
+  metadata store; each container's DrainMonitor drains at once if it finds
+  one for the current runId at start, and otherwise polls (first poll at
+  once, then every ``monitor_poll_ms``).
+- On drain, consumers stop polling source systems (intermediate ones are
+  still polled) and, for each source partition, a Watermark(+inf) and a
+  DrainMessage(runId) are appended to its pending queue; if the consumers
+  have not started, the injection waits for their start.
+- The RunLoop discards a DrainMessage of another runId (without stalling
+  the partition); a matching one puts the task in drain mode and turns async
+  commit off. A source task, once drained, broadcasts a DrainMessage
+  (carrying its task name) to every intermediate partition.
+- An intermediate partition is drained only after DrainMessages from every
+  upstream producer task; then its window operator fires every pane.
+- A drained task commits synchronously and shuts down once no commit is
+  pending; the job coordinator deletes the run's notifications only if every
+  container shut down cleanly.
+- A container may be restarted mid-drain: it resumes from its last
+  checkpoint, and its monitor finds the notification at start.
+
+The intermediate partitions start with a stale DrainMessage of the previous
+run (runId ``run0``), as a drained previous deployment leaves them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from simpy.events import Event
+
+from sim import World
+
+VARIANTS = {
+    "kill": "the status quo: containers are stopped abruptly; in-flight intermediate data and "
+    "window state are lost",
+    "drain": "the design (SEP-31)",
+    "no-shuffle-aggregation": "mistake: an intermediate partition counts as drained on its first "
+    "DrainMessage",
+    "accept-stale-run-id": "mistake: a DrainMessage (or notification) of another runId is obeyed",
+    "async-commit-during-drain": "mistake: async commit stays on while draining",
+    "stop-intermediate-consumers": "mistake: on drain, intermediate polling stops too",
+    "drain-before-consumers-start-stuck": "mistake: a notification found before the consumers start "
+    "is never injected",
+}
+RUN = "run1"
+STALE_RUN = "run0"
+WINDOW = "window"
+Gen = Generator[Any, Any, Any]
+
+
+@dataclass(frozen=True)
+class SamzaConfig:
+    containers: int = 2
+    source_interval_ms: int = 4_000  # a new message in each source partition
+    poll_ms: int = 1_000
+    process_ms: int = 300
+    window_size: int = 3  # stage-2 messages per pane (by sequence number)
+    commit_ms: int = 60_000  # task.commit.ms
+    commit_latency_ms: int = 400  # an async commit is pending this long
+    monitor_poll_ms: int = 60_000
+    container_start_ms: tuple[int, ...] = (0, 20_000)  # when a container's consumers start
+    stop_at_ms: tuple[int, ...] = (30_000, 10_000, 95_000)  # when the controller drains (or kills)
+    restart: tuple[bool, ...] = (False, True)  # a container restarts mid-drain
+    restart_delay_ms: int = 5_000
+    horizon_ms: int = 300_000  # the drain must finish by then
+    container_phase_ms: int = 137  # container k polls k * this later in each second
+    source_phase_ms: int = 53  # the source writes off the pollers' beat
+    container_skew_ms: int = 11  # container k takes k * this longer per message
+
+    def __post_init__(self) -> None:
+        assert self.containers >= 1 and self.window_size >= 1 and self.process_ms > 0
+
+
+@dataclass
+class Message:
+    kind: str  # "data", "watermark", "drain"
+    topic: str
+    partition: int
+    offset: int
+    key: int = 0
+    seq: int = 0
+    run_id: str = ""
+    producer: str = ""
+
+
+@dataclass
+class Task:
+    name: str
+    topic: str  # the stream it consumes ("src" or "int")
+    partition: int
+    position: int = 0  # next offset to poll
+    processed: int = 0  # offset after the last processed message
+    committed: int = 0
+    pending: deque[Message] = field(default_factory=deque)
+    draining: bool = False
+    drained: bool = False
+    shut_down: bool = False
+    commit_pending: bool = False
+    producers_seen: set[str] = field(default_factory=set)
+
+
+class Pipeline:
+    def __init__(self, world: World, variant: str, config: SamzaConfig) -> None:
+        assert variant in VARIANTS, f"unknown variant {variant}"
+        self.world = world
+        self.variant = variant
+        self.config = config
+        n = config.containers
+        self.topics: dict[str, list[list[Message]]] = {
+            "src": [[] for _ in range(n)],
+            "int": [[] for _ in range(n)],
+        }
+        for p in range(n):  # what the previous, drained deployment left at the head
+            self.topics["int"][p].append(
+                Message("drain", "int", p, 0, run_id=STALE_RUN, producer="src0")
+            )
+        self.notifications: dict[str, dict[str, str]] = {
+            STALE_RUN: {"uuid": "u0", "mode": "DEFAULT"}
+        }
+        self.tasks: dict[int, list[Task]] = {}
+        self.started: dict[int, bool] = {}
+        self.draining: dict[int, bool] = {}
+        self.deferred: dict[int, bool] = {}
+        self.wakeups: dict[int, Event] = {}
+        self.incarnation: dict[int, int] = {}
+        self.checkpoints: dict[str, int] = {}  # task -> committed offset (survives restarts)
+        self.panes: dict[
+            str, dict[int, list[int]]
+        ] = {}  # task -> window -> seqs (a changelog store)
+        self.seq = 0
+        self.sourcing = True
+
+    # -- streams -------------------------------------------------------------------
+    def append(self, topic: str, partition: int, message: Message) -> None:
+        message.offset = len(self.topics[topic][partition])
+        self.topics[topic][partition].append(message)
+
+    def source(self) -> Gen:
+        yield self.world.sleep(self.config.source_phase_ms)
+        while self.sourcing:
+            for p in range(self.config.containers):
+                self.seq += 1
+                self.append(
+                    "src",
+                    p,
+                    Message(
+                        "data", "src", p, 0, key=self.seq % self.config.containers, seq=self.seq
+                    ),
+                )
+            yield self.world.sleep(self.config.source_interval_ms)
+
+    # -- containers ----------------------------------------------------------------
+    def start_container(self, c: int, delay_ms: int) -> Gen:
+        incarnation = self.incarnation.get(c, 0) + 1
+        self.incarnation[c] = incarnation
+        self.tasks[c] = [Task(f"src{c}", "src", c), Task(f"agg{c}", "int", c)]
+        for task in self.tasks[c]:
+            task.position = task.processed = task.committed = self.checkpoints.get(task.name, 0)
+        self.started[c] = False
+        self.draining[c] = False
+        self.deferred[c] = False
+        self.wakeups[c] = self.world.event()
+        self.world.spawn(f"monitor{c}", self.monitor(c, incarnation))
+        yield self.world.sleep(delay_ms)
+        if self.incarnation[c] != incarnation:
+            return
+        self.started[c] = True
+        self.world.log(f"c{c}", "consumers.start", incarnation=incarnation)
+        if self.deferred[c]:
+            if self.variant == "drain-before-consumers-start-stuck":
+                self.world.log(f"c{c}", "drain.injection-lost")
+            else:
+                self.inject(c)
+        self.world.spawn(f"c{c}-consumer", self.consumer(c, incarnation))
+        self.world.spawn(f"c{c}-runloop", self.run_loop(c, incarnation))
+        self.world.spawn(f"c{c}-committer", self.committer(c, incarnation))
+
+    def monitor(self, c: int, incarnation: int) -> Gen:
+        first = True
+        while True:
+            if not first:
+                yield self.world.sleep(
+                    self.config.monitor_poll_ms + c * self.config.container_phase_ms
+                )
+            first = False
+            if self.incarnation[c] != incarnation or self.draining[c]:
+                return  # a monitor of a stopped container, or the drain has begun
+            for run_id, notification in sorted(self.notifications.items()):
+                if run_id == RUN or self.variant == "accept-stale-run-id":
+                    self.world.log(
+                        f"monitor{c}", "drain.notified", run_id=run_id, uuid=notification["uuid"]
+                    )
+                    self.begin_drain(c)
+                    break
+            if self.draining[c]:
+                return
+
+    def begin_drain(self, c: int) -> None:
+        self.draining[c] = True
+        if not self.started[c]:
+            self.deferred[c] = True
+            self.world.log(f"c{c}", "drain.deferred", reason="consumers not started")
+            return
+        self.inject(c)
+
+    def inject(self, c: int) -> None:
+        for task in self.tasks[c]:
+            if task.topic != "src":
+                continue
+            # After everything polled so far: the drain covers exactly what is pending.
+            end = task.position
+            task.pending.append(Message("watermark", "src", task.partition, end))
+            task.pending.append(Message("drain", "src", task.partition, end, run_id=RUN))
+            self.world.log(f"c{c}", "drain.inject", ssp=f"src/{task.partition}", marker_offset=end)
+        self._wake(c)
+
+    def consumer(self, c: int, incarnation: int) -> Gen:
+        yield self.world.sleep(c * self.config.container_phase_ms)  # containers are not in lockstep
+        while self.incarnation[c] == incarnation and not all(t.shut_down for t in self.tasks[c]):
+            for task in self.tasks[c]:
+                if task.shut_down:
+                    continue
+                polls_source = task.topic == "src" and not self.draining[c]
+                polls_intermediate = task.topic == "int" and not (
+                    self.draining[c] and self.variant == "stop-intermediate-consumers"
+                )
+                if polls_source or polls_intermediate:
+                    log = self.topics[task.topic][task.partition]
+                    task.pending.extend(log[task.position :])
+                    task.position = len(log)
+            self._wake(c)
+            yield self.world.sleep(self.config.poll_ms)
+
+    def _wake(self, c: int) -> None:
+        if not self.wakeups[c].triggered:
+            self.wakeups[c].succeed()
+
+    def run_loop(self, c: int, incarnation: int) -> Gen:
+        while self.incarnation[c] == incarnation:
+            ready = [t for t in self.tasks[c] if t.pending and not t.shut_down]
+            if not ready:
+                if all(t.shut_down for t in self.tasks[c]):
+                    self.world.log(f"c{c}", "container.shutdown", clean=True)
+                    return
+                self.wakeups[c] = self.world.event()
+                yield self.wakeups[c]
+                continue
+            task = self.world.source.choose(f"c{c}.next", ready)
+            message = task.pending.popleft()
+            yield self.world.sleep(self.config.process_ms + c * self.config.container_skew_ms)
+            if self.incarnation[c] != incarnation:
+                return
+            yield from self.process(c, task, message)
+
+    def process(self, c: int, task: Task, message: Message) -> Gen:
+        actor = task.name
+        if message.kind == "data":
+            task.processed = message.offset + 1
+            if task.topic == "src":
+                self.append(
+                    "int",
+                    message.key,
+                    Message("data", "int", message.key, 0, key=message.key, seq=message.seq),
+                )
+                self.world.log(
+                    actor,
+                    "process",
+                    ssp=f"src/{task.partition}",
+                    offset=message.offset,
+                    seq=message.seq,
+                )
+            else:
+                window = message.seq // self.config.window_size
+                panes = self.panes.setdefault(task.name, {})
+                panes.setdefault(window, []).append(message.seq)
+                self.world.log(
+                    actor,
+                    "process",
+                    ssp=f"int/{task.partition}",
+                    offset=message.offset,
+                    seq=message.seq,
+                )
+                for old in sorted(w for w in panes if w < window):  # the watermark passed them
+                    self.fire(task, old)
+            return
+        if message.kind == "watermark":
+            return
+        # A DrainMessage.
+        if message.run_id != RUN and self.variant != "accept-stale-run-id":
+            task.processed = message.offset + 1 if message.topic == "int" else task.processed
+            self.world.log(
+                actor,
+                "drain.discard",
+                ssp=f"{message.topic}/{task.partition}",
+                run_id=message.run_id,
+            )
+            return
+        if message.topic == "int":
+            task.processed = message.offset + 1
+        task.draining = True
+        self.world.log(actor, "drain.enter", ssp=f"{message.topic}/{task.partition}", run_id=message.run_id,
+                       producer=message.producer or None)  # fmt: skip
+        if task.topic == "src":
+            for p in range(self.config.containers):
+                self.append(
+                    "int",
+                    p,
+                    Message("drain", "int", p, 0, run_id=message.run_id, producer=task.name),
+                )
+            yield from self.finish_task(c, task, expected=None)
+            return
+        task.producers_seen.add(message.producer)
+        needed = 1 if self.variant == "no-shuffle-aggregation" else self.config.containers
+        if len(task.producers_seen) >= needed:
+            for window in sorted(self.panes.get(task.name, {})):
+                self.fire(task, window)
+            yield from self.finish_task(c, task, expected=self.config.containers)
+
+    def fire(self, task: Task, window: int) -> None:
+        seqs = self.panes[task.name].pop(window)
+        self.world.log(task.name, "pane.fire", window=window, seqs=seqs)
+
+    def finish_task(self, c: int, task: Task, expected: int | None) -> Gen:
+        task.drained = True
+        self.world.log(task.name, "ssp.drained", ssp=f"{task.topic}/{task.partition}",
+                       producers=sorted(task.producers_seen), expected=expected)  # fmt: skip
+        if self.variant == "async-commit-during-drain":
+            self.commit_async(task, draining=True)
+        else:
+            yield from self.commit_sync(task)
+        task.shut_down = True
+        self.world.log(
+            task.name, "task.shutdown", commit_pending=task.commit_pending, committed=task.committed
+        )
+
+    def commit_sync(self, task: Task) -> Gen:
+        yield self.world.sleep(self.config.commit_latency_ms)
+        task.committed = task.processed
+        self.checkpoints[task.name] = task.committed
+        self.world.log(task.name, "commit", mode="sync", offset=task.committed)
+
+    def commit_async(self, task: Task, draining: bool = False) -> None:
+        task.commit_pending = True
+        offset = task.processed
+        self.world.log(
+            task.name, "commit", mode="async", offset=offset, draining=draining or task.draining
+        )
+
+        def complete() -> Gen:
+            yield self.world.sleep(self.config.commit_latency_ms)
+            task.committed = max(task.committed, offset)
+            self.checkpoints[task.name] = max(self.checkpoints.get(task.name, 0), offset)
+            task.commit_pending = False
+
+        self.world.spawn(f"{task.name}-commit", complete())
+
+    def committer(self, c: int, incarnation: int) -> Gen:
+        yield self.world.sleep(c * self.config.container_phase_ms + self.config.source_phase_ms)
+        while self.incarnation[c] == incarnation:
+            yield self.world.sleep(self.config.commit_ms)
+            for task in self.tasks[c]:
+                if not task.shut_down and (
+                    not task.draining or self.variant == "async-commit-during-drain"
+                ):
+                    self.commit_async(task)
+
+    # -- the controller and the end ------------------------------------------------------
+    def controller(self) -> Gen:
+        config, choose = self.config, self.world.source.choose
+        stop_ms = choose("controller.stop-at", config.stop_at_ms)
+        yield self.world.sleep(stop_ms)
+        if self.variant == "kill":
+            for c in range(config.containers):
+                self.incarnation[c] += 1  # every process of the old incarnation stops
+            self.world.log("controller", "kill")
+            self.sourcing = False
+            yield from self.upgrade()
+            return
+        self.notifications[RUN] = {"uuid": "u1", "mode": "DEFAULT"}
+        self.world.log("controller", "drain.request", run_id=RUN, uuid="u1")
+        if choose("fault.restart", config.restart):
+            yield self.world.sleep(choose("restart.at", (1_000, 3_000)))
+            c = 0
+            self.world.log("nemesis", "container.restart", container=f"c{c}")
+            self.incarnation[c] += 1
+            self.world.spawn(f"c{c}-start", self.start_container(c, config.restart_delay_ms))
+        yield self.world.sleep(
+            config.poll_ms // 2 + 1
+        )  # the controller only watches: off every beat
+        while not all(all(t.shut_down for t in self.tasks[c]) for c in range(config.containers)):
+            if self.world.now_ms >= config.horizon_ms:
+                stuck = sorted(
+                    t.name
+                    for c in range(config.containers)
+                    for t in self.tasks[c]
+                    if not t.shut_down
+                )
+                self.world.log(
+                    "controller", "drain.timeout", after_ms=config.horizon_ms, tasks_running=stuck
+                )
+                self.world.finish()
+                return
+            yield self.world.sleep(config.poll_ms)
+        self.sourcing = False
+        self.notifications.pop(RUN)
+        self.world.log("job-coordinator", "notifications.delete", run_id=RUN)
+        yield from self.upgrade()
+
+    def upgrade(self) -> Gen:
+        """The new deployment reads the intermediate stream from the last checkpoints."""
+        left = {}
+        for p in range(self.config.containers):
+            committed = self.checkpoints.get(f"agg{p}", 0)
+            data = [m.seq for m in self.topics["int"][p][committed:] if m.kind == "data"]
+            left[f"int/{p}"] = data
+        sources = {
+            f"src/{c}": self.checkpoints.get(f"src{c}", 0) for c in range(self.config.containers)
+        }
+        unfired = sorted(
+            {seq for panes in self.panes.values() for seqs in panes.values() for seq in seqs}
+        )
+        self.world.log("upgrade", "final", run_id="run2", intermediate_left=left, source_committed=sources,
+                       unfired_pane_seqs=unfired)  # fmt: skip
+        self.world.finish()
+        yield self.world.sleep(0)
+
+
+def build(world: World, variant: str, config: SamzaConfig) -> None:
+    pipeline = Pipeline(world, variant, config)
+    world.spawn("source", pipeline.source())
+    for c in range(config.containers):
+        delay = world.source.choose(f"c{c}.start", config.container_start_ms)
+        world.spawn(f"c{c}-start", pipeline.start_container(c, delay))
+    world.spawn("controller", pipeline.controller())
