@@ -112,7 +112,14 @@ SAMZA = register(
         checkers=samza.CHECKERS,
         build=samza.build,
         config=samza.SamzaConfig(),
-        prove_config=samza.SamzaConfig(),
+        # Every schedule of: 2 containers, 2 source and 2 intermediate partitions, one message
+        # in flight per source partition plus the previous run's stale DrainMessages, the drain
+        # requested at 5 s, container c0 restarted mid-drain or not (1 s or 3 s in: its monitor
+        # then finds the notification before its consumers start), every RunLoop choice and
+        # every order of events that tie.
+        prove_config=samza.SamzaConfig(
+            source_interval_ms=20_000, stop_at_ms=(5_000,), container_start_ms=(0,), process_ms=700
+        ),
         bounds=Bounds(max_time_ms=3 * 3_600_000, max_steps=400_000),
         default_examples=2_000,
         default_budget_s=60.0,
