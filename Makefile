@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 test: lint zookeeper
-	$(VENV)/bin/pytest -n auto -q
+	$(VENV)/bin/pytest -n auto --dist loadgroup -q
 
 bench: $(STAMP)
 	$(VENV)/bin/raceproof bench

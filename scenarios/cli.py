@@ -492,6 +492,62 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return runner.EXIT_OK
 
 
+def cmd_spark_check(args: argparse.Namespace) -> int:
+    from spark_integration.experiments import EXPERIMENTS, run_experiment
+    from spark_integration.session import spark_session, stop_session
+
+    names = args.experiment or list(EXPERIMENTS)
+    unknown_names = [n for n in names if n not in EXPERIMENTS]
+    if unknown_names:
+        raise UsageError(
+            f"unknown experiment {unknown_names[0]!r}; valid: {', '.join(EXPERIMENTS)}"
+        )
+    say = (
+        (lambda line: print(line, file=sys.stderr, flush=True))
+        if not args.json
+        else (lambda line: None)
+    )
+    started = time.monotonic()
+    say("starting a local Spark session ...")
+    spark = spark_session()
+    session_s = round(time.monotonic() - started, 1)
+    rows = []
+    try:
+        for name in names:
+            say(f"running {name} (stock Spark, then with the guard) ...")
+            row = run_experiment(spark, name)
+            row.pop("history_stock")
+            rows.append(row)
+    finally:
+        stop_session()
+    stock_violated = any(r["stock"]["verdict"] == "violated" for r in rows)
+    result = {"verdict": "violated" if stock_violated else "ok", "experiments": rows,
+              "session_s": session_s, "seconds": round(time.monotonic() - started, 1)}  # fmt: skip
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        header = ("experiment", "fault", "checker", "stock Spark", "with the guard")
+        lines = [header] + [
+            (
+                r["experiment"],
+                r["fault"],
+                r["checker"],
+                r["stock"]["verdict"],
+                r["guarded"]["verdict"],
+            )
+            for r in rows
+        ]
+        widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+        for line in lines:
+            print("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)))
+        for r in rows:
+            print(
+                f"\n{r['experiment']}:\n  stock: {r['stock']['message']}\n  guard: {r['guarded']['message'] or 'ok'}"
+            )
+        print(f"\nsession start {session_s}s, total {result['seconds']}s")
+    return runner.EXIT_FOR_VERDICT[str(result["verdict"])]
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from scenarios import bench
 
@@ -597,6 +653,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("--out", default="out", help="folder for the CSV and the PNG (default out/)")
 
+    sub = command(
+        "spark-check", "fault experiments on real local-mode Spark, with and without the guards"
+    )
+    sub.add_argument("--experiment", action="append", help="run only this experiment (repeatable)")
+
     sub = command("bench", "performance figures (printed, never asserted)")
     sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
     sub.add_argument("--scenario", help="instead: search figures over seeds, and proof figures")
@@ -614,6 +675,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "replay": cmd_replay,
     "bench": cmd_bench,
     "compare": cmd_compare,
+    "spark-check": cmd_spark_check,
 }
 
 
