@@ -266,30 +266,18 @@ class Pipeline:
         actor = task.name
         if message.kind == "data":
             task.processed = message.offset + 1
+            ssp = f"{task.topic}/{task.partition}"
+            self.world.log(actor, "process", ssp=ssp, offset=message.offset, seq=message.seq)
             if task.topic == "src":
                 self.append(
                     "int",
                     message.key,
                     Message("data", "int", message.key, 0, key=message.key, seq=message.seq),
                 )
-                self.world.log(
-                    actor,
-                    "process",
-                    ssp=f"src/{task.partition}",
-                    offset=message.offset,
-                    seq=message.seq,
-                )
             else:
                 window = message.seq // self.config.window_size
                 panes = self.panes.setdefault(task.name, {})
                 panes.setdefault(window, []).append(message.seq)
-                self.world.log(
-                    actor,
-                    "process",
-                    ssp=f"int/{task.partition}",
-                    offset=message.offset,
-                    seq=message.seq,
-                )
                 for old in sorted(w for w in panes if w < window):  # the watermark passed them
                     self.fire(task, old)
             return
