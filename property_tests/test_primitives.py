@@ -28,6 +28,7 @@ from sim import (
     World,
     crash_and_restart,
     every,
+    maybe_pause,
     poll_until,
 )
 
@@ -314,3 +315,24 @@ def test_network_drop_duplicate_and_latency() -> None:
     net.send("a", "b", "hello", lambda m: got.append((world.now_ms, m)))
     world.run_to_end()
     assert got == [(1, "hello"), (5, "hello")]
+
+
+def test_a_drawn_pause_delays_an_actor_by_the_drawn_while() -> None:
+    world = World(
+        ReplaySource([1, 2], strict=False)
+    )  # the pause strikes; it lasts option 2 (1000 ms)
+    nemesis = Nemesis(world, FaultPlan(kinds=frozenset({"pause"}), max_faults=1))
+    worker = _Worker(world)
+    worker.start()
+
+    def chaos() -> Generator[Any, Any, None]:
+        yield world.sleep(150)
+        maybe_pause(nemesis, worker)
+        yield world.sleep(1200)
+        world.finish()
+
+    world.spawn("chaos", chaos())
+    world.run_to_end()
+    ticks = [op.time_ms for op in world.history if op.kind == "tick"]
+    assert ticks == [100, 1150, 1250]  # the tick due at 200 waits out the pause (150 + 1000)
+    assert [c.label for c in world.source.record][:2] == ["fault.pause.worker", "pause.worker"]

@@ -129,7 +129,3 @@ def committed_batches(sandbox: Sandbox) -> list[int]:
     if not commits.exists():
         return []
     return sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit())
-
-
-def sink_batches(rows: list[dict[str, Any]]) -> int:
-    return max((int(r["batch"]) for r in rows), default=-1)
