@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -180,3 +181,22 @@ def test_human_output_shows_timeline_and_repro(capsys: pytest.CaptureFixture[str
     assert "t=20ms  client0  write  value=1 version=3" in out  # the slow write lands late
     assert "deviations from FIFO (1): draw #0 rpc.client0 = option 1 of 2" in out
     assert "repro: raceproof repro lost-update --variant buggy --choices 4:0=1" in out
+
+
+def test_a_proof_counterexample_repro_line_runs_on_the_proof_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The proof configuration differs from the search one: the repro line must say so.
+    code, result = run_json(
+        capsys,
+        "prove",
+        "brooklin-double-stop",
+        "--variant",
+        "fix-zk-lookup",
+        "--out",
+        str(tmp_path),
+    )
+    assert code == 1
+    assert "--set " in result["repro"]
+    code, again = run_json(capsys, *shlex.split(result["repro"])[1:])
+    assert (code, again["trace_hash"]) == (1, result["trace_hash"])

@@ -165,7 +165,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     result = runner.base_result(scenario, variant, strategy, config)
     result.update(runner.outcome_fields(outcome))
     result.update(examples=1, schedules=1, seconds=round(time.monotonic() - started, 4))
-    result["repro"] = runner.repro_line(scenario.name, variant, outcome.values, overrides)
+    result["repro"] = runner.repro_line(scenario, variant, outcome.values, config)
     result["backend"] = args.backend
     if args.backend != "sim":
         real = run_real_backend(args, scenario, variant, config, outcome)
@@ -317,17 +317,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
         max_examples=examples,
     )
     if report.shrunk is not None and report.found is not None:
-        shrunk = report.shrunk
-        result.update(runner.outcome_fields(shrunk))
+        runner.attach_counterexample(
+            result, Path(args.out), scenario, variant, config, report.shrunk, args.strategy
+        )
         result["schedules"] = report.examples
         result["found_deviations"] = sum(1 for v in report.found.values if v)
         result["found_timeline_ops"] = len(report.found.history)
         result["shrink_runs"] = report.shrink_runs
-        path = runner.save_counterexample(
-            Path(args.out), scenario, variant, config, shrunk, args.strategy
-        )
-        result["counterexample"] = str(path)
-        result["repro"] = runner.repro_line(scenario.name, variant, shrunk.values, overrides)
     else:
         result["schedules"] = report.examples
     result["seconds"] = round(time.monotonic() - started, 3)
@@ -384,14 +380,11 @@ def cmd_prove(args: argparse.Namespace) -> int:
         },
     )
     if report.shrunk is not None:
-        result.update(runner.outcome_fields(report.shrunk))
+        runner.attach_counterexample(
+            result, Path(args.out), scenario, variant, config, report.shrunk, "exhaustive"
+        )
         result["verdict"] = "violated"
         result["schedules"] = report.schedules
-        path = runner.save_counterexample(
-            Path(args.out), scenario, variant, config, report.shrunk, "exhaustive"
-        )
-        result["counterexample"] = str(path)
-        result["repro"] = runner.repro_line(scenario.name, variant, report.shrunk.values, overrides)
     result["seconds"] = round(time.monotonic() - started, 3)
 
     def human() -> None:
@@ -456,8 +449,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         tool_version=cx.tool_version,
         git_commit=cx.git_commit,
     )
-    overrides = runner.overrides_of(scenario, config)
-    result["repro"] = runner.repro_line(scenario.name, cx.variant, outcome.values, overrides)
+    result["repro"] = runner.repro_line(scenario, cx.variant, outcome.values, config)
 
     def human() -> None:
         _print_outcome(outcome, f"== replay of {args.file}: {cx.scenario} / {cx.variant}")

@@ -9,8 +9,9 @@ counterexample file, so ``repro``, ``explore``, ``prove`` and ``replay`` agree.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -70,14 +71,20 @@ def overrides_of(scenario: Scenario, config: Any) -> dict[str, Any]:
     return {k: v for k, v in config_to_json(config).items() if default.get(k) != v}
 
 
-def repro_line(
-    scenario: str, variant: str, values: Sequence[int], overrides: Mapping[str, Any]
-) -> str:
+def repro_line(scenario: Scenario, variant: str, values: Sequence[int], config: Any) -> str:
+    """The one command that reruns these choices on this configuration.
+
+    The configuration is written as ``--set`` for every field that differs
+    from the scenario's search configuration (which ``repro`` starts from),
+    so a counterexample found on the proof configuration reproduces too.
+    """
     sets = "".join(
-        f" --set {k}={json.dumps(list(v) if isinstance(v, tuple) else v, separators=(',', ':'))}"
-        for k, v in sorted(overrides.items())
+        " --set " + shlex.quote(f"{k}={json.dumps(v, separators=(',', ':'))}")
+        for k, v in sorted(overrides_of(scenario, config).items())
     )
-    return f"raceproof repro {scenario} --variant {variant} --choices {encode_blob(values)}{sets}"
+    return (
+        f"raceproof repro {scenario.name} --variant {variant} --choices {encode_blob(values)}{sets}"
+    )
 
 
 def outcome_fields(outcome: RunOutcome) -> dict[str, Any]:
@@ -139,3 +146,19 @@ def save_counterexample(
     path = out_dir / f"{scenario.name}--{variant}--{outcome.trace_hash[:12]}.json"
     repro_files.save(path, counterexample)
     return path
+
+
+def attach_counterexample(
+    result: dict[str, Any],
+    out_dir: Path,
+    scenario: Scenario,
+    variant: str,
+    config: Any,
+    outcome: RunOutcome,
+    strategy: str,
+) -> None:
+    """Put a violating run's fields, its saved counterexample and its repro line into ``result``."""
+    result.update(outcome_fields(outcome))
+    path = save_counterexample(out_dir, scenario, variant, config, outcome, strategy)
+    result["counterexample"] = str(path)
+    result["repro"] = repro_line(scenario, variant, outcome.values, config)
