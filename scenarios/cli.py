@@ -168,7 +168,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     result["repro"] = runner.repro_line(scenario, variant, outcome.values, config)
     result["backend"] = args.backend
     if args.backend != "sim":
-        real = run_real_backend(args, scenario, variant, config, outcome)
+        real = run_real_backend(args, scenario, variant, config, outcome, result["checker"])
         result["simulated"] = {
             k: result[k] for k in ("verdict", "checker", "message", "trace_hash")
         }
@@ -193,7 +193,8 @@ def cmd_repro(args: argparse.Namespace) -> int:
                 print(
                     f"  {verdict['status'].upper():9} {verdict['checker']}{where}  {verdict['message']}"
                 )
-            print(f"verdict on {args.backend}: {result['verdict']}")
+            reproduced = " (the simulated violation reproduced)" if result["reproduced"] else ""
+            print(f"verdict on {args.backend}: {result['verdict']}{reproduced}")
         print(f"repro: {result['repro']}")
         if "determinism" in result:
             d = result["determinism"]
@@ -210,9 +211,20 @@ def cmd_repro(args: argparse.Namespace) -> int:
 
 
 def run_real_backend(
-    args: argparse.Namespace, scenario: Scenario, variant: str, config: Any, simulated: RunOutcome
+    args: argparse.Namespace,
+    scenario: Scenario,
+    variant: str,
+    config: Any,
+    simulated: RunOutcome,
+    simulated_checker: str | None,
 ) -> dict[str, Any]:
-    """Force the simulated schedule onto a real backend and judge the real history."""
+    """Force the simulated schedule onto a real backend and judge the real history.
+
+    The violation reported is the simulated one when the real run violates it
+    too (``reproduced``): on real threads two checkers that fire at the same
+    simulated write may log their evidence in either order, and the question a
+    user asks is whether *this* counterexample reproduced.
+    """
     backend = scenario.real_backends.get(args.backend)
     if backend is None:
         valid = ", ".join(["sim", *sorted(scenario.real_backends)])
@@ -227,9 +239,11 @@ def run_real_backend(
                 real = backend(server.hosts, variant, config, simulated)
     except ZooKeeperUnavailable as exc:
         raise UsageError(f"cannot run on ZooKeeper: {exc}") from None
-    violation = first_violation(real.verdicts)
+    same = [v for v in real.verdicts if v.status == "violated" and v.checker == simulated_checker]
+    violation = same[0] if same else first_violation(real.verdicts)
     fields: dict[str, Any] = {
         "verdict": real.status,
+        "reproduced": bool(same),
         "checker": violation.checker if violation else None,
         "message": violation.message if violation else None,
         "op_index": violation.op_index if violation else None,
