@@ -2,19 +2,23 @@
 
 The session is started by the fixture (never mocked); if Spark cannot start,
 these tests fail. They run on one xdist worker (one session per process).
+Each test asserts what the checkers must see in the history Spark produced;
+where real threads make an outcome vary (the stop/start race), the test
+asserts what must hold whatever the interleaving.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+import sim.lifecycle
+from scenarios.cli import main
 from sim import dataflow
-from spark_integration import experiments
-from spark_integration.sandbox import Sandbox, SandboxError
+from spark_integration import experiments, lifecycle
 from spark_integration.session import spark_session, stop_session
 
 pytestmark = pytest.mark.xdist_group("spark")
@@ -30,6 +34,10 @@ def spark() -> Iterator[Any]:
 def test_the_checkers_are_the_shared_ones() -> None:
     assert experiments.no_duplicate_emission is dataflow.no_duplicate_emission
     assert experiments.drain_emits_every_window is dataflow.drain_emits_every_window
+    assert experiments.state_matches_inputs is dataflow.state_matches_inputs
+    assert lifecycle.acknowledged_resume_holds is sim.lifecycle.acknowledged_resume_holds
+    assert lifecycle.no_lost_update is sim.lifecycle.no_lost_update
+    assert lifecycle.legal_transitions is sim.lifecycle.legal_transitions
 
 
 def test_stale_checkpoint_restore_duplicates_on_stock_spark_and_fencing_refuses(spark: Any) -> None:
@@ -53,13 +61,85 @@ def test_available_now_drain_leaves_windows_unemitted_and_the_procedure_emits_th
     assert ("2026-01-01T00:00:20", "a") in emitted
 
 
-def test_the_sandbox_refuses_paths_outside_it(tmp_path: Path) -> None:
-    sandbox = Sandbox(tmp_path / "trial")
-    with pytest.raises(SandboxError, match="outside the sandbox"):
-        sandbox.delete("../elsewhere")
-    with pytest.raises(SandboxError):
-        sandbox.inside("/etc/passwd")
-    assert (
-        sandbox.inside("checkpoint/offsets")
-        == (tmp_path / "trial" / "checkpoint" / "offsets").resolve()
-    )
+def test_a_late_stop_by_name_loses_the_acknowledged_resume_and_a_run_bound_stop_does_not(
+    spark: Any,
+) -> None:
+    stock = lifecycle.double_stop_resume(spark, guarded=False)
+    assert {"acknowledged-resume-holds", "no-lost-update"} <= stock.violated()
+    assert stock.history.of_kind("final")[-1].get("statuses") == {"q": "STOPPED"}
+    guarded = lifecycle.double_stop_resume(spark, guarded=True)
+    assert guarded.verdict == "ok", guarded.message
+    assert guarded.history.of_kind("stop.skipped")
+    assert guarded.history.of_kind("final")[-1].get("statuses") == {"q": "ACTIVE"}
+
+
+def test_a_second_start_silently_stops_the_live_run_unless_restart_stopping_is_off(
+    spark: Any,
+) -> None:
+    stock = lifecycle.second_start(spark, guarded=False)
+    assert stock.checker == "acknowledged-resume-holds" and "set by spark" in stock.message
+    guarded = lifecycle.second_start(spark, guarded=True)
+    assert guarded.verdict == "ok" and guarded.history.of_kind("start.refused")
+    assert "already active" in guarded.message
+    assert spark.conf.get("spark.sql.streaming.stopActiveRunOnRestart") == "true"  # restored
+
+
+def test_the_stop_start_race_loses_nothing_and_reports_every_uncaught_thread_death(
+    spark: Any,
+) -> None:
+    for guarded in (False, True):
+        trial = experiments.stop_start_race(spark, guarded, rounds=3)
+        assert trial.verdict != "raised", trial.message
+        assert "drain-completeness" not in trial.violated(), trial.message
+        died = bool(trial.history.of_kind("error.uncaught"))
+        assert ("no-uncaught-error" in trial.violated()) == died
+        if guarded:
+            assert "no-duplicate-emission" not in trial.violated()
+
+
+def test_a_stop_during_a_slow_sink_replays_the_batch_unless_the_sink_keys_on_batch_id(
+    spark: Any,
+) -> None:
+    stock = experiments.slow_sink_stop(spark, guarded=False)
+    assert "no-duplicate-emission" in stock.violated(), stock.message
+    assert stock.history.of_kind("sink.slow-write")
+    guarded = experiments.slow_sink_stop(spark, guarded=True)
+    assert not {"no-duplicate-emission", "drain-completeness"} & guarded.violated()
+
+
+@pytest.mark.parametrize(
+    ("name", "while_running"),
+    [("cleaner-partition-state", "failed"), ("cleaner-latest-delta", "went on")],
+)
+def test_deleting_state_while_running_raises(spark: Any, name: str, while_running: str) -> None:
+    trial = experiments.EXPERIMENTS[name].trial(spark, False)
+    assert trial.verdict == "raised", trial.message
+    assert "CANNOT_READ_DELTA_FILE_NOT_EXISTS" in trial.message
+    assert while_running in trial.notes[0]
+
+
+def test_deleting_the_whole_checkpoint_reprocesses_silently_and_fencing_refuses(
+    spark: Any,
+) -> None:
+    experiment = experiments.EXPERIMENTS["cleaner-whole-checkpoint"]
+    stock = experiment.trial(spark, False)
+    assert stock.verdict == "violated" and stock.checker == "no-duplicate-emission"
+    guarded = experiment.trial(spark, True)
+    assert guarded.verdict == "ok" and "refusing to start" in guarded.message
+
+
+def test_recovered_state_equals_the_recomputation_from_the_inputs(spark: Any) -> None:
+    trial = experiments.replay_equivalence(spark, False)
+    assert trial.verdict == "ok", trial.message
+    batches = {op.get("batch") for op in trial.history.of_kind("state.row")}
+    assert len(batches) >= 4  # the state after every committed batch was read and compared
+
+
+def test_spark_check_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["spark-check", "--experiment", "second-start", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 1 and result["verdict"] == "violated"
+    (row,) = result["experiments"]
+    assert row["stock"]["violated"] == ["acknowledged-resume-holds"]
+    assert row["guarded"]["verdict"] == "ok"
+    assert row["jvm_peak_mb"] > 0 and row["python_peak_mb"] > 0

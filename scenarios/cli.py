@@ -500,7 +500,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_spark_check(args: argparse.Namespace) -> int:
     from spark_integration.experiments import EXPERIMENTS, run_experiment
-    from spark_integration.session import spark_session, stop_session
+    from spark_integration.session import session_running, spark_session, stop_session
 
     names = args.experiment or list(EXPERIMENTS)
     unknown_names = [n for n in names if n not in EXPERIMENTS]
@@ -514,44 +514,66 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         else (lambda line: None)
     )
     started = time.monotonic()
+    owned = not session_running()  # a caller's session (a test's) is left running
     say("starting a local Spark session ...")
     spark = spark_session()
     session_s = round(time.monotonic() - started, 1)
     rows = []
     try:
-        for name in names:
-            say(f"running {name} (stock Spark, then with the guard) ...")
-            row = run_experiment(spark, name)
-            row.pop("history_stock")
-            rows.append(row)
+        for number, name in enumerate(names, 1):
+            guard = EXPERIMENTS[name].guard
+            say(
+                f"[{number}/{len(names)}] {name}: stock Spark"
+                + (f", then with {guard}" if guard else "")
+                + " ..."
+            )
+            rows.append(run_experiment(spark, name))
     finally:
-        stop_session()
+        if owned:
+            stop_session()
     stock_violated = any(r["stock"]["verdict"] == "violated" for r in rows)
     result = {"verdict": "violated" if stock_violated else "ok", "experiments": rows,
               "session_s": session_s, "seconds": round(time.monotonic() - started, 1)}  # fmt: skip
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
-        header = ("experiment", "fault", "checker", "stock Spark", "with the guard")
-        lines = [header] + [
-            (
-                r["experiment"],
-                r["fault"],
-                r["checker"],
-                r["stock"]["verdict"],
-                r["guarded"]["verdict"],
-            )
-            for r in rows
-        ]
-        widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
-        for line in lines:
-            print("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)))
+        print(spark_table(rows))
         for r in rows:
-            print(
-                f"\n{r['experiment']}:\n  stock: {r['stock']['message']}\n  guard: {r['guarded']['message'] or 'ok'}"
-            )
+            print(f"\n{r['experiment']}:\n  stock: {r['stock']['message']}")
+            if r["guarded"]:
+                print(f"  with {r['guard']}: {r['guarded']['message']}")
         print(f"\nsession start {session_s}s, total {result['seconds']}s")
     return runner.EXIT_FOR_VERDICT[str(result["verdict"])]
+
+
+def spark_table(rows: list[dict[str, Any]]) -> str:
+    """The spark-check table: one line per experiment, outcome cells naming what failed."""
+
+    def cell(trial: dict[str, Any] | None) -> str:
+        if trial is None:
+            return "-"
+        failed = trial["violated"] if trial["verdict"] == "violated" else []
+        return trial["verdict"] + (f" ({', '.join(failed)})" if failed else "")
+
+    header = (
+        "experiment",
+        "fault",
+        "stock Spark",
+        "guard",
+        "with the guard",
+        "s",
+        "JVM MiB",
+        "Py MiB",
+    )
+    lines = [header] + [
+        (r["experiment"], r["fault"], cell(r["stock"]), r["guard"] or "-", cell(r["guarded"]),
+         f"{r['seconds']:.1f}", f"{r['jvm_peak_mb']:.0f}", f"{r['python_peak_mb']:.0f}")
+        for r in rows
+    ]  # fmt: skip
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -662,7 +684,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "spark-check", "fault experiments on real local-mode Spark, with and without the guards"
     )
-    sub.add_argument("--experiment", action="append", help="run only this experiment (repeatable)")
+    from spark_integration.experiments import EXPERIMENTS
+
+    sub.add_argument("--experiment", action="append", metavar="NAME",
+                     help="run only this experiment (repeatable); one of: " + ", ".join(EXPERIMENTS))  # fmt: skip
 
     sub = command("bench", "performance figures (printed, never asserted)")
     sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")

@@ -11,7 +11,7 @@ One copy serves the models and the real Spark runs.
 
 from __future__ import annotations
 
-from sim.checkers import Checker, Verdict, checker, ok, violated
+from sim.checkers import Checker, Verdict, checker, ok, unknown, violated
 from sim.history import History
 
 
@@ -59,6 +59,58 @@ def drain_emits_every_window(name: str = "drain-completeness") -> Checker:
             w, k = wrong[0]
             return violated(name, len(history) - 1, f"window {w} key {k} emitted count {emitted[(w, k)]}, "
                             f"but {expected[(w, k)]} records fell in it")  # fmt: skip
+        return ok(name)
+
+    return check
+
+
+def state_matches_inputs(name: str = "replay-equivalence") -> Checker:
+    """The state after each batch equals the fold of the inputs that batch and earlier ones read.
+
+    Reads ``input.file`` (``file``, ``records``: [key, window] pairs),
+    ``checkpoint.batch`` (``batch``, ``files`` it read) and ``state.row``
+    (``batch``, ``window``, ``key``, ``count``: the store after that batch).
+    Every stored count must equal the recomputed one, and every recomputed
+    (window, key) must be in the store or already emitted by the sink.
+    """
+
+    @checker(name)
+    def check(history: History) -> Verdict:
+        records_of = {
+            str(op.get("file")): op.get("records") or [] for op in history.of_kind("input.file")
+        }
+        files_of = {
+            int(op.get("batch")): op.get("files") or []
+            for op in history.of_kind("checkpoint.batch")
+        }
+        state: dict[int, dict[tuple[str, str], tuple[int, int]]] = {}
+        for op in history.of_kind("state.row"):
+            state.setdefault(int(op.get("batch")), {})[
+                (str(op.get("window")), str(op.get("key")))
+            ] = (int(op.get("count")), op.index)
+        emitted_at: dict[tuple[str, str], int] = {}
+        for op in history.of_kind("sink.row"):
+            row = (str(op.get("window")), str(op.get("key")))
+            emitted_at[row] = min(emitted_at.get(row, 1 << 60), int(op.get("batch")))
+        if not state:
+            return unknown(name, "no state was read")
+        expected: dict[tuple[str, str], int] = {}
+        for batch in range(max(max(files_of, default=-1), max(state)) + 1):
+            for file in files_of.get(batch, []):
+                for key, window in records_of.get(str(file), []):
+                    expected[(str(window), str(key))] = expected.get((str(window), str(key)), 0) + 1
+            stored = state.get(batch)
+            if stored is None:
+                continue
+            for (window, key), (count, index) in sorted(stored.items()):
+                if expected.get((window, key), 0) != count:
+                    return violated(name, index, f"after batch {batch} the store holds count {count} for "
+                                    f"window {window} key {key}; the inputs read so far give "
+                                    f"{expected.get((window, key), 0)}")  # fmt: skip
+            for row, count in sorted(expected.items()):
+                if row not in stored and emitted_at.get(row, 1 << 60) > batch:
+                    return violated(name, len(history) - 1, f"after batch {batch} window {row[0]} key "
+                                    f"{row[1]} ({count} records read) is neither in the store nor emitted")  # fmt: skip
         return ok(name)
 
     return check

@@ -106,3 +106,16 @@ def acknowledged_resume_holds(name: str, running: str) -> Checker:
         return ok(name)
 
     return check
+
+
+def no_uncaught_error(name: str = "no-uncaught-error") -> Checker:
+    """No worker thread died with an error nobody was told about (``error.uncaught`` ops)."""
+
+    @checker(name)
+    def check(history: History) -> Verdict:
+        for op in history.of_kind("error.uncaught"):
+            return violated(name, op.index, f"{op.get('thread')} died with an uncaught {op.get('error')}; "
+                            "the query handle reported no exception")  # fmt: skip
+        return ok(name)
+
+    return check

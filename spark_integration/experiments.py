@@ -1,32 +1,44 @@
 """Fault experiments on real local-mode Spark, judged by the models' own checkers.
 
-Each experiment runs twice in fresh sandboxes: on stock Spark, and with the
-guard raceproof offers for that failure. Its outcome is what was measured,
-never an expectation written down.
+Each experiment runs on stock Spark and, where raceproof offers one, with a
+guard, each in a fresh sandbox. Its outcome is what was measured, never an
+expectation written down. The lifecycle experiments live in
+``spark_integration.lifecycle``; the data ones are here:
 
 - ``stale-checkpoint-restore``: the checkpoint is copied at batch k, the query
-  runs on, the old ``offsets/`` and ``commits/`` (with their ``.crc`` files) are
-  restored and the query restarted. Guard: checkpoint fencing, which refuses
-  to start a query whose checkpoint is older than what its sink committed.
+  runs on, the old ``offsets/`` and ``commits/`` (with their ``.crc`` files)
+  are restored and the query restarted. Guard: checkpoint fencing.
 - ``drain``: stop with everything emitted. Stock: ``Trigger.AvailableNow``
-  with an append-mode watermark. Guard: the drain procedure, which writes a
-  sentinel event past every open window (Samza's watermark to +inf), then
-  runs AvailableNow.
+  with an append-mode watermark. Guard: the drain procedure (a sentinel event
+  past every open window, Samza's watermark to +inf, then AvailableNow).
+- ``stop-start-race``: real threads stop and start the query on one
+  checkpoint while input arrives (two threads stop each run at once), then
+  ``processAllAvailable`` and a drain. Guard: a sink keyed on batch id.
+- ``slow-sink-stop``: stop while ``foreachBatch`` is in a slow second write
+  after its rows went out; restart. Guard: a sink keyed on batch id.
+- ``cleaner-partition-state`` / ``cleaner-latest-delta`` /
+  ``cleaner-whole-checkpoint``: a cleaner deletes one partition's state, the
+  newest delta file, or the whole checkpoint while the query runs; more
+  input, restart, drain. Guard (whole checkpoint only): checkpoint fencing.
+- ``replay-equivalence``: stop and restart mid-stream; the state store after
+  every batch (Spark's state data source) against a recomputation from the
+  inputs each batch read.
 """
 
 from __future__ import annotations
 
-import json
+import random
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from sim import Checker, first_violation, run_checkers
-from sim.dataflow import drain_emits_every_window, no_duplicate_emission
-from sim.history import History
-from spark_integration.job import Recorder, WindowedCountJob, committed_batches
+from sim.dataflow import drain_emits_every_window, no_duplicate_emission, state_matches_inputs
+from spark_integration import lifecycle, session
+from spark_integration.job import committed_batches, short_error
 from spark_integration.sandbox import Sandbox
+from spark_integration.trial import Trial, TrialRun
 
 
 class CheckpointFenced(RuntimeError):
@@ -35,69 +47,41 @@ class CheckpointFenced(RuntimeError):
 
 def fence(sandbox: Sandbox) -> None:
     """Refuse to start if the sink has committed a batch the checkpoint has not."""
-    last_sink = sandbox.root / "sink" / "last_batch"
+    last_sink = sandbox.inside("sink/last_batch")
     sink_batch = int(last_sink.read_text()) if last_sink.exists() else -1
     checkpoint_batch = max(committed_batches(sandbox), default=-1)
     if sink_batch > checkpoint_batch:
         raise CheckpointFenced(
             f"refusing to start: the checkpoint's last committed batch is {checkpoint_batch} but the "
-            f"sink already committed batch {sink_batch}; the checkpoint was restored from an older copy"
+            f"sink already committed batch {sink_batch}; the checkpoint was restored from an older "
+            "copy or deleted"
         )
 
 
-@dataclass
-class Trial:
-    verdict: str
-    checker: str | None
-    message: str
-    history: History
-    seconds: float
-    notes: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "checker": self.checker, "message": self.message,
-                "seconds": round(self.seconds, 2), "ops": len(self.history), "notes": self.notes}  # fmt: skip
+def _fenced_run(run: TrialRun, guarded: bool) -> str | None:
+    """Restart the job, behind the fence when guarded; the error if the query failed."""
+    try:
+        if guarded:
+            fence(run.sandbox)
+    except CheckpointFenced as refused:
+        run.recorder.log("guard", "guard.refused", reason=str(refused))
+        run.note(str(refused))
+        return None
+    return run.job.run()
 
 
-def _judge(recorder: Recorder, checkers: list[Checker], started: float, notes: list[str]) -> Trial:
-    verdicts = run_checkers(recorder.history, checkers)
-    found = first_violation(verdicts)
-    verdict = "violated" if found else "ok"
-    message = found.message if found else "; ".join(notes)
-    return Trial(
-        verdict,
-        found.checker if found else None,
-        message,
-        recorder.history,
-        time.monotonic() - started,
-        notes,
-    )
-
-
-def _recording_sink(job: WindowedCountJob) -> None:
-    """Also remember the sink's last batch id (what fencing compares with)."""
-    original = job._sink
-
-    def sink(batch: Any, batch_id: int) -> None:
-        original(batch, batch_id)
-        (job.sandbox.root / "sink" / "last_batch").write_text(str(batch_id))
-
-    job._sink = sink  # type: ignore[method-assign]
+DATA = [no_duplicate_emission(), drain_emits_every_window()]
 
 
 def stale_checkpoint_restore(spark: Any, guarded: bool) -> Trial:
-    started, sandbox, recorder = time.monotonic(), Sandbox(), Recorder()
-    notes: list[str] = []
-    try:
-        job = WindowedCountJob(spark, sandbox, recorder)
-        _recording_sink(job)
+    with TrialRun(spark) as run:
+        job, sandbox = run.job, run.sandbox
         job.add_input([("a", 1), ("b", 2)])
         job.add_input([("a", 12), ("b", 13)])
         job.run()
-        job.capture()
         sandbox.copy_tree("checkpoint/offsets", "saved/offsets")
         sandbox.copy_tree("checkpoint/commits", "saved/commits")
-        recorder.log("nemesis", "fault.checkpoint-copy", batch=max(committed_batches(sandbox)))
+        run.recorder.log("nemesis", "fault.checkpoint-copy", batch=max(committed_batches(sandbox)))
         job.add_input([("a", 25), ("b", 27)])
         job.add_input([("a", 41), ("b", 44)])
         job.run()
@@ -105,59 +89,202 @@ def stale_checkpoint_restore(spark: Any, guarded: bool) -> Trial:
         for part in ("offsets", "commits"):
             sandbox.delete(f"checkpoint/{part}")
             sandbox.copy_tree(f"saved/{part}", f"checkpoint/{part}")
-        recorder.log("nemesis", "fault.checkpoint-restore", batch=max(committed_batches(sandbox)))
-        try:
-            if guarded:
-                fence(sandbox)
-            job.run()
-            job.capture()
-        except CheckpointFenced as refused:
-            recorder.log("guard", "guard.refused", reason=str(refused))
-            notes.append(str(refused))
-        return _judge(recorder, [no_duplicate_emission()], started, notes)
-    finally:
-        sandbox.cleanup()
+        run.recorder.log(
+            "nemesis", "fault.checkpoint-restore", batch=max(committed_batches(sandbox))
+        )
+        _fenced_run(run, guarded)
+        return run.judge([no_duplicate_emission()])
 
 
 def drain(spark: Any, guarded: bool) -> Trial:
-    started, sandbox, recorder = time.monotonic(), Sandbox(), Recorder()
-    notes: list[str] = []
-    try:
-        job = WindowedCountJob(spark, sandbox, recorder)
+    with TrialRun(spark) as run:
+        job = run.job
         job.add_input([("a", 1), ("b", 3)])
         job.add_input([("a", 14), ("b", 15)])
         job.add_input([("a", 23), ("b", 26)])
-        recorder.log(
-            "driver",
-            "drain.request",
-            procedure="sentinel+AvailableNow" if guarded else "AvailableNow",
-        )
         if guarded:
-            # Past every open window plus the watermark delay: Samza's Watermark(+inf).
-            job.add_input([("__sentinel__", 100_000)], sentinel=True)
-        job.run(available_now=True)
+            run.drain()
+        else:
+            run.recorder.log("driver", "drain.request", procedure="AvailableNow")
+            job.run(available_now=True)
+        return run.judge([drain_emits_every_window()])
+
+
+def stop_start_race(spark: Any, guarded: bool, *, rounds: int = 5, seed: int = 7) -> Trial:
+    """Stops and starts race each other and the input; ``seed`` fixes the sleeps, not the JVM."""
+    pace = random.Random(seed)
+    with TrialRun(spark, keyed_sink=guarded) as run:
+        job = run.job
+        job.add_input([("a", 1), ("b", 2)])
+
+        def feed() -> None:
+            for second in (12, 23, 34, 45, 56, 67):
+                time.sleep(0.15)
+                job.add_input([("a", second), ("b", second + 1)])
+
+        feeder = threading.Thread(target=feed, name="feeder")
+        feeder.start()
+        for _ in range(rounds):
+            query = job.start()
+            time.sleep(pace.uniform(0.05, 0.6))
+            racer = threading.Thread(target=query.stop, name="second-stopper")
+            racer.start()
+            job.stop(query)
+            racer.join()
+        feeder.join()
+        failure = job.run()
+        failure = failure or run.drain()
+        run.note(f"{rounds} stop/start rounds, two stoppers each")
+        return run.judge(DATA, failing_at_end=failure is not None)
+
+
+def slow_sink_stop(spark: Any, guarded: bool) -> Trial:
+    with TrialRun(spark, keyed_sink=guarded) as run:
+        job = run.job
+        job.add_input([("a", 1), ("b", 2)])
+        job.add_input([("a", 12), ("b", 13)])
+        job.run()
+        rows_written = threading.Event()
+
+        def slow_second_write(batch: Any, batch_id: int, rows: int) -> None:
+            if rows == 0 or rows_written.is_set():
+                return
+            rows_written.set()
+            run.recorder.log("sink", "sink.slow-write", batch=batch_id, rows=rows)
+            sleep = "reflect('java.lang.Thread', 'sleep', cast(4000 as bigint))"
+            batch.sparkSession.range(0, 1, 1, 1).selectExpr(sleep).collect()
+
+        job.after_rows = slow_second_write
+        job.add_input([("a", 25), ("b", 27)])
+        query = job.start()
+        if not rows_written.wait(60):
+            run.note("no batch emitted rows: the stop never hit a slow write")
+        run.recorder.log("nemesis", "fault.stop-during-sink")
+        job.stop(query)
+        job.after_rows = None
+        failure = job.run() or run.drain()
+        return run.judge(DATA, failing_at_end=failure is not None)
+
+
+def _cleaner(target: Callable[[Sandbox], str]) -> Callable[[Any, bool], Trial]:
+    def experiment(spark: Any, guarded: bool) -> Trial:
+        with TrialRun(spark) as run:
+            job, sandbox = run.job, run.sandbox
+            job.add_input([("a", 1), ("b", 2)])
+            job.add_input([("a", 12), ("b", 13)])
+            job.add_input([("a", 25), ("b", 27)])
+            query = job.start()
+            query.processAllAvailable()
+            deleted = target(sandbox)
+            sandbox.delete(deleted)
+            run.recorder.log("nemesis", "fault.delete", path=deleted)
+            job.add_input([("a", 36), ("b", 38)])
+            try:
+                query.processAllAvailable()
+                run.note(f"after deleting {deleted} the running query went on")
+            except Exception as exc:
+                run.recorder.log(
+                    "spark", "query.failed", run=str(query.runId), error=short_error(exc)
+                )
+                run.note(f"the running query failed: {short_error(exc)}")
+            job.stop(query)
+            job.add_input([("a", 47), ("b", 49)])
+            failure = _fenced_run(run, guarded)
+            if failure is None and not run.recorder.history.of_kind("guard.refused"):
+                run.note("the restart succeeded")
+                failure = run.drain()
+            elif failure is not None:
+                run.note("the restart failed too")
+            return run.judge(DATA, failing_at_end=failure is not None)
+
+    return experiment
+
+
+def _one_partition(sandbox: Sandbox) -> str:
+    return "checkpoint/state/0/1"
+
+
+def _latest_delta(sandbox: Sandbox) -> str:
+    partition = sandbox.inside("checkpoint/state/0/1")
+    newest = max(int(p.name.split(".")[0]) for p in partition.glob("*.delta"))
+    sandbox.delete(f"checkpoint/state/0/1/.{newest}.delta.crc")
+    return f"checkpoint/state/0/1/{newest}.delta"
+
+
+def _whole_checkpoint(sandbox: Sandbox) -> str:
+    return "checkpoint"
+
+
+def replay_equivalence(spark: Any, guarded: bool) -> Trial:
+    with TrialRun(spark) as run:
+        job = run.job
+        job.add_input([("a", 1), ("b", 2)])
+        job.add_input([("a", 5), ("b", 13)])
+        job.run()
+        run.recorder.log("nemesis", "fault.restart")
+        job.add_input([("a", 14), ("b", 25)])
+        job.add_input([("a", 27), ("a", 31)])
+        job.run()
         job.capture()
-        return _judge(recorder, [drain_emits_every_window()], started, notes)
-    finally:
-        sandbox.cleanup()
+        job.capture_state()
+        return run.judge([state_matches_inputs(), no_duplicate_emission()])
 
 
-EXPERIMENTS: dict[str, tuple[str, str, Callable[[Any, bool], Trial]]] = {
-    "stale-checkpoint-restore": (
-        "restore offsets/ and commits/ from an older copy, restart",
-        "no-duplicate-emission",
-        stale_checkpoint_restore,
-    ),
-    "drain": (
-        "stop with Trigger.AvailableNow (append mode, watermark)",
-        "drain-completeness",
-        drain,
-    ),
-}
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    fault: str
+    checkers: str
+    trial: Callable[[Any, bool], Trial]
+    guard: str | None  # None: raceproof offers no guard for this fault
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    e.name: e
+    for e in [
+        Experiment("double-stop-resume", "two stops; resume; the late stop lands",
+                   "acknowledged-resume-holds, no-lost-update", lifecycle.double_stop_resume,
+                   "stop bound to the run id"),
+        Experiment("second-start", "a second start while a run is active",
+                   "acknowledged-resume-holds", lifecycle.second_start,
+                   "stopActiveRunOnRestart=false"),
+        Experiment("stop-start-race", "threads race stop()/start() while input arrives",
+                   "no-duplicate-emission, drain-completeness, no-uncaught-error",
+                   stop_start_race, "sink keyed on batch id"),
+        Experiment("stale-checkpoint-restore",
+                   "restore offsets/ and commits/ from an older copy, restart",
+                   "no-duplicate-emission", stale_checkpoint_restore, "checkpoint fencing"),
+        Experiment("cleaner-partition-state", "delete one partition's state while running",
+                   "no-duplicate-emission, drain-completeness", _cleaner(_one_partition), None),
+        Experiment("cleaner-latest-delta", "delete the newest state delta while running",
+                   "no-duplicate-emission, drain-completeness", _cleaner(_latest_delta), None),
+        Experiment("cleaner-whole-checkpoint", "delete the whole checkpoint while running",
+                   "no-duplicate-emission, drain-completeness", _cleaner(_whole_checkpoint),
+                   "checkpoint fencing"),
+        Experiment("drain", "stop with Trigger.AvailableNow (append mode, watermark)",
+                   "drain-completeness", drain, "drain procedure (sentinel)"),
+        Experiment("slow-sink-stop", "stop during a slow foreachBatch write, restart",
+                   "no-duplicate-emission, drain-completeness", slow_sink_stop,
+                   "sink keyed on batch id"),
+        Experiment("replay-equivalence", "stop and restart mid-stream (state recovered)",
+                   "replay-equivalence", replay_equivalence, None),
+    ]
+}  # fmt: skip
 
 
 def run_experiment(spark: Any, name: str) -> dict[str, Any]:
-    fault, checker, trial = EXPERIMENTS[name]
-    stock, guarded = trial(spark, False), trial(spark, True)
-    return {"experiment": name, "fault": fault, "checker": checker, "stock": stock.to_json(),
-            "guarded": guarded.to_json(), "history_stock": json.loads(json.dumps([op.to_json() for op in stock.history]))}  # fmt: skip
+    """Run one experiment stock and (if it has one) guarded; time and memory included."""
+    experiment = EXPERIMENTS[name]
+    started = time.monotonic()
+    stock = experiment.trial(spark, False)
+    guarded = experiment.trial(spark, True) if experiment.guard else None
+    return {
+        "experiment": name,
+        "fault": experiment.fault,
+        "checker": experiment.checkers,
+        "guard": experiment.guard,
+        "stock": stock.to_json(),
+        "guarded": guarded.to_json() if guarded else None,
+        "seconds": round(time.monotonic() - started, 1),
+        **session.peak_memory_mb(spark),
+    }

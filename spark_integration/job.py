@@ -2,16 +2,20 @@
 
 The file source is made deterministic (one file per micro-batch, renamed into
 place with distinct mtimes, ``maxFilesPerTrigger=1``). The ``foreachBatch``
-sink records every row with its batch id and does **not** deduplicate, so a
-replayed batch shows up as a duplicate. What happens is captured as history
-ops (``input.record``, ``query.start``, ``query.stop``, ``sink.row``,
-``checkpoint.batch``) for the same checkers the models use.
+sink records every row with its batch id. By default it does **not**
+deduplicate, so a replayed batch shows up as a duplicate; ``keyed_sink`` is
+the guard that writes each batch to its own file, so a re-run replaces what
+the first attempt wrote. What happens is captured as the history ops the
+shared checkers read (``input.record``, ``input.file``, ``query.start``,
+``query.stop``, ``query.failed``, ``sink.row``, ``checkpoint.batch``,
+``state.row``).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,11 +25,20 @@ from spark_integration.sandbox import Sandbox
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 WINDOW_S = 10
 WATERMARK_S = 10
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 
 
 def window_of(second: int) -> str:
     start = EPOCH + timedelta(seconds=second - second % WINDOW_S)
-    return start.strftime("%Y-%m-%dT%H:%M:%S")
+    return start.strftime(TIME_FORMAT)
+
+
+def short_error(exc: BaseException) -> str:
+    """The Java error's own line of a Spark error (not py4j's preamble, not the stack)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    java = [line.lstrip(": ") for line in lines if line.startswith(": ") or "Exception:" in line]
+    text = (java or lines or [type(exc).__name__])[0]
+    return text[:240]
 
 
 class Recorder:
@@ -42,22 +55,34 @@ class Recorder:
 
 
 class WindowedCountJob:
-    def __init__(self, spark: Any, sandbox: Sandbox, recorder: Recorder) -> None:
+    def __init__(
+        self, spark: Any, sandbox: Sandbox, recorder: Recorder, *, keyed_sink: bool = False
+    ) -> None:
         self.spark = spark
         self.sandbox = sandbox
         self.recorder = recorder
+        self.keyed_sink = keyed_sink
+        self.after_rows: Callable[[Any, int, int], None] | None = None  # (batch, id, rows)
+        self._rows_logged = 0
+        self._batch_files_logged: set[str] = set()
+        self._batches_logged: set[int] = set()
 
     def add_input(self, records: list[tuple[str, int]], *, sentinel: bool = False) -> None:
         """One micro-batch file of (key, event second) records."""
         lines = []
         for key, second in records:
-            ts = (EPOCH + timedelta(seconds=second)).strftime("%Y-%m-%dT%H:%M:%S")
+            ts = (EPOCH + timedelta(seconds=second)).strftime(TIME_FORMAT)
             lines.append(json.dumps({"key": key, "ts": ts}))
             self.recorder.log(
                 "driver", "input.record", key=key, window=window_of(second), sentinel=sentinel
             )
         path = self.sandbox.write_input(lines)
-        self.recorder.log("driver", "input.file", file=path.name, records=len(records))
+        self.recorder.log(
+            "driver",
+            "input.file",
+            file=path.name,
+            records=[[key, window_of(second)] for key, second in records],
+        )
 
     def _query(self) -> Any:
         from pyspark.sql import functions as F
@@ -74,19 +99,25 @@ class WindowedCountJob:
         )
 
     def _sink(self, batch: Any, batch_id: int) -> None:
-        rows = batch.collect()
-        with self.sandbox.sink_file.open("a") as handle:
-            for row in rows:
-                record = {
-                    "batch": batch_id,
-                    "window": row["window"]["start"].strftime("%Y-%m-%dT%H:%M:%S"),
-                    "key": row["key"],
-                    "count": int(row["count"]),
-                }
-                handle.write(json.dumps(record, sort_keys=True) + "\n")
+        rows = [
+            json.dumps({"batch": batch_id, "window": row["window"]["start"].strftime(TIME_FORMAT),
+                        "key": row["key"], "count": int(row["count"])}, sort_keys=True)
+            for row in batch.collect()
+        ]  # fmt: skip
+        if self.keyed_sink:
+            target = self.sandbox.inside(f"sink/batch-{batch_id:06d}.jsonl")
+            staged = self.sandbox.inside(f"sink/.batch-{batch_id:06d}.tmp")
+            staged.write_text("".join(line + "\n" for line in rows))
+            staged.replace(target)
+        else:
+            with self.sandbox.sink_file.open("a") as handle:
+                handle.write("".join(line + "\n" for line in rows))
+        if self.after_rows is not None:
+            self.after_rows(batch, batch_id, len(rows))
+        # What checkpoint fencing compares with: the last batch the sink committed.
+        self.sandbox.inside("sink/last_batch").write_text(str(batch_id))
 
-    def run(self, *, available_now: bool = False) -> None:
-        """Start, process everything available, stop (recorded)."""
+    def start(self, *, available_now: bool = False, client: str = "driver") -> Any:
         writer = (
             self._query()
             .writeStream.outputMode("append")
@@ -98,30 +129,63 @@ class WindowedCountJob:
             if available_now
             else writer.trigger(processingTime="0 seconds")
         )
-        self.recorder.log(
-            "driver",
-            "query.start",
-            trigger="availableNow" if available_now else "processAllAvailable",
-        )
         query = writer.start()
+        self.recorder.log(client, "query.start", run=str(query.runId),
+                          trigger="availableNow" if available_now else "processAllAvailable")  # fmt: skip
+        return query
+
+    def stop(self, query: Any, *, client: str = "driver") -> None:
+        query.stop()
+        self.recorder.log(client, "query.stop", run=str(query.runId))
+
+    def run(self, *, available_now: bool = False) -> str | None:
+        """Start, process everything available, stop; the error if the query failed."""
+        query = self.start(available_now=available_now)
         try:
             if available_now:
                 query.awaitTermination(300)
             else:
                 query.processAllAvailable()
+        except Exception as exc:  # a StreamingQueryException: the query died and said so
+            self.recorder.log("spark", "query.failed", run=str(query.runId), error=short_error(exc))
+            return short_error(exc)
         finally:
-            query.stop()
-            self.recorder.log("driver", "query.stop")
+            self.stop(query)
+        return None
 
     def capture(self) -> None:
-        """The sink's rows and the checkpoint's committed batches, as history ops."""
+        """New sink rows and newly committed batches since the last capture, as history ops."""
         if self.sandbox.sink_file.exists():
-            for line in self.sandbox.sink_file.read_text().splitlines():
-                row = json.loads(line)
-                self.recorder.log("sink", "sink.row", **row)
-        self.sandbox.sink_file.unlink(missing_ok=True)
+            lines = self.sandbox.sink_file.read_text().splitlines()
+            for line in lines[self._rows_logged :]:
+                self.recorder.log("sink", "sink.row", **json.loads(line))
+            self._rows_logged = len(lines)
+        for path in sorted(self.sandbox.inside("sink").glob("batch-*.jsonl")):
+            if path.name not in self._batch_files_logged:
+                self._batch_files_logged.add(path.name)
+                for line in path.read_text().splitlines():
+                    self.recorder.log("sink", "sink.row", **json.loads(line))
         for batch in committed_batches(self.sandbox):
-            self.recorder.log("spark", "checkpoint.batch", batch=batch)
+            if batch not in self._batches_logged:
+                self._batches_logged.add(batch)
+                self.recorder.log("spark", "checkpoint.batch", batch=batch,
+                                  files=batch_files(self.sandbox, batch))  # fmt: skip
+
+    def capture_state(self) -> None:
+        """Each committed batch's state store rows, through Spark's state data source."""
+        for batch in committed_batches(self.sandbox):
+            frame = (
+                self.spark.read.format("statestore")
+                .option("batchId", batch)
+                .load(str(self.sandbox.checkpoint))
+            )
+            rows = sorted(
+                (r["key"]["window"]["start"].strftime(TIME_FORMAT), r["key"]["key"],
+                 int(r["value"]["count"])) for r in frame.collect()
+            )  # fmt: skip
+            for window, key, count in rows:
+                self.recorder.log("spark", "state.row", batch=batch, window=window, key=key,
+                                  count=count)  # fmt: skip
 
 
 def committed_batches(sandbox: Sandbox) -> list[int]:
@@ -129,3 +193,29 @@ def committed_batches(sandbox: Sandbox) -> list[int]:
     if not commits.exists():
         return []
     return sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+
+
+def _log_offset(sandbox: Sandbox, batch: int) -> int:
+    """The file source's log offset a micro-batch ended at (-1 before the first)."""
+    entry = sandbox.checkpoint / "offsets" / str(batch)
+    if batch < 0 or not entry.exists():
+        return -1
+    lines = entry.read_text().splitlines()
+    return int(json.loads(lines[2])["logOffset"]) if len(lines) > 2 else -1
+
+
+def batch_files(sandbox: Sandbox, batch: int) -> list[str]:
+    """The input files ``batch`` read: the source log entries between its offset and the last one.
+
+    Micro-batch ids and the file source's log offsets differ as soon as Spark
+    runs a batch without new data (to advance the watermark), so the files
+    come from ``offsets/`` (where each batch ended) and ``sources/0/``.
+    """
+    names = []
+    for offset in range(_log_offset(sandbox, batch - 1) + 1, _log_offset(sandbox, batch) + 1):
+        entry = sandbox.checkpoint / "sources" / "0" / str(offset)
+        if entry.exists():
+            for line in entry.read_text().splitlines()[1:]:
+                if line.strip():
+                    names.append(json.loads(line)["path"].rsplit("/", 1)[-1])
+    return sorted(names)

@@ -1,41 +1,99 @@
-"""One small, fast local-mode SparkSession per process."""
+"""One small, fast local-mode SparkSession per process, and what its JVM does behind our back.
+
+The JVM's stderr goes to a log file rather than the terminal: Spark's own
+error logs stay out of the table ``spark-check`` prints, and a query thread
+that dies with an uncaught error (the JVM prints ``Exception in thread
+"stream execution thread ..."`` and nothing reaches Python) can be found and
+reported as a failure by ``uncaught_errors_since``.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import resource
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 _SESSION: Any = None
+_JVM_LOG: Path | None = None
+
+UNCAUGHT = re.compile(r'Exception in thread "(stream execution thread[^"]*)" (\S+)')
 
 
 def spark_session() -> Any:
     """local[2], UI and progress off, 2 shuffle partitions, AQE off, 127.0.0.1, UTC, ERROR logs."""
-    global _SESSION
+    global _SESSION, _JVM_LOG
     if _SESSION is None:
         os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
         from pyspark.sql import SparkSession
 
-        _SESSION = (
-            SparkSession.builder.master("local[2]")
-            .appName("raceproof-spark-check")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.sql.adaptive.enabled", "false")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.sql.streaming.stopActiveRunOnRestart", "true")
-            .getOrCreate()
-        )
+        _JVM_LOG = Path(tempfile.mkstemp(prefix="raceproof-spark-jvm-", suffix=".log")[1])
+        saved_stderr = os.dup(2)
+        log_fd = os.open(_JVM_LOG, os.O_WRONLY | os.O_APPEND)
+        os.dup2(log_fd, 2)  # the JVM launched now inherits the log as its stderr
+        try:
+            _SESSION = (
+                SparkSession.builder.master("local[2]")
+                .appName("raceproof-spark-check")
+                .config("spark.ui.enabled", "false")
+                .config("spark.ui.showConsoleProgress", "false")
+                .config("spark.sql.shuffle.partitions", "2")
+                .config("spark.sql.adaptive.enabled", "false")
+                .config("spark.driver.bindAddress", "127.0.0.1")
+                .config("spark.driver.host", "127.0.0.1")
+                .config("spark.sql.session.timeZone", "UTC")
+                .config("spark.sql.streaming.stopActiveRunOnRestart", "true")
+                .getOrCreate()
+            )
+        finally:
+            os.dup2(saved_stderr, 2)
+            os.close(saved_stderr)
+            os.close(log_fd)
         _SESSION.sparkContext.setLogLevel("ERROR")
     return _SESSION
 
 
+def session_running() -> bool:
+    return _SESSION is not None
+
+
 def stop_session() -> None:
-    global _SESSION
+    global _SESSION, _JVM_LOG
     if _SESSION is not None:
         _SESSION.stop()
         _SESSION = None
+    if _JVM_LOG is not None:
+        _JVM_LOG.unlink(missing_ok=True)
+        _JVM_LOG = None
+
+
+def jvm_log_offset() -> int:
+    """Where the JVM's log ends now (pass to ``uncaught_errors_since``)."""
+    return _JVM_LOG.stat().st_size if _JVM_LOG is not None and _JVM_LOG.exists() else 0
+
+
+def uncaught_errors_since(offset: int) -> list[tuple[str, str]]:
+    """(thread, error class) for each query thread that died uncaught since ``offset``."""
+    if _JVM_LOG is None or not _JVM_LOG.exists():
+        return []
+    with _JVM_LOG.open("rb") as handle:
+        handle.seek(offset)
+        text = handle.read().decode("utf-8", "replace")
+    return UNCAUGHT.findall(text)
+
+
+def peak_memory_mb(spark: Any) -> dict[str, float]:
+    """Peak resident memory so far of this Python process and of the Spark JVM (MiB)."""
+    python_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    jvm_kib = 0
+    status = Path(f"/proc/{jvm_pid}/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                jvm_kib = int(line.split()[1])
+    return {"python_peak_mb": round(python_kib / 1024, 1), "jvm_peak_mb": round(jvm_kib / 1024, 1)}

@@ -1,0 +1,120 @@
+"""The Spark harness's capture and judging, on hand-made files and histories (no Spark needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scenarios.cli import main
+from sim.dataflow import state_matches_inputs
+from sim.history import History
+from sim.lifecycle import no_uncaught_error
+from spark_integration import session
+from spark_integration.job import batch_files, short_error
+from spark_integration.sandbox import Sandbox, SandboxError
+
+
+def _checkpoint(root: Path, log_offsets: list[int]) -> Sandbox:
+    sandbox = Sandbox(root)
+    (sandbox.checkpoint / "offsets").mkdir()
+    (sandbox.checkpoint / "sources" / "0").mkdir(parents=True)
+    for batch, offset in enumerate(log_offsets):
+        (sandbox.checkpoint / "offsets" / str(batch)).write_text(
+            f'v1\n{{}}\n{{"logOffset":{offset}}}\n'
+        )
+    for offset in range(max(log_offsets) + 1):
+        entry = {"path": f"file:///x/input/part-{offset + 1:05d}.json", "batchId": offset}
+        (sandbox.checkpoint / "sources" / "0" / str(offset)).write_text(
+            "v1\n" + json.dumps(entry) + "\n"
+        )
+    return sandbox
+
+
+def test_batch_files_follow_the_offsets_log_not_the_batch_id(tmp_path: Path) -> None:
+    # Batch 2 is a no-data batch (the watermark moved): from then on batch id != log offset.
+    sandbox = _checkpoint(tmp_path / "t", [0, 1, 1, 2])
+    assert [batch_files(sandbox, b) for b in range(4)] == [
+        ["part-00001.json"],
+        ["part-00002.json"],
+        [],
+        ["part-00003.json"],
+    ]
+
+
+def _history(state_count: int, emitted: bool) -> History:
+    history = History()
+    history.append(0, "driver", "input.file", file="f1", records=[["a", "w0"], ["a", "w0"]])
+    history.append(0, "spark", "checkpoint.batch", batch=0, files=["f1"])
+    if emitted:
+        history.append(0, "sink", "sink.row", batch=0, window="w0", key="a", count=2)
+    else:
+        history.append(0, "spark", "state.row", batch=0, window="w0", key="a", count=state_count)
+    history.append(0, "spark", "state.row", batch=0, window="w9", key="z", count=1)
+    return history
+
+
+def test_replay_equivalence_compares_the_store_with_the_fold_of_the_inputs() -> None:
+    check = state_matches_inputs()
+    assert check(_history(2, emitted=False)).status == "violated"  # w9/z holds a record no input had
+    history = _history(2, emitted=False)
+    history.ops.pop()
+    assert check(history).status == "ok"
+    history = _history(3, emitted=False)
+    history.ops.pop()
+    verdict = check(history)
+    assert verdict.status == "violated" and "holds count 3" in verdict.message
+    history = _history(0, emitted=True)
+    history.ops.pop()
+    assert check(history).status == "unknown"  # no state read: nothing to compare
+
+
+def test_an_uncaught_query_thread_death_in_the_jvm_log_is_a_violation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "jvm.log"
+    log.write_text("WARN something\n")
+    monkeypatch.setattr(session, "_JVM_LOG", log)
+    offset = session.jvm_log_offset()
+    with log.open("a") as handle:
+        handle.write('Exception in thread "stream execution thread for [id = 1, runId = 2]" '
+                     "java.lang.StackOverflowError\n\tat java.base/java.util.regex.Pattern\n")  # fmt: skip
+    (found,) = session.uncaught_errors_since(offset)
+    assert found == (
+        "stream execution thread for [id = 1, runId = 2]",
+        "java.lang.StackOverflowError",
+    )
+    assert session.uncaught_errors_since(session.jvm_log_offset()) == []
+    history = History()
+    history.append(0, "jvm", "error.uncaught", thread=found[0], error=found[1])
+    verdict = no_uncaught_error()(history)
+    assert verdict.status == "violated" and "StackOverflowError" in verdict.message
+
+
+def test_short_error_keeps_the_java_line() -> None:
+    error = RuntimeError("An error occurred while calling o1.start.\n: java.lang.IllegalStateException: "
+                         "Cannot start query\n\tat org.apache.Foo")  # fmt: skip
+    assert short_error(error) == "java.lang.IllegalStateException: Cannot start query"
+    assert short_error(ValueError("")) == "ValueError"
+
+
+def test_the_sandbox_refuses_paths_outside_it(tmp_path: Path) -> None:
+    sandbox = Sandbox(tmp_path / "trial")
+    with pytest.raises(SandboxError, match="outside the sandbox"):
+        sandbox.delete("../elsewhere")
+    with pytest.raises(SandboxError):
+        sandbox.inside("/etc/passwd")
+    assert (
+        sandbox.inside("checkpoint/offsets")
+        == (tmp_path / "trial" / "checkpoint" / "offsets").resolve()
+    )
+
+
+def test_an_unknown_experiment_exits_2_before_spark_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["spark-check", "--experiment", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown experiment 'nope'" in err and "stale-checkpoint-restore" in err
+    assert not session.session_running()

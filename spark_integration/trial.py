@@ -1,0 +1,102 @@
+"""One trial of an experiment on real Spark: its sandbox, its history, and how it is judged.
+
+A trial is judged by the shared checkers only. Its verdict is
+
+- ``violated`` when a checker fails and the user was not told: a duplicate, a
+  lost window, a lost acknowledged start, a query thread that died uncaught;
+- ``raised`` when the query was still failing with an error at the end (the
+  user was told; the windows it never emitted are the error's consequence,
+  not a silent loss), unless a duplicate was emitted or a thread died uncaught;
+- ``ok`` otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from sim import Checker, Verdict, first_violation, run_checkers
+from sim.checkers import checker_name
+from sim.dataflow import drain_emits_every_window
+from sim.history import History
+from sim.lifecycle import no_uncaught_error
+from spark_integration import session
+from spark_integration.job import Recorder, WindowedCountJob
+from spark_integration.sandbox import Sandbox
+
+# Checkers whose failure is the expected consequence of a query that is still failing.
+CONSEQUENCES_OF_FAILURE = {checker_name(drain_emits_every_window())}
+
+
+@dataclass
+class Trial:
+    verdict: str
+    checker: str | None
+    message: str
+    history: History
+    seconds: float
+    verdicts: list[Verdict]
+    notes: list[str] = field(default_factory=list)
+
+    def violated(self) -> set[str]:
+        """Every checker that failed (``checker`` names only the earliest)."""
+        return {v.checker for v in self.verdicts if v.status == "violated"}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "checker": self.checker, "message": self.message,
+                "violated": sorted(self.violated()), "seconds": round(self.seconds, 2),
+                "ops": len(self.history), "notes": self.notes}  # fmt: skip
+
+
+class TrialRun:
+    """``with TrialRun(spark) as run:`` a fresh sandbox, recorder and job; ``run.judge(...)`` at the end."""
+
+    def __init__(self, spark: Any, *, keyed_sink: bool = False) -> None:
+        self.spark = spark
+        self.sandbox = Sandbox()
+        self.recorder = Recorder()
+        self.job = WindowedCountJob(spark, self.sandbox, self.recorder, keyed_sink=keyed_sink)
+        self.notes: list[str] = []
+        self.started = time.monotonic()
+        self._log_offset = session.jvm_log_offset()
+
+    def __enter__(self) -> TrialRun:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for query in self.spark.streams.active:
+            query.stop()
+        self.sandbox.cleanup()
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def drain(self) -> str | None:
+        """The drain procedure: a sentinel past every open window, then AvailableNow."""
+        self.recorder.log("driver", "drain.request", procedure="sentinel+AvailableNow")
+        self.job.add_input([("__sentinel__", 100_000)], sentinel=True)
+        return self.job.run(available_now=True)
+
+    def judge(self, checkers: list[Checker], *, failing_at_end: bool = False) -> Trial:
+        self.job.capture()
+        for thread, error in session.uncaught_errors_since(self._log_offset):
+            self.recorder.log("jvm", "error.uncaught", thread=thread, error=error)
+        history = self.recorder.history
+        verdicts = run_checkers(history, [*checkers, no_uncaught_error()])
+        if failing_at_end:
+            verdicts = [v for v in verdicts if v.checker not in CONSEQUENCES_OF_FAILURE]
+        found = first_violation(verdicts)
+        failures = [str(op.get("error")) for op in history.of_kind("query.failed")]
+        if found is not None:
+            verdict, message = "violated", found.message
+        elif failing_at_end:
+            verdict = "raised"
+            message = "; ".join([*self.notes, f"the query fails with: {failures[-1]}"])
+        else:
+            verdict, message = "ok", "; ".join(self.notes) or "every checker holds"
+        return Trial(verdict, found.checker if found else None, message, history,
+                     time.monotonic() - self.started, verdicts, self.notes)  # fmt: skip
