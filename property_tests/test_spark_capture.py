@@ -57,7 +57,8 @@ def _history(state_count: int, emitted: bool) -> History:
 
 def test_replay_equivalence_compares_the_store_with_the_fold_of_the_inputs() -> None:
     check = state_matches_inputs()
-    assert check(_history(2, emitted=False)).status == "violated"  # w9/z holds a record no input had
+    # w9/z holds a record that no input had:
+    assert check(_history(2, emitted=False)).status == "violated"
     history = _history(2, emitted=False)
     history.ops.pop()
     assert check(history).status == "ok"
