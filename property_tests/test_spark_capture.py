@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,3 +121,12 @@ def test_an_unknown_experiment_exits_2_naming_the_valid_ones(
     assert main(["spark-check", "--experiment", "nope"]) == 2
     err = capsys.readouterr().err
     assert "unknown experiment 'nope'" in err and "stale-checkpoint-restore" in err
+
+
+def test_spark_that_cannot_start_is_a_clear_error_with_what_the_jvm_said() -> None:
+    env = {**os.environ, "JAVA_HOME": "/nonexistent-java"}
+    done = subprocess.run([sys.executable, "-m", "scenarios.cli", "spark-check", "--experiment", "drain"],
+                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "cannot run spark-check: Spark did not start" in done.stderr
+    assert "/nonexistent-java/bin/java" in done.stderr  # the JVM launcher's own words

@@ -500,7 +500,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_spark_check(args: argparse.Namespace) -> int:
     from spark_integration.experiments import EXPERIMENTS, run_experiment
-    from spark_integration.session import session_running, spark_session, stop_session
+    from spark_integration.session import (
+        SparkUnavailable,
+        session_running,
+        spark_session,
+        stop_session,
+    )
 
     names = args.experiment or list(EXPERIMENTS)
     unknown_names = [n for n in names if n not in EXPERIMENTS]
@@ -516,7 +521,10 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
     started = time.monotonic()
     owned = not session_running()  # a caller's session (a test's) is left running
     say("starting a local Spark session ...")
-    spark = spark_session()
+    try:
+        spark = spark_session()
+    except SparkUnavailable as exc:
+        raise UsageError(f"cannot run spark-check: {exc}") from None
     session_s = round(time.monotonic() - started, 1)
     rows = []
     try:

@@ -23,6 +23,10 @@ _JVM_LOG: Path | None = None
 UNCAUGHT = re.compile(r'Exception in thread "(stream execution thread[^"]*)" (\S+)')
 
 
+class SparkUnavailable(RuntimeError):
+    """The local Spark session could not start (no Java, a port refused, ...)."""
+
+
 def spark_session() -> Any:
     """local[2], UI and progress off, 2 shuffle partitions, AQE off, 127.0.0.1, UTC, ERROR logs."""
     global _SESSION, _JVM_LOG
@@ -49,6 +53,9 @@ def spark_session() -> Any:
                 .config("spark.sql.streaming.stopActiveRunOnRestart", "true")
                 .getOrCreate()
             )
+        except Exception as exc:
+            tail = _JVM_LOG.read_text(errors="replace")[-2000:].strip()
+            raise SparkUnavailable(f"Spark did not start: {exc}\nthe JVM said:\n{tail}") from exc
         finally:
             os.dup2(saved_stderr, 2)
             os.close(saved_stderr)
