@@ -68,7 +68,7 @@ class Controller:
         """Stop whatever run of the query is active now."""
         current = self.active_run()
         if current is not None:
-            self.handles[current].stop()
+            self.run.job.stop(self.handles[current], client=client)
         self.log(client, "status.write", entity=entity, to=STOPPED, version_read=seen,
                  version_overwritten=current, **{"from": ACTIVE if current else STOPPED})  # fmt: skip
 
