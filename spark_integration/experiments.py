@@ -36,7 +36,7 @@ from typing import Any
 
 from sim.dataflow import drain_emits_every_window, no_duplicate_emission, state_matches_inputs
 from spark_integration import lifecycle, session
-from spark_integration.job import committed_batches, short_error
+from spark_integration.job import committed_batches
 from spark_integration.sandbox import Sandbox
 from spark_integration.trial import Trial, TrialRun
 
@@ -179,14 +179,12 @@ def _cleaner(target: Callable[[Sandbox], str]) -> Callable[[Any, bool], Trial]:
             sandbox.delete(deleted)
             run.recorder.log("nemesis", "fault.delete", path=deleted)
             job.add_input([("a", 36), ("b", 38)])
-            try:
-                query.processAllAvailable()
-                run.note(f"after deleting {deleted} the running query went on")
-            except Exception as exc:
-                run.recorder.log(
-                    "spark", "query.failed", run=str(query.runId), error=short_error(exc)
-                )
-                run.note(f"the running query failed: {short_error(exc)}")
+            failed_while_running = job.process(query)
+            run.note(
+                f"the running query failed: {failed_while_running}"
+                if failed_while_running
+                else f"after deleting {deleted} the running query went on"
+            )
             job.stop(query)
             job.add_input([("a", 47), ("b", 49)])
             failure = _fenced_run(run, guarded)

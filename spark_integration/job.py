@@ -138,9 +138,8 @@ class WindowedCountJob:
         query.stop()
         self.recorder.log(client, "query.stop", run=str(query.runId))
 
-    def run(self, *, available_now: bool = False) -> str | None:
-        """Start, process everything available, stop; the error if the query failed."""
-        query = self.start(available_now=available_now)
+    def process(self, query: Any, *, available_now: bool = False) -> str | None:
+        """Wait until ``query`` has processed what is available; the error if it failed (logged)."""
         try:
             if available_now:
                 query.awaitTermination(300)
@@ -149,9 +148,15 @@ class WindowedCountJob:
         except Exception as exc:  # a StreamingQueryException: the query died and said so
             self.recorder.log("spark", "query.failed", run=str(query.runId), error=short_error(exc))
             return short_error(exc)
+        return None
+
+    def run(self, *, available_now: bool = False) -> str | None:
+        """Start, process everything available, stop; the error if the query failed."""
+        query = self.start(available_now=available_now)
+        try:
+            return self.process(query, available_now=available_now)
         finally:
             self.stop(query)
-        return None
 
     def capture(self) -> None:
         """New sink rows and newly committed batches since the last capture, as history ops."""

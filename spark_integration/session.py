@@ -55,6 +55,8 @@ def spark_session() -> Any:
             )
         except Exception as exc:
             tail = _JVM_LOG.read_text(errors="replace")[-2000:].strip()
+            _JVM_LOG.unlink(missing_ok=True)
+            _JVM_LOG = None
             raise SparkUnavailable(f"Spark did not start: {exc}\nthe JVM said:\n{tail}") from exc
         finally:
             os.dup2(saved_stderr, 2)
