@@ -8,6 +8,7 @@ chroot. If ZooKeeper cannot start, these tests fail: they never skip.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -124,3 +125,24 @@ def test_a_missing_zookeeper_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setattr(server, "ZOOKEEPER_JAR", tmp_path / "absent.jar")
     with pytest.raises(ZooKeeperUnavailable, match="make zookeeper"):
         ZooKeeperServer().start()
+
+
+def test_an_actor_past_its_part_of_the_order_waits_for_the_rest() -> None:
+    """The leader's extra refresh must not overtake a slow stop task still in the script."""
+    from scenarios.zookeeper.threads import Sequencer
+
+    sequencer = Sequencer([("leader", "refresh", None), ("task", "write", "A")], timeout_s=10)
+    passed: list[str] = []
+    sequencer.arrive(("leader", "refresh", None))
+    passed.append("leader refresh")
+    extra = threading.Thread(
+        target=lambda: (sequencer.arrive(("leader", "refresh", None)), passed.append("extra"))
+    )
+    extra.start()
+    extra.join(0.3)
+    assert passed == ["leader refresh"]  # held: the task's write is still to come
+    passed.append("task write")  # before it arrives: the extra cannot pass until it has
+    sequencer.arrive(("task", "write", "A"))
+    extra.join(5)
+    assert passed == ["leader refresh", "task write", "extra"]
+    assert sequencer.complete and sequencer.released == 0 and sequencer.diverged is None

@@ -221,9 +221,8 @@ def run_real_backend(
     """Force the simulated schedule onto a real backend and judge the real history.
 
     The violation reported is the simulated one when the real run violates it
-    too (``reproduced``): on real threads two checkers that fire at the same
-    simulated write may log their evidence in either order, and the question a
-    user asks is whether *this* counterexample reproduced.
+    too (``reproduced``): the question a user asks is whether *this*
+    counterexample reproduced, not which checker logged its evidence first.
     """
     backend = scenario.real_backends.get(args.backend)
     if backend is None:

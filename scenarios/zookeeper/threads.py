@@ -49,12 +49,19 @@ class Sequencer:
     (or its thread ends), its own earlier checkpoints that have not passed
     can no longer happen: they are skipped, as when a fix takes another path.
     Only a wait on another actor can time out and mark the run diverged.
+
+    An actor whose part of the order is over did nothing more while the
+    simulated run lasted, so a further checkpoint of its waits until the whole
+    order has passed (say the leader's next cache refresh, which must not
+    overtake a slow stop task still in the script). If that wait times out
+    the checkpoint passes (``released``): a fix may need the step to go on.
     """
 
     def __init__(self, order: Sequence[Checkpoint], timeout_s: float) -> None:
         self.order = list(order)
         self.done = [False] * len(self.order)
         self.skipped = 0
+        self.released = 0
         self.timeout_s = timeout_s
         self.cond = threading.Condition()
         self.diverged: str | None = None
@@ -77,8 +84,11 @@ class Sequencer:
             index = next(
                 (i for i, done in enumerate(self.done) if not done and self.order[i] == key), None
             )
-            if self.diverged is not None or index is None:
-                return  # not scripted (or no longer followable): pass freely
+            if self.diverged is not None:
+                return  # no longer followable: pass freely
+            if index is None:
+                self._hold_after_own_part(key[0])
+                return
             self._skip_own_before(key[0], index)
             self.cond.notify_all()
             deadline = time.monotonic() + self.timeout_s
@@ -93,6 +103,17 @@ class Sequencer:
                 self.cond.wait(remaining)
             self.done[index] = True
             self.cond.notify_all()
+
+    def _hold_after_own_part(self, actor: str) -> None:
+        """An unscripted checkpoint: wait for the order's end if the actor's part is over."""
+        if any(
+            not done and key[0] == actor for key, done in zip(self.order, self.done, strict=True)
+        ):
+            return  # the actor is still inside its part: an extra step on a fix's path
+        if not self.cond.wait_for(
+            lambda: self.complete or self.diverged is not None, self.timeout_s
+        ):
+            self.released += 1
 
     def actor_done(self, actor: str) -> None:
         with self.cond:
