@@ -20,12 +20,19 @@ zookeeper:
 	fi
 
 demo: $(STAMP) zookeeper
-	$(PY) -m scenarios.demo
+	$(PY) -m raceproof.scenarios.demo
+
+# mypy reads the package as it is installed: `raceproof.sim` is the folder `sim/`, and so on.
+TYPECHECK := $(VENV)/typecheck
+SUBPACKAGES := sim models scenarios reports spark_integration
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy
+	@mkdir -p $(TYPECHECK)/raceproof
+	@for f in __init__.py py.typed; do ln -sfn $(CURDIR)/raceproof/$$f $(TYPECHECK)/raceproof/$$f; done
+	@for d in $(SUBPACKAGES); do ln -sfn $(CURDIR)/$$d $(TYPECHECK)/raceproof/$$d; done
+	cd $(TYPECHECK) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml
 
 test: lint zookeeper
 	$(VENV)/bin/pytest -n auto --dist loadgroup -q

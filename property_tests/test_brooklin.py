@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from scenarios.catalogue import get
-from sim import Budget, KeyedReplaySource, ReplaySource, deviations, explore, prove
-from sim.history import History
+from raceproof.scenarios.catalogue import get
+from raceproof.sim import Budget, KeyedReplaySource, ReplaySource, deviations, explore, prove
+from raceproof.sim.history import History
 
 SCENARIO = get("brooklin-double-stop")
 RESUME = "acknowledged-resume-holds"

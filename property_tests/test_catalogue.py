@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.catalogue import Scenario, all_scenarios
-from sim import Budget, ReplaySource, decode_blob
+from raceproof.scenarios.catalogue import Scenario, all_scenarios
+from raceproof.sim import Budget, ReplaySource, decode_blob
 
 CASES = [(s, v) for s in all_scenarios() for v in s.variants]
 

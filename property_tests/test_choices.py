@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim import (
+from raceproof.sim import (
     Choice,
     PCTSource,
     RandomSource,

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from models.group_coordinator import CoordinatorConfig
-from scenarios import compare
-from scenarios.catalogue import get
-from scenarios.cli import main
-from sim import Budget, KeyedReplaySource, deviations, explore
+from raceproof.models.group_coordinator import CoordinatorConfig
+from raceproof.scenarios import compare
+from raceproof.scenarios.catalogue import get
+from raceproof.scenarios.cli import main
+from raceproof.sim import Budget, KeyedReplaySource, deviations, explore
 
 SCENARIO = get("coordinator-async-append")
 

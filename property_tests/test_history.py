@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim import History, Verdict, checker, first_divergence, first_violation, ok, violated
+from raceproof.sim import History, Verdict, checker, first_divergence, first_violation, ok, violated
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=8),

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sim import (
+from raceproof.sim import (
     Actor,
     BadVersion,
     EventQueue,

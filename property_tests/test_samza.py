@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from scenarios.catalogue import get
-from scenarios.cli import main
-from sim import Budget, KeyedReplaySource, ReplaySource, explore
+from raceproof.scenarios.catalogue import get
+from raceproof.scenarios.cli import main
+from raceproof.sim import Budget, KeyedReplaySource, ReplaySource, explore
 
 SCENARIO = get("samza-drain")
 CAUGHT_BY = {

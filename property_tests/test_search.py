@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from scenarios.catalogue import get
-from sim import Budget, ReplaySource, deviations, explore, prove, shrink
+from raceproof.scenarios.catalogue import get
+from raceproof.sim import Budget, ReplaySource, deviations, explore, prove, shrink
 
 SCENARIO = get("lost-update")
 BUGGY = SCENARIO.runner("buggy", SCENARIO.config)
@@ -61,7 +61,7 @@ def test_running_out_of_time_is_inconclusive() -> None:
 def test_shrink_keeps_the_same_checker_and_reduces_deviations() -> None:
     noisy = None
     for seed in range(200):
-        from sim import RandomSource
+        from raceproof.sim import RandomSource
 
         outcome = BUGGY(RandomSource(seed))
         if outcome.status == "violated" and deviations(outcome.values) >= 3:

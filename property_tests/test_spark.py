@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-import sim.lifecycle
-from scenarios.cli import main
-from sim import dataflow
-from spark_integration import experiments, lifecycle
-from spark_integration.session import spark_session, stop_session
+from raceproof.scenarios.cli import main
+from raceproof.sim import dataflow
+from raceproof.sim import lifecycle as sim_lifecycle
+from raceproof.spark_integration import experiments, lifecycle
+from raceproof.spark_integration.session import spark_session, stop_session
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -35,9 +35,9 @@ def test_the_checkers_are_the_shared_ones() -> None:
     assert experiments.no_duplicate_emission is dataflow.no_duplicate_emission
     assert experiments.drain_emits_every_window is dataflow.drain_emits_every_window
     assert experiments.state_matches_inputs is dataflow.state_matches_inputs
-    assert lifecycle.acknowledged_resume_holds is sim.lifecycle.acknowledged_resume_holds
-    assert lifecycle.no_lost_update is sim.lifecycle.no_lost_update
-    assert lifecycle.legal_transitions is sim.lifecycle.legal_transitions
+    assert lifecycle.acknowledged_resume_holds is sim_lifecycle.acknowledged_resume_holds
+    assert lifecycle.no_lost_update is sim_lifecycle.no_lost_update
+    assert lifecycle.legal_transitions is sim_lifecycle.legal_transitions
 
 
 def test_stale_checkpoint_restore_duplicates_on_stock_spark_and_fencing_refuses(spark: Any) -> None:

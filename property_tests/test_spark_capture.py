@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.cli import main
-from sim.dataflow import state_matches_inputs
-from sim.history import History
-from sim.lifecycle import no_uncaught_error
-from spark_integration import session
-from spark_integration.job import batch_files, short_error
-from spark_integration.sandbox import Sandbox, SandboxError
+from raceproof.scenarios.cli import main
+from raceproof.sim.dataflow import state_matches_inputs
+from raceproof.sim.history import History
+from raceproof.sim.lifecycle import no_uncaught_error
+from raceproof.spark_integration import session
+from raceproof.spark_integration.job import batch_files, short_error
+from raceproof.spark_integration.sandbox import Sandbox, SandboxError
 
 
 def _checkpoint(root: Path, log_offsets: list[int]) -> Sandbox:
@@ -125,7 +125,7 @@ def test_an_unknown_experiment_exits_2_naming_the_valid_ones(
 
 def test_spark_that_cannot_start_is_a_clear_error_with_what_the_jvm_said() -> None:
     env = {**os.environ, "JAVA_HOME": "/nonexistent-java"}
-    done = subprocess.run([sys.executable, "-m", "scenarios.cli", "spark-check", "--experiment", "drain"],
+    done = subprocess.run([sys.executable, "-m", "raceproof.scenarios.cli", "spark-check", "--experiment", "drain"],
                           env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "cannot run spark-check: Spark did not start" in done.stderr

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.catalogue import get
-from sim import Budget, KeyedReplaySource, ReplaySource, deviations, explore
+from raceproof.scenarios.catalogue import get
+from raceproof.sim import Budget, KeyedReplaySource, ReplaySource, deviations, explore
 
 SCENARIO = get("streams-checkpoint-resurrection")
 STORY = dict(SCENARIO.report_script or {})

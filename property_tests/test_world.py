@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import simpy
 
-from sim import (
+from raceproof.sim import (
     Bounds,
     RandomSource,
     ReplayMisaligned,
@@ -18,7 +18,7 @@ from sim import (
     execute,
     ok,
 )
-from sim.history import History
+from raceproof.sim.history import History
 
 
 def _three_actors(env: simpy.Environment, trace: list[tuple[int, str]]) -> None:

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 import pytest
 from kazoo.client import KazooClient
 
-from scenarios.catalogue import get
-from scenarios.cli import main
-from scenarios.zookeeper import ZooKeeperServer
-from scenarios.zookeeper.brooklin import run_forced
-from scenarios.zookeeper.kazoo_store import KazooStore
-from sim import BadVersion, Budget, KeyedReplaySource, NoNode, explore
+from raceproof.scenarios.catalogue import get
+from raceproof.scenarios.cli import main
+from raceproof.scenarios.zookeeper import ZooKeeperServer
+from raceproof.scenarios.zookeeper.brooklin import run_forced
+from raceproof.scenarios.zookeeper.kazoo_store import KazooStore
+from raceproof.sim import BadVersion, Budget, KeyedReplaySource, NoNode, explore
 
 SCENARIO = get("brooklin-double-stop")
 RESUME = "acknowledged-resume-holds"
@@ -120,7 +120,7 @@ def test_a_scenario_without_the_backend_exits_2(capsys: pytest.CaptureFixture[st
 
 
 def test_a_missing_zookeeper_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from scenarios.zookeeper import ZooKeeperUnavailable, server
+    from raceproof.scenarios.zookeeper import ZooKeeperUnavailable, server
 
     monkeypatch.setattr(server, "ZOOKEEPER_JAR", tmp_path / "absent.jar")
     with pytest.raises(ZooKeeperUnavailable, match="make zookeeper"):
@@ -129,7 +129,7 @@ def test_a_missing_zookeeper_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, t
 
 def test_an_actor_past_its_part_of_the_order_waits_for_the_rest() -> None:
     """The leader's extra refresh must not overtake a slow stop task still in the script."""
-    from scenarios.zookeeper.threads import Sequencer
+    from raceproof.scenarios.zookeeper.threads import Sequencer
 
     sequencer = Sequencer([("leader", "refresh", None), ("task", "write", "A")], timeout_s=10)
     passed: list[str] = []

@@ -15,8 +15,8 @@ from typing import Any
 
 import simpy
 
-from scenarios.catalogue import get
-from sim import Bounds, Budget, RandomSource, World, explore
+from raceproof.scenarios.catalogue import get
+from raceproof.sim import Bounds, Budget, RandomSource, World, explore
 
 Progress = Callable[[str], None] | None
 

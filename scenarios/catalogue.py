@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim import (
+from raceproof.sim import (
     Bounds,
     Budget,
     Checker,
@@ -29,7 +29,7 @@ from sim import (
     execute,
     prove,
 )
-from sim.explore import Progress
+from raceproof.sim.explore import Progress
 
 
 class UnknownName(LookupError):
@@ -171,7 +171,7 @@ def register(scenario: Scenario) -> Scenario:
 
 
 def get(name: str) -> Scenario:
-    from scenarios import library  # noqa: F401  (registers the catalogue)
+    from raceproof.scenarios import library  # noqa: F401  (registers the catalogue)
 
     scenario = CATALOGUE.get(name)
     if scenario is None:
@@ -180,6 +180,6 @@ def get(name: str) -> Scenario:
 
 
 def all_scenarios() -> list[Scenario]:
-    from scenarios import library  # noqa: F401
+    from raceproof.scenarios import library  # noqa: F401
 
     return [CATALOGUE[name] for name in sorted(CATALOGUE)]

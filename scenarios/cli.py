@@ -21,9 +21,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from scenarios import runner
-from scenarios.catalogue import Scenario, UnknownName, all_scenarios, config_from_json, get
-from sim import (
+from raceproof.scenarios import runner
+from raceproof.scenarios.catalogue import (
+    Scenario,
+    UnknownName,
+    all_scenarios,
+    config_from_json,
+    get,
+)
+from raceproof.sim import (
     STRATEGIES,
     Budget,
     CounterexampleError,
@@ -38,8 +44,8 @@ from sim import (
     first_divergence,
     first_violation,
 )
-from sim import RandomSource as _RandomSource
-from sim import repro as repro_files
+from raceproof.sim import RandomSource as _RandomSource
+from raceproof.sim import repro as repro_files
 
 
 class UsageError(Exception):
@@ -228,7 +234,7 @@ def run_real_backend(
     if backend is None:
         valid = ", ".join(["sim", *sorted(scenario.real_backends)])
         raise UsageError(f"{scenario.name} has no {args.backend} backend; valid: {valid}")
-    from scenarios.zookeeper import ZooKeeperServer, ZooKeeperUnavailable
+    from raceproof.scenarios.zookeeper import ZooKeeperServer, ZooKeeperUnavailable
 
     try:
         if args.zk_hosts:
@@ -272,7 +278,7 @@ def check_determinism(
             command = [
                 sys.executable,
                 "-m",
-                "scenarios.cli",
+                "raceproof.scenarios.cli",
                 "repro",
                 scenario,
                 "--variant",
@@ -472,7 +478,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from scenarios import compare
+    from raceproof.scenarios import compare
 
     scenario = get(args.scenario)
     if scenario.name not in compare.COMPARISONS:
@@ -498,8 +504,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_spark_check(args: argparse.Namespace) -> int:
-    from spark_integration.experiments import EXPERIMENTS, run_experiment
-    from spark_integration.session import (
+    from raceproof.spark_integration.experiments import EXPERIMENTS, run_experiment
+    from raceproof.spark_integration.session import (
         SparkUnavailable,
         session_running,
         spark_session,
@@ -584,7 +590,7 @@ def spark_table(rows: list[dict[str, Any]]) -> str:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from scenarios import bench
+    from raceproof.scenarios import bench
 
     say = None if args.json else print
     if args.scenario:
@@ -691,7 +697,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "spark-check", "fault experiments on real local-mode Spark, with and without the guards"
     )
-    from spark_integration.experiments import EXPERIMENTS
+    from raceproof.spark_integration.experiments import EXPERIMENTS
 
     sub.add_argument("--experiment", action="append", metavar="NAME",
                      help="run only this experiment (repeatable); one of: " + ", ".join(EXPERIMENTS))  # fmt: skip

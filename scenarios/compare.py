@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from models.group_coordinator import Coordinator, CoordinatorConfig, build
-from sim import Bounds, RandomSource, World, derive_seed
+from raceproof.models.group_coordinator import Coordinator, CoordinatorConfig, build
+from raceproof.sim import Bounds, RandomSource, World, derive_seed
 
 Progress = Callable[[str], None] | None
 DESIGNS = ("block-event-loop", "verify-then-write")
@@ -118,7 +118,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def write_outputs(rows: list[dict[str, Any]], out_dir: Path, grid: Grid) -> tuple[Path, Path]:
-    from reports.plots import panels_png
+    from raceproof.reports.plots import panels_png
 
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / "coordinator-async-append-compare.csv"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 import time
 
-from scenarios.catalogue import all_scenarios
-from sim import STRATEGIES, Budget, explore
+from raceproof.scenarios.catalogue import all_scenarios
+from raceproof.sim import STRATEGIES, Budget, explore
 
 
 def main() -> int:

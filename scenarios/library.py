@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from models import brooklin, counter, group_coordinator, kafka_streams, samza
-from scenarios.catalogue import Scenario, register
-from scenarios.zookeeper import brooklin as zookeeper_brooklin
-from sim import Bounds
+from raceproof.models import brooklin, counter, group_coordinator, kafka_streams, samza
+from raceproof.scenarios.catalogue import Scenario, register
+from raceproof.scenarios.zookeeper import brooklin as zookeeper_brooklin
+from raceproof.sim import Bounds
 
 LOST_UPDATE = register(
     Scenario(

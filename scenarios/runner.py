@@ -17,9 +17,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from scenarios.catalogue import Scenario, UnknownName, config_to_json
-from sim import Counterexample, RunOutcome, deviations, encode_blob
-from sim import repro as repro_files
+from raceproof.scenarios.catalogue import Scenario, UnknownName, config_to_json
+from raceproof.sim import Counterexample, RunOutcome, deviations, encode_blob
+from raceproof.sim import repro as repro_files
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 EXIT_FOR_VERDICT = {"ok": EXIT_OK, "violated": EXIT_VIOLATED, "inconclusive": EXIT_INCONCLUSIVE}

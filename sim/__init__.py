@@ -4,7 +4,7 @@ Imports nothing of ours; models, scenarios, reports and the Spark integration
 build on what is re-exported here.
 """
 
-from sim.checkers import (
+from raceproof.sim.checkers import (
     Checker,
     Verdict,
     checker,
@@ -16,7 +16,7 @@ from sim.checkers import (
     unknown,
     violated,
 )
-from sim.choices import (
+from raceproof.sim.choices import (
     SCHEDULE_LABEL,
     Choice,
     ChoiceSource,
@@ -33,9 +33,9 @@ from sim.choices import (
     encode_blob,
     keyed_deviations,
 )
-from sim.exhaustive import ProofReport, prove
-from sim.explore import STRATEGIES, Budget, SearchReport, explore
-from sim.faults import (
+from raceproof.sim.exhaustive import ProofReport, prove
+from raceproof.sim.explore import STRATEGIES, Budget, SearchReport, explore
+from raceproof.sim.faults import (
     FAULT_KINDS,
     Actor,
     FaultPlan,
@@ -44,13 +44,13 @@ from sim.faults import (
     crash_and_restart,
     maybe_pause,
 )
-from sim.fs import DiskWriteError, FileSystem, FsError
-from sim.history import History, Op, canonical_json, first_divergence
-from sim.primitives import EventQueue, Executor, Lock, every
-from sim.repro import Counterexample, CounterexampleError
-from sim.runtime import ExecutorPort, QueuePort, Runtime, SimRuntime, poll_until
-from sim.shrink import shrink
-from sim.store import (
+from raceproof.sim.fs import DiskWriteError, FileSystem, FsError
+from raceproof.sim.history import History, Op, canonical_json, first_divergence
+from raceproof.sim.primitives import EventQueue, Executor, Lock, every
+from raceproof.sim.repro import Counterexample, CounterexampleError
+from raceproof.sim.runtime import ExecutorPort, QueuePort, Runtime, SimRuntime, poll_until
+from raceproof.sim.shrink import shrink
+from raceproof.sim.store import (
     BadVersion,
     LaggingCache,
     NodeExists,
@@ -60,7 +60,7 @@ from sim.store import (
     VersionedStore,
     WatchEvent,
 )
-from sim.world import BoundHit, Bounds, Runner, RunOutcome, World, execute
+from raceproof.sim.world import BoundHit, Bounds, Runner, RunOutcome, World, execute
 
 __all__ = [
     "FAULT_KINDS",

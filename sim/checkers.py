@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from sim.history import History
+from raceproof.sim.history import History
 
 Status = Literal["ok", "violated", "unknown"]
 

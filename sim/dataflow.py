@@ -11,8 +11,8 @@ One copy serves the models and the real Spark runs.
 
 from __future__ import annotations
 
-from sim.checkers import Checker, Verdict, checker, ok, unknown, violated
-from sim.history import History
+from raceproof.sim.checkers import Checker, Verdict, checker, ok, unknown, violated
+from raceproof.sim.history import History
 
 
 def no_duplicate_emission(name: str = "no-duplicate-emission") -> Checker:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from sim.choices import ReplaySource
-from sim.world import Runner, RunOutcome
+from raceproof.sim.choices import ReplaySource
+from raceproof.sim.world import Runner, RunOutcome
 
 Prune = Callable[[str, int], None]
 

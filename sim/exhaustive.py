@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sim.enumeration import Walk
-from sim.explore import Budget, Progress
-from sim.shrink import shrink
-from sim.world import Runner, RunOutcome
+from raceproof.sim.enumeration import Walk
+from raceproof.sim.explore import Budget, Progress
+from raceproof.sim.shrink import shrink
+from raceproof.sim.world import Runner, RunOutcome
 
 ProofVerdict = Literal["ok", "violated", "inconclusive"]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sim.choices import (
+from raceproof.sim.choices import (
     SCHEDULE_LABEL,
     HypothesisSource,
     PCTSource,
@@ -21,8 +21,8 @@ from sim.choices import (
     ReplaySource,
     derive_seed,
 )
-from sim.shrink import shrink
-from sim.world import Runner, RunOutcome
+from raceproof.sim.shrink import shrink
+from raceproof.sim.world import Runner, RunOutcome
 
 STRATEGIES = ("random", "hypothesis", "pct")
 Verdict = Literal["violated", "ok", "inconclusive"]

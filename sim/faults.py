@@ -20,7 +20,7 @@ from typing import Any
 import simpy
 from simpy.events import Event, Process
 
-from sim.world import ProcessGenerator, World
+from raceproof.sim.world import ProcessGenerator, World
 
 FAULT_KINDS = ("crash", "pause", "drop", "duplicate", "delay", "session-expiry", "disk-write")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.history import JSONValue
-from sim.world import World
+from raceproof.sim.history import JSONValue
+from raceproof.sim.world import World
 
 
 class FsError(Exception):

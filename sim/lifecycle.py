@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sim.checkers import Checker, Verdict, checker, ok, unknown, violated
-from sim.history import History
+from raceproof.sim.checkers import Checker, Verdict, checker, ok, unknown, violated
+from raceproof.sim.history import History
 
 
 def legal_transitions(name: str, legal: Iterable[tuple[str, str]]) -> Checker:

@@ -14,7 +14,7 @@ from typing import Any
 
 from simpy.events import Event, Process
 
-from sim.world import ProcessGenerator, World
+from raceproof.sim.world import ProcessGenerator, World
 
 
 class EventQueue:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.choices import Choice, decode_blob, deviations, encode_blob
-from sim.history import History, op_from_json
+from raceproof.sim.choices import Choice, decode_blob, deviations, encode_blob
+from raceproof.sim.history import History, op_from_json
 
 FORMAT = "raceproof-counterexample"
 FORMAT_VERSION = 1

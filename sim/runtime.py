@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol, TypeVar
 
-from sim.history import JSONValue
-from sim.primitives import EventQueue, Executor
-from sim.world import ProcessGenerator, World
+from raceproof.sim.history import JSONValue
+from raceproof.sim.primitives import EventQueue, Executor
+from raceproof.sim.world import ProcessGenerator, World
 
 T = TypeVar("T")
 

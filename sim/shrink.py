@@ -14,9 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sim.choices import ChoiceSource, KeyedReplaySource, ReplaySource, deviations, keyed_deviations
-from sim.enumeration import Walk
-from sim.world import Runner, RunOutcome
+from raceproof.sim.choices import (
+    ChoiceSource,
+    KeyedReplaySource,
+    ReplaySource,
+    deviations,
+    keyed_deviations,
+)
+from raceproof.sim.enumeration import Walk
+from raceproof.sim.world import Runner, RunOutcome
 
 
 def shrink_key(outcome: RunOutcome) -> tuple[int, int, int, int]:

@@ -18,8 +18,8 @@ import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sim.history import JSONValue
-from sim.world import ProcessGenerator, World
+from raceproof.sim.history import JSONValue
+from raceproof.sim.world import ProcessGenerator, World
 
 
 class StoreError(Exception):

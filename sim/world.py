@@ -23,9 +23,9 @@ import simpy
 from simpy.core import EmptySchedule
 from simpy.events import NORMAL, URGENT, Event, EventPriority, Process
 
-from sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
-from sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
-from sim.history import History, JSONValue
+from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
+from raceproof.sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
+from raceproof.sim.history import History, JSONValue
 
 ProcessGenerator = Generator[Event, Any, Any]
 

@@ -34,11 +34,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sim.dataflow import drain_emits_every_window, no_duplicate_emission, state_matches_inputs
-from spark_integration import lifecycle, session
-from spark_integration.job import committed_batches
-from spark_integration.sandbox import Sandbox
-from spark_integration.trial import Trial, TrialRun
+from raceproof.sim.dataflow import (
+    drain_emits_every_window,
+    no_duplicate_emission,
+    state_matches_inputs,
+)
+from raceproof.spark_integration import lifecycle, session
+from raceproof.spark_integration.job import committed_batches
+from raceproof.spark_integration.sandbox import Sandbox
+from raceproof.spark_integration.trial import Trial, TrialRun
 
 
 class CheckpointFenced(RuntimeError):

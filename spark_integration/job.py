@@ -19,8 +19,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sim.history import History
-from spark_integration.sandbox import Sandbox
+from raceproof.sim.history import History
+from raceproof.spark_integration.sandbox import Sandbox
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 WINDOW_S = 10

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.lifecycle import acknowledged_resume_holds, legal_transitions, no_lost_update
-from spark_integration.job import short_error
-from spark_integration.trial import Trial, TrialRun
+from raceproof.sim.lifecycle import acknowledged_resume_holds, legal_transitions, no_lost_update
+from raceproof.spark_integration.job import short_error
+from raceproof.spark_integration.trial import Trial, TrialRun
 
 ACTIVE, STOPPED = "ACTIVE", "STOPPED"
 CHECKERS = [

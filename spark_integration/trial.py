@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from sim import Checker, Verdict, first_violation, run_checkers
-from sim.checkers import checker_name
-from sim.dataflow import drain_emits_every_window
-from sim.history import History
-from sim.lifecycle import no_uncaught_error
-from spark_integration import session
-from spark_integration.job import Recorder, WindowedCountJob
-from spark_integration.sandbox import Sandbox
+from raceproof.sim import Checker, Verdict, first_violation, run_checkers
+from raceproof.sim.checkers import checker_name
+from raceproof.sim.dataflow import drain_emits_every_window
+from raceproof.sim.history import History
+from raceproof.sim.lifecycle import no_uncaught_error
+from raceproof.spark_integration import session
+from raceproof.spark_integration.job import Recorder, WindowedCountJob
+from raceproof.spark_integration.sandbox import Sandbox
 
 # Checkers whose failure is the expected consequence of a query that is still failing.
 CONSEQUENCES_OF_FAILURE = {checker_name(drain_emits_every_window())}

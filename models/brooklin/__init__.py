@@ -1,6 +1,6 @@
 """Brooklin's leader coordinator and the double-STOP race (seed 000, PR #974)."""
 
-from models.brooklin.model import (
+from raceproof.models.brooklin.model import (
     LEGAL_TRANSITIONS,
     READY,
     STOPPED,
@@ -11,7 +11,7 @@ from models.brooklin.model import (
     Store,
     build,
 )
-from sim.lifecycle import acknowledged_resume_holds, legal_transitions, no_lost_update
+from raceproof.sim.lifecycle import acknowledged_resume_holds, legal_transitions, no_lost_update
 
 CHECKERS = (
     legal_transitions("legal-transitions", LEGAL_TRANSITIONS),

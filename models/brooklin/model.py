@@ -32,9 +32,9 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sim import BadVersion, NoNode, Runtime, SimRuntime, VersionedStore, World, poll_until
-from sim.history import JSONValue
-from sim.store import Watcher
+from raceproof.sim import BadVersion, NoNode, Runtime, SimRuntime, VersionedStore, World, poll_until
+from raceproof.sim.history import JSONValue
+from raceproof.sim.store import Watcher
 
 READY, PAUSED, STOPPING, STOPPED = "READY", "PAUSED", "STOPPING", "STOPPED"
 LEGAL_TRANSITIONS = frozenset(

@@ -14,8 +14,18 @@ from dataclasses import dataclass
 
 from simpy.events import Event
 
-from sim import BadVersion, History, Verdict, VersionedStore, World, checker, ok, unknown, violated
-from sim.world import ProcessGenerator
+from raceproof.sim import (
+    BadVersion,
+    History,
+    Verdict,
+    VersionedStore,
+    World,
+    checker,
+    ok,
+    unknown,
+    violated,
+)
+from raceproof.sim.world import ProcessGenerator
 
 VARIANTS = {
     "buggy": "read, then an unconditional write: increments can be lost",

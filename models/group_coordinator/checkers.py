@@ -8,7 +8,7 @@ Ops read: ``event.poll`` / ``event.done`` (``partition``), ``replay`` and
 
 from __future__ import annotations
 
-from sim import History, Verdict, checker, ok, violated
+from raceproof.sim import History, Verdict, checker, ok, violated
 
 IN_FLIGHT, AGREEMENT, ACK, LAST_WRITTEN = (
     "one-event-in-flight",

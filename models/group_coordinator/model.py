@@ -36,7 +36,7 @@ from typing import Any
 
 from simpy.events import Event
 
-from sim import World
+from raceproof.sim import World
 
 VARIANTS = {
     "sync-assumption": "today's write path: a transactional commit's append completes after "

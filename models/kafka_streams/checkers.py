@@ -9,7 +9,7 @@ Ops read: ``checkpoint.write`` and ``seek`` (``offset``, ``store_from``,
 
 from __future__ import annotations
 
-from sim import History, Verdict, checker, ok, unknown, violated
+from raceproof.sim import History, Verdict, checker, ok, unknown, violated
 
 SOUNDNESS, STALE, LOST = "checkpoint-soundness", "no-stale-read", "no-record-lost"
 

@@ -31,8 +31,8 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim import FileSystem, Lock, World
-from sim.history import JSONValue
+from raceproof.sim import FileSystem, Lock, World
+from raceproof.sim.history import JSONValue
 
 VARIANTS = {
     "buggy": "2.1 before the fix: RUNNING once active tasks run; checkpoints loaded at "

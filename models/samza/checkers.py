@@ -10,7 +10,7 @@ Ops read: ``drain.inject`` (``ssp``, ``marker_offset``), ``process`` (``ssp``,
 
 from __future__ import annotations
 
-from sim import History, Verdict, checker, ok, unknown, violated
+from raceproof.sim import History, Verdict, checker, ok, unknown, violated
 
 CURRENT_RUN = "run1"
 COMPLETE, ISOLATION, AGGREGATION, COMMITS, LIVENESS = (

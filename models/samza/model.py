@@ -38,7 +38,7 @@ from typing import Any
 
 from simpy.events import Event
 
-from sim import World
+from raceproof.sim import World
 
 VARIANTS = {
     "kill": "the status quo: containers are stopped abruptly; in-flight intermediate data and "

@@ -2,7 +2,7 @@
 
 import logging
 
-from scenarios.zookeeper.server import ZooKeeperServer, ZooKeeperUnavailable
+from raceproof.scenarios.zookeeper.server import ZooKeeperServer, ZooKeeperUnavailable
 
 # kazoo warns on every connection it closes at shutdown; real failures surface as errors.
 logging.getLogger("kazoo").setLevel(logging.ERROR)

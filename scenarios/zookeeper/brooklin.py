@@ -15,11 +15,18 @@ from dataclasses import dataclass
 
 from kazoo.client import KazooClient
 
-from models.brooklin import CHECKERS, BrooklinConfig, Cluster
-from scenarios.zookeeper.kazoo_store import KazooStore
-from scenarios.zookeeper.threads import Checkpoint, Sequencer, ThreadRuntime
-from sim import SCHEDULE_LABEL, RunOutcome, Verdict, first_violation, keyed_deviations, run_checkers
-from sim.history import History
+from raceproof.models.brooklin import CHECKERS, BrooklinConfig, Cluster
+from raceproof.scenarios.zookeeper.kazoo_store import KazooStore
+from raceproof.scenarios.zookeeper.threads import Checkpoint, Sequencer, ThreadRuntime
+from raceproof.sim import (
+    SCHEDULE_LABEL,
+    RunOutcome,
+    Verdict,
+    first_violation,
+    keyed_deviations,
+    run_checkers,
+)
+from raceproof.sim.history import History
 
 _RUNS = itertools.count(1)
 

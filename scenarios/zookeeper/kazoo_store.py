@@ -15,9 +15,9 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from sim import BadVersion, NodeExists, NoNode
-from sim.history import JSONValue
-from sim.store import Watcher, WatchEvent
+from raceproof.sim import BadVersion, NodeExists, NoNode
+from raceproof.sim.history import JSONValue
+from raceproof.sim.store import Watcher, WatchEvent
 
 
 class KazooStore:

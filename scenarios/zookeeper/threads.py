@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from sim.history import History, JSONValue
+from raceproof.sim.history import History, JSONValue
 
 T = TypeVar("T")
 Checkpoint = tuple[str, str, JSONValue]  # actor, point, entity
