@@ -1,0 +1,16 @@
+"""The ``raceproof`` commands, one module each; ``COMMANDS`` is the order ``--help`` lists them in."""
+
+from raceproof.scenarios.commands import (
+    bench_cmd,
+    compare_cmd,
+    explore_cmd,
+    listing,
+    prove_cmd,
+    replay,
+    repro,
+    spark_check,
+)
+
+COMMANDS = (listing, repro, explore_cmd, prove_cmd, replay, compare_cmd, spark_check, bench_cmd)
+
+__all__ = ["COMMANDS"]

@@ -1,0 +1,45 @@
+"""``raceproof bench``: the performance figures, printed, never asserted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from raceproof.scenarios import runner
+from raceproof.scenarios.commands.common import (
+    add_command,
+    scenario_and_variant,
+)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from raceproof.scenarios import bench
+
+    say = None if args.json else print
+    if args.scenario:
+        scenario, variant = scenario_and_variant(args)
+        scenario.checkers_named(args.checker)
+        result = bench.search_figures(scenario.name, variant, args.checker, args.seeds, say)
+        result.update(bench.proof_figures(scenario.name, say))
+    else:
+        result = bench.run(quick=args.quick, progress=say)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    return runner.EXIT_OK
+
+
+def add(commands: Any) -> None:
+    sub = add_command(
+        commands,
+        "bench",
+        "performance figures (printed, never asserted)",
+        cmd_bench,
+        epilog="examples:\n  raceproof bench --quick\n"
+        "  raceproof bench --scenario brooklin-double-stop --variant buggy --seeds 10",
+    )
+    sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
+    sub.add_argument("--scenario", help="instead: search figures over seeds, and proof figures")
+    sub.add_argument("--variant", help="with --scenario: the variant searched (default: its first)")
+    sub.add_argument("--checker", help="with --scenario: count only this checker's violations")
+    sub.add_argument("--seeds", type=int, default=20, help="with --scenario: seeds per strategy")

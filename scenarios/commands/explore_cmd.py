@@ -1,0 +1,104 @@
+"""``raceproof explore``: search for a violation, shrink it, save the counterexample."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from raceproof.scenarios import runner
+from raceproof.scenarios.commands.common import (
+    ProgressLine,
+    UsageError,
+    add_command,
+    emit,
+    print_outcome,
+    scenario_and_variant,
+    scenario_args,
+)
+from raceproof.sim import (
+    STRATEGIES,
+    Budget,
+    explore,
+)
+
+
+# -- explore ------------------------------------------------------------------------
+def cmd_explore(args: argparse.Namespace) -> int:
+    scenario, variant = scenario_and_variant(args)
+    overrides = runner.parse_overrides(args.set)
+    config = scenario.config_for("explore", overrides)
+    if args.strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {args.strategy!r}; valid: {', '.join(STRATEGIES)}")
+    budget_s = scenario.default_budget_s if args.budget is None else args.budget
+    examples = scenario.default_examples if args.examples is None else args.examples
+    if budget_s <= 0 or examples <= 0:
+        raise UsageError("--budget and --examples must be positive")
+    budget = Budget(examples=examples, seconds=budget_s, clock=time.monotonic)
+    run = scenario.runner(variant, config, args.checker)
+    progress = ProgressLine(f"explore {scenario.name}/{variant} [{args.strategy}]", not args.json)
+    started = time.monotonic()
+    report = explore(run, args.strategy, args.seed, budget, progress, pct_depth=args.pct_depth)
+    progress.done()
+    result = runner.base_result(scenario, variant, args.strategy, config)
+    result.update(
+        verdict=report.verdict,
+        examples=report.examples,
+        seed=args.seed,
+        inconclusive_runs=report.inconclusive_runs,
+        notes=report.notes,
+        budget_s=budget_s,
+        max_examples=examples,
+    )
+    if report.shrunk is not None and report.found is not None:
+        runner.attach_counterexample(
+            result, Path(args.out), scenario, variant, config, report.shrunk, args.strategy
+        )
+        result["schedules"] = report.examples
+        result["found_deviations"] = sum(1 for v in report.found.values if v)
+        result["found_timeline_ops"] = len(report.found.history)
+        result["shrink_runs"] = report.shrink_runs
+    else:
+        result["schedules"] = report.examples
+    result["seconds"] = round(time.monotonic() - started, 3)
+
+    def human() -> None:
+        if report.shrunk is not None:
+            print_outcome(
+                report.shrunk,
+                f"== {scenario.name} / {variant}: violation found by "
+                f"{args.strategy} after {report.examples} examples, shrunk to "
+                f"{result['deviations']} deviation(s) from FIFO ({result['timeline_ops']} ops)",
+            )
+            print(f"counterexample: {result['counterexample']}")
+            print(f"repro: {result['repro']}")
+        else:
+            print(
+                f"{scenario.name} / {variant}: {report.verdict}: {'; '.join(report.notes)} "
+                f"({result['seconds']}s)"
+            )
+
+    return emit(args, result, human)
+
+
+def add(commands: Any) -> None:
+    sub = add_command(
+        commands,
+        "explore",
+        "search for a violation, shrink it, save the counterexample",
+        cmd_explore,
+        epilog="examples:\n"
+        "  raceproof explore lost-update --variant buggy --strategy random --seed 1\n"
+        "  raceproof explore brooklin-double-stop --variant buggy --strategy pct --examples 500",
+    )
+    scenario_args(sub)
+    sub.add_argument(
+        "--strategy", default="random", help=f"one of {', '.join(STRATEGIES)} (default random)"
+    )
+    sub.add_argument("--budget", type=float, help="wall seconds (default: the scenario's)")
+    sub.add_argument("--examples", type=int, help="runs at most (default: the scenario's)")
+    sub.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
+    sub.add_argument("--pct-depth", type=int, default=3, help="PCT bug depth (default 3)")
+    sub.add_argument("--checker", help="count only violations of this checker (default: all)")
+    sub.add_argument("--out", default="counterexamples", help="folder for counterexample files")

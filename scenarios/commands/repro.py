@@ -1,0 +1,245 @@
+"""``raceproof repro``: one run of a scenario, its timeline and verdict, optionally on a real backend."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from raceproof.scenarios import runner
+from raceproof.scenarios.catalogue import (
+    Scenario,
+)
+from raceproof.scenarios.commands.common import (
+    UsageError,
+    add_command,
+    emit,
+    print_outcome,
+    scenario_and_variant,
+    scenario_args,
+)
+from raceproof.sim import (
+    History,
+    KeyedReplaySource,
+    ReplayMisaligned,
+    ReplaySource,
+    RunOutcome,
+    decode_blob,
+    encode_blob,
+    first_divergence,
+    first_violation,
+)
+from raceproof.sim import RandomSource as _RandomSource
+from raceproof.sim import repro as repro_files
+
+
+# -- repro --------------------------------------------------------------------------
+def cmd_repro(args: argparse.Namespace) -> int:
+    scenario, variant = scenario_and_variant(args)
+    overrides = runner.parse_overrides(args.set)
+    config = scenario.config_for("explore", overrides)
+    chosen = [args.seed is not None, args.choices is not None, args.report_timeline]
+    if sum(chosen) > 1:
+        raise UsageError("give at most one of --seed, --choices, --report-timeline")
+    run = scenario.runner(variant, config)
+    if args.report_timeline:
+        if scenario.report_script is None:
+            raise UsageError(f"{scenario.name} has no report timeline")
+        # The script is keyed by (label, occurrence), so the report's story also
+        # runs against a fix variant whose draws differ from the buggy one's.
+        source: Any = KeyedReplaySource(dict(scenario.report_script))
+        strategy = "report-timeline"
+    elif args.choices is not None:
+        try:
+            values = decode_blob(args.choices)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        source = ReplaySource(values, strict=True)
+        strategy = "choices"
+    elif args.seed is not None:
+        source = _RandomSource(args.seed)
+        strategy = "random"
+    else:
+        source = ReplaySource([], strict=False)
+        strategy = "fifo"
+    started = time.monotonic()
+    try:
+        outcome = run(source)
+    except ReplayMisaligned as exc:
+        raise UsageError(f"the choices do not fit {scenario.name}/{variant}: {exc}") from None
+    result = runner.base_result(scenario, variant, strategy, config)
+    result.update(runner.outcome_fields(outcome))
+    result.update(examples=1, schedules=1, seconds=round(time.monotonic() - started, 4))
+    result["repro"] = runner.repro_line(scenario, variant, outcome.values, config)
+    result["backend"] = args.backend
+    if args.backend != "sim":
+        real = run_real_backend(args, scenario, variant, config, outcome, result["checker"])
+        result["simulated"] = {
+            k: result[k] for k in ("verdict", "checker", "message", "trace_hash")
+        }
+        result.update(real)
+        result["seconds"] = round(time.monotonic() - started, 4)
+        result["repro"] += f" --backend {args.backend}"
+    if args.history_out:
+        repro_files.write_atomically(Path(args.history_out), outcome.history.to_jsonl())
+    if args.check_determinism:
+        result["determinism"] = check_determinism(args, scenario.name, variant, outcome)
+        if not result["determinism"]["same"]:
+            result["verdict"] = "violated"
+            result["checker"] = "determinism"
+
+    def human() -> None:
+        print_outcome(outcome, f"== {scenario.name} / {variant} ({strategy}, simulated)")
+        if args.backend != "sim":
+            print(f"\n== the same schedule forced onto {args.backend} ({result['real_forced']})")
+            print(result.pop("_timeline"))
+            for verdict in result["verdicts"]:
+                where = f" (op #{verdict['op_index']})" if verdict["op_index"] is not None else ""
+                print(
+                    f"  {verdict['status'].upper():9} {verdict['checker']}{where}  {verdict['message']}"
+                )
+            reproduced = " (the simulated violation reproduced)" if result["reproduced"] else ""
+            print(f"verdict on {args.backend}: {result['verdict']}{reproduced}")
+        print(f"repro: {result['repro']}")
+        if "determinism" in result:
+            d = result["determinism"]
+            print(
+                "determinism: "
+                + (
+                    "same trace hash in two processes (PYTHONHASHSEED 0 and 1)"
+                    if d["same"]
+                    else f"DIFFERENT: {d['detail']}"
+                )
+            )
+
+    return emit(args, result, human)
+
+
+def run_real_backend(
+    args: argparse.Namespace,
+    scenario: Scenario,
+    variant: str,
+    config: Any,
+    simulated: RunOutcome,
+    simulated_checker: str | None,
+) -> dict[str, Any]:
+    """Force the simulated schedule onto a real backend and judge the real history.
+
+    The violation reported is the simulated one when the real run violates it
+    too (``reproduced``): the question a user asks is whether *this*
+    counterexample reproduced, not which checker logged its evidence first.
+    """
+    backend = scenario.real_backends.get(args.backend)
+    if backend is None:
+        valid = ", ".join(["sim", *sorted(scenario.real_backends)])
+        raise UsageError(f"{scenario.name} has no {args.backend} backend; valid: {valid}")
+    from raceproof.scenarios.zookeeper import ZooKeeperServer, ZooKeeperUnavailable
+
+    try:
+        if args.zk_hosts:
+            real = backend(args.zk_hosts, variant, config, simulated)
+        else:
+            with ZooKeeperServer() as server:
+                real = backend(server.hosts, variant, config, simulated)
+    except ZooKeeperUnavailable as exc:
+        raise UsageError(f"cannot run on ZooKeeper: {exc}") from None
+    same = [v for v in real.verdicts if v.status == "violated" and v.checker == simulated_checker]
+    violation = same[0] if same else first_violation(real.verdicts)
+    fields: dict[str, Any] = {
+        "verdict": real.status,
+        "reproduced": bool(same),
+        "checker": violation.checker if violation else None,
+        "message": violation.message if violation else None,
+        "op_index": violation.op_index if violation else None,
+        "verdicts": [v.to_json() for v in real.verdicts],
+        "trace_hash": real.history.trace_hash(),
+        "timeline_ops": len(real.history),
+        "real_forced": f"{real.followed} of {real.forced} checkpoints in the simulated order, "
+        f"{real.skipped} not reached by this variant",
+        "real_diverged": real.diverged,
+        "real_errors": real.errors,
+        "_timeline": real.history.render(),
+    }
+    if args.json:
+        fields.pop("_timeline")
+    return fields
+
+
+def check_determinism(
+    args: argparse.Namespace, scenario: str, variant: str, outcome: RunOutcome
+) -> dict[str, Any]:
+    """Run the same choices in two fresh processes under different PYTHONHASHSEED."""
+    blob = encode_blob(outcome.values)
+    hashes, paths = [], []
+    with tempfile.TemporaryDirectory(prefix="raceproof-det-") as tmp:
+        for hash_seed in ("0", "1"):
+            path = Path(tmp) / f"history-{hash_seed}.jsonl"
+            command = [
+                sys.executable,
+                "-m",
+                "raceproof.scenarios.cli",
+                "repro",
+                scenario,
+                "--variant",
+                variant,
+                "--choices",
+                blob,
+                "--json",
+                "--history-out",
+                str(path),
+            ]
+            for item in args.set:
+                command += ["--set", item]
+            env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+            done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+            if done.returncode not in (0, 1, 3):
+                return {"same": False, "detail": f"child failed: {done.stderr.strip()[-500:]}"}
+            hashes.append(json.loads(done.stdout)["trace_hash"])
+            paths.append(path.read_text(encoding="utf-8"))
+        same = hashes[0] == hashes[1] == outcome.trace_hash
+        detail = ""
+        if not same:
+            left, right = History.from_jsonl(paths[0]), History.from_jsonl(paths[1])
+            index = first_divergence(left, right)
+            detail = f"first diverging op #{index}"
+            if index is not None and index < min(len(left), len(right)):
+                detail += f": {left[index].describe()}  vs  {right[index].describe()}"
+        return {"same": same, "trace_hashes": hashes, "detail": detail}
+
+
+def add(commands: Any) -> None:
+    sub = add_command(
+        commands,
+        "repro",
+        "one run; prints the timeline and the verdict",
+        cmd_repro,
+        epilog="examples:\n"
+        "  raceproof repro brooklin-double-stop --report-timeline\n"
+        "  raceproof repro lost-update --variant buggy --choices 4:0=1 --check-determinism\n"
+        "  raceproof repro brooklin-double-stop --report-timeline --backend zookeeper",
+    )
+    scenario_args(sub)
+    sub.add_argument("--seed", type=int, help="draw every choice from this random seed")
+    sub.add_argument("--choices", help="replay this choice blob (LEN:POS=VAL,...)")
+    sub.add_argument(
+        "--report-timeline", action="store_true", help="replay the race report's own story"
+    )
+    sub.add_argument(
+        "--check-determinism",
+        action="store_true",
+        help="rerun in two processes under PYTHONHASHSEED 0 and 1, compare trace hashes",
+    )
+    sub.add_argument("--history-out", help="write the history as JSON Lines to this file")
+    sub.add_argument(
+        "--backend",
+        default="sim",
+        choices=["sim", "zookeeper"],
+        help="sim (default), or force the run's schedule onto a real ZooKeeper",
+    )
+    sub.add_argument("--zk-hosts", help="use this ZooKeeper (HOST:PORT) instead of starting one")
