@@ -63,7 +63,10 @@ class StreamsConfig:
     first_record_ms: int = 7_000
     join_ms: int = 500  # a thread's revocation to its assignment (JoinGroup + SyncGroup)
     handler_gap_ms: int = 50  # between the two threads handling their assignment
-    thread_b_phase_ms: int = 10_000  # thread B's commits run this far behind A's
+    # Where each thread's commit timer starts (threads are not in lockstep with each other,
+    # nor with the cleaner's timer).
+    thread_a_phase_ms: int = 1_000
+    thread_b_phase_ms: int = 10_000
     first_rebalance_ms: tuple[int, ...] = (120_000, 45_000)
     # Where standby 1_0 goes at the first rebalance: thread B, or another instance.
     first_assignment: tuple[str, ...] = ("B", "away")
@@ -324,7 +327,7 @@ class Instance:
             locked = yield from self.initialize(standby)
             assert locked, "nothing else holds a lock at start"
             self.seek(standby)
-        self.world.spawn("thread-A", self.thread_loop("A", 0))
+        self.world.spawn("thread-A", self.thread_loop("A", self.config.thread_a_phase_ms))
         self.world.spawn("thread-B", self.thread_loop("B", self.config.thread_b_phase_ms))
         self.world.spawn("cleaner", self.dirs.cleaner(self.instance_running))
         self.world.spawn("changelog", self.producer())
