@@ -74,7 +74,7 @@ def test_the_buggy_thread_goes_running_with_its_standby_uninitialized() -> None:
         if op.actor == "B" and failed.index < op.index < running[0].index
     ]
     fixed = run("fix-standby-running", JIRA_EARLY)  # PR #6818: retries until A releases
-    init = [op for op in ops(fixed, "standby.init", task="1_0") if op.actor == "B"][0]
+    init = next(op for op in ops(fixed, "standby.init", task="1_0") if op.actor == "B")
     b_running = [op for op in ops(fixed, "thread.state", state="RUNNING") if op.actor == "B"]
     assert b_running and b_running[-1].index > init.index
 
