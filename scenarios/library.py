@@ -57,26 +57,29 @@ BROOKLIN = register(
 STREAMS = register(
     Scenario(
         name="streams-checkpoint-resurrection",
-        summary="Kafka Streams loses state-store records: a cleaner deletes a directory, a stale "
-        "checkpoint is written back (KAFKA-8187)",
+        summary="Kafka Streams loses state-store records: a task reads .checkpoint before its lock, "
+        "the cleaner deletes the directory, the lock re-creates it empty (KAFKA-8187, 2.1.1)",
         variants=kafka_streams.VARIANTS,
-        expect_violation=frozenset({"buggy", "fix-checkpoint-under-lock"}),
+        expect_violation=frozenset({"buggy", "fix-checkpoint-under-lock", "fix-standby-running"}),
         checkers=kafka_streams.CHECKERS,
         build=kafka_streams.build,
         config=kafka_streams.StreamsConfig(),
-        # Every schedule of: the first rebalance at 45 s, 2 min or 4 min 10 s; the second
-        # 5, 15, 25 or 35 min later (before the cleaner can delete, after its first or its
-        # second chance); the standby then on B or on A; either thread handling each
-        # rebalance first; every order of events that tie.
-        prove_config=kafka_streams.StreamsConfig(
-            first_rebalance_ms=(120_000, 45_000, 250_000),
-            second_rebalance_after_ms=(300_000, 900_000, 1_500_000, 2_100_000),
-        ),
+        # Every schedule of: the first rebalance at 45 s or 2 min, standby 1_0 then moving to
+        # thread B or to another instance; the second rebalance at 7 min, 25 min or 300 ms after
+        # the cleaner's run at 20 min started, 1_0 then on thread B or A; a directory taking
+        # 0.1 s or 5 s to delete; both listing orders; either thread handling each assignment
+        # first; every order of events that tie.
+        prove_config=kafka_streams.StreamsConfig(),
         bounds=Bounds(max_time_ms=4 * 3_600_000, max_steps=200_000),
-        # The JIRA: B handles the rebalance before A releases the lock; no rebalance before the
-        # cleaner's second run deletes the directory; the standby stays on B, which initializes
-        # it from the stale checkpoint; promoted later, the task restores from it.
-        report_script={("rebalance1.first", 0): 1, ("rebalance2.after", 0): 1},
+        # The JIRA's first half (B handles the first assignment while A still holds the lock,
+        # and goes RUNNING with its standby never initialized), then the window the code has:
+        # the second rebalance starts while the cleaner's pass is deleting another directory;
+        # B reads .checkpoint, the pass deletes 1_0, B's lock re-creates it empty.
+        report_script={
+            ("rebalance1.first", 0): 1,
+            ("rebalance2.at", 0): 2,
+            ("cleaner.delete_ms", 0): 1,
+        },
         report_variant="buggy",
         default_examples=2_000,
         default_budget_s=60.0,

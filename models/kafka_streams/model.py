@@ -1,52 +1,55 @@
-"""Kafka Streams' state directory across rebalances: checkpoint resurrection (KAFKA-8187).
+"""Kafka Streams 2.1.1 across rebalances: the window in which a checkpoint outlives its directory.
 
-Two StreamThreads of one instance share a state directory: a task directory
-per task, holding the store and ``.checkpoint``, and a ``.lock`` owned by at
-most one thread. Facts of 2.0/2.1 the model keeps (MODELS.md §2):
+Two StreamThreads of one instance share a ``StateDirectory`` (``state_dir.py``).
+The facts, each cited with file and lines in ``docs/models/kafka_streams.md``:
 
-1. A standby is created on assignment: its directory is created if missing
-   and ``.checkpoint`` is loaded into memory, before the lock is taken.
-2. The lock is taken when stores are registered; a failure leaves the task
-   "created", retried only while the thread is in PARTITIONS_ASSIGNED.
-3. Before the fix a thread declares itself RUNNING once its *active* tasks
-   run: a thread with only a standby goes RUNNING at once.
-4. The previous owner keeps its lock until it handles its own assignment.
-5. The cleaner (first delay and period 600 000 ms, only while the instance
-   is RUNNING) deletes an unlocked task directory older than the delay.
-6. A standby seeks its restore consumer to the offsets loaded at creation.
-7. A checkpoint write writes the offsets held in memory, stale ones included;
-   writing into a deleted directory re-creates it (a new generation).
+1. A task is *constructed* in ``onPartitionsAssigned``: its state manager gets
+   (or creates) the task directory and reads ``.checkpoint`` into memory,
+   without the lock (ProcessorStateManager constructor).
+2. The lock is taken when stores are registered, in ``runOnce`` and only while
+   the thread is PARTITIONS_ASSIGNED; a failure leaves the task *created*.
+   Before PR #6818 the thread goes RUNNING once its active tasks run; after
+   it, only once its standbys run too (TaskManager.updateNewAndRestoringTasks).
+3. A standby seeks to the offsets captured when it initialized; it applies
+   records only while RUNNING and checkpoints at a commit only if it applied
+   some (StandbyTask, AssignedTasks.commit).
+4. At revocation running tasks are suspended (checkpoint written, lock kept)
+   and *created* tasks are closed and dropped; closing a never-initialized
+   standby returns at once: no checkpoint, no unlock (AssignedTasks.suspend,
+   StandbyTask.close). At assignment, suspended tasks not reassigned are
+   closed (checkpoint, unlock); reassigned ones resume.
+5. The instance is REBALANCING from any thread's revocation until every thread
+   is RUNNING; the cleaner only starts a pass while it is RUNNING.
 
-The stale created-but-uninitialized standby survives into the next
-assignment: if it stays assigned it initializes there (taking the now free
-lock, seeking to its stale offset in a re-created, empty directory); if not,
-closing it writes its stale offset back. At the end the task is promoted to
-active on this instance and restored from whatever checkpoint its directory
-holds; records below that offset are never restored.
+The race these facts leave (not the JIRA's write-back, which the code does
+not have): a task constructed while a cleaner pass that began before the
+rebalance is still running reads ``.checkpoint`` = X from a directory the
+pass then deletes; its ``lock`` re-creates the directory empty; it seeks to
+X over an empty store and checkpoints past X there; promoted, it restores
+from that checkpoint and lacks every record below X.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from raceproof.sim import FileSystem, Lock, World
-from raceproof.sim.history import JSONValue
+from raceproof.models.kafka_streams.state_dir import Gen, StateDirectory
+from raceproof.sim import World
 
 VARIANTS = {
-    "buggy": "2.1 before the fix: RUNNING once active tasks run; checkpoints loaded at "
-    "creation and written with or without the lock",
-    "fix-standby-running": "PR #6818 (merged workaround): a thread is RUNNING only when its "
-    "standby tasks run too, so it keeps retrying the lock",
-    "fix-checkpoint-under-lock": "a checkpoint is written only while holding the task's lock",
-    "fix-load-after-lock": "KAFKA-9113 (the root-cause fix, 2.6): checkpoints are loaded only "
-    "after the lock is taken",
+    "buggy": "2.1.1: a thread goes RUNNING once its active tasks run; checkpoints are loaded "
+    "when a task is constructed, before the lock",
+    "fix-standby-running": "PR #6818 (first shipped in 2.2.2 and 2.3.0): a thread is RUNNING "
+    "only once its standby tasks run too, so it keeps retrying the lock",
+    "fix-checkpoint-under-lock": "the JIRA's proposal 2: write a checkpoint only while holding "
+    "the task's lock",
+    "fix-load-after-lock": "KAFKA-9113 (PR #7997, 2.6.0): checkpoints are read only after the "
+    "lock is taken and the stores registered",
 }
-TASK = "1_0"
-APP_DIR = "/state/app"
+TASK = "1_0"  # the standby of the JIRA
+OTHER = "0_0"  # a second standby of thread A that leaves the instance at the first rebalance
 RUNNING, REVOKED, ASSIGNED = "RUNNING", "PARTITIONS_REVOKED", "PARTITIONS_ASSIGNED"
-Gen = Generator[Any, Any, Any]
+THREADS = ("A", "B")
 
 
 @dataclass(frozen=True)
@@ -58,293 +61,279 @@ class StreamsConfig:
     commit_interval_ms: int = 30_000
     record_interval_ms: int = 60_000  # the active task elsewhere appends a changelog record
     first_record_ms: int = 7_000
-    first_rebalance_ms: tuple[int, ...] = (120_000, 45_000)
-    # The second rebalance, after the first: before the cleaner could delete, or after.
-    second_rebalance_after_ms: tuple[int, ...] = (300_000, 1_500_000)
-    # Where the task's standby goes at the second rebalance: stays on B, or moves to A.
-    second_assignment: tuple[str, ...] = ("B", "A")
+    join_ms: int = 500  # a thread's revocation to its assignment (JoinGroup + SyncGroup)
     handler_gap_ms: int = 50  # between the two threads handling their assignment
-    thread_b_phase_ms: int = (
-        10_000  # thread B's commits run this far behind A's (threads are not in lockstep)
-    )
+    # Where each thread's commit timer starts (threads are not in lockstep with each other,
+    # nor with the cleaner's timer).
+    thread_a_phase_ms: int = 1_000
+    thread_b_phase_ms: int = 10_000
+    first_rebalance_ms: tuple[int, ...] = (120_000, 45_000)
+    # Where standby 1_0 goes at the first rebalance: thread B, or another instance.
+    first_assignment: tuple[str, ...] = ("B", "away")
+    # The second rebalance: before the cleaner may delete; well after it deleted; or 300 ms
+    # after the cleaner's run at 20 min started (the first run at which a directory last
+    # touched at the first rebalance is older than the delay).
+    second_rebalance_at_ms: tuple[int, ...] = (420_000, 1_500_000, 1_200_300)
+    # Where standby 1_0 goes at the second rebalance (back to this instance in both cases).
+    second_assignment: tuple[str, ...] = ("B", "A")
+    # How long deleting one task directory takes the cleaner (a small store, a large one).
+    delete_ms: tuple[int, ...] = (100, 5_000)
     promote_after_ms: int = 120_000  # after the second rebalance, the task turns active here
 
     def __post_init__(self) -> None:
         assert self.cleanup_delay_ms > 0 and self.poll_ms > 0 and self.commit_interval_ms > 0
-        assert set(self.second_assignment) <= {"A", "B"}, "a standby goes to thread A or B"
-
-
-def task_dir(task: str) -> str:
-    return f"{APP_DIR}/{task}"
-
-
-@dataclass
-class Changelog:
-    """The task's changelog topic: appended by the active task on another instance."""
-
-    records: list[str] = field(default_factory=list)
-
-    @property
-    def end(self) -> int:
-        return len(self.records)
+        assert set(self.first_assignment) <= {"B", "away"}, "1_0 goes to thread B or away"
+        assert set(self.second_assignment) <= {"A", "B"}, "1_0 comes back to thread A or B"
+        assert min(self.second_rebalance_at_ms) > max(self.first_rebalance_ms) + self.join_ms
+        assert all(ms > 0 for ms in self.delete_ms)
 
 
 @dataclass
 class StandbyTask:
+    """One StandbyTask object: created, running or suspended, on one thread."""
+
     task: str
     thread: str
-    loaded_offset: int | None = None  # the offset in memory (checkpoint loaded, or position)
-    loaded_generation: int | None = None  # directory generation it was loaded from
-    initialized: bool = False
-    position: int = 0
+    state: str = "created"  # created | running | suspended
+    initialized: bool = False  # taskInitialized
+    loaded_offset: int | None = None  # checkpointableOffsets as read from .checkpoint
+    loaded_generation: int | None = None  # the directory generation it was read from
+    checkpointed: int | None = None  # checkpointedOffsets, captured at initialization
+    position: int = 0  # the restore consumer's position
+    commit_needed: bool = False
 
 
 class Instance:
-    """One Kafka Streams instance: threads A and B, the state directory, the cleaner."""
+    """One Kafka Streams instance: threads A and B, their tasks, the state directory."""
 
     def __init__(self, world: World, variant: str, config: StreamsConfig) -> None:
         assert variant in VARIANTS, f"unknown variant {variant}"
-        self.world = world
-        self.variant = variant
-        self.config = config
-        self.fs = FileSystem(world)
-        self.locks: dict[str, Lock] = {}
-        self.changelog = Changelog()
-        self.state = {"A": RUNNING, "B": RUNNING}
-        self.standbys: dict[str, dict[str, StandbyTask]] = {"A": {}, "B": {}}
-        self.fs.mkdir(APP_DIR)
+        self.world, self.variant, self.config = world, variant, config
+        self.dirs = StateDirectory(world, config.cleanup_delay_ms, config.delete_ms)
+        self.changelog: list[str] = []
+        self.state = {thread: RUNNING for thread in THREADS}
+        self.tasks: dict[str, dict[str, StandbyTask]] = {thread: {} for thread in THREADS}
 
-    # -- the state directory -------------------------------------------------------
-    def lock(self, task: str) -> Lock:
-        if task not in self.locks:
-            self.locks[task] = Lock(self.world, f"{task}/.lock")
-        return self.locks[task]
+    def instance_running(self) -> bool:
+        """KafkaStreams.state == RUNNING: every thread RUNNING (StreamStateListener)."""
+        return all(state == RUNNING for state in self.state.values())
 
-    def _ensure_dir(self, actor: str, task: str) -> None:
-        if self.fs.mkdir(task_dir(task)):
-            self.world.log(
-                actor, "dir.create", task=task, generation=self.fs.generation(task_dir(task))
-            )
+    def set_state(self, thread: str, state: str) -> None:
+        self.state[thread] = state
+        self.world.log(thread, "thread.state", state=state)
 
-    def _store(self, task: str) -> dict[str, JSONValue]:
-        path = f"{task_dir(task)}/store"
-        if self.fs.exists(path):
-            return dict(self.fs.read(path))
-        return {"from": None, "to": 0, "keys": []}
+    # -- one task's life ---------------------------------------------------------------
+    def construct(self, thread: str, task: str) -> StandbyTask:
+        """new StandbyTask: the state manager gets the directory and reads .checkpoint."""
+        standby = StandbyTask(task, thread)
+        self.tasks[thread][task] = standby
+        generation = self.dirs.directory_for_task(thread, task)
+        if self.variant != "fix-load-after-lock":
+            self._load(standby, generation)
+        self.world.log(thread, "standby.create", task=task, loaded=standby.loaded_offset)
+        return standby
 
-    def _store_fields(self, task: str) -> dict[str, JSONValue]:
-        store = self._store(task) if self.fs.isdir(task_dir(task)) else {"from": None, "to": 0}
-        return {"store_from": store["from"], "store_to": store["to"]}
+    def _load(self, standby: StandbyTask, generation: int | None) -> None:
+        standby.loaded_offset = self.dirs.read_checkpoint(standby.task)
+        standby.loaded_generation = generation
+        self.world.log(standby.thread, "checkpoint.load", task=standby.task,
+                       offset=standby.loaded_offset, generation=generation)  # fmt: skip
 
-    def _read_checkpoint(self, task: str) -> int | None:
-        path = f"{task_dir(task)}/.checkpoint"
-        return int(self.fs.read(path)) if self.fs.exists(path) else None
+    def initialize(self, standby: StandbyTask) -> Gen:
+        """initializeStateStores: lock (or stay created), open the store, capture the offsets."""
+        if not (yield from self.dirs.lock(standby.thread, standby.task)):
+            self.world.log(standby.thread, "lock.fail", task=standby.task,
+                           owner=self.dirs.locks.get(standby.task))  # fmt: skip
+            return False
+        generation = self.dirs.directory_for_task(standby.thread, standby.task)  # the store's open
+        if self.variant == "fix-load-after-lock":
+            self._load(standby, generation)
+        standby.checkpointed = standby.loaded_offset
+        standby.initialized, standby.state = True, "running"
+        self.world.log(standby.thread, "standby.init", task=standby.task, generation=generation)
+        return True
 
-    def _load(self, standby: StandbyTask) -> None:
-        standby.loaded_offset = self._read_checkpoint(standby.task)
-        standby.loaded_generation = self.fs.generation(task_dir(standby.task))
-        self.world.log(standby.thread, "checkpoint.load", task=standby.task, offset=standby.loaded_offset,
-                       generation=standby.loaded_generation)  # fmt: skip
+    def seek(self, standby: StandbyTask) -> None:
+        """assignStandbyPartitions: seek to the offsets captured at initialization (or the start)."""
+        standby.position = standby.checkpointed or 0
+        self.world.log(standby.thread, "seek", task=standby.task, offset=standby.position,
+                       loaded_generation=standby.loaded_generation,
+                       generation=self.dirs.generation(standby.task),
+                       **self.dirs.store_fields(standby.task))  # fmt: skip
 
-    def write_checkpoint(self, standby: StandbyTask) -> None:
-        """Write the offsets held in memory; a deleted directory is re-created by the write."""
-        holds_lock = self.lock(standby.task).owner == standby.thread
+    def apply(self, standby: StandbyTask) -> None:
+        """maybeUpdateStandbyTasks: apply the changelog from the position into the store."""
+        end = len(self.changelog)
+        if standby.state != "running" or standby.position >= end:
+            return
+        store = self.dirs.store(standby.task)
+        keys = set(store["keys"]) | set(self.changelog[standby.position : end])
+        low = (
+            standby.position if store["from"] is None else min(int(store["from"]), standby.position)
+        )
+        self.dirs.write_store(standby.task, {"from": low, "to": max(end, int(store["to"])),
+                                             "keys": sorted(keys, key=lambda k: int(k[1:]))})  # fmt: skip
+        self.world.log(standby.thread, "store.apply", task=standby.task,
+                       offsets=[standby.position, end])  # fmt: skip
+        standby.position, standby.commit_needed = end, True
+
+    def checkpoint(self, standby: StandbyTask) -> None:
+        """ProcessorStateManager.checkpoint: the offsets in memory, written if there are any."""
+        holds_lock = self.dirs.locks.get(standby.task) == standby.thread
         if self.variant == "fix-checkpoint-under-lock" and not holds_lock:
             self.world.log(standby.thread, "checkpoint.skip", task=standby.task, reason="no lock")
             return
         offset = standby.position if standby.initialized else standby.loaded_offset
-        if offset is None:
+        if offset is None or (offset == 0 and standby.loaded_offset is None):
+            return  # OffsetCheckpoint.write skips an empty map
+        self.dirs.write_checkpoint(standby.thread, standby.task, offset, holds_lock=holds_lock,
+                                   loaded_generation=standby.loaded_generation)  # fmt: skip
+        standby.commit_needed = False
+
+    def close(self, standby: StandbyTask) -> Gen:
+        """StandbyTask.close: nothing at all unless initialized; else commit, close, unlock."""
+        del self.tasks[standby.thread][standby.task]
+        if not standby.initialized:
+            self.world.log(standby.thread, "standby.close", task=standby.task, initialized=False,
+                           wrote_checkpoint=False)  # fmt: skip
             return
-        self._ensure_dir(standby.thread, standby.task)
-        # OffsetCheckpoint writes a temporary file and renames it over .checkpoint.
-        tmp = f"{task_dir(standby.task)}/.checkpoint.tmp"
-        self.fs.write(tmp, offset)
-        self.fs.remove(tmp)
-        self.fs.write(f"{task_dir(standby.task)}/.checkpoint", offset)
-        self.world.log(standby.thread, "checkpoint.write", task=standby.task, offset=offset, holds_lock=holds_lock,
-                       loaded_generation=standby.loaded_generation,
-                       generation=self.fs.generation(task_dir(standby.task)),
-                       **self._store_fields(standby.task))  # fmt: skip
+        self.apply(standby)
+        self.checkpoint(standby)
+        yield from self.dirs.unlock(standby.thread, standby.task)
+        self.world.log(standby.thread, "standby.close", task=standby.task, initialized=True)
 
-    # -- standby tasks -------------------------------------------------------------------
-    def create_standby(self, thread: str, task: str) -> None:
-        standby = StandbyTask(task, thread)
-        self.standbys[thread][task] = standby
-        self._ensure_dir(thread, task)
-        self.world.log(thread, "standby.create", task=task)
-        if self.variant != "fix-load-after-lock":
-            self._load(standby)
-
-    def try_initialize(self, standby: StandbyTask) -> bool:
-        if not self.lock(standby.task).try_acquire(standby.thread):
-            self.world.log(
-                standby.thread, "lock.fail", task=standby.task, owner=self.lock(standby.task).owner
-            )
-            return False
-        self._ensure_dir(standby.thread, standby.task)  # store registration re-creates it
-        if self.variant == "fix-load-after-lock":
-            self._load(standby)
-        standby.initialized = True
-        standby.position = standby.loaded_offset or 0
-        self.world.log(standby.thread, "seek", task=standby.task, offset=standby.position,
-                       loaded_generation=standby.loaded_generation,
-                       generation=self.fs.generation(task_dir(standby.task)),
-                       **self._store_fields(standby.task))  # fmt: skip
-        return True
-
-    def consume(self, standby: StandbyTask) -> None:
-        """Apply the changelog from the standby's position into the store in its directory."""
-        if not standby.initialized or standby.position >= self.changelog.end:
-            return
-        self._ensure_dir(standby.thread, standby.task)
-        store = self._store(standby.task)
-        start = standby.position
-        keys = list(store["keys"])
-        for offset in range(start, self.changelog.end):
-            keys.append(self.changelog.records[offset])
-        store_from = start if store["from"] is None else min(store["from"], start)
-        self.fs.write(f"{task_dir(standby.task)}/store", {"from": store_from, "to": self.changelog.end,
-                                                         "keys": sorted(set(keys), key=lambda k: int(k[1:]))})  # fmt: skip
-        standby.position = self.changelog.end
-        self.world.log(
-            standby.thread, "store.apply", task=standby.task, offsets=[start, self.changelog.end]
-        )
-
-    def close_standby(self, thread: str, task: str) -> None:
-        standby = self.standbys[thread].pop(task)
-        self.write_checkpoint(standby)
-        if self.lock(task).owner == thread:
-            self.lock(task).release(thread)
-        self.world.log(thread, "standby.close", task=task, initialized=standby.initialized)
-
-    # -- threads -------------------------------------------------------------------
-    def all_standbys_running(self, thread: str) -> bool:
-        return all(s.initialized for s in self.standbys[thread].values())
-
-    def maybe_running(self, thread: str) -> None:
-        # No active tasks here: the buggy rule declares RUNNING at once.
-        if self.variant == "fix-standby-running" and not self.all_standbys_running(thread):
-            return
-        self.state[thread] = RUNNING
-        self.world.log(thread, "thread.state", state=RUNNING)
-
+    # -- a thread across a rebalance ---------------------------------------------------
     def on_revoked(self, thread: str) -> None:
-        self.state[thread] = REVOKED  # tasks are suspended; their locks are kept
+        """onPartitionsRevoked: suspend running tasks, close and drop created ones."""
+        self.set_state(thread, REVOKED)
+        for standby in list(self.tasks[thread].values()):
+            if standby.state == "running":
+                self.apply(standby)
+                self.checkpoint(standby)  # StandbyTask.suspend: flush and checkpoint; lock kept
+                standby.state = "suspended"
+                self.world.log(thread, "standby.suspend", task=standby.task)
+            elif standby.state == "created":  # closeNonRunningTasks(created); created.clear()
+                del self.tasks[thread][standby.task]
+                self.world.log(thread, "standby.close", task=standby.task, initialized=False,
+                               wrote_checkpoint=False)  # fmt: skip
 
-    def on_assigned(self, thread: str, assigned: set[str]) -> None:
-        self.state[thread] = ASSIGNED
-        self.world.log(thread, "thread.state", state=ASSIGNED, standbys=sorted(assigned))
-        for task in sorted(set(self.standbys[thread]) - assigned):
-            self.close_standby(thread, task)
-        for task in sorted(assigned - set(self.standbys[thread])):
-            self.create_standby(thread, task)
-        for standby in list(self.standbys[thread].values()):
-            if not standby.initialized:
-                self.try_initialize(standby)
-        self.maybe_running(thread)
+    def on_assigned(self, thread: str, assigned: set[str]) -> Gen:
+        """onPartitionsAssigned (createTasks), then runOnce's lock attempts while ASSIGNED."""
+        self.set_state(thread, ASSIGNED)
+        for standby in list(self.tasks[thread].values()):
+            if standby.state == "suspended" and standby.task not in assigned:
+                yield from self.close(standby)
+        for task in sorted(assigned):
+            existing = self.tasks[thread].get(task)
+            if existing is not None and existing.state == "suspended":
+                existing.state = "running"  # maybeResumeSuspendedTask: the lock is still held
+                self.world.log(thread, "standby.resume", task=task)
+            elif existing is None:
+                self.construct(thread, task)
+        while self.state[thread] == ASSIGNED:
+            yield from self.update_new_and_restoring(thread)
+            if self.state[thread] == ASSIGNED:
+                yield self.world.sleep(self.config.poll_ms)
+
+    def update_new_and_restoring(self, thread: str) -> Gen:
+        """TaskManager.updateNewAndRestoringTasks, with no active tasks on these threads."""
+        for standby in sorted(self.tasks[thread].values(), key=lambda s: s.task):
+            if standby.state == "created":
+                yield from self.initialize(standby)
+        for standby in sorted(self.tasks[thread].values(), key=lambda s: s.task):
+            if standby.state == "running":
+                self.seek(standby)
+        waiting = any(s.state == "created" for s in self.tasks[thread].values())
+        if self.variant == "fix-standby-running" and waiting:
+            return
+        self.set_state(thread, RUNNING)
 
     def thread_loop(self, thread: str, phase_ms: int) -> Gen:
-        """Polls: retries the lock while PARTITIONS_ASSIGNED, consumes and commits while RUNNING."""
-        config = self.config
+        """RUNNING: apply standby records, and commit (checkpoint) every commit interval."""
         yield self.world.sleep(phase_ms)
-        next_commit_ms = phase_ms + config.commit_interval_ms
         while True:
-            if self.state[thread] == ASSIGNED:
-                for standby in list(self.standbys[thread].values()):
-                    if not standby.initialized:
-                        self.try_initialize(standby)
-                if self.state[thread] == ASSIGNED:
-                    self.maybe_running(thread)
-                yield self.world.sleep(config.poll_ms)
+            yield self.world.sleep(self.config.commit_interval_ms)
+            if self.state[thread] != RUNNING:
                 continue
-            if self.state[thread] == RUNNING and self.world.now_ms >= next_commit_ms:
-                for standby in list(self.standbys[thread].values()):
-                    self.consume(standby)
-                    if standby.initialized:
-                        self.write_checkpoint(standby)
-                next_commit_ms = self.world.now_ms + config.commit_interval_ms
-            yield self.world.sleep(
-                config.commit_interval_ms if self.state[thread] == RUNNING else config.poll_ms
-            )
+            for standby in sorted(self.tasks[thread].values(), key=lambda s: s.task):
+                self.apply(standby)
+                if standby.state == "running" and standby.commit_needed:
+                    self.checkpoint(standby)
 
-    def cleaner(self) -> Gen:
-        config = self.config
-        yield self.world.sleep(config.cleanup_delay_ms)
-        while True:
-            if all(state == RUNNING for state in self.state.values()):
-                for name in self.fs.listdir(APP_DIR):
-                    path = task_dir(name)
-                    lock = self.lock(name)
-                    if lock.try_acquire("cleaner"):
-                        if self.world.now_ms > self.fs.mtime_ms(path) + config.cleanup_delay_ms:
-                            generation = self.fs.generation(path)
-                            self.fs.rmtree(path)
-                            self.world.log(
-                                "cleaner", "dir.delete", task=name, generation=generation
-                            )
-                        lock.release("cleaner")
-            yield self.world.sleep(config.cleanup_delay_ms)
-
+    # -- the workload --------------------------------------------------------------------
     def producer(self) -> Gen:
         yield self.world.sleep(self.config.first_record_ms)
         while True:
-            key = f"r{self.changelog.end}"
-            self.changelog.records.append(key)
-            self.world.log(
-                "changelog", "changelog.append", task=TASK, offset=self.changelog.end - 1, key=key
-            )
+            key = f"r{len(self.changelog)}"
+            self.changelog.append(key)
+            self.world.log("changelog", "changelog.append", task=TASK,
+                           offset=len(self.changelog) - 1, key=key)  # fmt: skip
             yield self.world.sleep(self.config.record_interval_ms)
 
     def rebalance(self, number: int, assignment: dict[str, set[str]]) -> Gen:
         self.world.log("coordinator", "rebalance", number=number,
                        assignment={t: sorted(tasks) for t, tasks in sorted(assignment.items())})  # fmt: skip
-        for thread in ("A", "B"):
+        for thread in THREADS:
             self.on_revoked(thread)
-        order = self.world.source.choose(f"rebalance{number}.first", ["A", "B"])
-        for thread in [order, "B" if order == "A" else "A"]:
-            self.on_assigned(thread, assignment[thread])
-            yield self.world.sleep(self.config.handler_gap_ms)
+        yield self.world.sleep(self.config.join_ms)
+        first = self.world.source.choose(f"rebalance{number}.first", list(THREADS))
+        for i, thread in enumerate([first, "B" if first == "A" else "A"]):
+            delay = i * self.config.handler_gap_ms
+            self.world.spawn(
+                f"assign{number}-{thread}", self._assign_after(delay, thread, assignment[thread])
+            )
 
-    def promote_and_restore(self) -> None:
-        """The task becomes active here: it loads the directory's checkpoint and restores."""
+    def _assign_after(self, delay_ms: int, thread: str, assigned: set[str]) -> Gen:
+        yield self.world.sleep(delay_ms)
+        yield from self.on_assigned(thread, assigned)
+
+    def promote_and_restore(self) -> Gen:
+        """The task turns active here: its standby closes, the active task reads and restores."""
         actor = "active"
-        for thread in ("A", "B"):
-            if TASK in self.standbys[thread]:
-                self.close_standby(thread, TASK)
-        lock = self.lock(TASK)
-        assert lock.try_acquire(actor), f"the lock is still held by {lock.owner}"
-        self._ensure_dir(actor, TASK)
-        checkpoint = self._read_checkpoint(TASK)
-        start = checkpoint or 0
-        self.world.log(actor, "seek", task=TASK, offset=start, loaded_generation=self.fs.generation(task_dir(TASK)),
-                       generation=self.fs.generation(task_dir(TASK)), **self._store_fields(TASK))  # fmt: skip
-        restorer = StandbyTask(TASK, actor, start, self.fs.generation(task_dir(TASK)), True, start)
-        self.consume(restorer)
-        store = self._store(TASK)
-        self.world.log(actor, "restore.done", task=TASK, end_offset=self.changelog.end,
-                       checkpoint=checkpoint, keys=store["keys"])  # fmt: skip
+        for thread in THREADS:
+            if TASK in self.tasks[thread]:
+                yield from self.close(self.tasks[thread][TASK])
+        generation = self.dirs.directory_for_task(actor, TASK)
+        checkpoint = self.dirs.read_checkpoint(TASK)
+        locked = yield from self.dirs.lock(actor, TASK)
+        if not locked:
+            raise AssertionError(f"the lock is still held by {self.dirs.locks.get(TASK)}")
+        restorer = StandbyTask(TASK, actor, "running", True, checkpoint, generation, checkpoint)
+        self.seek(restorer)
+        self.apply(restorer)
+        self.world.log(actor, "restore.done", task=TASK, end_offset=len(self.changelog),
+                       checkpoint=checkpoint, keys=self.dirs.store(TASK)["keys"])  # fmt: skip
 
     def scenario(self) -> Gen:
-        """The workload: A holds the standby; two rebalances; promotion; the end."""
+        """A holds standbys 0_0 and 1_0; two rebalances; 1_0 promoted here; the end."""
         config, choose = self.config, self.world.source.choose
         yield self.world.sleep(choose("rebalance1.at", config.first_rebalance_ms))
-        yield from self.rebalance(1, {"A": set(), "B": {TASK}})
-        yield self.world.sleep(choose("rebalance2.after", config.second_rebalance_after_ms))
+        first = choose("rebalance1.standby", config.first_assignment)
+        yield from self.rebalance(1, {"A": set(), "B": {TASK} if first == "B" else set()})
+        second_at = choose("rebalance2.at", config.second_rebalance_at_ms)
+        yield self.world.sleep(second_at - self.world.now_ms)
         second = choose("rebalance2.standby", config.second_assignment)
         yield from self.rebalance(
-            2, {"A": {TASK} if second == "A" else set(), "B": {TASK} if second == "B" else set()}
+            2, {thread: {TASK} if thread == second else set() for thread in THREADS}
         )
         yield self.world.sleep(config.promote_after_ms)
-        self.promote_and_restore()
+        yield from self.promote_and_restore()
         self.world.finish()
+
+    def start(self) -> Gen:
+        """Thread A constructs and initializes both standbys before the threads run."""
+        for task in (OTHER, TASK):
+            standby = self.construct("A", task)
+            locked = yield from self.initialize(standby)
+            assert locked, "nothing else holds a lock at start"
+            self.seek(standby)
+        self.world.spawn("thread-A", self.thread_loop("A", self.config.thread_a_phase_ms))
+        self.world.spawn("thread-B", self.thread_loop("B", self.config.thread_b_phase_ms))
+        self.world.spawn("cleaner", self.dirs.cleaner(self.instance_running))
+        self.world.spawn("changelog", self.producer())
+        self.world.spawn("workload", self.scenario())
 
 
 def build(world: World, variant: str, config: StreamsConfig) -> None:
     instance = Instance(world, variant, config)
-    instance.create_standby("A", TASK)
-    assert instance.try_initialize(instance.standbys["A"][TASK])
-    world.spawn("thread-A", instance.thread_loop("A", 0))
-    world.spawn("thread-B", instance.thread_loop("B", config.thread_b_phase_ms))
-    world.spawn("cleaner", instance.cleaner())
-    world.spawn("changelog", instance.producer())
-    world.spawn("workload", instance.scenario())
+    world.spawn("startup", instance.start())
