@@ -115,25 +115,28 @@ def attach_counterpart(
     assert violation is not None
     keyed = keyed_deviations(outcome.choices)
     keys = _keys_in_draw_order(outcome)
-    tried: list[tuple[Deviation, RunOutcome, list[int]]] = []
+    tried: list[tuple[int, Deviation, RunOutcome, list[int]]] = []
     for deviation, key in reversed(list(zip(story.deviations, keys, strict=True))):
         others = {k: v for k, v in keyed.items() if k != key}
         run, positions = placed_run(scenario, variant, config, KeyedReplaySource(others))
-        tried.append((deviation, run, positions))
-        if not any(v.checker == violation.checker and v.status == "violated" for v in run.verdicts):
+        still = {v.checker for v in run.verdicts if v.status == "violated"}
+        rank = 0 if not still else 1 if violation.checker not in still else 2
+        tried.append((rank, deviation, run, positions))
+        if rank == 0:
             break
-    deviation, run, positions = tried[-1]
-    holds = not any(
-        v.checker == violation.checker and v.status == "violated" for v in run.verdicts
-    )
+    # the best revert, the latest deviation among equals (min keeps the first tried)
+    rank, deviation, run, positions = min(tried, key=lambda t: t[0])
     parted = first_divergence(outcome.history, run.history)
-    where = f"they part at op #{parted}" if parted is not None else "the histories are equal"
-    if holds:
+    where = f"the runs part at op #{parted}" if parted is not None else "the histories are equal"
+    if rank < 2:
         note = (f"Reverting the one deviation `{deviation.sentence()}` (draw #{deviation.draw}) "
-                f"to FIFO, everything else the same, `{violation.checker}` holds: {where}.")  # fmt: skip
+                f"to FIFO, everything else the same, `{violation.checker}` holds; {where}.")  # fmt: skip
     else:
         note = (f"No single deviation decides it alone; reverting the latest, "
-                f"`{deviation.sentence()}`, `{violation.checker}` still fails: {where}.")  # fmt: skip
+                f"`{deviation.sentence()}`, `{violation.checker}` still fails; {where}.")  # fmt: skip
+    others_failing = [v for v in run.verdicts if v.status == "violated" and v.checker != violation.checker]
+    for v in others_failing:
+        note += f" (That run still fails `{v.checker}` at op #{v.op_index}: {v.message}.)"
     story.counterpart = Story(
         title=f"{scenario.name} / {variant} without {deviation.label}",
         history=run.history,
