@@ -70,9 +70,9 @@ def page_requests(net_log: Path) -> list[str]:
     urls = []
     for event in log["events"]:
         params = event.get("params") or {}
-        if event["type"] == start and "file://" in str(params.get("network_isolation_key", "")):
-            if not str(params.get("url", "")).startswith("file:"):
-                urls.append(params["url"])
+        from_page = "file://" in str(params.get("network_isolation_key", ""))
+        if event["type"] == start and from_page and not str(params.get("url")).startswith("file:"):
+            urls.append(params["url"])
     return urls
 
 

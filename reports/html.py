@@ -54,7 +54,10 @@ def layout(story: Story, show_all: bool = False) -> dict[str, Any]:
     lane = {a: i for i, a in enumerate(actors)}
     x, previous_time, previous_index = 0, None, -1
     lane_end: dict[str, int] = {}
-    boxes, ticks, breaks, flags = [], [], [], []
+    boxes: list[dict[str, Any]] = []
+    ticks: list[dict[str, Any]] = []
+    breaks: list[dict[str, Any]] = []
+    flags: list[dict[str, Any]] = []
     for op in ops:
         if previous_time is None or op.time_ms > previous_time:
             if previous_time is not None:
@@ -169,7 +172,7 @@ def _script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def html(story: Story, show_all: bool = False) -> str:
+def render_html(story: Story, show_all: bool = False) -> str:
     """The whole page."""
     data = {"layout": layout(story, show_all), "diff": aligned(story)}
     template = _environment().get_template("timeline.html.j2")

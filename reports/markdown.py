@@ -49,7 +49,9 @@ def mermaid(story: Story, show_all: bool = False, width: int = 60) -> str:
             lines.append(f"    Note over {_deviation_actor(deviation, op, ids)}: "
                          f"⚡ {mermaid_text(deviation.sentence())}")  # fmt: skip
         if op.time_ms != last_time:
-            lines.append(f"    Note left of {first}: {mermaid_text(_time_label(story, op.time_ms))}")
+            lines.append(
+                f"    Note left of {first}: {mermaid_text(_time_label(story, op.time_ms))}"
+            )
             last_time = op.time_ms
         violations = story.violations_at(op.index)
         if violations:
@@ -90,11 +92,13 @@ def _deviation_actor(deviation: Deviation, op: Op, ids: dict[str, str]) -> str:
     return ids[op.actor]
 
 
-def markdown(story: Story, show_all: bool = False) -> str:
+def render_markdown(story: Story, show_all: bool = False) -> str:
     """The whole Markdown report: headline, verdicts, deviations, diagram, repro, counterpart."""
     out = [f"# {story.title}: {story.status}", ""]
     hidden = story.hidden_count(show_all)
-    noise = f", {hidden} noise ops hidden (checkpoints, kernel; `--all` shows them)" if hidden else ""
+    noise = (
+        f", {hidden} noise ops hidden (checkpoints, kernel; `--all` shows them)" if hidden else ""
+    )
     out.append(f"{len(story.history)} ops{noise}; {story.clock_sentence}.")
     out.append("")
     if story.verdicts:
@@ -109,7 +113,9 @@ def markdown(story: Story, show_all: bool = False) -> str:
         out.append("")
         for d in story.deviations:
             where = f" (before op #{d.before_op})" if d.before_op is not None else ""
-            out.append(f"- draw #{d.draw}: `{d.label}` took option {d.option} of {d.options}{where}")
+            out.append(
+                f"- draw #{d.draw}: `{d.label}` took option {d.option} of {d.options}{where}"
+            )
         if not story.deviations:
             out.append("- none: this is the FIFO run")
         out.append("")

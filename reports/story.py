@@ -156,10 +156,14 @@ def _value_text(value: Any) -> str:
     """A value for a picture: JSON without the quotes (``{A:STOPPED,B:READY}``); hover shows it all."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).replace('"', "")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).replace(
+        '"', ""
+    )
 
 
-def deviations_of(choices: Sequence[Choice], positions: Sequence[int] | None = None) -> list[Deviation]:
+def deviations_of(
+    choices: Sequence[Choice], positions: Sequence[int] | None = None
+) -> list[Deviation]:
     """The nonzero draws of a recording, placed at ``positions`` (op index per draw) when known."""
     found = []
     for draw, choice in enumerate(choices):
@@ -238,5 +242,9 @@ def inputs_in(path: Path) -> list[Path]:
 
 
 def load_story(path: Path, clock: Clock | None = None) -> Story:
-    story = story_of_counterexample(path) if is_counterexample_file(path) else story_of_history(path, clock)
+    story = (
+        story_of_counterexample(path)
+        if is_counterexample_file(path)
+        else story_of_history(path, clock)
+    )
     return replace(story, clock=clock) if clock else story

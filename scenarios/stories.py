@@ -134,7 +134,9 @@ def attach_counterpart(
     else:
         note = (f"No single deviation decides it alone; reverting the latest, "
                 f"`{deviation.sentence()}`, `{violation.checker}` still fails; {where}.")  # fmt: skip
-    others_failing = [v for v in run.verdicts if v.status == "violated" and v.checker != violation.checker]
+    others_failing = [
+        v for v in run.verdicts if v.status == "violated" and v.checker != violation.checker
+    ]
     for v in others_failing:
         note += f" (That run still fails `{v.checker}` at op #{v.op_index}: {v.message}.)"
     story.counterpart = Story(
