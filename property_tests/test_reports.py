@@ -212,3 +212,23 @@ def check_real_run_reports(history: History, name: str, out_dir: Path) -> None:
     html_text = (out_dir / f"{name}.html").read_text(encoding="utf-8")
     assert "(wall ms)</title>" in html_text
     validate_trace(json.loads((out_dir / f"{name}.trace.json").read_text()), story)
+
+
+def test_progress_says_rate_estimate_and_time_left_and_stays_silent_off_a_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from raceproof.scenarios.commands.common import Progress
+
+    progress = Progress("prove lost-update/fix-cas", True, count_key="runs")
+    assert not progress.enabled, "stderr under pytest is not a terminal"
+    progress({"schedules": 10, "runs": 12, "estimate": 48})
+    line = progress.line()
+    assert line.startswith("prove lost-update/fix-cas  schedules 10  runs 12  ")
+    assert "% of 48" in line and "left" in line and "/s" in line
+    progress({"examples": 5, "status": "violated"})
+    explore = Progress("explore", False, total=100)
+    explore({"examples": 5, "status": "violated"})
+    assert "shrinking" in explore.line() and "% of 100" in explore.line()
+    progress.done()
+    explore.done()
+    assert capsys.readouterr().err == ""
