@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean zookeeper
+.PHONY: demo test lint bench clean zookeeper browser
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -17,6 +17,21 @@ zookeeper:
 	@if [ ! -f /usr/share/java/zookeeper.jar ]; then \
 		echo "installing Debian's zookeeper package"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper; \
+	fi
+
+# Debian's Chromium and Mermaid (from the npm registry, into .cache/mermaid), for the report
+# tests: the HTML timeline is loaded in headless Chromium, the Mermaid text rendered by Mermaid.
+MERMAID_VERSION := 11.17.2
+browser:
+	@if ! command -v chromium >/dev/null; then \
+		echo "installing Debian's chromium package"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
+	@if [ ! -f .cache/mermaid/node_modules/mermaid/dist/mermaid.min.js ]; then \
+		if ! command -v npm >/dev/null; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; \
+		fi; \
+		mkdir -p .cache/mermaid && npm install --silent --no-audit --no-fund --prefix .cache/mermaid mermaid@$(MERMAID_VERSION); \
 	fi
 
 demo: $(STAMP) zookeeper
@@ -34,11 +49,11 @@ lint: $(STAMP)
 	@for d in $(SUBPACKAGES); do ln -sfn $(CURDIR)/$$d $(TYPECHECK)/raceproof/$$d; done
 	cd $(TYPECHECK) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml
 
-test: lint zookeeper
+test: lint zookeeper browser
 	$(VENV)/bin/pytest -n auto --dist loadgroup -q
 
 bench: $(STAMP)
 	$(VENV)/bin/raceproof bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis counterexamples
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis counterexamples .cache

@@ -175,12 +175,27 @@ def test_list_names_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:
     assert lost["checkers"] == ["final-equals-acks"]
 
 
-def test_human_output_shows_timeline_and_repro(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["repro", "lost-update", "--variant", "buggy", "--choices", "4:0=1"]) == 1
+def test_human_output_shows_timeline_and_repro(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "repro",
+        "lost-update",
+        "--variant",
+        "buggy",
+        "--choices",
+        "4:0=1",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main(argv) == 1
     out = capsys.readouterr().out
-    assert "t=20ms  client0  write  value=1 version=3" in out  # the slow write lands late
+    assert "●││ 20ms #7   client0  write value=1 version=3" in out  # the slow write lands late
+    assert "⚡ deviation: rpc.client0 took option 1 of 2 (draw #0)" in out
+    assert "✗ final-equals-acks: 4 increments were acknowledged" in out
     assert "deviations from FIFO (1): draw #0 rpc.client0 = option 1 of 2" in out
     assert "repro: raceproof repro lost-update --variant buggy --choices 4:0=1" in out
+    assert f"Markdown: {tmp_path}/lost-update--buggy--0df6354d1468.md" in out
 
 
 def test_a_proof_counterexample_repro_line_runs_on_the_proof_configuration(

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from property_tests.test_reports import check_real_run_reports
 from raceproof.scenarios.cli import main
 from raceproof.sim import dataflow
 from raceproof.sim import lifecycle as sim_lifecycle
@@ -50,11 +52,12 @@ def test_stale_checkpoint_restore_duplicates_on_stock_spark_and_fencing_refuses(
 
 
 def test_available_now_drain_leaves_windows_unemitted_and_the_procedure_emits_them(
-    spark: Any,
+    spark: Any, tmp_path: Path
 ) -> None:
     stock = experiments.drain(spark, guarded=False)
     assert stock.verdict == "violated" and stock.checker == "drain-completeness"
     assert "never emitted" in stock.message
+    check_real_run_reports(stock.history, "drain-stock", tmp_path)  # pictures of a real run
     guarded = experiments.drain(spark, guarded=True)
     assert guarded.verdict == "ok", guarded.message
     emitted = {(op.get("window"), op.get("key")) for op in guarded.history.of_kind("sink.row")}

@@ -157,8 +157,31 @@ def attach_counterexample(
     outcome: RunOutcome,
     strategy: str,
 ) -> None:
-    """Put a violating run's fields, its saved counterexample and its repro line into ``result``."""
+    """Put a violating run's fields, its saved counterexample and its repro line into ``result``.
+
+    Beside the counterexample file go its reports: the Markdown (with the Mermaid
+    diagram, for a ticket) and the HTML timeline, named like it; their paths go
+    into ``result`` as ``report_md`` and ``report_html``.
+    """
     result.update(outcome_fields(outcome))
     path = save_counterexample(out_dir, scenario, variant, config, outcome, strategy)
     result["counterexample"] = str(path)
     result["repro"] = repro_line(scenario, variant, outcome.values, config)
+    result.update(write_reports(path, scenario, variant, config, outcome, result["repro"]))
+
+
+def write_reports(
+    counterexample: Path, scenario: Scenario, variant: str, config: Any, outcome: RunOutcome,
+    repro: str,
+) -> dict[str, str]:  # fmt: skip
+    """Write ``NAME.md`` and ``NAME.html`` beside the counterexample file ``NAME.json``."""
+    from raceproof.reports import render_html, render_markdown
+    from raceproof.scenarios.stories import story_of_outcome
+
+    story = story_of_outcome(scenario, variant, config, outcome, repro=repro,
+                             source=str(counterexample))  # fmt: skip
+    md_path = counterexample.with_suffix(".md")
+    html_path = counterexample.with_suffix(".html")
+    repro_files.write_atomically(md_path, render_markdown(story))
+    repro_files.write_atomically(html_path, render_html(story))
+    return {"report_md": str(md_path), "report_html": str(html_path)}

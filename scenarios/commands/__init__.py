@@ -7,10 +7,13 @@ from raceproof.scenarios.commands import (
     listing,
     prove_cmd,
     replay,
+    report,
     repro,
     spark_check,
 )
 
-COMMANDS = (listing, repro, explore_cmd, prove_cmd, replay, compare_cmd, spark_check, bench_cmd)
+COMMANDS = (
+    listing, repro, explore_cmd, prove_cmd, replay, report, compare_cmd, spark_check, bench_cmd,
+)  # fmt: skip
 
 __all__ = ["COMMANDS"]

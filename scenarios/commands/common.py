@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from raceproof.scenarios import runner
 from raceproof.scenarios.catalogue import (
@@ -22,6 +21,9 @@ from raceproof.scenarios.catalogue import (
 from raceproof.sim import (
     RunOutcome,
 )
+
+if TYPE_CHECKING:
+    from raceproof.reports.story import Story
 
 
 class UsageError(Exception):
@@ -37,30 +39,80 @@ def emit(args: argparse.Namespace, result: dict[str, Any], human: Callable[[], N
     return runner.EXIT_FOR_VERDICT.get(str(result.get("verdict")), runner.EXIT_OK)
 
 
-class ProgressLine:
-    """A throttled one-line progress display on stderr, only on a terminal."""
+class Progress:
+    """The live progress display of explore, prove, check, campaign and spark-check (rich).
 
-    def __init__(self, label: str, enabled: bool) -> None:
-        self.label = label
-        self.enabled = enabled and sys.stderr.isatty()
+    One line that fits the terminal's width and keeps moving (a spinner refreshed
+    by rich's own thread, so it moves while shrinking too): the label, the counts
+    from the progress dict, the elapsed time; with ``total`` (or an ``estimate``
+    key in the dict) a bar, the rate per second and the time left. Nothing at all
+    when stderr is not a terminal or when ``enabled`` is false (``--json``).
+    Call it with each progress dict; ``phase(text)`` says what happens now
+    ("shrinking"); ``done()`` removes the line.
+    """
+
+    def __init__(
+        self, label: str, enabled: bool, *, total: int | None = None, count_key: str = "examples"
+    ) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.enabled = enabled and self.console.is_terminal
+        self.label, self.total, self.count_key = label, total, count_key
         self.started = time.monotonic()
-        self.last = 0.0
+        self.info: dict[str, Any] = {}
+        self.status = ""
+        self._live: Any = None
+        if self.enabled:
+            from rich.live import Live
+
+            self._live = Live(self, console=self.console, refresh_per_second=8, transient=True)
+            self._live.start()
 
     def __call__(self, info: dict[str, Any]) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self.last < 0.2:
-            return
-        self.last = now
-        body = "  ".join(f"{k} {v}" for k, v in info.items())
-        sys.stderr.write(f"\r{self.label}  {body}  {now - self.started:6.1f}s ")
-        sys.stderr.flush()
+        self.info = dict(info)
+        if info.get("status") == "violated" and self.count_key == "examples":
+            self.status = "violation found: shrinking"
+
+    def phase(self, text: str) -> None:
+        self.status = text
+
+    def line(self) -> str:
+        """The status line's text (also what the tests look at)."""
+        elapsed = time.monotonic() - self.started
+        done = self.info.get(self.count_key)
+        total = self.info.get("estimate", self.total)
+        parts = [self.label]
+        shown = {k: v for k, v in self.info.items() if k not in ("status", "estimate")}
+        parts += [f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in shown.items()]
+        if isinstance(done, int) and done and elapsed > 0:
+            rate = done / elapsed
+            parts.append(f"{rate:,.0f}/s")
+            if isinstance(total, int) and total > 0:
+                parts.append(f"{min(done, total) * 100 // total}% of {total:,}")
+                left = max(0.0, (total - done) / rate)
+                parts.append(f"~{_clock(left)} left")
+        if self.status:
+            parts.append(self.status)
+        parts.append(_clock(elapsed))
+        return "  ".join(parts)
+
+    def __rich__(self) -> Any:
+        from rich.spinner import Spinner
+        from rich.text import Text
+
+        width = max(20, self.console.width - 3)
+        return Spinner("dots", Text(self.line(), overflow="ellipsis", no_wrap=True)[:width])
 
     def done(self) -> None:
-        if self.enabled and self.last:
-            sys.stderr.write("\r" + " " * 100 + "\r")
-            sys.stderr.flush()
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 def scenario_and_variant(args: argparse.Namespace) -> tuple[Scenario, str]:
@@ -73,9 +125,20 @@ def scenario_and_variant(args: argparse.Namespace) -> tuple[Scenario, str]:
     return scenario, variant
 
 
-def print_outcome(outcome: RunOutcome, title: str) -> None:
-    print(title)
-    print(outcome.history.render())
+def print_outcome(outcome: RunOutcome, title: str, story: Story | None = None) -> None:
+    """The human result of one run: the terminal timeline, the verdicts, the deviations."""
+    from rich.console import Console
+
+    from raceproof.reports.story import Story as _Story
+    from raceproof.reports.story import VerdictView, deviations_of
+    from raceproof.reports.terminal import print_timeline
+
+    if story is None:
+        story = _Story(title=title, history=outcome.history, deviations=deviations_of(outcome.choices),
+                       verdicts=[VerdictView(v.checker, v.status, v.op_index, v.message)
+                                 for v in outcome.verdicts])  # fmt: skip
+    print(title, flush=True)
+    print_timeline(story, Console(highlight=False, soft_wrap=True))
     print()
     for verdict in outcome.verdicts:
         where = f" (op #{verdict.op_index})" if verdict.op_index is not None else ""
@@ -90,6 +153,24 @@ def print_outcome(outcome: RunOutcome, title: str) -> None:
         f"verdict: {outcome.status}   trace {outcome.trace_hash[:16]}   "
         f"{outcome.virtual_ms} virtual ms, {outcome.steps} steps"
     )
+
+
+def outcome_story(
+    scenario: Scenario, variant: str, config: Any, outcome: RunOutcome, title: str
+) -> Story:
+    """The story of a run for the terminal: its deviations placed where they were drawn."""
+    from raceproof.scenarios.stories import story_of_outcome
+
+    story = story_of_outcome(scenario, variant, config, outcome, repro=None, counterpart=False)
+    story.title = title
+    return story
+
+
+def print_reports(result: dict[str, Any]) -> None:
+    """The paths of the reports written beside a counterexample file."""
+    for key, what in (("report_md", "Markdown"), ("report_html", "HTML timeline")):
+        if result.get(key):
+            print(f"{what}: {result[key]}")
 
 
 def add_command(

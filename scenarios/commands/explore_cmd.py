@@ -9,11 +9,13 @@ from typing import Any
 
 from raceproof.scenarios import runner
 from raceproof.scenarios.commands.common import (
-    ProgressLine,
+    Progress,
     UsageError,
     add_command,
     emit,
+    outcome_story,
     print_outcome,
+    print_reports,
     scenario_and_variant,
     scenario_args,
 )
@@ -37,7 +39,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
         raise UsageError("--budget and --examples must be positive")
     budget = Budget(examples=examples, seconds=budget_s, clock=time.monotonic)
     run = scenario.runner(variant, config, args.checker)
-    progress = ProgressLine(f"explore {scenario.name}/{variant} [{args.strategy}]", not args.json)
+    progress = Progress(
+        f"explore {scenario.name}/{variant} [{args.strategy}]", not args.json, total=examples
+    )
     started = time.monotonic()
     report = explore(run, args.strategy, args.seed, budget, progress, pct_depth=args.pct_depth)
     progress.done()
@@ -65,13 +69,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
     def human() -> None:
         if report.shrunk is not None:
-            print_outcome(
-                report.shrunk,
-                f"== {scenario.name} / {variant}: violation found by "
-                f"{args.strategy} after {report.examples} examples, shrunk to "
-                f"{result['deviations']} deviation(s) from FIFO ({result['timeline_ops']} ops)",
-            )
+            title = (f"== {scenario.name} / {variant}: violation found by "
+                     f"{args.strategy} after {report.examples} examples, shrunk to "
+                     f"{result['deviations']} deviation(s) from FIFO ({result['timeline_ops']} ops)")  # fmt: skip
+            story = outcome_story(scenario, variant, config, report.shrunk, title)
+            print_outcome(report.shrunk, title, story)
             print(f"counterexample: {result['counterexample']}")
+            print_reports(result)
             print(f"repro: {result['repro']}")
         else:
             print(

@@ -10,10 +10,12 @@ from typing import Any
 
 from raceproof.scenarios import runner
 from raceproof.scenarios.commands.common import (
-    ProgressLine,
+    Progress,
     add_command,
     emit,
+    outcome_story,
     print_outcome,
+    print_reports,
     scenario_and_variant,
     scenario_args,
 )
@@ -30,7 +32,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
     max_dev = scenario.prove_max_deviations if args.max_deviations is None else args.max_deviations
     max_branch = scenario.prove_max_branch if args.max_branch is None else args.max_branch
     budget = Budget(examples=args.max_schedules, seconds=args.budget, clock=time.monotonic)
-    progress = ProgressLine(f"prove {scenario.name}/{variant}", not args.json)
+    progress = Progress(f"prove {scenario.name}/{variant}", not args.json, count_key="runs")
     started = time.monotonic()
     report = scenario.prove(
         variant, budget, config=config, checker=args.checker, max_deviations=max_dev,
@@ -64,11 +66,13 @@ def cmd_prove(args: argparse.Namespace) -> int:
 
     def human() -> None:
         if report.shrunk is not None:
-            print_outcome(
-                report.shrunk,
-                f"== {scenario.name} / {variant}: NOT proven: violation at schedule {report.runs}",
+            title = (
+                f"== {scenario.name} / {variant}: NOT proven: violation at schedule {report.runs}"
             )
+            story = outcome_story(scenario, variant, config, report.shrunk, title)
+            print_outcome(report.shrunk, title, story)
             print(f"counterexample: {result['counterexample']}")
+            print_reports(result)
             print(f"repro: {result['repro']}")
             return
         state = "PROVEN" if report.complete else "INCONCLUSIVE"

@@ -16,6 +16,7 @@ from raceproof.scenarios.commands.common import (
     UsageError,
     add_command,
     emit,
+    outcome_story,
     print_outcome,
 )
 from raceproof.sim import (
@@ -69,7 +70,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     result["repro"] = runner.repro_line(scenario, cx.variant, outcome.values, config)
 
     def human() -> None:
-        print_outcome(outcome, f"== replay of {args.file}: {cx.scenario} / {cx.variant}")
+        title = f"== replay of {args.file}: {cx.scenario} / {cx.variant}"
+        print_outcome(outcome, title, outcome_story(scenario, cx.variant, config, outcome, title))
         print(f"same trace hash as recorded: {outcome.trace_hash}")
 
     return emit(args, result, human)

@@ -20,7 +20,9 @@ from raceproof.scenarios.commands.common import (
     UsageError,
     add_command,
     emit,
+    outcome_story,
     print_outcome,
+    print_reports,
     scenario_and_variant,
     scenario_args,
 )
@@ -78,6 +80,10 @@ def cmd_repro(args: argparse.Namespace) -> int:
     result.update(examples=1, schedules=1, seconds=round(time.monotonic() - started, 4))
     result["repro"] = runner.repro_line(scenario, variant, outcome.values, config)
     result["backend"] = args.backend
+    if outcome.status == "violated":
+        runner.attach_counterexample(
+            result, Path(args.out), scenario, variant, config, outcome, strategy
+        )
     if args.backend != "sim":
         real = run_real_backend(args, scenario, variant, config, outcome, result["checker"])
         result["simulated"] = {
@@ -95,7 +101,8 @@ def cmd_repro(args: argparse.Namespace) -> int:
             result["checker"] = "determinism"
 
     def human() -> None:
-        print_outcome(outcome, f"== {scenario.name} / {variant} ({strategy}, simulated)")
+        title = f"== {scenario.name} / {variant} ({strategy}, simulated)"
+        print_outcome(outcome, title, outcome_story(scenario, variant, config, outcome, title))
         if args.backend != "sim":
             print(f"\n== the same schedule forced onto {args.backend} ({result['real_forced']})")
             print(result.pop("_timeline"))
@@ -107,6 +114,9 @@ def cmd_repro(args: argparse.Namespace) -> int:
             reproduced = " (the simulated violation reproduced)" if result["reproduced"] else ""
             print(f"verdict on {args.backend}: {result['verdict']}{reproduced}")
         print(f"repro: {result['repro']}")
+        if result.get("counterexample"):
+            print(f"counterexample: {result['counterexample']}")
+            print_reports(result)
         if "determinism" in result:
             d = result["determinism"]
             print(
@@ -236,6 +246,8 @@ def add(commands: Any) -> None:
         help="rerun in two processes under PYTHONHASHSEED 0 and 1, compare trace hashes",
     )
     sub.add_argument("--history-out", help="write the history as JSON Lines to this file")
+    sub.add_argument("--out", default="counterexamples",
+                     help="folder for the counterexample file and its reports, when the run fails")  # fmt: skip
     sub.add_argument(
         "--backend",
         default="sim",

@@ -1,0 +1,83 @@
+"""The terminal timeline: actor columns, the violating op and the deviations marked, noise hidden.
+
+Drawn with ``rich``: one line per op, a narrow column per actor (a dot in the
+acting actor's column, so who-did-what reads down the page like a sequence
+diagram), then the op's time, index, actor and text. The deviations from FIFO
+are lines of their own where they were drawn; the op where a checker became
+false is red with the checker's sentence under it. Colour only on a terminal;
+piped, the same text without escapes.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from raceproof.reports.story import Story, is_fault, op_text
+
+_COLOURS = ["cyan", "green", "magenta", "blue", "yellow", "bright_cyan", "bright_green",
+            "bright_magenta", "bright_blue", "white"]  # fmt: skip
+
+
+def timeline_lines(story: Story, show_all: bool = False, width: int = 120) -> list[Text]:
+    """The timeline as rich ``Text`` lines (no header, no verdicts)."""
+    actors = [a for a in story.actors() if any(op.actor == a for op in story.visible_ops(show_all))]
+    colour = {a: _COLOURS[i % len(_COLOURS)] for i, a in enumerate(actors)}
+    lines: list[Text] = []
+    legend = Text("actors: ")
+    for actor in actors:
+        legend.append(f"● {actor}", style=colour[actor])
+        legend.append("  ")
+    lines.append(legend)
+    time_w = max([len(str(op.time_ms)) for op in story.history] + [1]) + 2
+    lanes_w = len(actors)
+    previous = -1
+    for op in story.visible_ops(show_all):
+        for deviation in story.deviations_between(previous, op.index):
+            line = Text(" " * (lanes_w + time_w + 2))
+            line.append(f"⚡ deviation: {deviation.sentence()} (draw #{deviation.draw})",
+                        style="bold yellow")  # fmt: skip
+            lines.append(line)
+        previous = op.index
+        violations = story.violations_at(op.index)
+        line = Text()
+        for actor in actors:
+            if actor == op.actor:
+                line.append("●", style=f"bold {colour[actor]}")
+            else:
+                line.append("│", style="grey42")
+        line.append(f" {op.time_ms:>{time_w - 2}}ms ", style="grey62")
+        line.append(f"#{op.index:<4}", style="grey62")
+        line.append(f"{op.actor}  ", style=colour[op.actor])
+        rest = max(20, width - len(line.plain))
+        style = "bold red" if violations else "dark_orange" if is_fault(op) else ""
+        line.append(op_text(op, rest), style=style)
+        lines.append(line)
+        for verdict in violations:
+            mark = Text(" " * (lanes_w + time_w + 2))
+            mark.append(f"✗ {verdict.checker}: {verdict.message}", style="bold red")
+            lines.append(mark)
+    after = story.deviations_between(previous, 1 << 62)
+    for deviation in after + [d for d in story.deviations if d.before_op is None]:
+        lines.append(Text(f"⚡ deviation: {deviation.sentence()} (draw #{deviation.draw})",
+                          style="bold yellow"))  # fmt: skip
+    hidden = story.hidden_count(show_all)
+    if hidden:
+        lines.append(Text(f"({hidden} noise ops hidden: checkpoints, kernel; --all shows them)",
+                          style="grey62"))  # fmt: skip
+    return lines
+
+
+def print_timeline(story: Story, console: Console | None = None, show_all: bool = False) -> None:
+    console = console or Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal:  # piped: plain lines, never wrapped at a guessed width
+        console.file.write(timeline_text(story, show_all))
+        console.file.flush()
+        return
+    for line in timeline_lines(story, show_all, console.width):
+        console.print(line, overflow="ellipsis", no_wrap=True)
+
+
+def timeline_text(story: Story, show_all: bool = False, width: int = 160) -> str:
+    """The timeline as plain text (``--format text`` and tests)."""
+    return "\n".join(line.plain for line in timeline_lines(story, show_all, width)) + "\n"
