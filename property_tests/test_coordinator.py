@@ -85,9 +85,8 @@ def test_compare_command_writes_table_csv_and_png(
                  "--out", str(tmp_path), "--json"])  # fmt: skip
     assert code == 0
     result = json.loads(capsys.readouterr().out)
-    assert (
-        len(result["rows"]) == 2 * 4 * 3
-    )  # designs x verification latencies x partitions per thread
+    # designs x transactional shares x write costs x verification latencies
+    assert len(result["rows"]) == 2 * 2 * 3 * 3
     with open(result["csv"]) as handle:
         rows = list(csv.DictReader(handle))
     assert {r["design"] for r in rows} == set(compare.DESIGNS)
