@@ -318,6 +318,8 @@ class Coordinator:
                     index, index % config.partitions, choose(f"txn.b{index}", config.transactional)
                 )
         yield self.world.sleep(config.write_timeout_ms + 1)
+        while self.acked + self.failed < self.requests:  # queue time is not timed: wait it out
+            yield self.world.sleep(config.write_timeout_ms)
         self.log("observer", "final", partitions={
             str(p.index): {"state": p.state, "log": p.log, "hwm": p.hwm} for p in self.partitions
         })  # fmt: skip
