@@ -85,9 +85,8 @@ def test_compare_command_writes_table_csv_and_png(
                  "--out", str(tmp_path), "--json"])  # fmt: skip
     assert code == 0
     result = json.loads(capsys.readouterr().out)
-    assert (
-        len(result["rows"]) == 2 * 4 * 3
-    )  # designs x verification latencies x partitions per thread
+    # designs x transactional shares x write costs x verification latencies
+    assert len(result["rows"]) == 2 * 2 * 3 * 3
     with open(result["csv"]) as handle:
         rows = list(csv.DictReader(handle))
     assert {r["design"] for r in rows} == set(compare.DESIGNS)
@@ -99,3 +98,52 @@ def test_compare_refuses_a_scenario_without_a_comparison(
 ) -> None:
     assert main(["compare", "lost-update"]) == 2
     assert "has no design comparison" in capsys.readouterr().err
+
+
+# -- facts of apache/kafka a8203f9c7a2 (PR #15142), docs/models/group_coordinator.md ------------
+
+
+def _ops(variant: str, config: CoordinatorConfig, script: dict[tuple[str, int], int]) -> list:  # type: ignore[type-arg]
+    outcome = SCENARIO.runner(variant, config)(KeyedReplaySource(script))
+    assert outcome.status == "ok", outcome.violation
+    return list(outcome.history)
+
+
+def test_the_high_watermark_event_waits_behind_writes_already_queued() -> None:
+    # One thread, one partition, three plain commits at once: b0's HighWatermarkUpdated is
+    # enqueued (at 2 ms) after b2 (at 0 ms), so b2 is processed before b0 is acknowledged.
+    config = CoordinatorConfig(threads=1, partitions=1, writes=3, arrival_gap_ms=(0,),
+                               transactional=(False,), replication_ms=(1,))  # fmt: skip
+    ops = _ops("verify-then-write", config, {})
+    poll_b2 = next(op.index for op in ops if op.kind == "event.poll" and op.get("event") == "b2")
+    ack_b0 = next(op.index for op in ops if op.kind == "write.ack" and op.get("batch") == "b0")
+    assert poll_b2 < ack_b0
+
+
+def test_the_write_timer_starts_at_the_append_not_at_arrival() -> None:
+    # b0 (transactional) holds the only thread 1 + 10 ms under block-event-loop; b1 waits in
+    # the queue longer than the 3 ms timeout, yet it is acknowledged: queue time is not timed.
+    config = CoordinatorConfig(threads=1, partitions=1, writes=2, arrival_gap_ms=(0,),
+                               verification_ms=(10,), replication_ms=(1,), write_timeout_ms=3)  # fmt: skip
+    ops = _ops("block-event-loop", config, {("txn.b0", 0): 1})
+    acked = {op.get("batch") for op in ops if op.kind == "write.ack"}
+    assert acked == {"b0", "b1"}
+    assert not [op for op in ops if op.kind == "write.timeout"]
+    request_b1 = next(op.time_ms for op in ops if op.kind == "request" and op.get("batch") == "b1")
+    ack_b1 = next(op.time_ms for op in ops if op.kind == "write.ack" and op.get("batch") == "b1")
+    assert ack_b1 - request_b1 > config.write_timeout_ms
+
+
+def test_a_write_whose_hwm_never_comes_in_time_fails_through_a_queued_timeout_event() -> None:
+    config = CoordinatorConfig(threads=1, partitions=1, writes=1, replication_ms=(50,),
+                               write_timeout_ms=10, transactional=(False,))  # fmt: skip
+    ops = _ops("verify-then-write", config, {})
+    polls = [op.get("event") for op in ops if op.kind == "event.poll"]
+    assert polls[:2] == ["b0", "timeout-b0"]
+    assert [op.get("batch") for op in ops if op.kind == "write.timeout"] == ["b0"]
+
+
+def test_defaults_are_the_pinned_versions() -> None:
+    assert CoordinatorConfig().threads == 1  # group.coordinator.threads
+    assert CoordinatorConfig().write_timeout_ms == 5_000  # offsets.commit.timeout.ms
+    assert compare.Grid().threads == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -13,6 +14,7 @@ from raceproof.sim import Budget, KeyedReplaySource, ReplaySource, explore
 SCENARIO = get("samza-drain")
 CAUGHT_BY = {
     "kill": "drain-completeness",
+    "drain-1.8": "drain-completeness",
     "no-shuffle-aggregation": "drain-aggregation",
     "accept-stale-run-id": "run-isolation",
     "async-commit-during-drain": "commit-discipline",
@@ -72,3 +74,57 @@ def test_every_strategy_finds_the_loss_of_kill(strategy: str) -> None:
 def test_the_drain_design_holds_on_searched_schedules() -> None:
     report = explore(SCENARIO.runner("drain", SCENARIO.config), "random", 0, Budget(examples=300))
     assert report.verdict == "ok"
+
+
+# -- facts of apache/samza release-1.8.0-rc0, docs/models/samza.md ----------------------------
+
+
+def test_a_task_shuts_down_only_when_both_its_ssps_are_drained() -> None:
+    history = fifo("drain").history
+    for c in range(SCENARIO.config.containers):
+        drained = [
+            op.index for op in history.of_kind("ssp.drained") if op.actor in {f"src{c}", f"agg{c}"}
+        ]
+        shutdowns = [
+            op.index
+            for op in history.of_kind("task.shutdown")
+            if op.actor in {f"src{c}", f"agg{c}"}
+        ]
+        assert len(drained) == 2 and len(shutdowns) == 2
+        assert max(drained) < min(shutdowns)  # src/c stays up until int/c is drained too
+
+
+def test_drain_messages_go_to_one_partition_and_the_aggregator_rebroadcasts() -> None:
+    history = fifo("drain").history
+    agg = SCENARIO.config.aggregate_partition
+    producers = {op.get("ssp"): op.get("producers") for op in history.of_kind("ssp.drained")}
+    assert producers[f"int/{agg}"] == ["t0", "t1"]  # the aggregate partition counted both
+    assert producers["int/1"] == []  # the other one drained on the re-broadcast (no task name)
+    assert [op.get("ssp") for op in history.of_kind("drain.rebroadcast")] == [f"int/{agg}"]
+
+
+def test_the_1_8_drain_fires_no_pending_pane_where_the_sep_fires_them_all() -> None:
+    sep, impl = fifo("drain"), fifo("drain-1.8")
+    assert sep.history.of_kind("final")[-1].get("unfired_pane_seqs") == []
+    unfired = impl.history.of_kind("final")[-1].get("unfired_pane_seqs")
+    assert unfired, "1.8 should leave pending panes"
+    assert impl.violation is not None and "window panes never fired" in impl.violation.message
+    # Nothing else differs: the intermediate stream is empty in both.
+    assert all(
+        not seqs for seqs in impl.history.of_kind("final")[-1].get("intermediate_left").values()
+    )
+
+
+def test_an_aggregating_task_with_two_intermediate_partitions_never_rebroadcasts_in_1_8() -> None:
+    # 3 intermediate partitions on 2 containers: c0's task owns int/0 (the aggregate) and int/2.
+    config = dataclasses.replace(SCENARIO.config, intermediate_partitions=3)
+    impl = SCENARIO.runner("drain-1.8", config)(ReplaySource([], strict=False))
+    withheld = impl.history.of_kind("drain.rebroadcast-withheld")
+    assert [op.get("waiting_for") for op in withheld] == [["int/2"]]
+    assert "drain-liveness" in {v.checker for v in impl.verdicts if v.status == "violated"}
+    # The SEP's per-partition count re-broadcasts and finishes.
+    assert SCENARIO.runner("drain", config)(ReplaySource([], strict=False)).status == "ok"
+    # With the aggregate on a task that owns one partition (int/1 on c1), 1.8 finishes too.
+    other = dataclasses.replace(config, aggregate_partition=1)
+    outcome = SCENARIO.runner("drain-1.8", other)(ReplaySource([], strict=False))
+    assert not outcome.history.of_kind("drain.timeout")

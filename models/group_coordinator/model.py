@@ -1,30 +1,42 @@
 """The Kafka group coordinator runtime when an append it assumed synchronous is not (PR #14705).
 
-Actors and code facts (MODELS.md §4):
+Pinned to apache/kafka at a8203f9c7a2 (PR #15142, "KAFKA-14505; [4/N] Wire
+transaction verification", merged 2024-01-11, first released in 3.8.0); the
+facts and their line ranges are in docs/models/group_coordinator.md.
 
 - An accumulator with a FIFO per partition; a partition is in flight from
   poll to done (at most one event per partition at a time); among the
-  available partitions the next is a draw.
-- ``threads`` event-processor threads poll it. Request handlers enqueue
-  write events (offset commits, plain or transactional).
+  available partitions the next is a draw (``EventAccumulator.randomKey``).
+- ``threads`` event-processor threads poll it (``group.coordinator.threads``,
+  default 1). Request handlers enqueue write events (offset commits, plain or
+  transactional). Every enqueue goes to the *back* of the partition's queue,
+  the high-watermark event included (``scheduleInternalOperation``; the
+  front-of-queue priority came later, KAFKA-16374, #15534).
 - A write event, under the partition: generate the batch, **replay it into
-  the state before the append**, append (acks=1, expected to complete at
-  once: if no result is there, the write fails and the state reverts to the
-  snapshot), update lastWrittenOffset, and complete only when the high
+  the state before the append**, append (acks=1, one batch per write event:
+  no batching at this version; expected to complete at once: if no result is
+  there, the write fails and the state reverts to the snapshot), update
+  lastWrittenOffset, start the write timer, and complete only when the high
   watermark reaches the batch's offset.
 - The replica manager replicates and advances the HWM after a drawn delay;
-  the HWM listener puts a HighWatermarkUpdated event at the *front* of the
-  partition's queue, which acknowledges the deferred writes below the HWM.
-- A write not acknowledged within ``write_timeout_ms`` fails.
-- Transaction verification is an asynchronous stage under the append of a
-  transactional commit, taking ``verification_ms``.
+  the HWM listener enqueues a HighWatermarkUpdated event, which acknowledges
+  the deferred writes below the HWM.
+- The write timer (``offsets.commit.timeout.ms``, 5,000 ms) starts at the
+  append; on expiry it enqueues a WriteTimeout event that fails the write if
+  it is still not done. Time spent waiting in the queue is not covered.
+- Transaction verification takes ``verification_ms`` (a round trip to the
+  transaction coordinator); each transactional commit is the first write of
+  its transaction to the partition, so it always needs one.
 
-Variants: ``sync-assumption`` (the runtime as it is: the verified append
-completes later, on another thread, after the runtime already gave up on it
-and reverted); ``block-event-loop`` (PR #14705: the event thread waits for the
-append while holding its partition and itself); ``verify-then-write`` (PR
-#15142, merged: verify first, enqueue the write only once verification is
-done; the append stays synchronous).
+Variants: ``sync-assumption`` is the *hypothetical* design PR #14705 argued
+about, never shipped: verification moved under the append while the runtime
+keeps assuming the append completes synchronously (at the time transactional
+offset commits were not implemented in the new coordinator; at #15142's parent
+the coordinator's append passes no transactional id, so nothing verifies under
+it). ``block-event-loop`` is PR #14705 (closed, not merged): the event thread
+waits for the append while holding its partition and itself.
+``verify-then-write`` is PR #15142 (merged): verify first, enqueue the write
+only once verification is done; the append stays synchronous.
 """
 
 from __future__ import annotations
@@ -39,9 +51,10 @@ from simpy.events import Event
 from raceproof.sim import World
 
 VARIANTS = {
-    "sync-assumption": "today's write path: a transactional commit's append completes after "
-    "verification, later, on another thread; the runtime sees no result and reverts",
-    "block-event-loop": "PR #14705: the event thread waits for the append (runAsync().get()), "
+    "sync-assumption": "hypothetical design argued in PR #14705 (never shipped): verification "
+    "under the append, which then completes later on another thread; the runtime sees no result "
+    "and reverts",
+    "block-event-loop": "PR #14705 (closed unmerged): the event thread waits for the append (runAsync().get()), "
     "holding its partition and itself",
     "verify-then-write": "PR #15142 (merged): verify first, enqueue the write event when "
     "verification completes; the append stays synchronous",
@@ -53,7 +66,7 @@ Gen = Generator[Any, Any, Any]
 class CoordinatorConfig:
     """A workload and the runtime's parameters; tuples are options a run chooses among."""
 
-    threads: int = 1
+    threads: int = 1  # group.coordinator.threads, default 1 at a8203f9c7a2
     partitions: int = 2
     writes: int = 4  # commit requests (correctness workloads)
     arrival_gap_ms: tuple[int, ...] = (3, 0)  # between two requests
@@ -61,10 +74,16 @@ class CoordinatorConfig:
     verification_ms: tuple[int, ...] = (5,)  # verification round trip
     replication_ms: tuple[int, ...] = (2, 10)  # append to HWM advance
     write_cost_ms: int = 1  # the event thread's work on one write
-    write_timeout_ms: int = 5_000
+    write_timeout_ms: int = 5_000  # offsets.commit.timeout.ms default
     # Open-loop load for `raceproof compare`: when rate_per_s > 0, requests arrive at this
-    # total rate for duration_ms (each a transactional commit to a drawn partition).
+    # total rate for duration_ms, each to a drawn partition and transactional with
+    # probability transactional_per_mille / 1000.
     rate_per_s: int = 0
+    transactional_per_mille: int = 1000
+    # Virtual clock units per second. 1000: every ``_ms`` field is in ms. `raceproof compare`
+    # runs at 10_000 to express sub-millisecond write costs on the integer clock; then every
+    # ``_ms`` field (and duration_ms) counts tenths of a millisecond.
+    clock_units_per_s: int = 1000
     duration_ms: int = 10_000
     quiet_log: bool = False  # performance runs keep only what the figures need
 
@@ -103,6 +122,17 @@ class Partition:
 HWM_EVENT = "HighWatermarkUpdated"
 
 
+@dataclass(frozen=True)
+class WriteTimeout:
+    """The internal event a write's timer enqueues when it expires."""
+
+    write: WriteEvent
+
+    @property
+    def batch(self) -> str:
+        return f"timeout-{self.write.batch}"
+
+
 class Coordinator:
     def __init__(self, world: World, variant: str, config: CoordinatorConfig) -> None:
         assert variant in VARIANTS, f"unknown variant {variant}"
@@ -122,9 +152,9 @@ class Coordinator:
             self.world.log(actor, kind, **fields)
 
     # -- the accumulator ---------------------------------------------------------------
-    def enqueue(self, partition: int, event: Any, front: bool = False) -> None:
-        queue = self.partitions[partition].queue
-        queue.appendleft(event) if front else queue.append(event)
+    def enqueue(self, partition: int, event: Any) -> None:
+        """EventAccumulator.add: always the back of the partition's queue."""
+        self.partitions[partition].queue.append(event)
         if not self.wakeup.triggered:
             self.wakeup.succeed()
 
@@ -158,6 +188,9 @@ class Coordinator:
                      event=event if isinstance(event, str) else event.batch)  # fmt: skip
             if event == HWM_EVENT:
                 self.on_hwm(partition)
+            elif isinstance(event, WriteTimeout):
+                if not event.write.done:
+                    self._finish(event.write, "write.timeout")
             else:
                 yield from self.write(actor, partition, event)
             self.release(partition)
@@ -209,13 +242,14 @@ class Coordinator:
                 "runtime", "last-written", partition=partition.index, offset=partition.last_written
             )
             partition.deferred.append((offset, event))
+            self.world.spawn(f"timer-{event.batch}", self.timer(event))
         self.world.spawn("replication", self._replicate(partition, offset + 1))
 
     def _replicate(self, partition: Partition, end: int) -> Gen:
         yield self.world.sleep(self.world.source.choose("replication", self.config.replication_ms))
         if end > partition.hwm:
             partition.hwm = end
-            self.enqueue(partition.index, HWM_EVENT, front=True)  # the HWM listener
+            self.enqueue(partition.index, HWM_EVENT)  # the HWM listener, at the back
 
     def on_hwm(self, partition: Partition) -> None:
         still = []
@@ -237,10 +271,11 @@ class Coordinator:
             self.failed += 1
         self.log("runtime", kind, partition=event.partition, batch=event.batch, **fields)
 
-    def timeout(self, event: WriteEvent) -> Gen:
+    def timer(self, event: WriteEvent) -> Gen:
+        """Started at the append; on expiry a WriteTimeout event goes to the back of the queue."""
         yield self.world.sleep(self.config.write_timeout_ms)
         if not event.done:
-            self._finish(event, "write.timeout")
+            self.enqueue(event.partition, WriteTimeout(event))
 
     # -- request handlers ----------------------------------------------------------------
     def submit(self, index: int, partition: int, transactional: bool) -> None:
@@ -253,7 +288,6 @@ class Coordinator:
             batch=event.batch,
             transactional=transactional,
         )
-        self.world.spawn(f"timeout-{event.batch}", self.timeout(event))
         if transactional and self.variant == "verify-then-write":
             self.world.spawn(f"verifier-{event.batch}", self._verify_then_enqueue(event))
         else:
@@ -269,11 +303,13 @@ class Coordinator:
     def workload(self) -> Gen:
         config, choose = self.config, self.world.source.choose
         if config.rate_per_s:
-            # Request i arrives at floor(i * 1000 / rate) ms: the exact rate in integer ms.
-            for index in range(config.duration_ms * config.rate_per_s // 1000):
-                yield self.world.sleep(index * 1000 // config.rate_per_s - self.world.now_ms)
+            # Request i arrives at floor(i * units / rate): the exact rate on the integer clock.
+            units = config.clock_units_per_s
+            for index in range(config.duration_ms * config.rate_per_s // units):
+                yield self.world.sleep(index * units // config.rate_per_s - self.world.now_ms)
                 partition = self.world.source.draw_int("partition", 0, config.partitions - 1)
-                self.submit(index, partition, True)
+                mix = self.world.source.draw_int("txn", 0, 999) < config.transactional_per_mille
+                self.submit(index, partition, mix)
         else:
             for index in range(config.writes):
                 if index:
@@ -282,6 +318,8 @@ class Coordinator:
                     index, index % config.partitions, choose(f"txn.b{index}", config.transactional)
                 )
         yield self.world.sleep(config.write_timeout_ms + 1)
+        while self.acked + self.failed < self.requests:  # queue time is not timed: wait it out
+            yield self.world.sleep(config.write_timeout_ms)
         self.log("observer", "final", partitions={
             str(p.index): {"state": p.state, "log": p.log, "hwm": p.hwm} for p in self.partitions
         })  # fmt: skip

@@ -43,7 +43,9 @@ from raceproof.sim import World
 VARIANTS = {
     "kill": "the status quo: containers are stopped abruptly; in-flight intermediate data and "
     "window state are lost",
-    "drain": "the design (SEP-31)",
+    "drain": "the design (SEP-31): on drain the window operator fires every pending pane",
+    "drain-1.8": "as implemented in Samza 1.8 (release-1.8.0-rc0): WindowOperatorImpl has no drain "
+    "override, so pending panes are not emitted",
     "no-shuffle-aggregation": "mistake: an intermediate partition counts as drained on its first "
     "DrainMessage",
     "accept-stale-run-id": "mistake: a DrainMessage (or notification) of another runId is obeyed",
@@ -76,6 +78,17 @@ class SamzaConfig:
     container_phase_ms: int = 137  # container k polls k * this later in each second
     source_phase_ms: int = 53  # the source writes off the pollers' beat
     container_skew_ms: int = 11  # container k takes k * this longer per message
+    # ControlMessageSender.send: a producer's DrainMessage goes to one partition of the
+    # intermediate stream, stream.hashCode() % partitionCount; we fix which one.
+    aggregate_partition: int = 0
+    # Partitions of the intermediate stream (0: one per container). Partition p belongs to the
+    # task of container p % containers, so with more partitions than containers one task owns
+    # several partitions of the intermediate stream.
+    intermediate_partitions: int = 0
+
+    @property
+    def int_partitions(self) -> int:
+        return self.intermediate_partitions or self.containers
 
     def __post_init__(self) -> None:
         assert self.containers >= 1 and self.window_size >= 1 and self.process_ms > 0
@@ -118,9 +131,11 @@ class Pipeline:
         n = config.containers
         self.topics: dict[str, list[list[Message]]] = {
             "src": [[] for _ in range(n)],
-            "int": [[] for _ in range(n)],
+            "int": [[] for _ in range(config.int_partitions)],
         }
-        for p in range(n):  # what the previous, drained deployment left at the head
+        for p in range(
+            config.int_partitions
+        ):  # what the previous, drained deployment left at the head
             self.topics["int"][p].append(
                 Message("drain", "int", p, 0, run_id=STALE_RUN, producer="src0")
             )
@@ -154,7 +169,7 @@ class Pipeline:
                     "src",
                     p,
                     Message(
-                        "data", "src", p, 0, key=self.seq % self.config.containers, seq=self.seq
+                        "data", "src", p, 0, key=self.seq % self.config.int_partitions, seq=self.seq
                     ),
                 )
             yield self.world.sleep(self.config.source_interval_ms)
@@ -163,7 +178,8 @@ class Pipeline:
     def start_container(self, c: int, delay_ms: int) -> Gen:
         incarnation = self.incarnation.get(c, 0) + 1
         self.incarnation[c] = incarnation
-        self.tasks[c] = [Task(f"src{c}", "src", c), Task(f"agg{c}", "int", c)]
+        owned = range(c, self.config.int_partitions, self.config.containers)
+        self.tasks[c] = [Task(f"src{c}", "src", c)] + [Task(f"agg{p}", "int", p) for p in owned]
         for task in self.tasks[c]:
             task.position = task.processed = task.committed = self.checkpoints.get(task.name, 0)
         self.started[c] = False
@@ -299,37 +315,61 @@ class Pipeline:
         self.world.log(actor, "drain.enter", ssp=f"{message.topic}/{task.partition}", run_id=message.run_id,
                        producer=message.producer or None)  # fmt: skip
         if task.topic == "src":
-            for p in range(self.config.containers):
-                self.append(
-                    "int",
-                    p,
-                    Message("drain", "int", p, 0, run_id=message.run_id, producer=task.name),
-                )
+            # PartitionByOperatorImpl.handleDrain -> ControlMessageSender.send: one partition.
+            p = self.config.aggregate_partition
+            self.append("int", p, Message("drain", "int", p, 0, run_id=message.run_id,
+                                          producer=f"t{task.partition}"))  # fmt: skip
             yield from self.finish_task(c, task, expected=None)
+            return
+        if not message.producer:  # the aggregating task's re-broadcast: drained at once
+            yield from self.drain_window(c, task, expected=None)
             return
         task.producers_seen.add(message.producer)
         needed = 1 if self.variant == "no-shuffle-aggregation" else self.config.containers
         if len(task.producers_seen) >= needed:
+            task.drained = True  # DrainStates: this SSP's count is complete
+            others = [t for t in self.tasks[c] if t.topic == "int" and t is not task]
+            if self.variant == "drain-1.8" and not all(t.drained for t in others):
+                # OperatorImpl.aggregateDrainMessages re-broadcasts only once isDrained(stream):
+                # every SSP of the stream in this task. The others wait for this very broadcast.
+                self.world.log(actor, "drain.rebroadcast-withheld", ssp=f"int/{task.partition}",
+                               waiting_for=[f"int/{t.partition}" for t in others if not t.drained])  # fmt: skip
+                return
+            # OperatorImpl.aggregateDrainMessages: broadcast to the other partitions.
+            for p in range(self.config.int_partitions):
+                if p != task.partition:
+                    self.append("int", p, Message("drain", "int", p, 0, run_id=message.run_id))
+            self.world.log(actor, "drain.rebroadcast", ssp=f"int/{task.partition}")
+            yield from self.drain_window(c, task, expected=self.config.containers)
+
+    def drain_window(self, c: int, task: Task, expected: int | None) -> Gen:
+        """All of the window's inputs are drained: the SEP fires every pane; 1.8 fires none."""
+        if self.variant != "drain-1.8":
             for window in sorted(self.panes.get(task.name, {})):
                 self.fire(task, window)
-            yield from self.finish_task(c, task, expected=self.config.containers)
+        yield from self.finish_task(c, task, expected=expected)
 
     def fire(self, task: Task, window: int) -> None:
         seqs = self.panes[task.name].pop(window)
         self.world.log(task.name, "pane.fire", window=window, seqs=seqs)
 
     def finish_task(self, c: int, task: Task, expected: int | None) -> Gen:
+        """An SSP is drained; the task (both SSPs of container c) shuts down only when all are
+        (DrainStates.areAllStreamsDrained): commit, then shutdown(CURRENT_TASK)."""
         task.drained = True
         self.world.log(task.name, "ssp.drained", ssp=f"{task.topic}/{task.partition}",
                        producers=sorted(task.producers_seen), expected=expected)  # fmt: skip
-        if self.variant == "async-commit-during-drain":
-            self.commit_async(task, draining=True)
-        else:
-            yield from self.commit_sync(task)
-        task.shut_down = True
-        self.world.log(
-            task.name, "task.shutdown", commit_pending=task.commit_pending, committed=task.committed
-        )
+        if not all(t.drained for t in self.tasks[c]):
+            return
+        for ssp in self.tasks[c]:
+            if self.variant == "async-commit-during-drain":
+                self.commit_async(ssp, draining=True)
+            else:
+                yield from self.commit_sync(ssp)
+        for ssp in self.tasks[c]:
+            ssp.shut_down = True
+            self.world.log(ssp.name, "task.shutdown", commit_pending=ssp.commit_pending,
+                           committed=ssp.committed)  # fmt: skip
 
     def commit_sync(self, task: Task) -> Gen:
         yield self.world.sleep(self.config.commit_latency_ms)
@@ -356,11 +396,14 @@ class Pipeline:
         yield self.world.sleep(c * self.config.container_phase_ms + self.config.source_phase_ms)
         while self.incarnation[c] == incarnation:
             yield self.world.sleep(self.config.commit_ms)
+            # RunLoop.drain(): drain mode (async commit off) is the whole RunLoop's, entered
+            # when a task's queue head is a DrainMessage of the current run.
+            draining = any(t.draining for t in self.tasks[c])
             for task in self.tasks[c]:
                 if not task.shut_down and (
-                    not task.draining or self.variant == "async-commit-during-drain"
+                    not draining or self.variant == "async-commit-during-drain"
                 ):
-                    self.commit_async(task)
+                    self.commit_async(task, draining=draining)
 
     # -- the controller and the end ------------------------------------------------------
     def controller(self) -> Gen:
@@ -407,7 +450,7 @@ class Pipeline:
     def upgrade(self) -> Gen:
         """The new deployment reads the intermediate stream from the last checkpoints."""
         left = {}
-        for p in range(self.config.containers):
+        for p in range(self.config.int_partitions):
             committed = self.checkpoints.get(f"agg{p}", 0)
             data = [m.seq for m in self.topics["int"][p][committed:] if m.kind == "data"]
             left[f"int/{p}"] = data
