@@ -40,7 +40,8 @@ BROOKLIN = register(
             leader_notify_ms=(0, 3_000),
             resume_think_ms=(0, 8_000),
             task_stop_ms=(500, 12_000),
-            zk_write_ms=(5, 2_000),
+            gc_pause_ms=(0,),
+            zk_connection_loss_ms=(0,),
         ),
         bounds=Bounds(max_time_ms=3_600_000, max_steps=100_000),
         # The seed: stop A at 0 s, stop B at 10 s; the first stop task marks A STOPPED; the
