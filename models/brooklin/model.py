@@ -440,6 +440,12 @@ class Leader:
                 self.rt.log(actor, f"fault.{kind}", entity=name, duration_ms=duration_ms)
                 yield self.rt.sleep(duration_ms)
 
+    def set_stopped(self, actor: str, ds: Datastream) -> None:
+        """``datastream.setStatus(STOPPED)``, logging whether that object is the cached one."""
+        ds.set_status(STOPPED)
+        self.rt.log(actor, "object.set-status", entity=ds.name, to=STOPPED,
+                    cached=self.cache.objects.get(ds.name) is ds)  # fmt: skip
+
     def mark_stopped(self, actor: str, snapshot: Snapshot, failed: set[str]) -> Gen:
         """``markDatastreamsStopped``; True unless a stream's znode is gone."""
         success = True
@@ -454,9 +460,7 @@ class Leader:
                 if ds.name not in cached:
                     continue
                 self.rt.checkpoint(actor, "mark.decided", entity=ds.name)
-                ds.set_status(STOPPED)
-                self.rt.log(actor, "object.set-status", entity=ds.name, to=STOPPED,
-                            cached=self.cache.objects.get(ds.name) is ds)  # fmt: skip
+                self.set_stopped(actor, ds)
                 yield from self.stall(actor, ds.name)
                 success &= yield from update_datastream(
                     self.rt, self.zk, self.config, actor, ds, cached[ds.name].version
@@ -473,7 +477,7 @@ class Leader:
                 if fresh.status != STOPPING:
                     break
                 self.rt.checkpoint(actor, "mark.decided", entity=ds.name)
-                fresh.set_status(STOPPED)
+                self.set_stopped(actor, fresh)
                 yield from self.stall(actor, ds.name)
                 if self.variant == "fix-zk-lookup":
                     success &= yield from update_datastream(
