@@ -22,26 +22,32 @@ LOST_UPDATE = register(
     )
 )
 
+# Every schedule of: 2 followers, streams A and B stopped 10.333 s apart, A resumed at once or
+# after 8 s, the leader told at once or after 3 s, a task stopping in 0.5 or 12 s, every
+# ZooKeeper call 2 ms, a stop task paused 1 s (GC) or not between its decision and its write,
+# and every order of ties.
+BROOKLIN_PROVE = brooklin.BrooklinConfig(
+    stop_gap_ms=(10_333,),
+    follower_notify_ms=(0,),
+    leader_notify_ms=(0, 3_000),
+    resume_think_ms=(0, 8_000),
+    task_stop_ms=(500, 12_000),
+    gc_pause_ms=(0, 1_000),
+    zk_connection_loss_ms=(0,),
+)
+
 BROOKLIN = register(
     Scenario(
         name="brooklin-double-stop",
         summary="Brooklin leader marks a resumed datastream STOPPED again from a stale cache (PR #974)",
         variants=brooklin.VARIANTS,
+        # fix-zk-lookup (#974 as merged) loses a resume only when a stall (GC pause, connection
+        # loss) holds a stop task between its read and its write; the proof config has a 1 s one.
         expect_violation=frozenset({"buggy", "fix-zk-lookup"}),
         checkers=brooklin.CHECKERS,
         build=brooklin.build,
         config=brooklin.BrooklinConfig(),
-        # Every schedule of: 2 followers, streams A and B stopped 10.333 s apart, A resumed
-        # at once or after 8 s, the leader told at once or after 3 s, a task stopping in
-        # 0.5 or 12 s, each leader write taking 5 ms or 2 s, and every order of ties.
-        prove_config=brooklin.BrooklinConfig(
-            stop_gap_ms=(10_333,),
-            follower_notify_ms=(0,),
-            leader_notify_ms=(0, 3_000),
-            resume_think_ms=(0, 8_000),
-            task_stop_ms=(500, 12_000),
-            zk_write_ms=(5, 2_000),
-        ),
+        prove_config=BROOKLIN_PROVE,
         bounds=Bounds(max_time_ms=3_600_000, max_steps=100_000),
         # The seed: stop A at 0 s, stop B at 10 s; the first stop task marks A STOPPED; the
         # caller resumes A 8 s after its stop returned and the leader hears of it 3 s late,
@@ -49,6 +55,24 @@ BROOKLIN = register(
         report_script={("client-A.think", 0): 2, ("leader.notify-delay", 2): 1},
         report_variant="buggy",
         real_backends={"zookeeper": zookeeper_brooklin.run_forced},
+        default_examples=2_000,
+        default_budget_s=60.0,
+    )
+)
+
+# The seed's other finding, kept apart so that it never hides the lost resume: a stop is
+# processed by more than one stop task ("more work ... stopping other data streams twice").
+BROOKLIN_REDUNDANT = register(
+    Scenario(
+        name="brooklin-redundant-stop",
+        summary="Brooklin's leader processes one stop in several stop tasks (seed 000, PR #974)",
+        variants=brooklin.VARIANTS,
+        expect_violation=frozenset({"buggy", "fix-zk-lookup", "fix-conditional-write"}),
+        checkers=brooklin.WORK_CHECKERS,
+        build=brooklin.build,
+        config=brooklin.BrooklinConfig(),
+        prove_config=BROOKLIN_PROVE,
+        bounds=Bounds(max_time_ms=3_600_000, max_steps=100_000),
         default_examples=2_000,
         default_budget_s=60.0,
     )

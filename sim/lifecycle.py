@@ -8,6 +8,9 @@ Ops these checkers read (any actor may write them, simulated or real):
   replaced).
 - ``stop.request`` / ``resume.ack``: ``entity``.
 - ``final``: ``statuses``, a map entity -> status at quiescence.
+- ``stop.process`` (or any work op given to ``processed_once``): ``streams``,
+  the entities one piece of work handles; ``stop.retry``: ``streams`` whose
+  failed work may be done again.
 
 One copy serves every model and the real ZooKeeper and Spark runs.
 """
@@ -44,12 +47,19 @@ def legal_transitions(name: str, legal: Iterable[tuple[str, str]]) -> Checker:
 
 
 def no_lost_update(name: str) -> Checker:
-    """A write decided on version V overwrites version V, not a later one."""
+    """A write decided on version V overwrites version V, not a later one.
+
+    A write that stores the status it replaced (STOPPED over STOPPED) loses
+    nothing, whatever it was decided on: it is redundant work, which
+    ``processed_once`` reports, not data loss.
+    """
 
     @checker(name)
     def check(history: History) -> Verdict:
         for op in history.of_kind("status.write"):
             read, replaced = op.get("version_read"), op.get("version_overwritten")
+            if op.get("from") == op.get("to"):
+                continue
             if read is not None and read != replaced:
                 return violated(
                     name,
@@ -103,6 +113,42 @@ def acknowledged_resume_holds(name: str, running: str) -> Checker:
                 f"the resume of {entity} acknowledged at op #{index} was lost: it ends {final_status} "
                 f"(set by {culprit.actor}); its writes: {trail}",
             )
+        return ok(name)
+
+    return check
+
+
+def processed_once(
+    name: str, request: str = "stop.request", work: str = "stop.process", retry: str = "stop.retry"
+) -> Checker:
+    """Each request for an entity is worked on once (the redundant second stop).
+
+    Between one ``request`` op for an entity and the next, at most one
+    ``work`` op may list the entity in its ``streams``; a ``retry`` op listing
+    it (the earlier work failed) allows one more.
+    """
+
+    @checker(name)
+    def check(history: History) -> Verdict:
+        seen: dict[str, int] = {}  # entity -> op index of the work done for its last request
+        for op in history.ops:
+            if op.kind == request:
+                seen.pop(str(op.get("entity")), None)
+                continue
+            if op.kind not in (work, retry):
+                continue
+            for entity in [str(e) for e in op.get("streams") or []]:
+                if op.kind == retry:
+                    seen.pop(entity, None)
+                elif entity in seen:
+                    return violated(
+                        name,
+                        op.index,
+                        f"{op.actor} works on the stop of {entity} again: op #{seen[entity]} "
+                        "already did, for the same request",
+                    )
+                else:
+                    seen[entity] = op.index
         return ok(name)
 
     return check

@@ -1,24 +1,34 @@
 """Brooklin's leader coordinator stopping and resuming datastreams (PR #974, double-STOP).
 
-The actors follow MODELS.md §1 and Brooklin's ``Coordinator``:
+Pinned to linkedin/brooklin 5e20a9d9 (Releasing 5.5.0, the parent of the fix)
+and 417d1f29 (PR #974 merged); ``docs/models/brooklin.md`` cites each fact.
 
-- REST ``stop`` / ``resume`` on any host read ZooKeeper, write the whole
-  datastream object, and notify the leader by touching a znode; ``stop``
+- REST ``stop`` / ``resume`` (``DatastreamResources``) read the stream from
+  ZooKeeper, write the whole object unconditionally and touch ``/dms`` to
+  notify the leader. ``stop`` on a STOPPED stream returns at once; on a
+  STOPPING stream it rewrites the object and notifies the leader again. It
   then polls ZooKeeper every second until it sees STOPPED.
-- The leader's event thread takes one event at a time from a queue that
-  drops an event equal to one already queued. A notification enqueues
-  HANDLE_ADD_OR_DELETE_DATASTREAM, which refreshes the datastream cache in
-  full and enqueues LEADER_DO_ASSIGNMENT.
-- LEADER_DO_ASSIGNMENT reads the STOPPING streams **from the cache, without
-  refresh**, assigns only READY and PAUSED streams, and, with assignment
-  tokens, issues tokens to the followers that held tasks of the stopping
-  streams and submits an asynchronous stop task with that snapshot to a
-  16-worker pool. Without tokens it marks the streams stopped inline.
-- The stop task polls every 5 s (up to 60 s) for the tokens to be claimed,
-  then every 10 s (up to 60 s) runs markDatastreamsStopped, which in the
-  buggy code checks STOPPING against the cache and writes its snapshot
-  object with STOPPED, unconditionally. The leader's own writes never
-  update its cache.
+- The leader's ZooKeeper event thread delivers the ``/dms`` change in order;
+  the callback (``onDatastreamAddOrDrop``) queues HANDLE_ADD_OR_DELETE_DATASTREAM
+  and then LEADER_DO_ASSIGNMENT on the event queue, which drops an event
+  equal to one already queued.
+- HANDLE_ADD_OR_DELETE_DATASTREAM re-reads every datastream into the cache
+  (new objects). LEADER_DO_ASSIGNMENT reads the STOPPING streams from the
+  cache and, with assignment tokens, submits a stop task holding those very
+  cached objects to a 16-thread pool; without tokens it marks them inline.
+- The cache (``CachedDatastreamReader``) hands out shared objects: the buggy
+  ``markDatastreamsStopped`` calls ``setStatus(STOPPED)`` on its snapshot
+  object, which *is* the cached object until a refresh replaces it; #974's
+  ``getDatastream(name, true)`` reads ZooKeeper and puts the fresh object in
+  the cache, and ``setStatus`` then changes that cached object.
+- ``ZkAdapter.updateDatastream`` is ``exists`` and then
+  ``updateDataSerialized(path, old -> data)``: a read and a setData with that
+  read's version, retried on BadVersion, writing the same data whatever it
+  read, so it overwrites anything written since the caller decided.
+- Every ZooKeeper call costs a round trip (``zk_rtt_ms``). Long stalls are
+  faults, drawn and logged: a GC pause and a connection loss (the client
+  retries once reconnected, inside the 30 s session), both striking a stop
+  task between its decision and its write.
 - Followers stop the tasks of removed streams and claim their tokens
   (checking every 10 s, up to 60 s).
 
@@ -48,19 +58,19 @@ LEGAL_TRANSITIONS = frozenset(
     }
 )
 VARIANTS = {
-    "buggy": "before PR #974: markDatastreamsStopped checks STOPPING in the stale cache "
-    "and writes its snapshot object unconditionally",
-    "fix-zk-lookup": "PR #974 as merged: read the stream from ZooKeeper, write STOPPED "
-    "if it is STOPPING (read and write still separate, the write unconditional)",
-    "fix-conditional-write": "write STOPPED with the version read (setData with expected "
-    "version); on BadVersion read again and decide again",
-    "fix-stop-dedupe": "the seed's long-term plan: each stop (stream, STOPPING version) is "
-    "processed once; a failed one is re-triggered",
+    "buggy": "before PR #974 (5e20a9d9): markDatastreamsStopped checks STOPPING in the "
+    "cache and writes its snapshot object unconditionally",
+    "fix-zk-lookup": "PR #974 as merged (417d1f29): read the stream from ZooKeeper into the "
+    "cache, write STOPPED if it is STOPPING (two calls; the write ignores what it finds)",
+    "fix-conditional-write": "not in Brooklin: write STOPPED with the version read (setData "
+    "with expected version); on BadVersion read again and decide again",
+    "fix-stop-dedupe": "the seed's long-term plan (PR #974 text, not merged): each stop "
+    "(stream, STOPPING version) is processed once; a failed one is re-triggered",
 }
 
 ROOT = "/brooklin"
 DMS = f"{ROOT}/dms"
-NOTIFY = f"{ROOT}/notify"
+NOTIFY = f"{ROOT}/notify"  # stands for the data of /dms, which a REST write touches
 ASSIGN = f"{ROOT}/assign"
 TOKENS = f"{ROOT}/tokens"
 HANDLE_ADD_OR_DELETE = "HANDLE_ADD_OR_DELETE_DATASTREAM"
@@ -88,13 +98,18 @@ class BrooklinConfig:
     followers: int = 2
     streams: tuple[str, ...] = ("A", "B")
     resumed: tuple[str, ...] = ("A",)  # streams the caller resumes once their stop returns
+    restopped: tuple[str, ...] = ()  # streams a second caller stops again while STOPPING
+    restop_after_ms: int = 3_000  # the second stop, after the first stop request
     tokens_enabled: bool = True
+    force_stop_on_failure: bool = False  # forceStopStreamsOnFailure (default false)
     stop_gap_ms: tuple[int, ...] = (10_000, 2_000, 30_000)  # between successive stop requests
     resume_think_ms: tuple[int, ...] = (0, 4_000, 8_000)  # caller's pause before resuming
-    leader_notify_ms: tuple[int, ...] = (0, 3_000)  # watch delivery to the leader
-    follower_notify_ms: tuple[int, ...] = (0, 1_000)  # watch delivery to a follower
+    leader_notify_ms: tuple[int, ...] = (0, 3_000)  # /dms change to the leader's event queue
+    follower_notify_ms: tuple[int, ...] = (0, 1_000)  # assignment change to a follower
     task_stop_ms: tuple[int, ...] = (500, 12_000)  # a follower stopping one task
-    zk_write_ms: tuple[int, ...] = (5, 2_000)  # the leader's round trip for one write
+    zk_rtt_ms: int = 2  # one ZooKeeper request and its response
+    gc_pause_ms: tuple[int, ...] = (0, 1_000)  # fault: the leader JVM paused mid-mark
+    zk_connection_loss_ms: tuple[int, ...] = (0, 10_000)  # fault: reconnect, then retry
     handler_ms: int = 5
     stop_poll_ms: int = 1_000
     stop_timeout_ms: int = 90_000
@@ -110,14 +125,36 @@ class BrooklinConfig:
     def __post_init__(self) -> None:
         assert self.followers >= 1 and self.streams, "need followers and streams"
         assert set(self.resumed) <= set(self.streams), "resumed streams must be streams"
+        assert set(self.restopped) <= set(self.streams), "restopped streams must be streams"
         for name in ("stop_gap_ms", "resume_think_ms", "leader_notify_ms", "follower_notify_ms",
-                     "task_stop_ms", "zk_write_ms"):  # fmt: skip
+                     "task_stop_ms", "gc_pause_ms", "zk_connection_loss_ms"):  # fmt: skip
             options = getattr(self, name)
             assert options and all(d >= 0 for d in options), f"{name} needs delays >= 0"
+        assert self.zk_rtt_ms >= 0, "zk_rtt_ms must be >= 0"
 
 
 def stream_path(name: str) -> str:
     return f"{DMS}/{name}"
+
+
+@dataclass(eq=False)
+class Datastream:
+    """One deserialized datastream object. The cache hands out this very instance."""
+
+    name: str
+    data: dict[str, JSONValue]
+    version: int  # the znode version it was read at
+
+    @property
+    def status(self) -> str:
+        return str(self.data["status"])
+
+    def set_status(self, status: str) -> None:
+        """``Datastream.setStatus``: changes the object every holder shares."""
+        self.data["status"] = status
+
+
+Snapshot = list[Datastream]
 
 
 def write_status(
@@ -129,10 +166,15 @@ def write_status(
     *,
     version_read: int | None,
     expected_version: int = -1,
+    conditional: bool | None = None,
 ) -> int:
-    """Write a whole datastream object and log the transition it really made."""
+    """One setData of a whole datastream object; logs the transition it really made.
+
+    ``version_read`` is the version the writer decided on; ``conditional`` says
+    whether the write was conditional on that decision (default: a version given).
+    """
     before, _ = zk.get(stream_path(name))
-    new_version = zk.set(stream_path(name), data, expected_version)
+    new_version = zk.set(stream_path(name), dict(data), expected_version)
     rt.log(
         actor,
         "status.write",
@@ -140,47 +182,101 @@ def write_status(
         to=data["status"],
         version_read=version_read,
         version_overwritten=new_version - 1,
-        conditional=expected_version >= 0,
+        conditional=expected_version >= 0 if conditional is None else conditional,
         **{"from": before["status"]},
     )
     return new_version
 
 
-def notify_leader(zk: Store) -> None:
+def rtt(rt: Runtime, config: BrooklinConfig) -> Any:
+    return rt.sleep(config.zk_rtt_ms)
+
+
+def update_datastream(
+    rt: Runtime, zk: Store, config: BrooklinConfig, actor: str, ds: Datastream, version_read: int
+) -> Generator[Any, Any, bool]:
+    """``ZkAdapter.updateDatastream``: exists, then ``updateDataSerialized(path, old -> data)``."""
+    yield rtt(rt, config)
+    if not zk.exists(stream_path(ds.name)):
+        return False
+    while True:
+        yield rtt(rt, config)
+        _, version = zk.get(stream_path(ds.name))
+        yield rtt(rt, config)
+        rt.checkpoint(actor, "mark.write", entity=ds.name)
+        try:
+            write_status(rt, zk, actor, ds.name, ds.data, version_read=version_read,
+                         expected_version=version, conditional=False)  # fmt: skip
+            return True
+        except BadVersion:  # the updater ignores the old data: the retry writes the same
+            rt.log(actor, "write.retry", entity=ds.name, expected_version=version)
+
+
+def store_update(
+    rt: Runtime,
+    zk: Store,
+    config: BrooklinConfig,
+    host: str,
+    name: str,
+    data: dict[str, JSONValue],
+    version_read: int,
+) -> Gen:
+    """``ZookeeperBackedDatastreamStore.updateDatastream(key, ds, notifyLeader=true)``."""
+    yield rtt(rt, config)  # getDatastream: the stream must exist
+    zk.get(stream_path(name))
+    yield rtt(rt, config)  # writeData(path, json): version -1
+    write_status(rt, zk, host, name, data, version_read=version_read)
+    yield rtt(rt, config)  # notifyLeaderOfDataChange: updateDataSerialized on /dms
     count, _ = zk.get(NOTIFY)
+    yield rtt(rt, config)
     zk.set(NOTIFY, int(count) + 1)
 
 
 class DatastreamCache:
-    """The leader's cache: names fresh (a child watch), objects loaded lazily,
-    refreshed only in full or invalidated; the leader's own writes are not seen."""
+    """``CachedDatastreamReader``: names fresh, objects loaded lazily, shared with callers.
 
-    def __init__(self, zk: Store) -> None:
-        self.zk = zk
-        self.objects: dict[str, tuple[dict[str, JSONValue], int]] = {}
+    ``refresh`` (``getAllDatastreams(true)``) and ``get(name, flush=True)``
+    put new objects in; a caller's ``set_status`` on an object still cached
+    is what the cache shows from then on.
+    """
 
-    def refresh(self) -> None:
-        self.objects = {}
-        for name in self.zk.children(DMS):
+    def __init__(self, rt: Runtime, zk: Store, config: BrooklinConfig) -> None:
+        self.rt, self.zk, self.config = rt, zk, config
+        self.objects: dict[str, Datastream] = {}
+
+    def _read(self, name: str) -> Generator[Any, Any, Datastream | None]:
+        """``getDatastreamFromZk``: exists, then readData."""
+        yield rtt(self.rt, self.config)
+        if not self.zk.exists(stream_path(name)):
+            return None
+        yield rtt(self.rt, self.config)
+        try:
             data, version = self.zk.get(stream_path(name))
-            self.objects[name] = (data, version)
+        except NoNode:
+            return None
+        return Datastream(name, dict(data), version)
 
-    def get(self, name: str) -> tuple[dict[str, JSONValue], int] | None:
-        if name not in self.objects:
-            try:
-                data, version = self.zk.get(stream_path(name))
-            except NoNode:
-                return None
-            self.objects[name] = (data, version)
-        data, version = self.objects[name]
-        return dict(data), version
+    def get(self, name: str, flush: bool = False) -> Generator[Any, Any, Datastream | None]:
+        """``getDatastream(name, flushCache)``."""
+        ds = self.objects.get(name)
+        if ds is None or flush:
+            ds = yield from self._read(name)
+            if ds is not None:
+                self.objects[name] = ds
+        return ds
 
-    def with_status(self, *statuses: str) -> list[tuple[str, dict[str, JSONValue], int]]:
-        found = []
+    def refresh(self) -> Gen:
+        yield rtt(self.rt, self.config)
         for name in self.zk.children(DMS):
-            cached = self.get(name)
-            if cached is not None and cached[0]["status"] in statuses:
-                found.append((name, cached[0], cached[1]))
+            yield from self.get(name, flush=True)
+
+    def with_status(self, *statuses: str) -> Generator[Any, Any, Snapshot]:
+        """``fetchDatastreamGroupsWithStatus``: the cached objects (``getAllDatastreams(false)``)."""
+        found = []
+        for name in self.zk.children(DMS):  # the child watch keeps the names fresh
+            ds = yield from self.get(name)
+            if ds is not None and ds.status in statuses:
+                found.append(ds)
         return found
 
 
@@ -194,24 +290,41 @@ class Leader:
     running_tasks: int = 0
     busy: bool = False
     tasks_started: int = 0
+    deliveries: int = 0
 
     def __post_init__(self) -> None:
         self.queue = self.rt.queue("leader-events", dedupe=True)
-        self.cache = DatastreamCache(self.zk)
+        self.zk_events = self.rt.queue("leader-zk-events")
+        self.cache = DatastreamCache(self.rt, self.zk, self.config)
         self.pool = self.rt.executor("stop-pool", self.config.executor_workers)
 
     def start(self) -> None:
-        self.zk.watch(NOTIFY, lambda _event: self.rt.spawn("leader-watch", self._deliver()))
+        self.zk.watch(NOTIFY, self._on_dms_change)
+        self.rt.spawn("leader-zk-events", self._deliver())
         self.rt.spawn("leader", self.event_loop())
 
+    def _on_dms_change(self, _event: Any) -> None:
+        self.deliveries += 1
+        self.zk_events.put("dms-changed")
+
     def _deliver(self) -> Gen:
-        yield self.rt.sleep(self.rt.choose("leader.notify-delay", self.config.leader_notify_ms))
-        if not self.queue.put(HANDLE_ADD_OR_DELETE):
-            self.rt.log("leader", "event.dropped", event=HANDLE_ADD_OR_DELETE)
+        """The ZooKeeper client's event thread: one notification at a time, in order."""
+        while True:
+            yield self.zk_events.get()
+            yield self.rt.sleep(self.rt.choose("leader.notify-delay", self.config.leader_notify_ms))
+            for event in (HANDLE_ADD_OR_DELETE, LEADER_DO_ASSIGNMENT):  # onDatastreamAddOrDrop
+                if not self.queue.put(event):
+                    self.rt.log("leader", "event.dropped", event=event)
+            self.deliveries -= 1
 
     @property
     def idle(self) -> bool:
-        return not self.busy and len(self.queue) == 0 and self.running_tasks == 0
+        return (
+            not self.busy
+            and len(self.queue) == 0
+            and self.running_tasks == 0
+            and self.deliveries == 0
+        )
 
     def event_loop(self) -> Gen:
         while True:
@@ -220,11 +333,10 @@ class Leader:
             self.rt.log("leader", "event.handle", event=event)
             if event == HANDLE_ADD_OR_DELETE:
                 self.rt.checkpoint("leader", "cache.refresh")
-                self.cache.refresh()
+                yield from self.cache.refresh()
                 self.rt.log("leader", "cache.refresh", statuses={
-                    name: data["status"] for name, (data, _) in sorted(self.cache.objects.items())
+                    name: ds.status for name, ds in sorted(self.cache.objects.items())
                 })  # fmt: skip
-                self.queue.put(LEADER_DO_ASSIGNMENT)
             else:
                 yield from self.do_assignment()
             yield self.rt.sleep(self.config.handler_ms)
@@ -232,11 +344,11 @@ class Leader:
 
     def do_assignment(self) -> Gen:
         config = self.config
-        stopping = self.cache.with_status(STOPPING)
+        assignable = {ds.name for ds in (yield from self.cache.with_status(READY, PAUSED))}
+        stopping = yield from self.cache.with_status(STOPPING)
         if self.variant == "fix-stop-dedupe":
-            stopping = [s for s in stopping if (s[0], s[2]) not in self.handled]
-            self.handled.update((name, version) for name, _, version in stopping)
-        assignable = {name for name, _, _ in self.cache.with_status(READY, PAUSED)}
+            stopping = [ds for ds in stopping if (ds.name, ds.version) not in self.handled]
+            self.handled.update((ds.name, ds.version) for ds in stopping)
         previous = {f: self._assignment(f) for f in range(config.followers)}
         new = {
             f: [
@@ -246,11 +358,10 @@ class Leader:
             ]
             for f in range(config.followers)
         }
-        self.rt.log(
-            "leader", "assign", stopping=[s[0] for s in stopping], assignable=sorted(assignable)
-        )
+        names = [ds.name for ds in stopping]
+        self.rt.log("leader", "assign", stopping=names, assignable=sorted(assignable))
         if config.tokens_enabled and stopping:
-            for name, _, _ in stopping:
+            for name in names:
                 for f in range(config.followers):
                     if name in previous[f] and not self.zk.exists(f"{TOKENS}/{name}/follower{f}"):
                         self.zk.ensure_path(f"{TOKENS}/{name}")
@@ -260,11 +371,13 @@ class Leader:
             self.running_tasks += 1
             self.tasks_started += 1
             actor = f"stop-task{self.tasks_started}"
-            self.rt.log("leader", "stop-task.submit", task=actor, streams=[s[0] for s in stopping])
+            self.rt.log("leader", "stop-task.submit", task=actor, streams=names)
+            self.rt.log(actor, "stop.process", streams=names)
             self.pool.submit("stop", lambda: self.stop_task(actor, stopping))
         else:
             self._write_assignment(previous, new)
             if stopping:
+                self.rt.log("leader", "stop.process", streams=names)
                 yield from self.mark_stopped("leader", stopping, set())
 
     def _assignment(self, follower: int) -> list[str]:
@@ -284,10 +397,10 @@ class Leader:
             if self.zk.exists(f"{TOKENS}/{n}") and self.zk.children(f"{TOKENS}/{n}")
         ]
 
-    def stop_task(self, actor: str, snapshot: list[tuple[str, dict[str, JSONValue], int]]) -> Gen:
+    def stop_task(self, actor: str, snapshot: Snapshot) -> Gen:
         """waitForStopToPropagateAndMarkDatastreamsStopped, on a pool thread."""
         config = self.config
-        names = [s[0] for s in snapshot]
+        names = [ds.name for ds in snapshot]
         failed: set[str] = set()
         if config.tokens_enabled:
             claimed = yield from poll_until(
@@ -310,56 +423,77 @@ class Leader:
             yield self.rt.sleep(config.mark_retry_ms)
         self.rt.log(actor, "stop-task.done", streams=names)
         if self.variant == "fix-stop-dedupe" and failed:
-            self.handled.difference_update((n, v) for n, _, v in snapshot if n in failed)
+            self.handled.difference_update((ds.name, ds.version) for ds in snapshot
+                                           if ds.name in failed)  # fmt: skip
+            self.rt.log(actor, "stop.retry", streams=sorted(failed))
             self.queue.put(LEADER_DO_ASSIGNMENT)  # the seed's "on failure, call LDA again"
         self.running_tasks -= 1
 
-    def mark_stopped(
-        self, actor: str, snapshot: list[tuple[str, dict[str, JSONValue], int]], failed: set[str]
-    ) -> Generator[Any, Any, bool]:
+    def stall(self, actor: str, name: str) -> Gen:
+        """The labelled faults that can hold a stop task between its decision and its write."""
+        for kind, options in (
+            ("gc-pause", self.config.gc_pause_ms),
+            ("zk-connection-loss", self.config.zk_connection_loss_ms),
+        ):
+            duration_ms = self.rt.choose(f"fault.{kind}.{actor}", options)
+            if duration_ms:
+                self.rt.log(actor, f"fault.{kind}", entity=name, duration_ms=duration_ms)
+                yield self.rt.sleep(duration_ms)
+
+    def set_stopped(self, actor: str, ds: Datastream) -> None:
+        """``datastream.setStatus(STOPPED)``, logging whether that object is the cached one."""
+        ds.set_status(STOPPED)
+        self.rt.log(actor, "object.set-status", entity=ds.name, to=STOPPED,
+                    cached=self.cache.objects.get(ds.name) is ds)  # fmt: skip
+
+    def mark_stopped(self, actor: str, snapshot: Snapshot, failed: set[str]) -> Gen:
+        """``markDatastreamsStopped``; True unless a stream's znode is gone."""
+        success = True
+        may_mark = [
+            ds for ds in snapshot if self.config.force_stop_on_failure or ds.name not in failed
+        ]
         if self.variant in ("buggy", "fix-stop-dedupe"):
             self.rt.checkpoint(actor, "mark.check")
-            stopping_now = {name for name, _, _ in self.cache.with_status(STOPPING)}
-            self.rt.log(actor, "cache.read", stopping=sorted(stopping_now))
-            for name, data, version in snapshot:
-                if name in stopping_now and name not in failed:
-                    self.rt.checkpoint(actor, "mark.decided", entity=name)
-                    yield self.rt.sleep(
-                        self.rt.choose(f"{actor}.zk-write", self.config.zk_write_ms)
-                    )
-                    self.rt.checkpoint(actor, "mark.write", entity=name)
-                    write_status(
-                        self.rt,
-                        self.zk,
-                        actor,
-                        name,
-                        {**data, "status": STOPPED},
-                        version_read=version,
-                    )
-            return True
-        for name, _, _ in snapshot:
-            if name in failed:
-                continue
+            cached = {ds.name: ds for ds in (yield from self.cache.with_status(STOPPING))}
+            self.rt.log(actor, "cache.read", stopping=sorted(cached))
+            for ds in may_mark:
+                if ds.name not in cached:
+                    continue
+                self.rt.checkpoint(actor, "mark.decided", entity=ds.name)
+                self.set_stopped(actor, ds)
+                yield from self.stall(actor, ds.name)
+                success &= yield from update_datastream(
+                    self.rt, self.zk, self.config, actor, ds, cached[ds.name].version
+                )
+            return success
+        for ds in may_mark:
             while True:
-                self.rt.checkpoint(actor, "mark.read", entity=name)
-                fresh, version = self.zk.get(stream_path(name))
-                self.rt.log(actor, "zk.read", entity=name, status=fresh["status"], version=version)
-                if fresh["status"] != STOPPING:
+                self.rt.checkpoint(actor, "mark.read", entity=ds.name)
+                fresh = yield from self.cache.get(ds.name, flush=True)
+                if fresh is None:
                     break
-                self.rt.checkpoint(actor, "mark.decided", entity=name)
-                yield self.rt.sleep(self.rt.choose(f"{actor}.zk-write", self.config.zk_write_ms))
-                self.rt.checkpoint(actor, "mark.write", entity=name)
-                stopped = {**fresh, "status": STOPPED}
+                self.rt.log(actor, "zk.read", entity=ds.name, status=fresh.status,
+                            version=fresh.version)  # fmt: skip
+                if fresh.status != STOPPING:
+                    break
+                self.rt.checkpoint(actor, "mark.decided", entity=ds.name)
+                self.set_stopped(actor, fresh)
+                yield from self.stall(actor, ds.name)
                 if self.variant == "fix-zk-lookup":
-                    write_status(self.rt, self.zk, actor, name, stopped, version_read=version)
+                    success &= yield from update_datastream(
+                        self.rt, self.zk, self.config, actor, fresh, fresh.version
+                    )
                     break
+                yield rtt(self.rt, self.config)  # setData(path, data, version read)
+                self.rt.checkpoint(actor, "mark.write", entity=ds.name)
                 try:
-                    write_status(self.rt, self.zk, actor, name, stopped, version_read=version,
-                                 expected_version=version)  # fmt: skip
+                    write_status(self.rt, self.zk, actor, ds.name, fresh.data,
+                                 version_read=fresh.version, expected_version=fresh.version)  # fmt: skip
                     break
                 except BadVersion:
-                    self.rt.log(actor, "write.conflict", entity=name, expected_version=version)
-        return True
+                    self.rt.log(actor, "write.conflict", entity=ds.name,
+                                expected_version=fresh.version)  # fmt: skip
+        return success
 
 
 @dataclass
@@ -432,11 +566,22 @@ class Follower:
 def rest_stop(
     rt: Runtime, zk: Store, host: str, name: str, config: BrooklinConfig
 ) -> Generator[Any, Any, bool]:
+    """``DatastreamResources.stop`` (force=false)."""
+    yield rtt(rt, config)
     data, version = zk.get(stream_path(name))
-    rt.log(host, "stop.request", entity=name, status=data["status"])
-    if data["status"] in (READY, PAUSED):
-        write_status(rt, zk, host, name, {**data, "status": STOPPING}, version_read=version)
-        notify_leader(zk)
+    status = data["status"]
+    rt.log(host, "stop.request", entity=name, status=status)
+    if status == STOPPED:
+        rt.log(host, "stop.ack", entity=name)  # "already in STOPPED state"
+        return True
+    if status in (READY, PAUSED):
+        yield from store_update(rt, zk, config, host, name, {**data, "status": STOPPING}, version)
+    elif status == STOPPING:  # rewrite it as it is and notify the leader again
+        rt.log(host, "stop.renotify", entity=name)
+        yield from store_update(rt, zk, config, host, name, dict(data), version)
+    else:
+        rt.log(host, "stop.rejected", entity=name, status=status)
+        return False
     stopped = yield from poll_until(
         rt, lambda: zk.get(stream_path(name))[0]["status"] == STOPPED,
         config.stop_poll_ms, config.stop_timeout_ms,
@@ -445,15 +590,18 @@ def rest_stop(
     return stopped
 
 
-def rest_resume(rt: Runtime, zk: Store, host: str, name: str) -> bool:
+def rest_resume(
+    rt: Runtime, zk: Store, host: str, name: str, config: BrooklinConfig
+) -> Generator[Any, Any, bool]:
+    """``DatastreamResources.resume`` (force=false)."""
+    yield rtt(rt, config)
     data, version = zk.get(stream_path(name))
     if data["status"] not in (STOPPED, PAUSED):
         rt.log(host, "resume.rejected", entity=name, status=data["status"])
         return False
     rt.checkpoint(host, "resume.decided", entity=name)
-    write_status(rt, zk, host, name, {**data, "status": READY}, version_read=version)
+    yield from store_update(rt, zk, config, host, name, {**data, "status": READY}, version)
     rt.checkpoint(host, "resume.written", entity=name)
-    notify_leader(zk)
     rt.log(host, "resume.ack", entity=name)
     return True
 
@@ -495,7 +643,14 @@ class Cluster:
         gap_ms = self.rt.choose("workload.stop-gap", self.config.stop_gap_ms)
         for i, name in enumerate(self.config.streams):
             self.rt.spawn(f"client-{name}", self.client(name, i * gap_ms))
+            if name in self.config.restopped:
+                start_ms = i * gap_ms + self.config.restop_after_ms
+                self.rt.spawn(f"client-{name}-again", self.second_stop(name, start_ms))
         self.rt.spawn("observer", self.observer())
+
+    @property
+    def clients(self) -> int:
+        return len(self.config.streams) + len(self.config.restopped)
 
     def client(self, name: str, start_ms: int) -> Gen:
         """The caller's usual behaviour: stop, wait for it, then resume on another host."""
@@ -503,13 +658,19 @@ class Cluster:
         stopped = yield from rest_stop(self.rt, self.zk, "rest@host1", name, self.config)
         if stopped and name in self.config.resumed:
             yield self.rt.sleep(self.rt.choose(f"client-{name}.think", self.config.resume_think_ms))
-            rest_resume(self.rt, self.zk, "rest@host2", name)
+            yield from rest_resume(self.rt, self.zk, "rest@host2", name, self.config)
+        self.clients_done += 1
+
+    def second_stop(self, name: str, start_ms: int) -> Gen:
+        """Another caller stops the same stream again (a retry, or a second user)."""
+        yield self.rt.sleep(start_ms)
+        yield from rest_stop(self.rt, self.zk, "rest@host3", name, self.config)
         self.clients_done += 1
 
     @property
     def quiet(self) -> bool:
         return (
-            self.clients_done == len(self.config.streams)
+            self.clients_done == self.clients
             and self.leader.idle
             and all(f.pending == 0 for f in self.followers)
         )
