@@ -60,6 +60,7 @@ class World(simpy.Environment):
         self.steps = 0
         self.finished: str | None = None
         self._due: list[tuple[Any, EventPriority, int, Event]] = []
+        self.after_step: list[Callable[[], None]] = []  # step-level invariants (see ``always``)
 
     # -- time ----------------------------------------------------------------
     @property
@@ -77,11 +78,25 @@ class World(simpy.Environment):
         return self.timeout(delay_ms)
 
     # -- actors --------------------------------------------------------------
-    def spawn(self, actor: str, generator: ProcessGenerator) -> Process:
-        """Start a process that acts as ``actor`` (the name shown in schedules)."""
+    def spawn(
+        self, actor: str, generator: ProcessGenerator, *, interleave: bool = False
+    ) -> Process:
+        """Start a process that acts as ``actor`` (the name shown in schedules).
+
+        A process starts the moment it is spawned and runs to its first yield.
+        With ``interleave`` its first step waits for a zero-delay event of its
+        own instead, so the start is a scheduling decision among the events of
+        that instant; choice 0 runs it where SimPy would run ``sleep(0)``.
+        """
+        if interleave:
+            generator = self._started_after_tie(generator)
         process = self.process(generator)
         process.actor = actor  # type: ignore[attr-defined]
         return process
+
+    def _started_after_tie(self, generator: ProcessGenerator) -> ProcessGenerator:
+        yield self.timeout(0)
+        return (yield from generator)
 
     def log(self, actor: str, kind: str, **fields: JSONValue) -> None:
         self.history.append(self.now_ms, actor, kind, **fields)
@@ -113,7 +128,8 @@ class World(simpy.Environment):
         Urgent events (a process starting, an interrupt) run first, in order,
         without a draw: an actor begins the moment it is spawned and runs
         until its first yield. A model that wants its start to interleave
-        with other events of the same instant yields ``sleep(0)`` first.
+        with other events of the same instant spawns it with ``interleave``.
+        The ``after_step`` hooks run after each step.
         """
         queue, due = self._queue, self._due
         if not due:
@@ -142,6 +158,8 @@ class World(simpy.Environment):
             if index < 0:
                 index = self.source.schedule(len(due), lambda: [self._actor_of(e[3]) for e in due])
         self._process(due.pop(index))
+        for hook in self.after_step:
+            hook()
 
     def _process(self, entry: tuple[Any, EventPriority, int, Event]) -> None:
         """SimPy's event processing (``Environment.step`` after the pop).
