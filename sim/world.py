@@ -16,7 +16,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from heapq import heappop
+from heapq import heapify, heappop
 from typing import Any, Literal
 
 import simpy
@@ -76,6 +76,21 @@ class World(simpy.Environment):
     def sleep(self, delay_ms: int) -> Event:
         """A timeout of ``delay_ms`` virtual milliseconds."""
         return self.timeout(delay_ms)
+
+    def unschedule(self, event: Event) -> bool:
+        """Take a scheduled, not yet processed event out of the schedule (a cancelled timer).
+
+        Nothing is left behind at its instant: no step, no tie, no later end of
+        the run. False if the event was not scheduled.
+        """
+        for table in (self._due, self._queue):
+            for position, entry in enumerate(table):
+                if entry[3] is event:
+                    del table[position]
+                    if table is self._queue:
+                        heapify(table)
+                    return True
+        return False
 
     # -- actors --------------------------------------------------------------
     def spawn(
