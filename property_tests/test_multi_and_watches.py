@@ -1,0 +1,224 @@
+"""The atomic multi-op and ZooKeeper 3.6+'s persistent watches, on the simulated store and a real ZooKeeper.
+
+The multi-op properties run the same generated op lists on the simulated
+store and, through kazoo's transactions, on Debian's ZooKeeper started by the
+fixture on 127.0.0.1: results, the failing op and the state afterwards must
+agree. If ZooKeeper cannot start, these tests fail: they never skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kazoo.client import KazooClient
+
+from raceproof.scenarios.zookeeper import ZooKeeperServer
+from raceproof.scenarios.zookeeper.kazoo_store import KazooStore
+from raceproof.sim import (
+    BadVersion,
+    RandomSource,
+    ReplaySource,
+    StoreError,
+    TransactionFailed,
+    TxOp,
+    VersionedStore,
+    WatchEvent,
+    World,
+    ZkClient,
+)
+
+PATHS = ("/a", "/a/b", "/a/c", "/d")
+
+tx_ops = st.lists(
+    st.one_of(
+        st.builds(
+            lambda p, v: TxOp("check", p, version=v), st.sampled_from(PATHS), st.integers(-1, 2)
+        ),
+        st.builds(lambda p, d: TxOp("create", p, d), st.sampled_from(PATHS), st.integers(0, 9)),
+        st.builds(
+            lambda p, d, v: TxOp("set", p, d, v),
+            st.sampled_from(PATHS),
+            st.integers(0, 9),
+            st.integers(-1, 2),
+        ),
+        st.builds(
+            lambda p, v: TxOp("delete", p, version=v), st.sampled_from(PATHS), st.integers(-1, 2)
+        ),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _fresh_store(seed: int = 0) -> VersionedStore:
+    store = VersionedStore(World(RandomSource(seed)), watch_delay_ms=(0, 10))
+    store.create("/a", 0)
+    store.create("/a/b", 1)
+    return store
+
+
+def _state(store: VersionedStore | KazooStore) -> dict[str, tuple[object, int]]:
+    return {path: store.get(path) for path in PATHS if store.exists(path)}
+
+
+def _one_by_one(
+    store: VersionedStore, ops: list[TxOp]
+) -> tuple[list[object], int | None, type | None]:
+    """The reference: the ops applied singly; (results, failing index, its error type)."""
+    results: list[object] = []
+    for index, op in enumerate(ops):
+        try:
+            results.append(store._apply(op, None))
+        except StoreError as error:
+            return results, index, type(error)
+    return results, None, None
+
+
+@given(tx_ops, st.integers(0, 2**16))
+def test_multi_is_all_or_nothing(ops: list[TxOp], seed: int) -> None:
+    store, reference = _fresh_store(seed), _fresh_store(seed)
+    watched: list[WatchEvent] = []
+    for path in PATHS:
+        store.add_watch(path, watched.append)
+    before = _state(store)
+    expected, failing, error_type = _one_by_one(reference, ops)
+    try:
+        results = store.multi(ops)
+    except TransactionFailed as failed:
+        assert (failed.index, type(failed.error)) == (failing, error_type)
+        assert _state(store) == before  # nothing applied
+        assert store.world.source.record == []  # no watch fired: nothing drawn
+        store.world.run_to_end()
+        assert watched == []
+        return
+    assert failing is None and results == expected
+    assert _state(store) == _state(reference)
+
+
+def test_a_failed_check_rolls_back_the_writes_before_it() -> None:
+    store = _fresh_store()
+    tx = store.transaction().set_data("/a", "new").create("/a/c", 2).check("/a/b", 5)
+    with pytest.raises(TransactionFailed) as failed:
+        tx.commit()
+    assert failed.value.index == 2 and isinstance(failed.value.error, BadVersion)
+    assert _state(store) == {"/a": (0, 0), "/a/b": (1, 0)}
+    assert store.transaction().check("/a/b", 0).set_data("/a", "new", 0).commit() == [None, 1]
+
+
+def test_a_clients_multi_creates_ephemerals_of_its_session() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c")
+    client.transaction().create("/lock", "me", ephemeral=True).create("/owner", "c").commit()
+    client.close()
+    assert not store.exists("/lock") and store.exists("/owner")
+
+
+def _events_after(store: VersionedStore, script: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    seen: list[tuple[str, str]] = []
+    store.add_watch("/a", lambda e: seen.append(("persistent", f"{e.kind} {e.path}")))
+    store.add_watch(
+        "/a", lambda e: seen.append(("recursive", f"{e.kind} {e.path}")), recursive=True
+    )
+    for action, path in script:
+        if action == "create":
+            store.create(path, 0)
+        elif action == "set":
+            store.set(path, 1)
+        else:
+            store.delete(path)
+        store.world.run_to_end()
+    return seen
+
+
+SCRIPT = [("create", "/a"), ("set", "/a"), ("create", "/a/b"), ("set", "/a/b"),
+          ("create", "/a/b/c"), ("delete", "/a/b/c"), ("delete", "/a/b"), ("delete", "/a")]  # fmt: skip
+
+
+def test_persistent_and_recursive_watches_fire_as_zookeeper_3_8_does() -> None:
+    store = VersionedStore(World(ReplaySource([], strict=False)))
+    seen = _events_after(store, SCRIPT)
+    persistent = [event for kind, event in seen if kind == "persistent"]
+    recursive = [event for kind, event in seen if kind == "recursive"]
+    assert persistent == ["created /a", "changed /a", "children /a", "children /a", "deleted /a"]
+    assert recursive == ["created /a", "changed /a", "created /a/b", "changed /a/b", "created /a/b/c",
+                         "deleted /a/b/c", "deleted /a/b", "deleted /a"]  # fmt: skip
+
+
+def test_a_removed_persistent_watch_stops_firing() -> None:
+    store = VersionedStore(World(ReplaySource([], strict=False)))
+    seen: list[str] = []
+    store.create("/x", 0)
+    store.add_watch("/x", lambda e: seen.append(e.kind))
+    store.set("/x", 1)
+    store.set("/x", 2)  # a persistent watch reports every change, not one
+    assert store.remove_watch("/x", seen.append) is False
+    watcher = store.persistent_watches["/x"][0][0]
+    assert store.remove_watch("/x", watcher)
+    store.set("/x", 3)
+    store.world.run_to_end()
+    assert seen == ["changed", "changed"]
+
+
+# -- the real ZooKeeper -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def real_store() -> Iterator[KazooStore]:
+    with ZooKeeperServer() as server:
+        root = KazooClient(hosts=server.hosts)
+        root.start(timeout=30)
+        root.ensure_path("/multi-test")
+        root.stop()
+        root.close()
+        client = KazooClient(hosts=server.hosts + "/multi-test")
+        client.start(timeout=30)
+        try:
+            yield KazooStore(client)
+        finally:
+            client.stop()
+            client.close()
+
+
+def _reset(real: KazooStore) -> None:
+    for path in ("/a", "/d"):
+        if real.exists(path):
+            real.client.delete(path, recursive=True)
+    real.create("/a", 0)
+    real.create("/a/b", 1)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=tx_ops)
+def test_multi_has_the_same_semantics_on_a_real_zookeeper(
+    real_store: KazooStore, ops: list[TxOp]
+) -> None:
+    _reset(real_store)
+    store = _fresh_store()
+    try:
+        simulated: object = store.multi(ops)
+    except TransactionFailed as failed:
+        simulated = (failed.index, type(failed.error))
+    try:
+        real: object = real_store.multi(ops)
+    except TransactionFailed as failed:
+        real = (failed.index, type(failed.error))
+    assert real == simulated
+    assert _state(real_store) == _state(store)
+
+
+def test_a_real_transaction_rolls_back_and_names_the_failing_op(real_store: KazooStore) -> None:
+    _reset(real_store)
+    tx = real_store.transaction().set_data("/a", "new").create("/a/c", 2).check("/a/b", 5)
+    with pytest.raises(TransactionFailed) as failed:
+        tx.commit()
+    assert failed.value.index == 2 and isinstance(failed.value.error, BadVersion)
+    assert _state(real_store) == {"/a": (0, 0), "/a/b": (1, 0)}
+    assert real_store.transaction().check("/a/b", 0).set_data("/a", "new", 0).create(
+        "/d", 1
+    ).commit() == [
+        None,
+        1,
+        "/d",
+    ]
