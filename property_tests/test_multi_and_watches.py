@@ -222,3 +222,19 @@ def test_a_real_transaction_rolls_back_and_names_the_failing_op(real_store: Kazo
         1,
         "/d",
     ]
+
+
+def test_every_store_access_names_its_path_once_through_the_touch_hook() -> None:
+    store = VersionedStore(World(ReplaySource([], strict=False)))
+    touched: list[tuple[str, str]] = []
+    store.on_touch = lambda mode, path: touched.append((mode, path))
+    store.create("/a", 0)
+    store.get("/a")
+    store.children("/")
+    store.transaction().check("/a", 0).set_data("/a", 1).commit()
+    store.delete("/a")
+    assert touched == [
+        ("write", "zk:/a"), ("write", "zk:/"), ("read", "zk:/a"), ("read", "zk:/"),
+        ("read", "zk:/a"), ("write", "zk:/a"),
+        ("write", "zk:/a"), ("write", "zk:/"), ("read", "zk:/a"),
+    ]  # fmt: skip

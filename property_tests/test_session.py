@@ -251,3 +251,16 @@ def test_the_property_sees_watches_fire_and_sessions_die() -> None:
     world, fired, deaths = _run(program, 7)
     assert fired and deaths
     assert world.history.of_kind("zk.session-expired")[0].get("session") is not None
+
+
+def test_session_events_reach_listeners_in_order_whatever_the_notice_delays() -> None:
+    world = World(
+        ReplaySource([1, 0, 1, 0], strict=False)
+    )  # disconnected heard late, connected at once
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c", session_timeout_ms=1000, notice_ms=(0, 300))
+    heard: list[tuple[int, str]] = []
+    client.add_listener(lambda e: heard.append((world.now_ms, e.state)))
+    client.pause(100)
+    world.run_to_end()
+    assert heard == [(300, "disconnected"), (300, "connected")]

@@ -9,7 +9,8 @@ it, holding one session, as a ZooKeeper or kazoo client does:
   request (``request``) whose session has gone is not applied;
 - it tells its listeners ``disconnected``, ``connected`` (reconnected),
   ``expired`` and ``closed`` (kazoo's SUSPENDED / CONNECTED / LOST), each
-  logged as a ``zk.session`` op and delivered after a drawn notice delay;
+  logged as a ``zk.session`` op and delivered after a drawn notice delay,
+  in the order they happened;
 - ``connected`` is the client's own view, ``live`` the server's truth: a
   paused or partitioned process keeps believing in a session the server has
   already expired, which is the root of most ZooKeeper coordination races;
@@ -31,7 +32,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from simpy.events import Event
+from simpy.events import Event, Process
 
 from raceproof.sim.history import JSONValue
 from raceproof.sim.store import (
@@ -105,6 +106,7 @@ class ZkClient:
         self._held: list[tuple[_SessionWatcher, WatchEvent]] = []
         self._persistent: list[tuple[str, Watcher, _SessionWatcher]] = []
         self._expiry = Timer(world, f"{store.name}-server", self._server_expires)
+        self._last_tell: Process | None = None
 
     # -- the session -------------------------------------------------------------
     @property
@@ -193,10 +195,18 @@ class ZkClient:
         self.world.log(self.name, "zk.session", state=state, session=self.session)
         notice_ms = self.world.source.choose(f"{self.name}.notice", self.notice_ms)
         event = SessionEvent(state, self.session)
-        self.world.spawn(f"{self.name}-events", self._tell(event, notice_ms))
+        previous = self._last_tell
+        self._last_tell = self.world.spawn(
+            f"{self.name}-events", self._tell(event, notice_ms, previous)
+        )
 
-    def _tell(self, event: SessionEvent, notice_ms: int) -> Generator[Event, Any, None]:
+    def _tell(
+        self, event: SessionEvent, notice_ms: int, previous: Process | None
+    ) -> Generator[Event, Any, None]:
+        """Deliver ``event`` after ``notice_ms``, never before the events told before it."""
         yield self.world.sleep(notice_ms)
+        if previous is not None and previous.is_alive:
+            yield previous
         for listener in list(self.listeners):
             result = listener(event)
             if isinstance(result, Generator):
