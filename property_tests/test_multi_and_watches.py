@@ -8,6 +8,12 @@ agree. If ZooKeeper cannot start, these tests fail: they never skip.
 
 from __future__ import annotations
 
+import os
+import re
+import select
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +23,7 @@ from kazoo.client import KazooClient
 
 from raceproof.scenarios.zookeeper import ZooKeeperServer
 from raceproof.scenarios.zookeeper.kazoo_store import KazooStore
+from raceproof.scenarios.zookeeper.server import CONF_DIRS, ZOOKEEPER_JAR
 from raceproof.sim import (
     BadVersion,
     RandomSource,
@@ -165,20 +172,30 @@ def test_a_removed_persistent_watch_stops_firing() -> None:
 
 # -- the real ZooKeeper -----------------------------------------------------------------
 @pytest.fixture(scope="module")
-def real_store() -> Iterator[KazooStore]:
+def zookeeper() -> Iterator[ZooKeeperServer]:
     with ZooKeeperServer() as server:
-        root = KazooClient(hosts=server.hosts)
-        root.start(timeout=30)
-        root.ensure_path("/multi-test")
-        root.stop()
-        root.close()
-        client = KazooClient(hosts=server.hosts + "/multi-test")
-        client.start(timeout=30)
-        try:
-            yield KazooStore(client)
-        finally:
-            client.stop()
-            client.close()
+        yield server
+
+
+def _client(hosts: str, chroot: str) -> KazooClient:
+    root = KazooClient(hosts=hosts)
+    root.start(timeout=30)
+    root.ensure_path(chroot)
+    root.stop()
+    root.close()
+    client = KazooClient(hosts=hosts + chroot)
+    client.start(timeout=30)
+    return client
+
+
+@pytest.fixture(scope="module")
+def real_store(zookeeper: ZooKeeperServer) -> Iterator[KazooStore]:
+    client = _client(zookeeper.hosts, "/multi-test")
+    try:
+        yield KazooStore(client)
+    finally:
+        client.stop()
+        client.close()
 
 
 def _reset(real: KazooStore) -> None:
@@ -238,3 +255,91 @@ def test_every_store_access_names_its_path_once_through_the_touch_hook() -> None
         ("read", "zk:/a"), ("write", "zk:/a"),
         ("write", "zk:/a"), ("write", "zk:/"), ("read", "zk:/a"),
     ]  # fmt: skip
+
+
+# -- persistent watches on the real ZooKeeper, through its own command line ----------------
+EVENT_KINDS = {"NodeCreated": "created", "NodeDataChanged": "changed",
+               "NodeDeleted": "deleted", "NodeChildrenChanged": "children"}  # fmt: skip
+
+
+class _ZkCli:
+    """ZooKeeper's own ``ZooKeeperMain`` (kazoo 2.11 has no ``addWatch``): commands in, events out."""
+
+    def __init__(self, hosts: str, chroot: str) -> None:
+        conf = next((d for d in CONF_DIRS if d.exists()), None)
+        classpath = f"{conf}:{ZOOKEEPER_JAR}" if conf else str(ZOOKEEPER_JAR)
+        command = [
+            "java",
+            "-cp",
+            classpath,
+            "org.apache.zookeeper.ZooKeeperMain",
+            "-server",
+            hosts + chroot,
+        ]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        self.buffer = b""
+
+    def send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() + b"\n")
+        self.process.stdin.flush()
+
+    def read_until(self, marker: str, timeout_s: float = 60.0) -> str:
+        """The output up to and including ``marker`` (fails after ``timeout_s`` without it)."""
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        while marker.encode() not in self.buffer:
+            left_s = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(left_s, 0))
+            assert ready, (
+                f"ZooKeeperMain printed no {marker!r} in {timeout_s}s: {self.buffer[-500:]!r}"
+            )
+            chunk = os.read(fd, 65536)
+            assert chunk, f"ZooKeeperMain exited: {self.buffer[-2000:]!r}"
+            self.buffer += chunk
+        end = self.buffer.index(marker.encode()) + len(marker)
+        text, self.buffer = self.buffer[:end].decode(errors="replace"), self.buffer[end:]
+        return text
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=20)
+
+
+def _real_events(zookeeper: ZooKeeperServer, mode: str, chroot: str) -> list[str]:
+    writer = _client(zookeeper.hosts, chroot)
+    cli = _ZkCli(zookeeper.hosts, chroot)
+    try:
+        cli.send(f"addWatch -m {mode} /a")
+        cli.send("ls /")  # answered after addWatch: the watch is in place
+        cli.read_until("[]")
+        for action, path in SCRIPT:
+            if action == "create":
+                writer.create(path, b"0")
+            elif action == "set":
+                writer.set(path, b"1")
+            else:
+                writer.delete(path)
+        writer.create("/a", b"end")  # a last event both modes report: the end of the script
+        text = cli.read_until("type:NodeCreated path:/a\n", timeout_s=60)
+        text += cli.read_until("type:NodeCreated path:/a\n", timeout_s=60)
+    finally:
+        cli.close()
+        writer.stop()
+        writer.close()
+    found = re.findall(r"type:(\w+) path:(\S+)", text)
+    return [f"{EVENT_KINDS[kind]} {path}" for kind, path in found][:-1]
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_persistent_watches_fire_as_on_a_real_zookeeper(
+    zookeeper: ZooKeeperServer, recursive: bool
+) -> None:
+    mode = "PERSISTENT_RECURSIVE" if recursive else "PERSISTENT"
+    real = _real_events(zookeeper, mode, f"/watch-{mode.lower()}")
+    simulated = _events_after(VersionedStore(World(ReplaySource([], strict=False))), SCRIPT)
+    kind = "recursive" if recursive else "persistent"
+    assert real == [event for k, event in simulated if k == kind]
