@@ -343,3 +343,22 @@ def test_persistent_watches_fire_as_on_a_real_zookeeper(
     simulated = _events_after(VersionedStore(World(ReplaySource([], strict=False))), SCRIPT)
     kind = "recursive" if recursive else "persistent"
     assert real == [event for k, event in simulated if k == kind]
+
+
+@given(st.integers(0, 2**32), st.lists(st.sampled_from(["/a", "/a/b", "/a/c"]), max_size=12))
+def test_a_persistent_watch_sees_changes_in_their_order_whatever_the_delays(
+    seed: int, writes: list[str]
+) -> None:
+    store = VersionedStore(World(RandomSource(seed)), watch_delay_ms=(0, 5, 50))
+    seen: list[str] = []
+    store.add_watch("/a", lambda e: seen.append(f"{e.kind} {e.path}"), recursive=True)
+    expected = []
+    for path in ["/a", *writes]:
+        if store.exists(path):
+            store.set(path, 1)
+            expected.append(f"changed {path}")
+        else:
+            store.create(path, 0)
+            expected.append(f"created {path}")
+    store.world.run_to_end()
+    assert seen == expected

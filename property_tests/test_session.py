@@ -264,3 +264,19 @@ def test_session_events_reach_listeners_in_order_whatever_the_notice_delays() ->
     client.pause(100)
     world.run_to_end()
     assert heard == [(300, "disconnected"), (300, "connected")]
+
+
+@given(st.integers(0, 2**32))
+def test_notifications_held_while_disconnected_arrive_in_order_on_reconnect(seed: int) -> None:
+    world = World(RandomSource(seed))
+    store = VersionedStore(world)  # watch delay 0: the store's own ordering is not in question
+    store.create("/config", 0)
+    client = ZkClient(world, store, "app", session_timeout_ms=1000)
+    seen: list[tuple[int, str]] = []
+    client.add_watch("/config", lambda e: seen.append((world.now_ms, e.kind)))
+    client.pause(300)
+    for value in (1, 2, 3):
+        store.set("/config", value)
+    store.delete("/config")
+    world.run_to_end()
+    assert seen == [(300, "changed")] * 3 + [(300, "deleted")]

@@ -138,8 +138,8 @@ class ZkClient:
             self._expiry.cancel()
             self._set_state("connected")
             held, self._held = self._held, []
-            for watcher, event in held:
-                self.world.spawn(f"{self.name}-watch", self._deliver_held(watcher, event))
+            if held:
+                self.world.spawn(f"{self.name}-watch", self._deliver_held(held))
         else:
             self._held = []
             self._set_state("expired")
@@ -185,10 +185,12 @@ class ZkClient:
         self.reconnect()
 
     def _deliver_held(
-        self, watcher: _SessionWatcher, event: WatchEvent
+        self, held: list[tuple[_SessionWatcher, WatchEvent]]
     ) -> Generator[Event, Any, None]:
+        """The notifications that arrived while disconnected, in the order they arrived."""
         yield self.world.sleep(0)
-        watcher(event)
+        for watcher, event in held:
+            watcher(event)
 
     def _set_state(self, state: SessionState) -> None:
         self.state = state

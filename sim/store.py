@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from simpy.events import Process
+
 from raceproof.sim.history import JSONValue
 from raceproof.sim.world import ProcessGenerator, World
 
@@ -170,6 +172,7 @@ class VersionedStore:
         self._next_session = 1
         self._sequence = 0
         self._deferred: list[Callable[[], None]] | None = None  # notifications of a multi-op
+        self._last_delivery: dict[Watcher, Process] = {}  # of each persistent watch
 
     def _touch(self, mode: str, path: str) -> None:
         """The one place every operation names the znode it reads or writes."""
@@ -430,7 +433,7 @@ class VersionedStore:
         self._fire(self.child_watches, parent, "children")
         for watcher, recursive in list(self.persistent_watches.get(parent, ())):
             if not recursive:
-                self._send(watcher, WatchEvent("children", parent))
+                self._send(watcher, WatchEvent("children", parent), in_order=True)
 
     def _fire_persistent(self, path: str, kind: str) -> None:
         """Persistent watches on ``path`` and recursive ones on its ancestors, nearest first."""
@@ -444,19 +447,34 @@ class VersionedStore:
                 break
             at = _parent(at)
         for watcher in chosen:
-            self._send(watcher, WatchEvent(kind, path))
+            self._send(watcher, WatchEvent(kind, path), in_order=True)
 
     def _fire(self, table: dict[str, list[Watcher]], path: str, kind: str) -> None:
         watchers = table.pop(path, [])
         for watcher in watchers:
             self._send(watcher, WatchEvent(kind, path))
 
-    def _send(self, watcher: Watcher, event: WatchEvent) -> None:
-        delay_ms = self.world.source.choose(f"{self.name}.watch-delay", self.watch_delay_ms)
-        self.world.spawn(f"{self.name}-watch", self._deliver(watcher, event, delay_ms))
+    def _send(self, watcher: Watcher, event: WatchEvent, *, in_order: bool = False) -> None:
+        """Deliver ``event`` after a drawn delay; ``in_order``: never before the watcher's earlier ones.
 
-    def _deliver(self, watcher: Watcher, event: WatchEvent, delay_ms: int) -> ProcessGenerator:
+        A persistent watch sees a stream of events, and ZooKeeper delivers a
+        session's notifications in the order of the changes, so its deliveries
+        queue behind each other; a one-shot watch fires once and needs no queue.
+        """
+        delay_ms = self.world.source.choose(f"{self.name}.watch-delay", self.watch_delay_ms)
+        previous = self._last_delivery.get(watcher) if in_order else None
+        process = self.world.spawn(
+            f"{self.name}-watch", self._deliver(watcher, event, delay_ms, previous)
+        )
+        if in_order:
+            self._last_delivery[watcher] = process
+
+    def _deliver(
+        self, watcher: Watcher, event: WatchEvent, delay_ms: int, previous: Process | None = None
+    ) -> ProcessGenerator:
         yield self.world.sleep(delay_ms)
+        if previous is not None and previous.is_alive:
+            yield previous
         watcher(event)
 
 
