@@ -42,28 +42,39 @@ from raceproof.sim.faults import (
     Nemesis,
     Network,
     crash_and_restart,
+    maybe_expire_session,
     maybe_pause,
+    pause_with_session,
 )
 from raceproof.sim.fs import DiskWriteError, FileSystem, FsError
 from raceproof.sim.history import History, Op, canonical_json, first_divergence
+from raceproof.sim.invariants import INVARIANT_OP, always, invariant_checker
 from raceproof.sim.primitives import EventQueue, Executor, Lock, every
 from raceproof.sim.repro import Counterexample, CounterexampleError
 from raceproof.sim.runtime import ExecutorPort, QueuePort, Runtime, SimRuntime, poll_until
+from raceproof.sim.session import SessionEvent, SessionState, ZkClient
 from raceproof.sim.shrink import shrink
 from raceproof.sim.store import (
     BadVersion,
+    ConnectionLoss,
     LaggingCache,
     NodeExists,
     NoNode,
+    NotEmpty,
     SessionExpired,
     StoreError,
+    Transaction,
+    TransactionFailed,
+    TxOp,
     VersionedStore,
     WatchEvent,
 )
+from raceproof.sim.timers import Debounce, Timer
 from raceproof.sim.world import BoundHit, Bounds, Runner, RunOutcome, World, execute
 
 __all__ = [
     "FAULT_KINDS",
+    "INVARIANT_OP",
     "SCHEDULE_LABEL",
     "STRATEGIES",
     "Actor",
@@ -74,8 +85,10 @@ __all__ = [
     "Checker",
     "Choice",
     "ChoiceSource",
+    "ConnectionLoss",
     "Counterexample",
     "CounterexampleError",
+    "Debounce",
     "DiskWriteError",
     "EventQueue",
     "Executor",
@@ -92,6 +105,7 @@ __all__ = [
     "Network",
     "NoNode",
     "NodeExists",
+    "NotEmpty",
     "Op",
     "PCTSource",
     "ProofReport",
@@ -103,14 +117,22 @@ __all__ = [
     "Runner",
     "Runtime",
     "SearchReport",
+    "SessionEvent",
     "SessionExpired",
+    "SessionState",
     "SimRuntime",
     "SplitMix64",
     "StoreError",
+    "Timer",
+    "Transaction",
+    "TransactionFailed",
+    "TxOp",
     "Verdict",
     "VersionedStore",
     "WatchEvent",
     "World",
+    "ZkClient",
+    "always",
     "canonical_json",
     "checker",
     "checker_name",
@@ -124,9 +146,12 @@ __all__ = [
     "explore",
     "first_divergence",
     "first_violation",
+    "invariant_checker",
     "keyed_deviations",
+    "maybe_expire_session",
     "maybe_pause",
     "ok",
+    "pause_with_session",
     "poll_until",
     "prove",
     "quiescent",

@@ -3,13 +3,19 @@
 A checker never sees the simulation, only ops, so the same function judges a
 simulated run, a real ZooKeeper run and a real Spark run. A violation names
 the op index where the property became false and a sentence saying why.
+
+Inside a function decorated with ``@checker`` the verdict helpers need no
+name: ``violated("why", op_index)``, ``ok()`` and ``unknown("why")`` leave it
+blank and the decorator fills in the checker's name (returning ``None`` is
+``ok``). Outside one, the named forms ``violated(name, op_index, why)``,
+``ok(name)`` and ``unknown(name, why)`` are used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal, overload
 
 from raceproof.sim.history import History
 
@@ -35,29 +41,78 @@ class Verdict:
 Checker = Callable[[History], Verdict]
 
 
-def ok(checker: str, message: str = "") -> Verdict:
+def ok(checker: str = "", message: str = "") -> Verdict:
+    """The property holds. ``ok()`` inside a ``@checker`` function; ``ok(name)`` outside."""
     return Verdict(checker, "ok", None, message)
 
 
-def violated(checker: str, op_index: int | None, message: str) -> Verdict:
-    assert message, "a violation must say why"
-    return Verdict(checker, "violated", op_index, message)
+@overload
+def violated(message: str, op_index: int | None, /) -> Verdict: ...
+@overload
+def violated(checker: str, op_index: int | None, message: str, /) -> Verdict: ...
+def violated(*args: Any) -> Verdict:
+    """The property became false at op ``op_index``, for the reason ``message``.
+
+    ``violated(message, op_index)`` inside a ``@checker`` function (the name is
+    filled in); ``violated(checker, op_index, message)`` outside one.
+    """
+    if len(args) == 2:
+        (message, op_index), name = args, ""
+    else:
+        assert len(args) == 3, (
+            f"violated takes (message, op_index) or (checker, op_index, message), got {args!r}"
+        )
+        name, op_index, message = args
+    assert isinstance(message, str) and message, "a violation must say why"
+    assert op_index is None or isinstance(op_index, int), (
+        f"op_index must be an int, got {op_index!r}"
+    )
+    return Verdict(name, "violated", op_index, message)
 
 
-def unknown(checker: str, message: str) -> Verdict:
-    return Verdict(checker, "unknown", None, message)
+@overload
+def unknown(message: str, /) -> Verdict: ...
+@overload
+def unknown(checker: str, message: str, /) -> Verdict: ...
+def unknown(*args: str) -> Verdict:
+    """The history cannot tell. ``unknown(message)`` inside a ``@checker``; ``unknown(name, message)`` outside."""
+    assert len(args) in (1, 2), f"unknown takes (message) or (checker, message), got {args!r}"
+    name, message = ("", args[0]) if len(args) == 1 else args
+    return Verdict(name, "unknown", None, message)
 
 
-def checker(name: str) -> Callable[[Callable[[History], Verdict]], Checker]:
-    """Decorator that names a checker (``fn.checker_name``) and checks it returns a Verdict."""
+CheckFunction = Callable[[History], Verdict | None]
 
-    def wrap(fn: Callable[[History], Verdict]) -> Checker:
+
+@overload
+def checker(name: str) -> Callable[[CheckFunction], Checker]: ...
+@overload
+def checker(name: CheckFunction) -> Checker: ...
+def checker(name: str | CheckFunction) -> Callable[[CheckFunction], Checker] | Checker:
+    """Decorator that names a checker and fills that name into every verdict it returns.
+
+    ``@checker("no-lost-update")`` names it; bare ``@checker`` takes the
+    function's name with dashes (``no_lost_update`` -> ``no-lost-update``).
+    The function may return a verdict with no name (``violated(why, index)``),
+    one with its own name, or ``None`` for ok; another checker's name is a bug.
+    """
+    if callable(name):
+        return _named(name.__name__.strip("_").replace("_", "-"))(name)
+    return _named(name)
+
+
+def _named(name: str) -> Callable[[CheckFunction], Checker]:
+    assert isinstance(name, str) and name, "a checker needs a name"
+
+    def wrap(fn: CheckFunction) -> Checker:
         def run(history: History) -> Verdict:
             verdict = fn(history)
-            assert isinstance(verdict, Verdict) and verdict.checker == name, (
+            if verdict is None:
+                return ok(name)
+            assert isinstance(verdict, Verdict) and verdict.checker in ("", name), (
                 f"checker {name} returned {verdict!r}"
             )
-            return verdict
+            return replace(verdict, checker=name) if not verdict.checker else verdict
 
         run.checker_name = name  # type: ignore[attr-defined]
         run.__name__ = fn.__name__

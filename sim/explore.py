@@ -31,12 +31,23 @@ Progress = Callable[[dict[str, Any]], None]
 
 @dataclass
 class Budget:
-    """How much a search may do: examples, and wall seconds if a clock is given."""
+    """How much a search may do: examples, and wall seconds measured by ``clock``.
+
+    The kernel reads no clock of its own, so ``seconds`` without ``clock`` is
+    an error rather than a limit silently ignored.
+    """
 
     examples: int = 10_000
     seconds: float | None = None
     clock: Callable[[], float] | None = None
     started: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.seconds is not None and self.clock is None:
+            raise ValueError(
+                f"Budget(seconds={self.seconds}) needs a clock (e.g. clock=time.monotonic): "
+                "the kernel reads no clock of its own"
+            )
 
     def start(self) -> None:
         self.started = self.clock() if self.clock else 0.0

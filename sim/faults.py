@@ -8,7 +8,9 @@ ops (``fault.<kind>``) so a counterexample shows them on its timeline.
 Kinds: ``crash`` (an actor dies and restarts after a drawn delay), ``pause``
 (an actor stops for a drawn while, then goes on), ``drop`` / ``duplicate`` /
 ``delay`` of a message delivery, ``session-expiry`` (of a store session), and
-``disk-write`` (see ``FileSystem(fail_writes=True)``).
+``disk-write`` (see ``FileSystem(fail_writes=True)``). ``pause_with_session``
+pauses an actor together with its ZooKeeper client, so a drawn pause longer
+than the session timeout expires the session.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import simpy
 from simpy.events import Event, Process
 
+from raceproof.sim.session import ZkClient
 from raceproof.sim.world import ProcessGenerator, World
 
 FAULT_KINDS = ("crash", "pause", "drop", "duplicate", "delay", "session-expiry", "disk-write")
@@ -73,12 +76,15 @@ class Actor:
 
     Subclasses implement ``main()``; they wait on events with
     ``value = yield from self.wait(event)`` so a pause delays them without
-    breaking the wait. ``on_crash`` drops the in-memory state.
+    breaking the wait. ``on_crash`` drops the in-memory state. With
+    ``interleave`` each (re)start is a drawn tie with the events of its
+    instant (``World.spawn(interleave=True)``) instead of running at once.
     """
 
-    def __init__(self, world: World, name: str) -> None:
+    def __init__(self, world: World, name: str, *, interleave: bool = False) -> None:
         self.world = world
         self.name = name
+        self.interleave = interleave
         self.process: Process | None = None
         self.incarnation = 0
 
@@ -91,7 +97,7 @@ class Actor:
 
     def start(self) -> None:
         self.incarnation += 1
-        self.process = self.world.spawn(self.name, self._guarded())
+        self.process = self.world.spawn(self.name, self._guarded(), interleave=self.interleave)
 
     def _guarded(self) -> ProcessGenerator:
         try:
@@ -141,6 +147,35 @@ def crash_and_restart(nemesis: Nemesis, actor: Actor) -> ProcessGenerator:
 def maybe_pause(nemesis: Nemesis, actor: Actor) -> None:
     if nemesis.strikes("pause", actor.name):
         actor.pause(nemesis.world.source.choose(f"pause.{actor.name}", nemesis.plan.delay_ms))
+
+
+def pause_with_session(
+    nemesis: Nemesis,
+    actor: Actor,
+    client: ZkClient,
+    durations_ms: Sequence[int] | None = None,
+) -> int:
+    """If a pause strikes ``actor``: pause it and its ZooKeeper client for a drawn while.
+
+    The while is drawn from ``durations_ms`` (default: half the session
+    timeout, then twice it: the first keeps the session, the second expires
+    it). Returns the pause in ms (0 when none struck).
+    """
+    if not nemesis.strikes("pause", actor.name):
+        return 0
+    options = tuple(durations_ms or (client.session_timeout_ms // 2, client.session_timeout_ms * 2))
+    duration_ms = nemesis.world.source.choose(f"pause.{actor.name}", options)
+    actor.pause(duration_ms)
+    client.pause(duration_ms)
+    return int(duration_ms)
+
+
+def maybe_expire_session(nemesis: Nemesis, client: ZkClient) -> bool:
+    """If a ``session-expiry`` fault strikes ``client``: the server expires its session now."""
+    if not nemesis.strikes("session-expiry", client.name):
+        return False
+    client.expire()
+    return True
 
 
 class Network:

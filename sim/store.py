@@ -2,10 +2,17 @@
 
 The store is what a model's ZooKeeper is: znodes with data and a version,
 conditional set and delete, ephemeral nodes bound to sessions, session expiry,
-one-shot data and child watches. Operations are atomic and instantaneous; a
+one-shot data and child watches, ZooKeeper 3.6+'s persistent and
+persistent-recursive watches (``add_watch``), and the atomic multi-op
+(``multi`` / ``transaction``). Operations are atomic and instantaneous; a
 model adds the network round trip with ``world.sleep`` where the real client
-would wait. Watch notifications arrive after a delay drawn from the run's
-choice source, so "the watch fired late" is a schedule like any other.
+would wait, or uses a session-bound ``ZkClient`` (``sim/session.py``). Watch
+notifications arrive after a delay drawn from the run's choice source, so
+"the watch fired late" is a schedule like any other.
+
+Every operation names what it touches through one method, ``_touch(mode,
+path)``; ``on_touch`` (if set) sees each access, so a reduction can record a
+step's footprint.
 
 The cache is a client-side view that learns about changes late: either after
 a drawn lag (``auto_refresh``) or only when the model refreshes it explicitly
@@ -17,6 +24,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from simpy.events import Process
 
 from raceproof.sim.history import JSONValue
 from raceproof.sim.world import ProcessGenerator, World
@@ -46,6 +56,22 @@ class SessionExpired(StoreError):
     pass
 
 
+class ConnectionLoss(StoreError):
+    """The client is disconnected: the request was not sent (ZooKeeper's ConnectionLossException)."""
+
+
+class TransactionFailed(StoreError):
+    """A multi-op failed as a whole: op ``index`` raised ``error`` and nothing was applied."""
+
+    def __init__(self, index: int, op: TxOp, error: StoreError) -> None:
+        super().__init__(
+            f"op #{index} ({op.kind} {op.path}) failed: {type(error).__name__}: {error}"
+        )
+        self.index = index
+        self.op = op
+        self.error = error
+
+
 @dataclass
 class Node:
     data: JSONValue
@@ -60,6 +86,63 @@ class WatchEvent:
 
 
 Watcher = Callable[[WatchEvent], None]
+TouchHook = Callable[[str, str], None]  # (mode "read"/"write", "<store>:<path>")
+
+
+@dataclass(frozen=True)
+class TxOp:
+    """One operation of a multi-op: ``check``, ``create``, ``set`` or ``delete``."""
+
+    kind: str
+    path: str
+    data: JSONValue = None
+    version: int = -1
+    ephemeral: bool = False
+    sequential: bool = False
+
+    def __post_init__(self) -> None:
+        assert self.kind in ("check", "create", "set", "delete"), f"unknown multi op {self.kind!r}"
+
+
+class Transaction:
+    """Builds a multi-op as kazoo's ``client.transaction()`` does; ``commit`` runs it on the backend.
+
+    The backend is anything with ``multi(ops)``: the simulated store, a
+    session-bound client, or the real ZooKeeper's ``KazooStore``.
+    """
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.ops: list[TxOp] = []
+
+    def check(self, path: str, version: int) -> Transaction:
+        self.ops.append(TxOp("check", path, version=version))
+        return self
+
+    def create(
+        self,
+        path: str,
+        data: JSONValue = None,
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+    ) -> Transaction:
+        self.ops.append(TxOp("create", path, data, ephemeral=ephemeral, sequential=sequential))
+        return self
+
+    def set_data(self, path: str, data: JSONValue, version: int = -1) -> Transaction:
+        self.ops.append(TxOp("set", path, data, version))
+        return self
+
+    def delete(self, path: str, version: int = -1) -> Transaction:
+        self.ops.append(TxOp("delete", path, version=version))
+        return self
+
+    def commit(self) -> list[JSONValue]:
+        """Results in op order (created path, new version, None); TransactionFailed if any op fails."""
+        return list(self.backend.multi(self.ops))
+
+
 Listener = Callable[[str, "Node | None"], None]
 
 
@@ -82,10 +165,19 @@ class VersionedStore:
         self.nodes: dict[str, Node] = {"/": Node(None, 0, None)}
         self.data_watches: dict[str, list[Watcher]] = {}
         self.child_watches: dict[str, list[Watcher]] = {}
+        self.persistent_watches: dict[str, list[tuple[Watcher, bool]]] = {}  # (watcher, recursive)
         self.listeners: list[Listener] = []
         self.sessions: dict[int, bool] = {}
+        self.on_touch: TouchHook | None = None
         self._next_session = 1
         self._sequence = 0
+        self._deferred: list[Callable[[], None]] | None = None  # notifications of a multi-op
+        self._last_delivery: dict[Watcher, Process] = {}  # of each persistent watch
+
+    def _touch(self, mode: str, path: str) -> None:
+        """The one place every operation names the znode it reads or writes."""
+        if self.on_touch is not None:
+            self.on_touch(mode, f"{self.name}:{path}")
 
     # -- sessions ------------------------------------------------------------
     def open_session(self) -> int:
@@ -95,13 +187,39 @@ class VersionedStore:
         return session
 
     def expire_session(self, session: int) -> list[str]:
-        """Expire ``session``: its ephemeral nodes vanish (watches fire). Returns their paths."""
+        """Expire ``session``: its ephemeral nodes vanish (watches fire). Returns their paths.
+
+        Watches the session set (watchers with a ``session`` attribute, as a
+        ``ZkClient`` registers them) are removed first: they never fire.
+        """
         assert session in self.sessions, f"unknown session {session}"
         self.sessions[session] = False
+        self._drop_watches_of(session)
         owned = sorted(p for p, n in self.nodes.items() if n.ephemeral_session == session)
         for path in owned:
+            self._touch("write", path)
             self._remove(path)
         return owned
+
+    def session_live(self, session: int) -> bool:
+        """True while the server holds ``session`` (not expired, not closed)."""
+        return self.sessions.get(session, False)
+
+    def _drop_watches_of(self, session: int) -> None:
+        def keep(watcher: Watcher) -> bool:
+            return getattr(watcher, "session", None) != session
+
+        for table in (self.data_watches, self.child_watches):
+            for path in sorted(table):
+                table[path] = [w for w in table[path] if keep(w)]
+                if not table[path]:
+                    del table[path]
+        for path in sorted(self.persistent_watches):
+            kept = [(w, r) for w, r in self.persistent_watches[path] if keep(w)]
+            if kept:
+                self.persistent_watches[path] = kept
+            else:
+                del self.persistent_watches[path]
 
     def _check_session(self, session: int | None) -> None:
         if session is not None and not self.sessions.get(session, False):
@@ -109,12 +227,14 @@ class VersionedStore:
 
     # -- reads ---------------------------------------------------------------
     def exists(self, path: str, watch: Watcher | None = None) -> bool:
+        self._touch("read", path)
         if watch is not None:
             self.data_watches.setdefault(path, []).append(watch)
         return path in self.nodes
 
     def get(self, path: str, watch: Watcher | None = None) -> tuple[JSONValue, int]:
         """(data, version); NoNode if absent. A copy: callers cannot alias the store."""
+        self._touch("read", path)
         node = self.nodes.get(path)
         if node is None:
             raise NoNode(path)
@@ -124,6 +244,7 @@ class VersionedStore:
 
     def children(self, path: str, watch: Watcher | None = None) -> list[str]:
         """Child names, sorted (never in dict or directory-listing order)."""
+        self._touch("read", path)
         if path not in self.nodes:
             raise NoNode(path)
         if watch is not None:
@@ -148,6 +269,32 @@ class VersionedStore:
 
         self.exists(path, watch=fire)
 
+    def add_watch(self, path: str, watcher: Watcher, *, recursive: bool = False) -> None:
+        """ZooKeeper 3.6+'s ``addWatch``: a watch that stays until removed.
+
+        As the 3.8.0 server has it (WatchManager.triggerWatch, DataTree.addWatch):
+        ``PERSISTENT`` (``recursive=False``) fires for the node's creation, data
+        change and deletion and for its children changing; ``PERSISTENT_RECURSIVE``
+        fires for creation, data change and deletion of the node and of every
+        node below it (the event names the changed node), never for children
+        changing. ``path`` need not exist. Each firing is one delivery with a
+        drawn delay; changes meanwhile are each delivered, in order of firing.
+        """
+        self._touch("read", path)
+        self.persistent_watches.setdefault(path, []).append((watcher, recursive))
+
+    def remove_watch(self, path: str, watcher: Watcher) -> bool:
+        """Remove a watch ``add_watch`` set; False if there was none."""
+        entries = self.persistent_watches.get(path, [])
+        kept = [(w, r) for w, r in entries if w is not watcher]
+        if len(kept) == len(entries):
+            return False
+        if kept:
+            self.persistent_watches[path] = kept
+        else:
+            del self.persistent_watches[path]
+        return True
+
     # -- writes --------------------------------------------------------------
     def create(
         self,
@@ -162,6 +309,8 @@ class VersionedStore:
             path = f"{path}{self._sequence:010d}"
             self._sequence += 1
         parent = _parent(path)
+        self._touch("write", path)
+        self._touch("write", parent)
         if parent not in self.nodes:
             raise NoNode(parent)
         if path in self.nodes:
@@ -169,7 +318,7 @@ class VersionedStore:
         node = Node(copy.deepcopy(data), 0, ephemeral_session)
         self.nodes[path] = node
         self._notify(path, node, "created")
-        self._fire(self.child_watches, parent, "children")
+        self._children_changed(parent)
         return path
 
     def ensure_path(self, path: str) -> None:
@@ -182,6 +331,7 @@ class VersionedStore:
 
     def set(self, path: str, data: JSONValue, version: int = -1) -> int:
         """Overwrite the node; with ``version`` >= 0 only if that is its version. New version."""
+        self._touch("write", path)
         node = self.nodes.get(path)
         if node is None:
             raise NoNode(path)
@@ -193,6 +343,8 @@ class VersionedStore:
         return node.version
 
     def delete(self, path: str, version: int = -1) -> None:
+        self._touch("write", path)
+        self._touch("write", _parent(path))
         node = self.nodes.get(path)
         if node is None:
             raise NoNode(path)
@@ -205,26 +357,124 @@ class VersionedStore:
     def _remove(self, path: str) -> None:
         del self.nodes[path]
         self._notify(path, None, "deleted")
-        self._fire(self.child_watches, _parent(path), "children")
+        self._children_changed(_parent(path))
+
+    def check(self, path: str, version: int = -1) -> None:
+        """A multi-op's ``check``: NoNode if absent, BadVersion unless ``version`` is -1 or matches."""
+        self._touch("read", path)
+        node = self.nodes.get(path)
+        if node is None:
+            raise NoNode(path)
+        if version >= 0 and node.version != version:
+            raise BadVersion(f"{path}: expected version {version}, found {node.version}")
+
+    # -- multi-op ----------------------------------------------------------------
+    def transaction(self) -> Transaction:
+        return Transaction(self)
+
+    def multi(self, ops: Sequence[TxOp], *, session: int | None = None) -> list[JSONValue]:
+        """Apply ``ops`` all or nothing (ZooKeeper's ``multi``); results in op order.
+
+        The ops run in order against the store; if one fails, every change is
+        rolled back, no watch fires, nothing is drawn, and TransactionFailed
+        names the op. Otherwise the watches fire as the ops would have fired
+        them one by one. ``session`` owns the ephemeral nodes it creates.
+        """
+        assert self._deferred is None, "a multi-op cannot nest"
+        saved = {p: Node(n.data, n.version, n.ephemeral_session) for p, n in self.nodes.items()}
+        saved_sequence = self._sequence
+        self._deferred = []
+        results: list[JSONValue] = []
+        try:
+            for index, op in enumerate(ops):
+                try:
+                    results.append(self._apply(op, session))
+                except StoreError as error:
+                    self.nodes, self._sequence = saved, saved_sequence
+                    raise TransactionFailed(index, op, error) from None
+            deferred = self._deferred
+        finally:
+            self._deferred = None
+        for notification in deferred:
+            notification()
+        return results
+
+    def _apply(self, op: TxOp, session: int | None) -> JSONValue:
+        if op.kind == "check":
+            self.check(op.path, op.version)
+            return None
+        if op.kind == "create":
+            owner = session if op.ephemeral else None
+            assert not op.ephemeral or session is not None, "an ephemeral create needs a session"
+            return self.create(op.path, op.data, ephemeral_session=owner, sequential=op.sequential)
+        if op.kind == "set":
+            return self.set(op.path, op.data, op.version)
+        self.delete(op.path, op.version)
+        return None
 
     # -- notification ----------------------------------------------------------
     def _notify(self, path: str, node: Node | None, kind: str) -> None:
+        if self._deferred is not None:
+            frozen = None if node is None else Node(node.data, node.version, node.ephemeral_session)
+            self._deferred.append(lambda: self._notify(path, frozen, kind))
+            return
         for listener in list(self.listeners):
             listener(path, node)
         self._fire(self.data_watches, path, kind)
         if kind == "deleted":
             self._fire(self.child_watches, path, "deleted")
+        if self.persistent_watches:
+            self._fire_persistent(path, kind)
+
+    def _children_changed(self, parent: str) -> None:
+        if self._deferred is not None:
+            self._deferred.append(lambda: self._children_changed(parent))
+            return
+        self._fire(self.child_watches, parent, "children")
+        for watcher, recursive in list(self.persistent_watches.get(parent, ())):
+            if not recursive:
+                self._send(watcher, WatchEvent("children", parent), in_order=True)
+
+    def _fire_persistent(self, path: str, kind: str) -> None:
+        """Persistent watches on ``path`` and recursive ones on its ancestors, nearest first."""
+        chosen: list[Watcher] = []
+        at = path
+        while True:
+            for watcher, recursive in self.persistent_watches.get(at, ()):
+                if (recursive or at == path) and not any(w is watcher for w in chosen):
+                    chosen.append(watcher)
+            if at == "/":
+                break
+            at = _parent(at)
+        for watcher in chosen:
+            self._send(watcher, WatchEvent(kind, path), in_order=True)
 
     def _fire(self, table: dict[str, list[Watcher]], path: str, kind: str) -> None:
         watchers = table.pop(path, [])
         for watcher in watchers:
-            delay_ms = self.world.source.choose(f"{self.name}.watch-delay", self.watch_delay_ms)
-            self.world.spawn(
-                f"{self.name}-watch", self._deliver(watcher, WatchEvent(kind, path), delay_ms)
-            )
+            self._send(watcher, WatchEvent(kind, path))
 
-    def _deliver(self, watcher: Watcher, event: WatchEvent, delay_ms: int) -> ProcessGenerator:
+    def _send(self, watcher: Watcher, event: WatchEvent, *, in_order: bool = False) -> None:
+        """Deliver ``event`` after a drawn delay; ``in_order``: never before the watcher's earlier ones.
+
+        A persistent watch sees a stream of events, and ZooKeeper delivers a
+        session's notifications in the order of the changes, so its deliveries
+        queue behind each other; a one-shot watch fires once and needs no queue.
+        """
+        delay_ms = self.world.source.choose(f"{self.name}.watch-delay", self.watch_delay_ms)
+        previous = self._last_delivery.get(watcher) if in_order else None
+        process = self.world.spawn(
+            f"{self.name}-watch", self._deliver(watcher, event, delay_ms, previous)
+        )
+        if in_order:
+            self._last_delivery[watcher] = process
+
+    def _deliver(
+        self, watcher: Watcher, event: WatchEvent, delay_ms: int, previous: Process | None = None
+    ) -> ProcessGenerator:
         yield self.world.sleep(delay_ms)
+        if previous is not None and previous.is_alive:
+            yield previous
         watcher(event)
 
 

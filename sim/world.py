@@ -16,7 +16,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from heapq import heappop
+from heapq import heapify, heappop
 from typing import Any, Literal
 
 import simpy
@@ -60,6 +60,7 @@ class World(simpy.Environment):
         self.steps = 0
         self.finished: str | None = None
         self._due: list[tuple[Any, EventPriority, int, Event]] = []
+        self.after_step: list[Callable[[], None]] = []  # step-level invariants (see ``always``)
 
     # -- time ----------------------------------------------------------------
     @property
@@ -76,12 +77,41 @@ class World(simpy.Environment):
         """A timeout of ``delay_ms`` virtual milliseconds."""
         return self.timeout(delay_ms)
 
+    def unschedule(self, event: Event) -> bool:
+        """Take a scheduled, not yet processed event out of the schedule (a cancelled timer).
+
+        Nothing is left behind at its instant: no step, no tie, no later end of
+        the run. False if the event was not scheduled.
+        """
+        for table in (self._due, self._queue):
+            for position, entry in enumerate(table):
+                if entry[3] is event:
+                    del table[position]
+                    if table is self._queue:
+                        heapify(table)
+                    return True
+        return False
+
     # -- actors --------------------------------------------------------------
-    def spawn(self, actor: str, generator: ProcessGenerator) -> Process:
-        """Start a process that acts as ``actor`` (the name shown in schedules)."""
+    def spawn(
+        self, actor: str, generator: ProcessGenerator, *, interleave: bool = False
+    ) -> Process:
+        """Start a process that acts as ``actor`` (the name shown in schedules).
+
+        A process starts the moment it is spawned and runs to its first yield.
+        With ``interleave`` its first step waits for a zero-delay event of its
+        own instead, so the start is a scheduling decision among the events of
+        that instant; choice 0 runs it where SimPy would run ``sleep(0)``.
+        """
+        if interleave:
+            generator = self._started_after_tie(generator)
         process = self.process(generator)
         process.actor = actor  # type: ignore[attr-defined]
         return process
+
+    def _started_after_tie(self, generator: ProcessGenerator) -> ProcessGenerator:
+        yield self.timeout(0)
+        return (yield from generator)
 
     def log(self, actor: str, kind: str, **fields: JSONValue) -> None:
         self.history.append(self.now_ms, actor, kind, **fields)
@@ -113,7 +143,8 @@ class World(simpy.Environment):
         Urgent events (a process starting, an interrupt) run first, in order,
         without a draw: an actor begins the moment it is spawned and runs
         until its first yield. A model that wants its start to interleave
-        with other events of the same instant yields ``sleep(0)`` first.
+        with other events of the same instant spawns it with ``interleave``.
+        The ``after_step`` hooks run after each step.
         """
         queue, due = self._queue, self._due
         if not due:
@@ -142,6 +173,8 @@ class World(simpy.Environment):
             if index < 0:
                 index = self.source.schedule(len(due), lambda: [self._actor_of(e[3]) for e in due])
         self._process(due.pop(index))
+        for hook in self.after_step:
+            hook()
 
     def _process(self, entry: tuple[Any, EventPriority, int, Event]) -> None:
         """SimPy's event processing (``Environment.step`` after the pop).

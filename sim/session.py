@@ -1,0 +1,301 @@
+"""A ZooKeeper client bound to a session: what the model's process sees of its ZooKeeper.
+
+``VersionedStore`` is the server. A ``ZkClient`` is one process's handle on
+it, holding one session, as a ZooKeeper or kazoo client does:
+
+- its ephemeral nodes, its watches and its writes die with the session: the
+  server removes the session's watches when it expires (they never fire), a
+  delivery in flight to an expired or closed session is dropped, and a
+  request (``request``) whose session has gone is not applied;
+- it tells its listeners ``disconnected``, ``connected`` (reconnected),
+  ``expired`` and ``closed`` (kazoo's SUSPENDED / CONNECTED / LOST), each
+  logged as a ``zk.session`` op and delivered after a drawn notice delay,
+  in the order they happened;
+- ``connected`` is the client's own view, ``live`` the server's truth: a
+  paused or partitioned process keeps believing in a session the server has
+  already expired, which is the root of most ZooKeeper coordination races;
+- while disconnected, requests fail with ``ConnectionLoss`` and watch
+  deliveries are held until it reconnects; the server expires the session
+  ``session_timeout_ms`` after the connection dropped (a cancellable timer),
+  so a pause (``pause``, or the drawn fault ``pause_with_session``) longer
+  than the timeout expires it and the client hears ``expired`` when it comes
+  back.
+
+Every decision is a draw: request latencies (``latency_ms``), how late the
+client notices a change of its connection (``notice_ms``), and the store's
+watch delays. Choice 0 of each is the boring one (its first option).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from simpy.events import Event, Process
+
+from raceproof.sim.history import JSONValue
+from raceproof.sim.store import (
+    ConnectionLoss,
+    SessionExpired,
+    Transaction,
+    TxOp,
+    VersionedStore,
+    Watcher,
+    WatchEvent,
+)
+from raceproof.sim.timers import Timer
+from raceproof.sim.world import World
+
+T = TypeVar("T")
+SessionState = Literal["connected", "disconnected", "expired", "closed"]
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    """A change of the client's connection, as its listeners hear it."""
+
+    state: SessionState
+    session: int
+
+
+SessionListener = Callable[[SessionEvent], Any]
+
+
+class _SessionWatcher:
+    """A watcher registered by a client: the store drops it with its session."""
+
+    def __init__(self, client: ZkClient, callback: Watcher) -> None:
+        self.client = client
+        self.callback = callback
+        self.session = client.session
+
+    def __call__(self, event: WatchEvent) -> None:
+        client = self.client
+        if client.session != self.session or not client.store.session_live(self.session):
+            return  # the session died while the notification was on its way
+        if client.state == "disconnected":
+            client._held.append((self, event))
+            return
+        self.callback(event)
+
+
+class ZkClient:
+    """One process's ZooKeeper handle with one session on ``store``."""
+
+    def __init__(
+        self,
+        world: World,
+        store: VersionedStore,
+        name: str,
+        *,
+        session_timeout_ms: int = 30_000,
+        latency_ms: Sequence[int] = (0,),
+        notice_ms: Sequence[int] = (0,),
+    ) -> None:
+        assert session_timeout_ms > 0 and latency_ms and notice_ms
+        self.world = world
+        self.store = store
+        self.name = name
+        self.session_timeout_ms = session_timeout_ms
+        self.latency_ms = tuple(latency_ms)
+        self.notice_ms = tuple(notice_ms)
+        self.session = store.open_session()
+        self.state: SessionState = "connected"
+        self.listeners: list[SessionListener] = []
+        self._held: list[tuple[_SessionWatcher, WatchEvent]] = []
+        self._persistent: list[tuple[str, Watcher, _SessionWatcher]] = []
+        self._expiry = Timer(world, f"{store.name}-server", self._server_expires)
+        self._last_tell: Process | None = None
+
+    # -- the session -------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        """The client's view: connected, with a session it believes live."""
+        return self.state == "connected"
+
+    @property
+    def live(self) -> bool:
+        """The server's truth: the session exists (not expired, not closed)."""
+        return self.store.session_live(self.session)
+
+    def add_listener(self, listener: SessionListener) -> None:
+        """``listener(SessionEvent)`` on every change of connection state, in order."""
+        self.listeners.append(listener)
+
+    def disconnect(self) -> None:
+        """The connection drops (a partition, a paused process): the server's expiry clock starts."""
+        if self.state != "connected":
+            return
+        self._set_state("disconnected")
+        self._expiry.start(self.session_timeout_ms)
+
+    def reconnect(self) -> None:
+        """The connection is back: ``connected`` if the session survived, else ``expired``."""
+        if self.state != "disconnected":
+            return
+        if self.live:
+            self._expiry.cancel()
+            self._set_state("connected")
+            held, self._held = self._held, []
+            if held:
+                self.world.spawn(f"{self.name}-watch", self._deliver_held(held))
+        else:
+            self._held = []
+            self._set_state("expired")
+
+    def pause(self, duration_ms: int) -> None:
+        """The process stops for ``duration_ms`` (a GC pause): no heartbeats, then it reconnects."""
+        assert duration_ms >= 0
+        self.world.log(self.name, "zk.paused", session=self.session, duration_ms=duration_ms)
+        self.disconnect()
+        self.world.spawn(f"{self.name}-resume", self._resume_after(duration_ms))
+
+    def expire(self) -> None:
+        """The server expires the session now (the ``session-expiry`` fault)."""
+        if not self.live:
+            return
+        self._expiry.cancel()
+        self._server_expires()
+        if self.state == "connected":
+            self._held = []
+            self._set_state("expired")
+
+    def close(self) -> None:
+        """Close the session: its ephemeral nodes go now, its watches never fire."""
+        if self.live:
+            self._expiry.cancel()
+            self.store.expire_session(self.session)
+        self._held = []
+        self._set_state("closed")
+
+    def renew(self) -> None:
+        """After ``expired``: a new session (as kazoo does after LOST); ephemerals must be re-created."""
+        assert self.state in ("expired", "closed"), f"{self.name} renews a {self.state} session"
+        self.session = self.store.open_session()
+        self._persistent = []
+        self._set_state("connected")
+
+    def _server_expires(self) -> None:
+        self.world.log(f"{self.store.name}-server", "zk.session-expired", session=self.session)
+        self.store.expire_session(self.session)
+
+    def _resume_after(self, duration_ms: int) -> Generator[Event, Any, None]:
+        yield self.world.sleep(duration_ms)
+        self.reconnect()
+
+    def _deliver_held(
+        self, held: list[tuple[_SessionWatcher, WatchEvent]]
+    ) -> Generator[Event, Any, None]:
+        """The notifications that arrived while disconnected, in the order they arrived."""
+        yield self.world.sleep(0)
+        for watcher, event in held:
+            watcher(event)
+
+    def _set_state(self, state: SessionState) -> None:
+        self.state = state
+        self.world.log(self.name, "zk.session", state=state, session=self.session)
+        notice_ms = self.world.source.choose(f"{self.name}.notice", self.notice_ms)
+        event = SessionEvent(state, self.session)
+        previous = self._last_tell
+        self._last_tell = self.world.spawn(
+            f"{self.name}-events", self._tell(event, notice_ms, previous)
+        )
+
+    def _tell(
+        self, event: SessionEvent, notice_ms: int, previous: Process | None
+    ) -> Generator[Event, Any, None]:
+        """Deliver ``event`` after ``notice_ms``, never before the events told before it."""
+        yield self.world.sleep(notice_ms)
+        if previous is not None and previous.is_alive:
+            yield previous
+        for listener in list(self.listeners):
+            result = listener(event)
+            if isinstance(result, Generator):
+                yield from result
+
+    # -- requests ------------------------------------------------------------------
+    def _require(self) -> None:
+        if self.state == "disconnected":
+            raise ConnectionLoss(f"{self.name} is disconnected")
+        if self.state != "connected" or not self.live:
+            raise SessionExpired(f"{self.name}: session {self.session} is {self.state}")
+
+    def request(self, operation: Callable[[], T]) -> Generator[Event, Any, T]:
+        """A round trip: ``result = yield from client.request(lambda: client.set(...))``.
+
+        The request travels a drawn latency, is applied if the session is
+        still connected and live (else ConnectionLoss / SessionExpired: not
+        applied), and the reply travels back; a connection lost meanwhile
+        raises ConnectionLoss although the operation *was* applied, as in
+        ZooKeeper.
+        """
+        yield self.world.sleep(self.world.source.choose(f"{self.name}.latency", self.latency_ms))
+        result = operation()
+        yield self.world.sleep(self.world.source.choose(f"{self.name}.latency", self.latency_ms))
+        if self.state != "connected":
+            raise ConnectionLoss(f"{self.name} lost the reply: the operation was applied")
+        return result
+
+    def _wrap(self, callback: Watcher | None) -> Watcher | None:
+        return None if callback is None else _SessionWatcher(self, callback)
+
+    def exists(self, path: str, watch: Watcher | None = None) -> bool:
+        self._require()
+        return self.store.exists(path, watch=self._wrap(watch))
+
+    def get(self, path: str, watch: Watcher | None = None) -> tuple[JSONValue, int]:
+        self._require()
+        return self.store.get(path, watch=self._wrap(watch))
+
+    def children(self, path: str, watch: Watcher | None = None) -> list[str]:
+        self._require()
+        return self.store.children(path, watch=self._wrap(watch))
+
+    def add_watch(self, path: str, callback: Watcher, *, recursive: bool = False) -> None:
+        """A persistent (or persistent-recursive) watch that dies with the session."""
+        self._require()
+        watcher = _SessionWatcher(self, callback)
+        self._persistent.append((path, callback, watcher))
+        self.store.add_watch(path, watcher, recursive=recursive)
+
+    def remove_watch(self, path: str, callback: Watcher) -> bool:
+        """Remove the watch ``add_watch(path, callback)`` set; False if there is none."""
+        self._require()
+        for entry in self._persistent:
+            if entry[0] == path and entry[1] is callback:
+                self._persistent.remove(entry)
+                return self.store.remove_watch(path, entry[2])
+        return False
+
+    def create(
+        self,
+        path: str,
+        data: JSONValue = None,
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+    ) -> str:
+        self._require()
+        owner = self.session if ephemeral else None
+        return self.store.create(path, data, ephemeral_session=owner, sequential=sequential)
+
+    def set(self, path: str, data: JSONValue, version: int = -1) -> int:
+        self._require()
+        return self.store.set(path, data, version)
+
+    def delete(self, path: str, version: int = -1) -> None:
+        self._require()
+        self.store.delete(path, version)
+
+    def check(self, path: str, version: int = -1) -> None:
+        self._require()
+        self.store.check(path, version)
+
+    def multi(self, ops: Sequence[TxOp]) -> list[JSONValue]:
+        """All or nothing; its ephemeral creates belong to this client's session."""
+        self._require()
+        return self.store.multi(ops, session=self.session)
+
+    def transaction(self) -> Transaction:
+        return Transaction(self)

@@ -1,0 +1,134 @@
+"""Cancellable timers and a debounce, for models whose code arms, re-arms and cancels timeouts.
+
+``every`` (``primitives.py``) is a loop; a lease, a retry back-off, a session
+timeout or a "wait for things to settle" is a single deadline that the model
+moves or cancels. A ``Timer`` is one scheduled World event: cancelling it
+takes the event out of the schedule (``World.unschedule``), so a cancelled
+timer leaves no step, no tie and no late end of the run behind. When it
+fires, its callback runs as a step of the timer's actor, so its instant ties
+with the other events due then are drawn like any other.
+
+Lateness is a choice: ``late_ms`` options (0 first, the boring one) are drawn
+each time the timer is armed, for timers that a loaded machine runs late.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
+
+from simpy.events import Event
+
+from raceproof.sim.world import World
+
+Callback = Callable[[], Any]
+
+
+class Timer:
+    """A one-shot deadline that can be started, re-armed (``start`` again) and cancelled.
+
+    ``callback()`` runs at the deadline; if it returns a generator, that runs
+    as a process of ``actor`` (so the callback can wait). ``fired`` counts
+    firings, ``due_ms`` is the armed deadline (None when idle).
+    """
+
+    def __init__(
+        self, world: World, actor: str, callback: Callback, *, late_ms: Sequence[int] = (0,)
+    ) -> None:
+        assert late_ms and all(isinstance(v, int) and v >= 0 for v in late_ms)
+        self.world = world
+        self.actor = actor  # read by World._actor_of: the firing is this actor's step
+        self.callback = callback
+        self.late_ms = tuple(late_ms)
+        self.fired = 0
+        self.due_ms: int | None = None
+        self._event: Event | None = None
+
+    @property
+    def active(self) -> bool:
+        return self._event is not None
+
+    def start(self, delay_ms: int) -> None:
+        """Arm the timer ``delay_ms`` from now, replacing any deadline it had."""
+        assert isinstance(delay_ms, int) and delay_ms >= 0, f"delay_ms must be >= 0, got {delay_ms}"
+        self.cancel()
+        late_ms = self.world.source.choose(f"timer.{self.actor}.late", self.late_ms)
+        event = self.world.timeout(delay_ms + late_ms)
+        assert event.callbacks is not None
+        event.callbacks.append(self._fire)
+        self._event = event
+        self.due_ms = self.world.now_ms + delay_ms + late_ms
+
+    def cancel(self) -> bool:
+        """Disarm; True if a deadline was pending. A cancelled timer never fires."""
+        event, self._event, self.due_ms = self._event, None, None
+        if event is None:
+            return False
+        self.world.unschedule(event)
+        return True
+
+    def _fire(self, event: Event) -> None:
+        if event is not self._event:
+            return
+        self._event, self.due_ms = None, None
+        self.fired += 1
+        result = self.callback()
+        if isinstance(result, Generator):
+            self.world.spawn(self.actor, result)
+
+
+class Debounce:
+    """Runs ``callback`` once ``quiet_ms`` after the last ``trigger()`` of a burst.
+
+    Each trigger restarts the quiet period, so a burst of triggers closer than
+    ``quiet_ms`` to each other fires once, ``quiet_ms`` after the last one.
+    ``max_wait_ms`` (optional) bounds how long a steady stream of triggers can
+    put it off, as lodash's ``maxWait`` does.
+    """
+
+    def __init__(
+        self,
+        world: World,
+        actor: str,
+        quiet_ms: int,
+        callback: Callback,
+        *,
+        max_wait_ms: int | None = None,
+        late_ms: Sequence[int] = (0,),
+    ) -> None:
+        assert quiet_ms > 0, "quiet_ms must be > 0"
+        assert max_wait_ms is None or max_wait_ms >= quiet_ms, "max_wait_ms must be >= quiet_ms"
+        self.world = world
+        self.quiet_ms = quiet_ms
+        self.max_wait_ms = max_wait_ms
+        self.callback = callback
+        self.triggers = 0
+        self._burst_started_ms: int | None = None
+        self.timer = Timer(world, actor, self._fire, late_ms=late_ms)
+
+    @property
+    def pending(self) -> bool:
+        return self.timer.active
+
+    @property
+    def fired(self) -> int:
+        return self.timer.fired
+
+    def trigger(self) -> None:
+        """Something changed: (re)start the quiet period."""
+        self.triggers += 1
+        now_ms = self.world.now_ms
+        if self._burst_started_ms is None:
+            self._burst_started_ms = now_ms
+        delay_ms = self.quiet_ms
+        if self.max_wait_ms is not None:
+            delay_ms = min(delay_ms, self._burst_started_ms + self.max_wait_ms - now_ms)
+        self.timer.start(max(delay_ms, 0))
+
+    def cancel(self) -> bool:
+        self._burst_started_ms = None
+        return self.timer.cancel()
+
+    def _fire(self) -> Any:
+        self._burst_started_ms = None
+        return self.callback()
