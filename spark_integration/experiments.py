@@ -41,6 +41,13 @@ from raceproof.sim.dataflow import (
     state_matches_inputs,
 )
 from raceproof.spark_integration import lifecycle, session
+from raceproof.spark_integration.faults import (
+    BatchGate,
+    at_offsets_not_committed,
+    stop_in_background,
+    stop_landed,
+    wait_committed,
+)
 from raceproof.spark_integration.job import committed_batches
 from raceproof.spark_integration.pipeline import Pipeline
 from raceproof.spark_integration.sandbox import Sandbox
@@ -185,6 +192,72 @@ def slow_sink_stop(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
         return run.judge(DATA, failing_at_end=failure is not None)
 
 
+def _run_a_spark_job(batch: Any, batch_id: int, rows: int) -> None:
+    """What many real sinks do inside foreachBatch: another Spark job (here a one-row count)."""
+    batch.sparkSession.range(0, 1, 1, 1).count()
+
+
+def _stop_at_point(spark: Any, pipeline: Pipeline, guarded: bool, *, batch_job: bool) -> Trial:
+    """Stop the query while batch k's foreachBatch holds at a named point, restart, drain.
+
+    The point: the first batch that writes a row, after its first row; Spark
+    has written ``offsets/k`` and not ``commits/k``. The stop is issued from
+    another thread and the batch released only once the stop has begun, so
+    the stop always lands inside batch k. With ``batch_job`` the batch then
+    runs a Spark job of its own, which the stop interrupts; its guard stops
+    only between batches (once ``commits/k`` exists and the query is idle).
+    Without, the guard is the sink keyed on batch id.
+    """
+    between_batches = guarded and batch_job
+    with TrialRun(spark, pipeline, keyed_sink=guarded and not batch_job) as run:
+        job, sandbox = run.job, run.sandbox
+        job.add_input([("a", 1), ("b", 2)])
+        job.add_input([("a", 12), ("b", 13)])
+        job.run()
+        gate = BatchGate(batch=None, rows=1)
+        job.gate = gate
+        if batch_job:
+            job.after_rows = lambda b, i, n: (
+                _run_a_spark_job(b, i, n) if i == gate.reached_batch else None
+            )
+        job.add_input([("a", 25), ("b", 27)])
+        query = job.start()
+        if not gate.wait():
+            run.note("no batch wrote a row: the named point was never reached")
+            gate.release()
+        else:
+            k = int(gate.reached_batch or 0)
+            point = f"batch {k} after its first row (offsets/{k} written, commits/{k} not)"
+            run.recorder.log("nemesis", "fault.point", point=point,
+                             checked_on_files=at_offsets_not_committed(sandbox, k))  # fmt: skip
+            if between_batches:
+                gate.release()
+                committed = wait_committed(sandbox, k)
+                query.processAllAvailable()  # idle: no batch (and no job of one) is running
+                run.recorder.log("guard", "guard.between-batches", batch=k, committed=committed)
+                job.stop(query)
+            else:
+                stopper = stop_in_background(query)
+                landed = stop_landed(query)
+                run.recorder.log("nemesis", "fault.stop", point=point, landed=landed)
+                gate.release()
+                stopper.join()
+                run.recorder.log("driver", "query.stop", run=str(query.runId))
+            run.note(f"stopped at {point}" if not between_batches else f"stopped after commits/{k}")
+        job.gate = None
+        job.after_rows = None
+        failure = job.run() or run.drain()
+        return run.judge(DATA, failing_at_end=failure is not None)
+
+
+def stop_before_commit(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    return _stop_at_point(spark, pipeline, guarded, batch_job=False)
+
+
+def stop_during_batch_job(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    return _stop_at_point(spark, pipeline, guarded, batch_job=True)
+
+
 def _cleaner(target: Callable[[Sandbox], str]) -> TrialFn:
     def experiment(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
         with TrialRun(spark, pipeline) as run:
@@ -296,6 +369,16 @@ EXPERIMENTS: dict[str, Experiment] = {
         Experiment("slow-sink-stop", "stop during a slow foreachBatch write, restart",
                    "no-duplicate-emission, drain-completeness", slow_sink_stop,
                    "sink keyed on batch id", (NO_DUPLICATE,), frozenset({"drain"})),
+        Experiment("stop-before-commit",
+                   "stop inside batch k's foreachBatch after 1 row (offsets/k written, "
+                   "commits/k not), restart", "no-duplicate-emission, drain-completeness",
+                   stop_before_commit, "sink keyed on batch id", (NO_DUPLICATE,),
+                   frozenset({"drain"})),
+        Experiment("stop-during-batch-job",
+                   "as stop-before-commit, and the batch then runs a Spark job of its own",
+                   "no-uncaught-error, no-duplicate-emission", stop_during_batch_job,
+                   "stop only between batches (idle)", ("no-uncaught-error", NO_DUPLICATE),
+                   frozenset({"drain"})),
         Experiment("replay-equivalence", "stop and restart mid-stream (state recovered)",
                    "replay-equivalence", replay_equivalence, None, needs=frozenset({"state"})),
     ]
@@ -341,6 +424,7 @@ def run_experiment(spark: Any, name: str, pipeline: Pipeline, *, repeat: int = 1
     experiment = EXPERIMENTS[name]
     started = time.monotonic()
     cpu_started = time.process_time()
+    jvm_cpu_started = session.jvm_cpu_s(spark)
     stock = [experiment.trial(spark, pipeline, False) for _ in range(repeat)]
     guarded = (
         [experiment.trial(spark, pipeline, True) for _ in range(repeat)] if experiment.guard else []
@@ -370,5 +454,6 @@ def run_experiment(spark: Any, name: str, pipeline: Pipeline, *, repeat: int = 1
         "trace_hash": last.history.trace_hash(),
         "seconds": round(time.monotonic() - started, 1),
         "python_cpu_s": round(time.process_time() - cpu_started, 1),
+        "jvm_cpu_s": round(session.jvm_cpu_s(spark) - jvm_cpu_started, 1),
         **session.peak_memory_mb(spark),
     }

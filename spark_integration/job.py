@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from raceproof.sim.history import History
+from raceproof.spark_integration.faults import BatchGate
 from raceproof.spark_integration.pipeline import Pipeline, Record
 from raceproof.spark_integration.sandbox import Sandbox
 
@@ -64,6 +65,7 @@ class PipelineJob:
         self.pipeline = pipeline
         self.keyed_sink = keyed_sink
         self.after_rows: Callable[[Any, int, int], None] | None = None  # (batch, id, rows)
+        self.gate: BatchGate | None = None  # a fault at a named point of a batch
         self.records_written: list[Record] = []
         self._rows_logged = 0
         self._batch_files_logged: set[str] = set()
@@ -103,6 +105,9 @@ class PipelineJob:
         return self.pipeline.query(frame)
 
     def _sink(self, batch: Any, batch_id: int) -> None:
+        gate = self.gate
+        if gate is not None:
+            gate.at(batch_id, 0)  # offsets/<batch_id> is written, commits/<batch_id> is not
         rows = [
             json.dumps({"batch": batch_id, "row": self.pipeline.output(row)}, sort_keys=True)
             for row in batch.collect()
@@ -110,11 +115,19 @@ class PipelineJob:
         if self.keyed_sink:
             target = self.sandbox.inside(f"sink/batch-{batch_id:06d}.jsonl")
             staged = self.sandbox.inside(f"sink/.batch-{batch_id:06d}.tmp")
-            staged.write_text("".join(line + "\n" for line in rows))
+            with staged.open("w") as handle:
+                for done, line in enumerate(rows, 1):
+                    handle.write(line + "\n")
+                    if gate is not None:
+                        gate.at(batch_id, done)
             staged.replace(target)
         else:
             with self.sandbox.sink_file.open("a") as handle:
-                handle.write("".join(line + "\n" for line in rows))
+                for done, line in enumerate(rows, 1):
+                    handle.write(line + "\n")
+                    handle.flush()
+                    if gate is not None:
+                        gate.at(batch_id, done)
         self.pipeline.sink(batch, batch_id)
         if self.after_rows is not None:
             self.after_rows(batch, batch_id, len(rows))

@@ -118,13 +118,14 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
 
 def spark_table(rows: list[dict[str, Any]]) -> str:
     """The spark-check table: one line per pipeline and experiment, outcomes with their stability."""
-    header = ("pipeline", "experiment", "stock Spark", "guard", "with the guard", "gate", "s",
-              "JVM MiB")  # fmt: skip
+    header = ("pipeline", "experiment", "stock Spark", "guard", "with the guard", "gate", "wall s",
+              "CPU s", "JVM MiB")  # fmt: skip
     lines = [header] + [
         (r["scenario"], r["experiment"], r["stock"]["stability"], r["guard"] or "-",
          r["guarded"]["stability"] if r["guarded"] else "-",
          "GUARD FAILED" if r["verdict"] == "violated" else "ok",
-         f"{r['seconds']:.1f}", f"{r['jvm_peak_mb']:.0f}")
+         f"{r['seconds']:.1f}", f"{r['jvm_cpu_s'] + r['python_cpu_s']:.1f}",
+         f"{r['jvm_peak_mb']:.0f}")
         for r in rows
     ]  # fmt: skip
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
