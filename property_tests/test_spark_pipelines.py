@@ -121,3 +121,31 @@ def test_a_pipeline_that_cannot_be_loaded_is_a_usage_error(
     assert main(["spark-check", "--pipeline", f"{tmp_path / 'not_a_pipeline.py'}:make"]) == 2
     assert "returned int, not a" in capsys.readouterr().err
     assert main(["spark-check", "--repeat", "0"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "experiment", "stock_violates", "guarded_ok"),
+    [
+        # The join's unpaid orders wait in its state for the watermark: AvailableNow leaves them.
+        ("stream-join", "drain", {"drain-completeness"}, True),
+        # The dedup's state (the ids seen) restored from an older copy lets ids through again.
+        ("dedup", "stale-checkpoint-restore", {"no-duplicate-emission"}, True),
+        # A stop landing while the batch's own Spark job runs: the query thread dies uncaught.
+        ("windowed-count", "stop-during-batch-job",
+         {"no-duplicate-emission", "no-uncaught-error"}, True),
+    ],
+)  # fmt: skip
+def test_the_built_in_pipelines_measured_findings(
+    spark: Any,
+    pipeline: str,
+    experiment: str,
+    stock_violates: set[str],
+    guarded_ok: bool,
+) -> None:
+    from raceproof.spark_integration.pipeline import resolve
+
+    job = resolve(pipeline)
+    stock = EXPERIMENTS[experiment].trial(spark, job, False)
+    assert stock.violated() == stock_violates, stock.message
+    guarded = EXPERIMENTS[experiment].trial(spark, job, True)
+    assert (guarded.verdict == "ok") == guarded_ok, guarded.message
