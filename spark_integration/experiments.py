@@ -1,9 +1,12 @@
 """Fault experiments on real local-mode Spark, judged by the models' own checkers.
 
-Each experiment runs on stock Spark and, where raceproof offers one, with a
+Each experiment runs a pipeline (``spark_integration.pipeline``: the user's
+or a built-in one) on stock Spark and, where raceproof offers one, with a
 guard, each in a fresh sandbox. Its outcome is what was measured, never an
-expectation written down. The lifecycle experiments live in
-``spark_integration.lifecycle``; the data ones are here:
+expectation written down; a guard names the checkers it promises, and the
+gate (``run_experiment``'s verdict) fails only when a guarded trial breaks
+one. The lifecycle experiments live in ``spark_integration.lifecycle``; the
+data ones are here:
 
 - ``stale-checkpoint-restore``: the checkpoint is copied at batch k, the query
   runs on, the old ``offsets/`` and ``commits/`` (with their ``.crc`` files)
@@ -20,6 +23,12 @@ expectation written down. The lifecycle experiments live in
   ``cleaner-whole-checkpoint``: a cleaner deletes one partition's state, the
   newest delta file, or the whole checkpoint while the query runs; more
   input, restart, drain. Guard (whole checkpoint only): checkpoint fencing.
+- ``stop-before-commit``: stop inside batch k's ``foreachBatch`` after its
+  first row (a named point: ``offsets/k`` written, ``commits/k`` not), restart.
+  Guard: a sink keyed on batch id.
+- ``stop-during-batch-job``: the same, and the batch then runs a Spark job of
+  its own, which the stop interrupts (the ``StackOverflowError`` finding).
+  Guard: stop only between batches.
 - ``replay-equivalence``: stop and restart mid-stream; the state store after
   every batch (Spark's state data source) against a recomputation from the
   inputs each batch read.
