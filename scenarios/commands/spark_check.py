@@ -53,6 +53,11 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         for name in applicable(pipeline)
         if not args.experiment or name in args.experiment
     ]
+    if not plan:
+        raise UsageError(
+            f"experiment {', '.join(args.experiment or [])} does not apply to pipeline "
+            f"{', '.join(p.name for _, p in pipelines)} (it lacks what the experiment needs)"
+        )
     say = (
         (lambda line: print(line, file=sys.stderr, flush=True))
         if not args.json
