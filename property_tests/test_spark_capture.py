@@ -48,13 +48,16 @@ def test_batch_files_follow_the_offsets_log_not_the_batch_id(tmp_path: Path) -> 
 
 def _history(state_count: int, emitted: bool) -> History:
     history = History()
-    history.append(0, "driver", "input.file", file="f1", records=[["a", "w0"], ["a", "w0"]])
+    history.append(0, "driver", "pipeline", name="count", key=["window", "key"])
+    history.append(
+        0, "driver", "input.file", file="f1", records=[], keys=[["w0", "a"], ["w0", "a"]]
+    )
     history.append(0, "spark", "checkpoint.batch", batch=0, files=["f1"])
     if emitted:
-        history.append(0, "sink", "sink.row", batch=0, window="w0", key="a", count=2)
+        history.append(0, "sink", "sink.row", batch=0, row={"window": "w0", "key": "a", "count": 2})
     else:
-        history.append(0, "spark", "state.row", batch=0, window="w0", key="a", count=state_count)
-    history.append(0, "spark", "state.row", batch=0, window="w9", key="z", count=1)
+        history.append(0, "spark", "state.row", batch=0, key=["w0", "a"], count=state_count)
+    history.append(0, "spark", "state.row", batch=0, key=["w9", "z"], count=1)
     return history
 
 

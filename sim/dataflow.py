@@ -1,64 +1,101 @@
-"""Checkers for dataflows that aggregate records into windows: simulated or real (Spark).
+"""Checkers for dataflows whose output rows are identified by a declared key: simulated or real (Spark).
 
 Ops read:
-- ``input.record``: ``key``, ``window`` (the window the record falls in),
-  ``sentinel`` (true for the drain procedure's watermark-advancing event);
-- ``sink.row``: ``batch``, ``key``, ``window``, ``count`` (one emitted row);
-- ``drain.request``: the moment a drain (stop with everything emitted) began.
+- ``pipeline``: ``name``, ``key`` (the names of the fields that identify an
+  output row; ``["window", "key"]`` when a history has no such op);
+- ``sink.row``: ``batch``, ``row`` (the emitted row's fields);
+- ``drain.request``: the moment a drain (stop with everything emitted) began;
+- ``expect.row``: ``row``, a row the reference says the inputs written before
+  the drain must give (written right after ``drain.request``);
+- ``input.file`` (``file``, ``keys``: the state key each of its records is
+  counted under), ``checkpoint.batch`` (``batch``, ``files`` it read) and
+  ``state.row`` (``batch``, ``key``, ``count``: the store after that batch).
 
-One copy serves the models and the real Spark runs.
+The checkers never call the pipeline: what its reference function said is in
+the history, so each checker is a pure function of it. One copy serves the
+models and the real Spark runs.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from raceproof.sim.checkers import Checker, Verdict, checker, ok, unknown, violated
-from raceproof.sim.history import History
+from raceproof.sim.history import History, Op
+
+DEFAULT_KEY = ("window", "key")
+RowKey = tuple[str, ...]
+
+
+def key_fields(history: History) -> tuple[str, ...]:
+    """The fields that identify an output row, as the history's ``pipeline`` op declares them."""
+    declared = history.of_kind("pipeline")
+    if not declared:
+        return DEFAULT_KEY
+    return tuple(str(f) for f in declared[0].get("key") or [])
+
+
+def row_of(op: Op) -> dict[str, Any]:
+    row = op.get("row")
+    return dict(row) if isinstance(row, dict) else {}
+
+
+def row_key(row: dict[str, Any], fields: tuple[str, ...]) -> RowKey:
+    return tuple(str(row.get(f)) for f in fields)
+
+
+def describe(key: RowKey, fields: tuple[str, ...]) -> str:
+    return " ".join(f"{f}={v}" for f, v in zip(fields, key, strict=True))
 
 
 def no_duplicate_emission(name: str = "no-duplicate-emission") -> Checker:
-    """No (window, key) row is emitted twice (a sink that does not deduplicate sees it)."""
+    """No output row (by the pipeline's key) is emitted twice: a sink that does not deduplicate sees it."""
 
     @checker(name)
     def check(history: History) -> Verdict:
-        seen: dict[tuple[str, str], int] = {}
+        fields = key_fields(history)
+        seen: dict[RowKey, int] = {}
         for op in history.of_kind("sink.row"):
-            row = (str(op.get("window")), str(op.get("key")))
-            if row in seen:
-                return violated(name, op.index, f"window {row[0]} key {row[1]} emitted again in batch "
-                                f"{op.get('batch')} (first at op #{seen[row]}): a replayed batch")  # fmt: skip
-            seen[row] = op.index
+            key = row_key(row_of(op), fields)
+            if key in seen:
+                return violated(name, op.index, f"{describe(key, fields)} emitted again in batch "
+                                f"{op.get('batch')} (first at op #{seen[key]}): a replayed batch")  # fmt: skip
+            seen[key] = op.index
         return ok(name)
 
     return check
 
 
 def drain_emits_every_window(name: str = "drain-completeness") -> Checker:
-    """After a drain, every window with input that arrived before it was emitted, with its full count."""
+    """After a drain, every row the reference expects from the inputs before it was emitted, as expected."""
 
     @checker(name)
     def check(history: History) -> Verdict:
         requests = history.of_kind("drain.request")
         if not requests:
             return ok(name)
-        drain_at = requests[0].index
-        expected: dict[tuple[str, str], int] = {}
-        for op in history.ops[:drain_at]:
-            if op.kind == "input.record" and not op.get("sentinel"):
-                row = (str(op.get("window")), str(op.get("key")))
-                expected[row] = expected.get(row, 0) + 1
-        emitted: dict[tuple[str, str], int] = {}
+        fields = key_fields(history)
+        expected = {
+            row_key(row_of(op), fields): row_of(op)
+            for op in history.of_kind("expect.row")
+            if op.index > requests[0].index
+        }
+        emitted: dict[RowKey, dict[str, Any]] = {}
         for op in history.of_kind("sink.row"):
-            emitted[(str(op.get("window")), str(op.get("key")))] = int(op.get("count"))
-        missing = sorted(row for row in expected if row not in emitted)
+            row = row_of(op)
+            emitted[row_key(row, fields)] = row  # the last emission of a key stands
+        missing = sorted(key for key in expected if key not in emitted)
         if missing:
-            shown = ", ".join(f"{w} key {k}" for w, k in missing[:6])
-            return violated(name, len(history) - 1, f"{len(missing)} windows with input before the drain "
-                            f"were never emitted: {shown}")  # fmt: skip
-        wrong = sorted(row for row, count in expected.items() if emitted[row] != count)
-        if wrong:
-            w, k = wrong[0]
-            return violated(name, len(history) - 1, f"window {w} key {k} emitted count {emitted[(w, k)]}, "
-                            f"but {expected[(w, k)]} records fell in it")  # fmt: skip
+            shown = ", ".join(describe(key, fields) for key in missing[:6])
+            return violated(name, len(history) - 1, f"{len(missing)} of {len(expected)} rows expected "
+                            f"from the input before the drain were never emitted: {shown}")  # fmt: skip
+        for key, row in sorted(expected.items()):
+            got = emitted[key]
+            wrong = sorted(f for f in row if f not in fields and got.get(f) != row[f])
+            if wrong:
+                f = wrong[0]
+                return violated(name, len(history) - 1, f"{describe(key, fields)} emitted {f}="
+                                f"{got.get(f)}, but the reference gives {row[f]}")  # fmt: skip
         return ok(name)
 
     return check
@@ -67,50 +104,49 @@ def drain_emits_every_window(name: str = "drain-completeness") -> Checker:
 def state_matches_inputs(name: str = "replay-equivalence") -> Checker:
     """The state after each batch equals the fold of the inputs that batch and earlier ones read.
 
-    Reads ``input.file`` (``file``, ``records``: [key, window] pairs),
-    ``checkpoint.batch`` (``batch``, ``files`` it read) and ``state.row``
-    (``batch``, ``window``, ``key``, ``count``: the store after that batch).
-    Every stored count must equal the recomputed one, and every recomputed
-    (window, key) must be in the store or already emitted by the sink.
+    Every stored count must equal the number of records read so far under its
+    state key, and every state key with records read must be in the store or
+    already emitted by the sink (as an output row with the same key).
     """
 
     @checker(name)
     def check(history: History) -> Verdict:
-        records_of = {
-            str(op.get("file")): op.get("records") or [] for op in history.of_kind("input.file")
+        fields = key_fields(history)
+        keys_of = {
+            str(op.get("file")): [tuple(str(p) for p in k) for k in op.get("keys") or []]
+            for op in history.of_kind("input.file")
         }
         files_of = {
             int(op.get("batch")): op.get("files") or []
             for op in history.of_kind("checkpoint.batch")
         }
-        state: dict[int, dict[tuple[str, str], tuple[int, int]]] = {}
+        state: dict[int, dict[RowKey, tuple[int, int]]] = {}
         for op in history.of_kind("state.row"):
-            state.setdefault(int(op.get("batch")), {})[
-                (str(op.get("window")), str(op.get("key")))
-            ] = (int(op.get("count")), op.index)
-        emitted_at: dict[tuple[str, str], int] = {}
+            key = tuple(str(p) for p in op.get("key") or [])
+            state.setdefault(int(op.get("batch")), {})[key] = (int(op.get("count")), op.index)
+        emitted_at: dict[RowKey, int] = {}
         for op in history.of_kind("sink.row"):
-            row = (str(op.get("window")), str(op.get("key")))
-            emitted_at[row] = min(emitted_at.get(row, 1 << 60), int(op.get("batch")))
+            key = row_key(row_of(op), fields)
+            emitted_at[key] = min(emitted_at.get(key, 1 << 60), int(op.get("batch")))
         if not state:
             return unknown(name, "no state was read")
-        expected: dict[tuple[str, str], int] = {}
+        expected: dict[RowKey, int] = {}
         for batch in range(max(max(files_of, default=-1), max(state)) + 1):
             for file in files_of.get(batch, []):
-                for key, window in records_of.get(str(file), []):
-                    expected[(str(window), str(key))] = expected.get((str(window), str(key)), 0) + 1
+                for key in keys_of.get(str(file), []):
+                    expected[key] = expected.get(key, 0) + 1
             stored = state.get(batch)
             if stored is None:
                 continue
-            for (window, key), (count, index) in sorted(stored.items()):
-                if expected.get((window, key), 0) != count:
+            for key, (count, index) in sorted(stored.items()):
+                if expected.get(key, 0) != count:
                     return violated(name, index, f"after batch {batch} the store holds count {count} for "
-                                    f"window {window} key {key}; the inputs read so far give "
-                                    f"{expected.get((window, key), 0)}")  # fmt: skip
-            for row, count in sorted(expected.items()):
-                if row not in stored and emitted_at.get(row, 1 << 60) > batch:
-                    return violated(name, len(history) - 1, f"after batch {batch} window {row[0]} key "
-                                    f"{row[1]} ({count} records read) is neither in the store nor emitted")  # fmt: skip
+                                    f"{' '.join(key)}; the inputs read so far give "
+                                    f"{expected.get(key, 0)}")  # fmt: skip
+            for key, count in sorted(expected.items()):
+                if key not in stored and emitted_at.get(key, 1 << 60) > batch:
+                    return violated(name, len(history) - 1, f"after batch {batch} {' '.join(key)} "
+                                    f"({count} records read) is neither in the store nor emitted")  # fmt: skip
         return ok(name)
 
     return check

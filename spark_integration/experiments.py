@@ -1,9 +1,12 @@
 """Fault experiments on real local-mode Spark, judged by the models' own checkers.
 
-Each experiment runs on stock Spark and, where raceproof offers one, with a
+Each experiment runs a pipeline (``spark_integration.pipeline``: the user's
+or a built-in one) on stock Spark and, where raceproof offers one, with a
 guard, each in a fresh sandbox. Its outcome is what was measured, never an
-expectation written down. The lifecycle experiments live in
-``spark_integration.lifecycle``; the data ones are here:
+expectation written down; a guard names the checkers it promises, and the
+gate (``run_experiment``'s verdict) fails only when a guarded trial breaks
+one. The lifecycle experiments live in ``spark_integration.lifecycle``; the
+data ones are here:
 
 - ``stale-checkpoint-restore``: the checkpoint is copied at batch k, the query
   runs on, the old ``offsets/`` and ``commits/`` (with their ``.crc`` files)
@@ -20,6 +23,12 @@ expectation written down. The lifecycle experiments live in
   ``cleaner-whole-checkpoint``: a cleaner deletes one partition's state, the
   newest delta file, or the whole checkpoint while the query runs; more
   input, restart, drain. Guard (whole checkpoint only): checkpoint fencing.
+- ``stop-before-commit``: stop inside batch k's ``foreachBatch`` after its
+  first row (a named point: ``offsets/k`` written, ``commits/k`` not), restart.
+  Guard: a sink keyed on batch id.
+- ``stop-during-batch-job``: the same, and the batch then runs a Spark job of
+  its own, which the stop interrupts (the ``StackOverflowError`` finding).
+  Guard: stop only between batches.
 - ``replay-equivalence``: stop and restart mid-stream; the state store after
   every batch (Spark's state data source) against a recomputation from the
   inputs each batch read.
@@ -27,6 +36,7 @@ expectation written down. The lifecycle experiments live in
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -40,7 +50,15 @@ from raceproof.sim.dataflow import (
     state_matches_inputs,
 )
 from raceproof.spark_integration import lifecycle, session
+from raceproof.spark_integration.faults import (
+    BatchGate,
+    at_offsets_not_committed,
+    stop_in_background,
+    stop_landed,
+    wait_committed,
+)
 from raceproof.spark_integration.job import committed_batches
+from raceproof.spark_integration.pipeline import Pipeline
 from raceproof.spark_integration.sandbox import Sandbox
 from raceproof.spark_integration.trial import Trial, TrialRun
 
@@ -49,8 +67,19 @@ class CheckpointFenced(RuntimeError):
     """The guard refused a start: the checkpoint is older than what the sink committed."""
 
 
+# A test-only switch: guards named here are skipped, so a test can show that
+# spark-check exits 1 when a guard stops doing its job.
+DISABLE_GUARDS_ENV = "RACEPROOF_TEST_DISABLE_GUARDS"
+
+
+def guard_disabled(name: str) -> bool:
+    return name in os.environ.get(DISABLE_GUARDS_ENV, "").split(",")
+
+
 def fence(sandbox: Sandbox) -> None:
     """Refuse to start if the sink has committed a batch the checkpoint has not."""
+    if guard_disabled("fencing"):
+        return
     last_sink = sandbox.inside("sink/last_batch")
     sink_batch = int(last_sink.read_text()) if last_sink.exists() else -1
     checkpoint_batch = max(committed_batches(sandbox), default=-1)
@@ -77,8 +106,8 @@ def _fenced_run(run: TrialRun, guarded: bool) -> str | None:
 DATA = [no_duplicate_emission(), drain_emits_every_window()]
 
 
-def stale_checkpoint_restore(spark: Any, guarded: bool) -> Trial:
-    with TrialRun(spark) as run:
+def stale_checkpoint_restore(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    with TrialRun(spark, pipeline) as run:
         job, sandbox = run.job, run.sandbox
         job.add_input([("a", 1), ("b", 2)])
         job.add_input([("a", 12), ("b", 13)])
@@ -100,8 +129,8 @@ def stale_checkpoint_restore(spark: Any, guarded: bool) -> Trial:
         return run.judge([no_duplicate_emission()])
 
 
-def drain(spark: Any, guarded: bool) -> Trial:
-    with TrialRun(spark) as run:
+def drain(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    with TrialRun(spark, pipeline) as run:
         job = run.job
         job.add_input([("a", 1), ("b", 3)])
         job.add_input([("a", 14), ("b", 15)])
@@ -109,15 +138,17 @@ def drain(spark: Any, guarded: bool) -> Trial:
         if guarded:
             run.drain()
         else:
-            run.recorder.log("driver", "drain.request", procedure="AvailableNow")
+            job.request_drain("AvailableNow")
             job.run(available_now=True)
         return run.judge([drain_emits_every_window()])
 
 
-def stop_start_race(spark: Any, guarded: bool, *, rounds: int = 5, seed: int = 7) -> Trial:
+def stop_start_race(
+    spark: Any, pipeline: Pipeline, guarded: bool, *, rounds: int = 5, seed: int = 7
+) -> Trial:
     """Stops and starts race each other and the input; ``seed`` fixes the sleeps, not the JVM."""
     pace = random.Random(seed)
-    with TrialRun(spark, keyed_sink=guarded) as run:
+    with TrialRun(spark, pipeline, keyed_sink=guarded) as run:
         job = run.job
         job.add_input([("a", 1), ("b", 2)])
 
@@ -142,8 +173,8 @@ def stop_start_race(spark: Any, guarded: bool, *, rounds: int = 5, seed: int = 7
         return run.judge(DATA, failing_at_end=failure is not None)
 
 
-def slow_sink_stop(spark: Any, guarded: bool) -> Trial:
-    with TrialRun(spark, keyed_sink=guarded) as run:
+def slow_sink_stop(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    with TrialRun(spark, pipeline, keyed_sink=guarded) as run:
         job = run.job
         job.add_input([("a", 1), ("b", 2)])
         job.add_input([("a", 12), ("b", 13)])
@@ -170,9 +201,75 @@ def slow_sink_stop(spark: Any, guarded: bool) -> Trial:
         return run.judge(DATA, failing_at_end=failure is not None)
 
 
-def _cleaner(target: Callable[[Sandbox], str]) -> Callable[[Any, bool], Trial]:
-    def experiment(spark: Any, guarded: bool) -> Trial:
-        with TrialRun(spark) as run:
+def _run_a_spark_job(batch: Any, batch_id: int, rows: int) -> None:
+    """What many real sinks do inside foreachBatch: another Spark job (here a one-row count)."""
+    batch.sparkSession.range(0, 1, 1, 1).count()
+
+
+def _stop_at_point(spark: Any, pipeline: Pipeline, guarded: bool, *, batch_job: bool) -> Trial:
+    """Stop the query while batch k's foreachBatch holds at a named point, restart, drain.
+
+    The point: the first batch that writes a row, after its first row; Spark
+    has written ``offsets/k`` and not ``commits/k``. The stop is issued from
+    another thread and the batch released only once the stop has begun, so
+    the stop always lands inside batch k. With ``batch_job`` the batch then
+    runs a Spark job of its own, which the stop interrupts; its guard stops
+    only between batches (once ``commits/k`` exists and the query is idle).
+    Without, the guard is the sink keyed on batch id.
+    """
+    between_batches = guarded and batch_job
+    with TrialRun(spark, pipeline, keyed_sink=guarded and not batch_job) as run:
+        job, sandbox = run.job, run.sandbox
+        job.add_input([("a", 1), ("b", 2)])
+        job.add_input([("a", 12), ("b", 13)])
+        job.run()
+        gate = BatchGate(batch=None, rows=1)
+        job.gate = gate
+        if batch_job:
+            job.after_rows = lambda b, i, n: (
+                _run_a_spark_job(b, i, n) if i == gate.reached_batch else None
+            )
+        job.add_input([("a", 25), ("b", 27)])
+        query = job.start()
+        if not gate.wait():
+            run.note("no batch wrote a row: the named point was never reached")
+            gate.release()
+        else:
+            k = int(gate.reached_batch or 0)
+            point = f"batch {k} after its first row (offsets/{k} written, commits/{k} not)"
+            run.recorder.log("nemesis", "fault.point", point=point,
+                             checked_on_files=at_offsets_not_committed(sandbox, k))  # fmt: skip
+            if between_batches:
+                gate.release()
+                committed = wait_committed(sandbox, k)
+                query.processAllAvailable()  # idle: no batch (and no job of one) is running
+                run.recorder.log("guard", "guard.between-batches", batch=k, committed=committed)
+                job.stop(query)
+            else:
+                stopper = stop_in_background(query)
+                landed = stop_landed(query)
+                run.recorder.log("nemesis", "fault.stop", point=point, landed=landed)
+                gate.release()
+                stopper.join()
+                run.recorder.log("driver", "query.stop", run=str(query.runId))
+            run.note(f"stopped at {point}" if not between_batches else f"stopped after commits/{k}")
+        job.gate = None
+        job.after_rows = None
+        failure = job.run() or run.drain()
+        return run.judge(DATA, failing_at_end=failure is not None)
+
+
+def stop_before_commit(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    return _stop_at_point(spark, pipeline, guarded, batch_job=False)
+
+
+def stop_during_batch_job(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    return _stop_at_point(spark, pipeline, guarded, batch_job=True)
+
+
+def _cleaner(target: Callable[[Sandbox], str]) -> TrialFn:
+    def experiment(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+        with TrialRun(spark, pipeline) as run:
             job, sandbox = run.job, run.sandbox
             job.add_input([("a", 1), ("b", 2)])
             job.add_input([("a", 12), ("b", 13)])
@@ -208,17 +305,18 @@ def _one_partition(sandbox: Sandbox) -> str:
 
 def _latest_delta(sandbox: Sandbox) -> str:
     partition = sandbox.inside("checkpoint/state/0/1")
-    newest = max(int(p.name.split(".")[0]) for p in partition.glob("*.delta"))
-    sandbox.delete(f"checkpoint/state/0/1/.{newest}.delta.crc")
-    return f"checkpoint/state/0/1/{newest}.delta"
+    deltas = sorted(partition.rglob("*.delta"), key=lambda p: (int(p.name.split(".")[0]), str(p)))
+    newest = deltas[-1]  # one store's newest (a join keeps four stores per partition)
+    sandbox.delete(str(newest.with_name(f".{newest.name}.crc").relative_to(sandbox.root)))
+    return str(newest.relative_to(sandbox.root))
 
 
 def _whole_checkpoint(sandbox: Sandbox) -> str:
     return "checkpoint"
 
 
-def replay_equivalence(spark: Any, guarded: bool) -> Trial:
-    with TrialRun(spark) as run:
+def replay_equivalence(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    with TrialRun(spark, pipeline) as run:
         job = run.job
         job.add_input([("a", 1), ("b", 2)])
         job.add_input([("a", 5), ("b", 13)])
@@ -232,13 +330,21 @@ def replay_equivalence(spark: Any, guarded: bool) -> Trial:
         return run.judge([state_matches_inputs(), no_duplicate_emission()])
 
 
+TrialFn = Callable[[Any, Pipeline, bool], Trial]
+
+NO_DUPLICATE = "no-duplicate-emission"
+COMPLETE = "drain-completeness"
+
+
 @dataclass(frozen=True)
 class Experiment:
     name: str
     fault: str
     checkers: str
-    trial: Callable[[Any, bool], Trial]
+    trial: TrialFn
     guard: str | None  # None: raceproof offers no guard for this fault
+    promises: tuple[str, ...] = ()  # the checkers the guard promises hold
+    needs: frozenset[str] = frozenset()  # what a pipeline must have (Pipeline.applicable)
 
 
 EXPERIMENTS: dict[str, Experiment] = {
@@ -246,47 +352,117 @@ EXPERIMENTS: dict[str, Experiment] = {
     for e in [
         Experiment("double-stop-resume", "two stops; resume; the late stop lands",
                    "acknowledged-resume-holds, no-lost-update", lifecycle.double_stop_resume,
-                   "stop bound to the run id"),
+                   "stop bound to the run id", ("acknowledged-resume-holds", "no-lost-update")),
         Experiment("second-start", "a second start while a run is active",
                    "acknowledged-resume-holds", lifecycle.second_start,
-                   "stopActiveRunOnRestart=false"),
+                   "stopActiveRunOnRestart=false", ("acknowledged-resume-holds",)),
         Experiment("stop-start-race", "threads race stop()/start() while input arrives",
                    "no-duplicate-emission, drain-completeness, no-uncaught-error",
-                   stop_start_race, "sink keyed on batch id"),
+                   stop_start_race, "sink keyed on batch id", (NO_DUPLICATE,), frozenset({"drain"})),
         Experiment("stale-checkpoint-restore",
                    "restore offsets/ and commits/ from an older copy, restart",
-                   "no-duplicate-emission", stale_checkpoint_restore, "checkpoint fencing"),
+                   "no-duplicate-emission", stale_checkpoint_restore, "checkpoint fencing",
+                   (NO_DUPLICATE,)),
         Experiment("cleaner-partition-state", "delete one partition's state while running",
-                   "no-duplicate-emission, drain-completeness", _cleaner(_one_partition), None),
+                   "no-duplicate-emission, drain-completeness", _cleaner(_one_partition), None,
+                   needs=frozenset({"drain"})),
         Experiment("cleaner-latest-delta", "delete the newest state delta while running",
-                   "no-duplicate-emission, drain-completeness", _cleaner(_latest_delta), None),
+                   "no-duplicate-emission, drain-completeness", _cleaner(_latest_delta), None,
+                   needs=frozenset({"drain"})),
         Experiment("cleaner-whole-checkpoint", "delete the whole checkpoint while running",
                    "no-duplicate-emission, drain-completeness", _cleaner(_whole_checkpoint),
-                   "checkpoint fencing"),
+                   "checkpoint fencing", (NO_DUPLICATE,), frozenset({"drain"})),
         Experiment("drain", "stop with Trigger.AvailableNow (append mode, watermark)",
-                   "drain-completeness", drain, "drain procedure (sentinel)"),
+                   "drain-completeness", drain, "drain procedure (sentinel)", (COMPLETE,),
+                   frozenset({"drain"})),
         Experiment("slow-sink-stop", "stop during a slow foreachBatch write, restart",
                    "no-duplicate-emission, drain-completeness", slow_sink_stop,
-                   "sink keyed on batch id"),
+                   "sink keyed on batch id", (NO_DUPLICATE,), frozenset({"drain"})),
+        Experiment("stop-before-commit",
+                   "stop inside batch k's foreachBatch after 1 row (offsets/k written, "
+                   "commits/k not), restart", "no-duplicate-emission, drain-completeness",
+                   stop_before_commit, "sink keyed on batch id", (NO_DUPLICATE,),
+                   frozenset({"drain"})),
+        Experiment("stop-during-batch-job",
+                   "as stop-before-commit, and the batch then runs a Spark job of its own",
+                   "no-uncaught-error, no-duplicate-emission", stop_during_batch_job,
+                   "stop only between batches (idle)", ("no-uncaught-error", NO_DUPLICATE),
+                   frozenset({"drain"})),
         Experiment("replay-equivalence", "stop and restart mid-stream (state recovered)",
-                   "replay-equivalence", replay_equivalence, None),
+                   "replay-equivalence", replay_equivalence, None, needs=frozenset({"state"})),
     ]
 }  # fmt: skip
 
 
-def run_experiment(spark: Any, name: str) -> dict[str, Any]:
-    """Run one experiment stock and (if it has one) guarded; time and memory included."""
+def applicable(pipeline: Pipeline) -> list[str]:
+    """The experiments this pipeline has what they need for, in the table's order."""
+    return [name for name, e in EXPERIMENTS.items() if pipeline.applicable(e.needs)]
+
+
+def outcome(trial: dict[str, Any]) -> str:
+    """One trial's outcome as a table cell: the verdict and, if violated, what failed."""
+    failed = trial["violated"] if trial["verdict"] == "violated" else []
+    return trial["verdict"] + (f" ({', '.join(failed)})" if failed else "")
+
+
+def stability(trials: list[dict[str, Any]]) -> str:
+    """``violated (x)`` for one run; ``violated (x) 10/10`` or ``unstable: ... 6/10, ok 4/10``."""
+    counts: dict[str, int] = {}
+    for trial in trials:
+        counts[outcome(trial)] = counts.get(outcome(trial), 0) + 1
+    n = len(trials)
+    if len(counts) == 1:
+        (only,) = counts
+        return only if n == 1 else f"{only} {n}/{n}"
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return "unstable: " + ", ".join(f"{label} {k}/{n}" for label, k in ranked)
+
+
+def broken_promises(experiment: Experiment, trial: Trial) -> list[str]:
+    """The checkers the guard promised that failed in a guarded trial."""
+    return sorted(set(experiment.promises) & trial.violated())
+
+
+def run_experiment(spark: Any, name: str, pipeline: Pipeline, *, repeat: int = 1) -> dict[str, Any]:
+    """Run one experiment ``repeat`` times stock and (if it has one) guarded; time and memory included.
+
+    The row's ``verdict`` is the gate's: ``violated`` when a guarded trial broke
+    a checker its guard promises, ``ok`` otherwise. What stock Spark does is a
+    finding reported in ``stock``, never a failure of the run.
+    """
     experiment = EXPERIMENTS[name]
     started = time.monotonic()
-    stock = experiment.trial(spark, False)
-    guarded = experiment.trial(spark, True) if experiment.guard else None
+    cpu_started = time.process_time()
+    jvm_cpu_started = session.jvm_cpu_s(spark)
+    stock = [experiment.trial(spark, pipeline, False) for _ in range(repeat)]
+    guarded = (
+        [experiment.trial(spark, pipeline, True) for _ in range(repeat)] if experiment.guard else []
+    )
+    broken = sorted({c for trial in guarded for c in broken_promises(experiment, trial)})
+    stock_json = [t.to_json() for t in stock]
+    guarded_json = [t.to_json() for t in guarded]
+    last = (guarded or stock)[-1]
     return {
+        "scenario": pipeline.name,
+        "pipeline": pipeline.name,
         "experiment": name,
+        "variant": "guarded" if experiment.guard else "stock",
+        "strategy": "fault-experiment",
+        "verdict": "violated" if broken else "ok",
+        "checker": broken[0] if broken else None,
+        "examples": repeat,
         "fault": experiment.fault,
-        "checker": experiment.checkers,
+        "checkers": experiment.checkers,
         "guard": experiment.guard,
-        "stock": stock.to_json(),
-        "guarded": guarded.to_json() if guarded else None,
+        "promises": list(experiment.promises),
+        "broken_promises": broken,
+        "stock": {"stability": stability(stock_json), "trials": stock_json},
+        "guarded": {"stability": stability(guarded_json), "trials": guarded_json}
+        if guarded
+        else None,
+        "trace_hash": last.history.trace_hash(),
         "seconds": round(time.monotonic() - started, 1),
+        "python_cpu_s": round(time.process_time() - cpu_started, 1),
+        "jvm_cpu_s": round(session.jvm_cpu_s(spark) - jvm_cpu_started, 1),
         **session.peak_memory_mb(spark),
     }

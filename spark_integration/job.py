@@ -1,14 +1,16 @@
-"""The real job under test: event-time windows with a watermark, a stateful count, a recording sink.
+"""The real job under test: the user's pipeline between a deterministic file source and a recording sink.
 
 The file source is made deterministic (one file per micro-batch, renamed into
-place with distinct mtimes, ``maxFilesPerTrigger=1``). The ``foreachBatch``
-sink records every row with its batch id. By default it does **not**
-deduplicate, so a replayed batch shows up as a duplicate; ``keyed_sink`` is
-the guard that writes each batch to its own file, so a re-run replaces what
-the first attempt wrote. What happens is captured as the history ops the
-shared checkers read (``input.record``, ``input.file``, ``query.start``,
-``query.stop``, ``query.failed``, ``sink.row``, ``checkpoint.batch``,
-``state.row``).
+place with distinct mtimes, ``maxFilesPerTrigger=1``). The pipeline
+(``spark_integration.pipeline``) builds the query from it. The ``foreachBatch``
+sink records every row with its batch id, then calls the pipeline's own sink.
+By default it does **not** deduplicate, so a replayed batch shows up as a
+duplicate; ``keyed_sink`` is the guard that writes each batch to its own file,
+so a re-run replaces what the first attempt wrote. What happens is captured as
+the history ops the shared checkers read (``pipeline``, ``input.record``,
+``input.file``, ``query.start``, ``query.stop``, ``query.failed``,
+``sink.row``, ``checkpoint.batch``, ``state.row``, ``drain.request``,
+``expect.row``).
 """
 
 from __future__ import annotations
@@ -16,21 +18,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from raceproof.sim.history import History
+from raceproof.spark_integration.faults import BatchGate
+from raceproof.spark_integration.pipeline import Pipeline, Record
 from raceproof.spark_integration.sandbox import Sandbox
-
-EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
-WINDOW_S = 10
-WATERMARK_S = 10
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
-
-
-def window_of(second: int) -> str:
-    start = EPOCH + timedelta(seconds=second - second % WINDOW_S)
-    return start.strftime(TIME_FORMAT)
 
 
 def short_error(exc: BaseException) -> str:
@@ -54,64 +47,88 @@ class Recorder:
         self.history.append(max(last, now), actor, kind, **fields)
 
 
-class WindowedCountJob:
+class PipelineJob:
+    """One pipeline in one sandbox: input files, starts and stops, the recording sink, capture."""
+
     def __init__(
-        self, spark: Any, sandbox: Sandbox, recorder: Recorder, *, keyed_sink: bool = False
+        self,
+        spark: Any,
+        sandbox: Sandbox,
+        recorder: Recorder,
+        pipeline: Pipeline,
+        *,
+        keyed_sink: bool = False,
     ) -> None:
         self.spark = spark
         self.sandbox = sandbox
         self.recorder = recorder
+        self.pipeline = pipeline
         self.keyed_sink = keyed_sink
         self.after_rows: Callable[[Any, int, int], None] | None = None  # (batch, id, rows)
+        self.gate: BatchGate | None = None  # a fault at a named point of a batch
+        self.records_written: list[Record] = []
         self._rows_logged = 0
         self._batch_files_logged: set[str] = set()
         self._batches_logged: set[int] = set()
+        recorder.log("driver", "pipeline", name=pipeline.name, key=list(pipeline.key_fields),
+                     output_mode=pipeline.output_mode)  # fmt: skip
 
-    def add_input(self, records: list[tuple[str, int]], *, sentinel: bool = False) -> None:
-        """One micro-batch file of (key, event second) records."""
-        lines = []
-        for key, second in records:
-            ts = (EPOCH + timedelta(seconds=second)).strftime(TIME_FORMAT)
-            lines.append(json.dumps({"key": key, "ts": ts}))
-            self.recorder.log(
-                "driver", "input.record", key=key, window=window_of(second), sentinel=sentinel
-            )
-        path = self.sandbox.write_input(lines)
-        self.recorder.log(
-            "driver",
-            "input.file",
-            file=path.name,
-            records=[[key, window_of(second)] for key, second in records],
+    def add_input(self, events: list[tuple[str, int]], *, sentinel: bool = False) -> None:
+        """One micro-batch file holding the records of these (key, event second) events."""
+        records: list[Record] = []
+        for key, second in events:
+            records.extend(self.pipeline.records(key, second))
+        for record in records:
+            self.recorder.log("driver", "input.record", record=record, sentinel=sentinel)
+        if not sentinel:
+            self.records_written.extend(records)
+        path = self.sandbox.write_input([json.dumps(r, sort_keys=True) for r in records])
+        keys = (
+            [list(self.pipeline.count_key(r)) for r in records]
+            if self.pipeline.state_counts
+            else []
         )
+        self.recorder.log("driver", "input.file", file=path.name, records=records, keys=keys)
+
+    def request_drain(self, procedure: str) -> None:
+        """Log the drain request and what the reference says every record written before it gives."""
+        self.recorder.log("driver", "drain.request", procedure=procedure)
+        for row in self.pipeline.expected(list(self.records_written)):
+            self.recorder.log("reference", "expect.row", row=row)
 
     def _query(self) -> Any:
-        from pyspark.sql import functions as F
-
         frame = (
-            self.spark.readStream.schema("key STRING, ts TIMESTAMP")
+            self.spark.readStream.schema(self.pipeline.schema)
             .option("maxFilesPerTrigger", 1)
             .json(str(self.sandbox.input))
         )
-        return (
-            frame.withWatermark("ts", f"{WATERMARK_S} seconds")
-            .groupBy(F.window("ts", f"{WINDOW_S} seconds"), "key")
-            .count()
-        )
+        return self.pipeline.query(frame)
 
     def _sink(self, batch: Any, batch_id: int) -> None:
+        gate = self.gate
+        if gate is not None:
+            gate.at(batch_id, 0)  # offsets/<batch_id> is written, commits/<batch_id> is not
         rows = [
-            json.dumps({"batch": batch_id, "window": row["window"]["start"].strftime(TIME_FORMAT),
-                        "key": row["key"], "count": int(row["count"])}, sort_keys=True)
+            json.dumps({"batch": batch_id, "row": self.pipeline.output(row)}, sort_keys=True)
             for row in batch.collect()
-        ]  # fmt: skip
+        ]
         if self.keyed_sink:
             target = self.sandbox.inside(f"sink/batch-{batch_id:06d}.jsonl")
             staged = self.sandbox.inside(f"sink/.batch-{batch_id:06d}.tmp")
-            staged.write_text("".join(line + "\n" for line in rows))
+            with staged.open("w") as handle:
+                for done, line in enumerate(rows, 1):
+                    handle.write(line + "\n")
+                    if gate is not None:
+                        gate.at(batch_id, done)
             staged.replace(target)
         else:
             with self.sandbox.sink_file.open("a") as handle:
-                handle.write("".join(line + "\n" for line in rows))
+                for done, line in enumerate(rows, 1):
+                    handle.write(line + "\n")
+                    handle.flush()
+                    if gate is not None:
+                        gate.at(batch_id, done)
+        self.pipeline.sink(batch, batch_id)
         if self.after_rows is not None:
             self.after_rows(batch, batch_id, len(rows))
         # What checkpoint fencing compares with: the last batch the sink committed.
@@ -120,7 +137,7 @@ class WindowedCountJob:
     def start(self, *, available_now: bool = False, client: str = "driver") -> Any:
         writer = (
             self._query()
-            .writeStream.outputMode("append")
+            .writeStream.outputMode(self.pipeline.output_mode)
             .foreachBatch(self._sink)
             .option("checkpointLocation", str(self.sandbox.checkpoint))
         )
@@ -184,13 +201,8 @@ class WindowedCountJob:
                 .option("batchId", batch)
                 .load(str(self.sandbox.checkpoint))
             )
-            rows = sorted(
-                (r["key"]["window"]["start"].strftime(TIME_FORMAT), r["key"]["key"],
-                 int(r["value"]["count"])) for r in frame.collect()
-            )  # fmt: skip
-            for window, key, count in rows:
-                self.recorder.log("spark", "state.row", batch=batch, window=window, key=key,
-                                  count=count)  # fmt: skip
+            for key, count in sorted(self.pipeline.state_count(r) for r in frame.collect()):
+                self.recorder.log("spark", "state.row", batch=batch, key=list(key), count=count)
 
 
 def committed_batches(sandbox: Sandbox) -> list[int]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from raceproof.sim.lifecycle import acknowledged_resume_holds, legal_transitions, no_lost_update
 from raceproof.spark_integration.job import short_error
+from raceproof.spark_integration.pipeline import Pipeline
 from raceproof.spark_integration.trial import Trial, TrialRun
 
 ACTIVE, STOPPED = "ACTIVE", "STOPPED"
@@ -96,8 +97,8 @@ class Controller:
         self.log("driver", "final", statuses=statuses)
 
 
-def double_stop_resume(spark: Any, guarded: bool) -> Trial:
-    with TrialRun(spark) as run:
+def double_stop_resume(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    with TrialRun(spark, pipeline) as run:
         control, job = Controller(run), run.job
         job.add_input([("a", 1), ("b", 2)])
         first = control.resume("client-1", "q")
@@ -120,11 +121,11 @@ def double_stop_resume(spark: Any, guarded: bool) -> Trial:
         return run.judge(CHECKERS)
 
 
-def second_start(spark: Any, guarded: bool) -> Trial:
+def second_start(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
     conf = "spark.sql.streaming.stopActiveRunOnRestart"
     spark.conf.set(conf, "false" if guarded else "true")
     try:
-        with TrialRun(spark) as run:
+        with TrialRun(spark, pipeline) as run:
             control, job = Controller(run), run.job
             run.recorder.log("driver", "config", key=conf, value=spark.conf.get(conf))
             job.add_input([("a", 1), ("b", 2)])

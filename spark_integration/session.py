@@ -95,6 +95,17 @@ def uncaught_errors_since(offset: int) -> list[tuple[str, str]]:
     return UNCAUGHT.findall(text)
 
 
+def jvm_cpu_s(spark: Any) -> float:
+    """CPU seconds (user + system) the Spark JVM has used so far: a cost a loaded machine does not inflate."""
+    jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    stat = Path(f"/proc/{jvm_pid}/stat")
+    if not stat.exists():
+        return 0.0
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def peak_memory_mb(spark: Any) -> dict[str, float]:
     """Peak resident memory so far of this Python process and of the Spark JVM (MiB)."""
     python_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

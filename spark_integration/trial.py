@@ -23,7 +23,8 @@ from raceproof.sim.dataflow import drain_emits_every_window
 from raceproof.sim.history import History
 from raceproof.sim.lifecycle import no_uncaught_error
 from raceproof.spark_integration import session
-from raceproof.spark_integration.job import Recorder, WindowedCountJob
+from raceproof.spark_integration.job import PipelineJob, Recorder
+from raceproof.spark_integration.pipeline import Pipeline
 from raceproof.spark_integration.sandbox import Sandbox
 
 # Checkers whose failure is the expected consequence of a query that is still failing.
@@ -53,11 +54,12 @@ class Trial:
 class TrialRun:
     """``with TrialRun(spark) as run:`` a fresh sandbox, recorder and job; ``run.judge(...)`` at the end."""
 
-    def __init__(self, spark: Any, *, keyed_sink: bool = False) -> None:
+    def __init__(self, spark: Any, pipeline: Pipeline, *, keyed_sink: bool = False) -> None:
         self.spark = spark
+        self.pipeline = pipeline
         self.sandbox = Sandbox()
         self.recorder = Recorder()
-        self.job = WindowedCountJob(spark, self.sandbox, self.recorder, keyed_sink=keyed_sink)
+        self.job = PipelineJob(spark, self.sandbox, self.recorder, pipeline, keyed_sink=keyed_sink)
         self.notes: list[str] = []
         self.started = time.monotonic()
         self._log_offset = session.jvm_log_offset()
@@ -77,8 +79,8 @@ class TrialRun:
 
     def drain(self) -> str | None:
         """The drain procedure: a sentinel past every open window, then AvailableNow."""
-        self.recorder.log("driver", "drain.request", procedure="sentinel+AvailableNow")
-        self.job.add_input([("__sentinel__", 100_000)], sentinel=True)
+        self.job.request_drain("sentinel+AvailableNow")
+        self.job.add_input([("__sentinel__", self.pipeline.sentinel_second)], sentinel=True)
         return self.job.run(available_now=True)
 
     def judge(self, checkers: list[Checker], *, failing_at_end: bool = False) -> Trial:

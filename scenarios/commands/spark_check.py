@@ -1,4 +1,10 @@
-"""``raceproof spark-check``: fault experiments on real local-mode Spark."""
+"""``raceproof spark-check``: fault experiments on real local-mode Spark, on the user's pipeline or a built-in one.
+
+Gate semantics: the exit code is 0 when every guarded trial kept what its
+guard promises and 1 when one did not. What stock Spark does is a finding,
+printed in the table and the JSON, never a failure of the run. ``--repeat N``
+runs each trial N times and reports how stable each verdict is.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +20,12 @@ from raceproof.scenarios.commands.common import (
     add_command,
 )
 
+DEFAULT_PIPELINE = "windowed-count"
+
 
 def cmd_spark_check(args: argparse.Namespace) -> int:
-    from raceproof.spark_integration.experiments import EXPERIMENTS, run_experiment
+    from raceproof.spark_integration.experiments import EXPERIMENTS, applicable, run_experiment
+    from raceproof.spark_integration.pipeline import BUILT_IN, PipelineError, resolve
     from raceproof.spark_integration.session import (
         SparkUnavailable,
         session_running,
@@ -24,11 +33,30 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         stop_session,
     )
 
-    names = args.experiment or list(EXPERIMENTS)
-    unknown_names = [n for n in names if n not in EXPERIMENTS]
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    specs = args.pipeline or [DEFAULT_PIPELINE]
+    if specs == ["all"]:
+        specs = list(BUILT_IN)
+    try:
+        pipelines = [(spec, resolve(spec)) for spec in specs]
+    except PipelineError as exc:
+        raise UsageError(f"{exc}; built-in pipelines: {', '.join(BUILT_IN)}") from None
+    unknown_names = [n for n in args.experiment or [] if n not in EXPERIMENTS]
     if unknown_names:
         raise UsageError(
             f"unknown experiment {unknown_names[0]!r}; valid: {', '.join(EXPERIMENTS)}"
+        )
+    plan = [
+        (spec, pipeline, name)
+        for spec, pipeline in pipelines
+        for name in applicable(pipeline)
+        if not args.experiment or name in args.experiment
+    ]
+    if not plan:
+        raise UsageError(
+            f"experiment {', '.join(args.experiment or [])} does not apply to pipeline "
+            f"{', '.join(p.name for _, p in pipelines)} (it lacks what the experiment needs)"
         )
     say = (
         (lambda line: print(line, file=sys.stderr, flush=True))
@@ -45,54 +73,64 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
     session_s = round(time.monotonic() - started, 1)
     rows = []
     try:
-        for number, name in enumerate(names, 1):
+        for number, (spec, pipeline, name) in enumerate(plan, 1):
             guard = EXPERIMENTS[name].guard
             say(
-                f"[{number}/{len(names)}] {name}: stock Spark"
+                f"[{number}/{len(plan)}] {pipeline.name}: {name}: stock Spark"
                 + (f", then with {guard}" if guard else "")
+                + (f", {args.repeat} times each" if args.repeat > 1 else "")
                 + " ..."
             )
-            rows.append(run_experiment(spark, name))
+            row = run_experiment(spark, name, pipeline, repeat=args.repeat)
+            row["pipeline"] = spec
+            rows.append(row)
     finally:
         if owned:
             stop_session()
-    stock_violated = any(r["stock"]["verdict"] == "violated" for r in rows)
-    result = {"verdict": "violated" if stock_violated else "ok", "experiments": rows,
-              "session_s": session_s, "seconds": round(time.monotonic() - started, 1)}  # fmt: skip
+    failed = [r for r in rows if r["verdict"] == "violated"]
+    result = {
+        "verdict": "violated" if failed else "ok",
+        "checker": failed[0]["checker"] if failed else None,
+        "pipelines": [spec for spec, _ in pipelines],
+        "repeat": args.repeat,
+        "experiments": rows,
+        "session_s": session_s,
+        "seconds": round(time.monotonic() - started, 1),
+    }
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
         print(spark_table(rows))
         for r in rows:
-            print(f"\n{r['experiment']}:\n  stock: {r['stock']['message']}")
+            print(f"\n{r['scenario']} / {r['experiment']}:")
+            print(f"  stock: {r['stock']['trials'][-1]['message']}")
             if r["guarded"]:
-                print(f"  with {r['guard']}: {r['guarded']['message']}")
-        print(f"\nsession start {session_s}s, total {result['seconds']}s")
+                print(f"  with {r['guard']}: {r['guarded']['trials'][-1]['message']}")
+            if r["broken_promises"]:
+                print(
+                    f"  GUARD FAILED: {r['guard']} did not keep {', '.join(r['broken_promises'])}"
+                )
+        print(
+            f"\nsession start {session_s}s, total {result['seconds']}s; "
+            + (
+                f"{len(failed)} guard(s) failed"
+                if failed
+                else "every guard kept its promise (stock outcomes are findings)"
+            )
+        )
     return runner.EXIT_FOR_VERDICT[str(result["verdict"])]
 
 
 def spark_table(rows: list[dict[str, Any]]) -> str:
-    """The spark-check table: one line per experiment, outcome cells naming what failed."""
-
-    def cell(trial: dict[str, Any] | None) -> str:
-        if trial is None:
-            return "-"
-        failed = trial["violated"] if trial["verdict"] == "violated" else []
-        return trial["verdict"] + (f" ({', '.join(failed)})" if failed else "")
-
-    header = (
-        "experiment",
-        "fault",
-        "stock Spark",
-        "guard",
-        "with the guard",
-        "s",
-        "JVM MiB",
-        "Py MiB",
-    )
+    """The spark-check table: one line per pipeline and experiment, outcomes with their stability."""
+    header = ("pipeline", "experiment", "stock Spark", "guard", "with the guard", "gate", "wall s",
+              "CPU s", "JVM MiB")  # fmt: skip
     lines = [header] + [
-        (r["experiment"], r["fault"], cell(r["stock"]), r["guard"] or "-", cell(r["guarded"]),
-         f"{r['seconds']:.1f}", f"{r['jvm_peak_mb']:.0f}", f"{r['python_peak_mb']:.0f}")
+        (r["scenario"], r["experiment"], r["stock"]["stability"], r["guard"] or "-",
+         r["guarded"]["stability"] if r["guarded"] else "-",
+         "GUARD FAILED" if r["verdict"] == "violated" else "ok",
+         f"{r['seconds']:.1f}", f"{r['jvm_cpu_s'] + r['python_cpu_s']:.1f}",
+         f"{r['jvm_peak_mb']:.0f}")
         for r in rows
     ]  # fmt: skip
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -103,13 +141,21 @@ def spark_table(rows: list[dict[str, Any]]) -> str:
 
 def add(commands: Any) -> None:
     from raceproof.spark_integration.experiments import EXPERIMENTS
+    from raceproof.spark_integration.pipeline import BUILT_IN
 
     sub = add_command(
         commands,
         "spark-check",
-        "fault experiments on real local-mode Spark, with and without the guards",
+        "fault experiments on real local-mode Spark, on your pipeline or a built-in one",
         cmd_spark_check,
-        epilog="examples:\n  raceproof spark-check\n  raceproof spark-check --experiment drain --json",
+        epilog="examples:\n  raceproof spark-check\n"
+        "  raceproof spark-check --pipeline mypackage.jobs:pipeline --repeat 10\n"
+        "  raceproof spark-check --pipeline path/to/job.py:pipeline --experiment drain --json",
     )
+    sub.add_argument("--pipeline", action="append", metavar="MODULE:FACTORY",
+                     help="the pipeline to test (repeatable): MODULE:FACTORY, FILE.py:FACTORY, "
+                     f"'all', or a built-in one: {', '.join(BUILT_IN)} (default {DEFAULT_PIPELINE})")  # fmt: skip
     sub.add_argument("--experiment", action="append", metavar="NAME",
                      help="run only this experiment (repeatable); one of: " + ", ".join(EXPERIMENTS))  # fmt: skip
+    sub.add_argument("--repeat", type=int, default=1, metavar="N",
+                     help="run every trial N times and report each verdict's stability")  # fmt: skip

@@ -1,0 +1,100 @@
+"""Faults at named points of a query's life, so a trial lands its fault at the same place every time.
+
+A sleep puts a fault somewhere in a window that moves with the machine's
+load; a named point does not. The points use Spark's own hooks:
+
+- ``BatchGate``: the recording ``foreachBatch`` sink calls the gate when
+  batch k starts and after each of its rows; a gate armed for (k, n) holds
+  the batch thread there until the driver has done its fault and released it.
+  At the entry of batch k (n = 0), Spark has written ``offsets/k`` and not yet
+  ``commits/k``: the point "after batch k's offsets are written and before
+  its commit", which ``at_offsets_not_committed`` checks on the checkpoint
+  files themselves.
+- ``wait_committed``: the checkpoint's ``commits/k`` file has appeared (with
+  no input pending, the query is between two batches).
+- ``stop_landed``: a stop issued from another thread has begun (the query is
+  no longer active), so the driver releases a held batch only once the stop
+  is certain to hit it.
+
+Every wait is bounded; a point that is not reached is a note in the trial,
+never a hang.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from raceproof.spark_integration.sandbox import Sandbox
+
+WAIT_S = 120.0
+POLL_S = 0.02
+
+
+@dataclass
+class BatchGate:
+    """Holds the batch thread at a named point until ``release``.
+
+    ``rows`` 0: at the entry of batch ``batch``; ``rows`` n: after the n-th row
+    the sink wrote of batch ``batch`` (``batch`` None: the first batch that
+    writes n rows).
+    """
+
+    batch: int | None = None
+    rows: int = 0
+    reached_batch: int | None = None
+    _reached: threading.Event = field(default_factory=threading.Event)
+    _released: threading.Event = field(default_factory=threading.Event)
+
+    def at(self, batch_id: int, rows_done: int) -> None:
+        """Called by the sink at batch entry (rows_done 0) and after each row it wrote."""
+        if self._reached.is_set() or rows_done != self.rows:
+            return
+        if self.batch is None and rows_done == 0:
+            return
+        if self.batch is None or batch_id == self.batch:
+            self.reached_batch = batch_id
+            self._reached.set()
+            self._released.wait(WAIT_S)
+
+    def wait(self, timeout_s: float = WAIT_S) -> bool:
+        """Whether the batch thread reached the point (it is held there now)."""
+        return self._reached.wait(timeout_s)
+
+    def release(self) -> None:
+        self._released.set()
+
+
+def _poll(done: Any, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if done():
+            return True
+        time.sleep(POLL_S)
+    return bool(done())
+
+
+def at_offsets_not_committed(sandbox: Sandbox, batch: int) -> bool:
+    """``offsets/batch`` is written and ``commits/batch`` is not (checked on the files)."""
+    offsets = sandbox.checkpoint / "offsets" / str(batch)
+    commits = sandbox.checkpoint / "commits" / str(batch)
+    return offsets.exists() and not commits.exists()
+
+
+def wait_committed(sandbox: Sandbox, batch: int, timeout_s: float = WAIT_S) -> bool:
+    """Until the checkpoint's ``commits/batch`` appears."""
+    return _poll(lambda: (sandbox.checkpoint / "commits" / str(batch)).exists(), timeout_s)
+
+
+def stop_in_background(query: Any) -> threading.Thread:
+    """Issue ``query.stop()`` from another thread (it blocks until the query thread ends)."""
+    stopper = threading.Thread(target=query.stop, name="fault-stopper", daemon=True)
+    stopper.start()
+    return stopper
+
+
+def stop_landed(query: Any, timeout_s: float = WAIT_S) -> bool:
+    """Until a stop has begun: Spark marks the query terminated before it interrupts its thread."""
+    return _poll(lambda: not query.isActive, timeout_s)

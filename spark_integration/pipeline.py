@@ -1,0 +1,168 @@
+"""The pipeline interface: how a user describes their own PySpark streaming job to ``spark-check``.
+
+``raceproof spark-check --pipeline package.module:factory`` (or
+``path/to/file.py:factory``) calls ``factory()`` and gets a ``Pipeline``. The
+fault experiments only ever talk to that object, so the built-in jobs
+(``spark_integration/pipelines/``) are written against the very same interface
+a user's module is, and nothing works only inside this repository.
+
+A pipeline says
+
+- what its input is: ``schema`` (the DDL of one JSON input record) and
+  ``records(key, second)``, the records one event of the experiments' script
+  becomes (an event has a key and an event-time second since ``EPOCH``);
+- how the query is built: ``query(source)``, their transformations on the
+  source DataFrame, and ``output_mode``; raceproof's recording ``foreachBatch``
+  sink sits around the user's own ``sink(batch, batch_id)`` if they give one;
+- what the output must be: ``output(row)`` (a sink row as JSON-able fields),
+  ``key_fields`` (what identifies an output row: the same key twice is a
+  duplicate), ``expected(records)`` (the reference: the rows the inputs read
+  must give), ``complete_after_drain`` (every expected row is emitted once a
+  drain ends) and, for replay equivalence, ``state_counts`` with
+  ``state_count(row)`` (a state store row as a per-key count of input records)
+  and ``count_key(record)``.
+
+The experiments that apply to a pipeline are the ones whose needs it meets
+(``applicable``): replay equivalence needs ``state_counts``, the drain
+experiments need ``complete_after_drain``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+
+Record = dict[str, Any]
+Row = dict[str, Any]
+
+
+class PipelineError(ValueError):
+    """The --pipeline argument does not name a loadable pipeline (a usage error)."""
+
+
+def timestamp(second: int) -> str:
+    """The event-time string of ``second`` seconds after ``EPOCH`` (what a record's ts holds)."""
+    return (EPOCH + timedelta(seconds=second)).strftime(TIME_FORMAT)
+
+
+def second_of(ts: str) -> int:
+    """The inverse of ``timestamp``."""
+    moment = datetime.strptime(ts, TIME_FORMAT).replace(tzinfo=UTC)
+    return int((moment - EPOCH).total_seconds())
+
+
+def jsonable(value: Any) -> Any:
+    """A Spark row value as JSON: timestamps as ``TIME_FORMAT`` strings, structs as dicts."""
+    if isinstance(value, datetime):
+        return value.strftime(TIME_FORMAT)
+    if isinstance(value, date):
+        return value.isoformat()
+    if hasattr(value, "asDict"):
+        return {k: jsonable(v) for k, v in value.asDict().items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, int | float | str | bool) or value is None:
+        return value
+    return str(value)
+
+
+class Pipeline:
+    """Subclass and override; every default below is what the common case wants."""
+
+    name: str = "pipeline"
+    schema: str = "key STRING, ts TIMESTAMP"
+    output_mode: str = "append"
+    key_fields: tuple[str, ...] = ("key",)
+    complete_after_drain: bool = True
+    # When the drain's sentinel event is; past every window and join bound the script uses.
+    sentinel_second: int = 100_000
+
+    def records(self, key: str, second: int) -> list[Record]:
+        """The input records one scripted event becomes."""
+        return [{"key": key, "ts": timestamp(second)}]
+
+    def query(self, source: Any) -> Any:
+        """The streaming DataFrame the sink receives, built from the source DataFrame."""
+        raise NotImplementedError(f"{type(self).__name__}.query(source) is not defined")
+
+    def output(self, row: Any) -> Row:
+        """One row of a micro-batch as the JSON-able fields raceproof records."""
+        return {k: jsonable(v) for k, v in row.asDict().items()}
+
+    def expected(self, records: list[Record]) -> list[Row]:
+        """The reference: the rows a correct run emits for these input records."""
+        raise NotImplementedError(f"{type(self).__name__}.expected(records) is not defined")
+
+    def sink(self, batch: Any, batch_id: int) -> None:
+        """The user's own sink, called after raceproof recorded the batch (default: none)."""
+
+    # Replay equivalence: the state store read back as per-key counts of input records.
+    state_counts: bool = False
+
+    def state_count(self, row: Any) -> tuple[tuple[str, ...], int]:
+        """One row of Spark's ``statestore`` data source as (state key, count of records)."""
+        raise NotImplementedError(f"{type(self).__name__}.state_count(row) is not defined")
+
+    def count_key(self, record: Record) -> tuple[str, ...]:
+        """The state key an input record is counted under (with ``state_counts``)."""
+        return tuple(str(record[f]) for f in self.key_fields)
+
+    def applicable(self, needs: frozenset[str]) -> bool:
+        """Whether this pipeline has what an experiment needs (``state``, ``drain``)."""
+        has = {"state"} if self.state_counts else set()
+        if self.complete_after_drain:
+            has.add("drain")
+        return needs <= has
+
+
+def load_pipeline(spec: str) -> Pipeline:
+    """``module.path:factory`` or ``path/to/file.py:factory`` -> the Pipeline ``factory()`` returns."""
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr:
+        raise PipelineError(f"--pipeline {spec!r}: expected MODULE:FACTORY or FILE.py:FACTORY")
+    try:
+        if target.endswith(".py"):
+            path = Path(target)
+            if not path.is_file():
+                raise PipelineError(f"--pipeline {spec!r}: no file {target}")
+            name = f"raceproof_user_pipeline_{path.stem}"
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            assert module_spec is not None and module_spec.loader is not None
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+    except PipelineError:
+        raise
+    except Exception as exc:
+        raise PipelineError(f"--pipeline {spec!r}: cannot import {target}: {exc}") from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise PipelineError(f"--pipeline {spec!r}: {target} has no callable {attr!r}")
+    pipeline = factory()
+    if not isinstance(pipeline, Pipeline):
+        raise PipelineError(
+            f"--pipeline {spec!r}: {attr}() returned {type(pipeline).__name__}, not a "
+            "raceproof.spark_integration.pipeline.Pipeline"
+        )
+    return pipeline
+
+
+BUILT_IN = {
+    "windowed-count": "raceproof.spark_integration.pipelines.windowed_count:pipeline",
+    "stream-join": "raceproof.spark_integration.pipelines.stream_join:pipeline",
+    "dedup": "raceproof.spark_integration.pipelines.dedup:pipeline",
+}
+
+
+def resolve(spec: str) -> Pipeline:
+    """A built-in pipeline's name, or a MODULE:FACTORY / FILE.py:FACTORY spec."""
+    return load_pipeline(BUILT_IN.get(spec, spec))

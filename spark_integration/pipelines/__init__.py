@@ -1,0 +1,1 @@
+"""The built-in pipelines, each written against ``spark_integration.pipeline`` exactly as a user's is."""
