@@ -241,10 +241,18 @@ def jobs_for(scenarios: Sequence[Scenario], profile: Profile) -> list[Job]:
 
 
 def run_job(job: Job, profile: Profile, out_dir: Path | None = None,
-            clock: Clock = time.monotonic) -> CheckResult:  # fmt: skip
+            examples: int | None = None, clock: Clock = time.monotonic) -> CheckResult:  # fmt: skip
     if job.kind == "prove":
         return run_prove(job.scenario, job.variant, profile, clock=clock, out_dir=out_dir)
-    return run_explore(job.scenario, job.variant, job.kind, profile, clock=clock, out_dir=out_dir)
+    return run_explore(
+        job.scenario,
+        job.variant,
+        job.kind,
+        profile,
+        examples=examples,
+        clock=clock,
+        out_dir=out_dir,
+    )
 
 
 def exit_code(results: Sequence[CheckResult]) -> int:

@@ -27,8 +27,10 @@ def _init_worker(entries: list[str]) -> None:
     discovery.ensure_loaded(entries)
 
 
-def _run(job: gate.Job, profile: gate.Profile, out_dir: Path) -> gate.CheckResult:
-    return gate.run_job(job, profile, out_dir)
+def _run(
+    job: gate.Job, profile: gate.Profile, out_dir: Path, examples: int | None
+) -> gate.CheckResult:
+    return gate.run_job(job, profile, out_dir, examples)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -36,6 +38,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     scenarios = [get(name) for name in args.names] if args.names else all_scenarios()
     if args.jobs < 1:
         raise UsageError("-j takes a positive number of processes")
+    if args.examples is not None and args.examples < 1:
+        raise UsageError("--examples must be positive")
     jobs = gate.jobs_for(scenarios, profile)
     out_dir = Path(args.out)
     say = (
@@ -47,14 +51,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     results: list[gate.CheckResult] = []
     if args.jobs == 1:
         for number, job in enumerate(jobs, 1):
-            results.append(gate.run_job(job, profile, out_dir))
+            results.append(gate.run_job(job, profile, out_dir, args.examples))
             say(
                 f"[{number}/{len(jobs)}] {job.scenario} / {job.variant} {job.kind}: {results[-1].cell}"
             )
     else:
         entries = discovery.command_line_entries()
         with ProcessPoolExecutor(args.jobs, initializer=_init_worker, initargs=(entries,)) as pool:
-            futures = [pool.submit(_run, job, profile, out_dir) for job in jobs]
+            futures = [pool.submit(_run, job, profile, out_dir, args.examples) for job in jobs]
             for number, (job, future) in enumerate(zip(jobs, futures, strict=True), 1):
                 results.append(future.result())
                 say(
@@ -90,6 +94,9 @@ def add(commands: Any) -> None:
         "  raceproof check --scenarios my_races.py -j 2 --json",
     )
     sub.add_argument("names", nargs="*", metavar="SCENARIO", help="only these (default: all)")
+    sub.add_argument(
+        "--examples", type=int, help="examples per search (default: each scenario's own count)"
+    )
     sub.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report here")
     sub.add_argument("-j", "--jobs", type=int, default=1, help="processes to run in (default 1)")
     sub.add_argument(
