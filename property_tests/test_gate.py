@@ -31,9 +31,9 @@ _ticks = itertools.count()
 def test_ci_verdicts_and_example_counts_do_not_depend_on_the_clock(strategy: str) -> None:
     ci = gate.PROFILES["ci"]
     for variant in ("buggy", "fix-cas"):
-        idle = gate.run_explore("lost-update", variant, strategy, ci, examples=200)
+        idle = gate.run_explore("lost-update", variant, strategy, ci, examples=100)
         loaded = gate.run_explore(
-            "lost-update", variant, strategy, ci, examples=200, clock=slow_clock
+            "lost-update", variant, strategy, ci, examples=100, clock=slow_clock
         )
         assert (loaded.verdict, loaded.examples, loaded.repro) == (
             idle.verdict,
