@@ -20,7 +20,6 @@ import pytest
 
 BIN = Path(sys.executable).parent
 EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "stale_cache"
-pytestmark = pytest.mark.xdist_group("user-project")
 
 
 def run(
