@@ -163,3 +163,14 @@ def test_the_wheel_installs_raceproof_as_its_only_top_level_package(tmp_path: Pa
     entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
     assert "[raceproof.scenarios]\nbuiltin = raceproof.scenarios.library" in entry_points
     assert "[pytest11]\nraceproof = raceproof.scenarios.pytest_plugin" in entry_points
+
+
+def test_the_built_in_catalogue_registers_through_its_entry_point() -> None:
+    from importlib import metadata
+
+    from raceproof.scenarios.catalogue import ORIGINS
+
+    get("lost-update")
+    points = {ep.name: ep.value for ep in metadata.entry_points(group="raceproof.scenarios")}
+    assert points["builtin"] == "raceproof.scenarios.library"
+    assert ORIGINS["lost-update"] == "builtin"

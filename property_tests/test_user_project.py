@@ -46,7 +46,7 @@ def repro_of(output: str) -> list[str]:
 
 
 def test_a_user_scenario_is_listed_explored_proven_and_replayed(project: Path) -> None:
-    listed = run(project, "raceproof", "list", "--json")
+    listed = run(project / "tests", "raceproof", "list", "--json")  # the nearest parent's pyproject
     assert listed.returncode == 0, listed.stderr
     names = [s["scenario"] for s in json.loads(listed.stdout)["scenarios"]]
     assert "stale-cache" in names and "lost-update" in names  # the user's and the built-in ones
@@ -142,3 +142,23 @@ def test_pytest_gate_failure_message_database_and_junit(project: Path) -> None:
         assert f"raceproof stale-cache / {variant} / random" in recorded
     assert "raceproof stale-cache / fix-lease / prove" in recorded
     assert "1 failed, 5 passed" in out
+
+
+def test_database_replay_that_is_not_reached_never_passes(project: Path) -> None:
+    """A stored file whose deviation never comes up on a fix: the fix's test fails, "not reached"."""
+    found = run(project, "raceproof", "repro", "stale-cache", "--report-timeline", "--json")
+    path = Path(json.loads(found.stdout)["counterexample"])
+    raw = json.loads((project / path).read_text())
+    raw["choices"].append(["reader7.db-read", 2, 1])  # a reader this configuration never starts
+    values = [c[2] for c in raw["choices"]]
+    raw["blob"] = f"{len(values)}:" + ",".join(f"{i}={v}" for i, v in enumerate(values) if v)
+    (project / path).write_text(json.dumps(raw))
+    done = run(project, "pytest", str(path.parent), "-p", "no:cacheprovider", "-q")
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert (
+        "not reached: its deviations reader7.db-read#0=1 never came up on fix-lease" in done.stdout
+    )
+    assert (
+        "[buggy]" in done.stdout and "out of date" in done.stdout
+    )  # its own replay no longer fits
+    assert "2 failed" in done.stdout
