@@ -135,7 +135,12 @@ class CheckResult:
         return {**asdict(self), "status": self.status}
 
 
-def _expected(scenario: Scenario, variant: str) -> str:
+def _expected(scenario: Scenario, variant: str, expect: str | None = None) -> str:
+    """``expect`` if given (it must be ``ok`` or ``violated``), else what the catalogue says."""
+    if expect is not None and expect not in ("ok", "violated"):
+        raise UnknownName(f"expect must be 'ok' or 'violated', got {expect!r}")
+    if expect is not None:
+        return expect
     return "violated" if variant in scenario.expect_violation else "ok"
 
 
@@ -177,11 +182,12 @@ def run_explore(
     budget = Budget(count)
     if profile.wall_budget:
         budget = Budget(count, scenario.default_budget_s, clock)
+    expected = _expected(scenario, variant, expect)
     seed = _seed(profile) if seed is None else seed
     started = clock()
     report = explore(scenario.runner(variant, scenario.config), strategy, seed, budget)
     result = CheckResult(
-        scenario.name, variant, strategy, expect or _expected(scenario, variant), report.verdict,
+        scenario.name, variant, strategy, expected, report.verdict,
         report.examples, round(clock() - started, 3), seed, notes=list(report.notes),
     )  # fmt: skip
     if report.shrunk is not None:
@@ -202,13 +208,14 @@ def run_prove(
     """The bounded proof of ``variant`` on the scenario's proof configuration."""
     scenario = get(name)
     scenario.check_variant(variant)
+    expected = _expected(scenario, variant, expect)
     budget = Budget(profile.prove_max_schedules)
     if profile.prove_budget_s is not None:
         budget = Budget(profile.prove_max_schedules, profile.prove_budget_s, clock)
     started = clock()
     report = scenario.prove(variant, budget)
     result = CheckResult(
-        scenario.name, variant, "prove", expect or _expected(scenario, variant), report.verdict,
+        scenario.name, variant, "prove", expected, report.verdict,
         report.schedules, round(clock() - started, 3), complete=report.complete,
     )  # fmt: skip
     if report.pruned:
