@@ -119,21 +119,20 @@ def observer(world: World, db: VersionedStore, cache: Cache, done: list[Any]) ->
     world.log("observer", "final", db=db.get(KEY)[0], cache=cache.values.get(KEY))
 
 
-@raceproof.checker("cache-not-stale")
-def cache_not_stale(history: History) -> Verdict:
+@raceproof.checker
+def cache_not_stale(history: History) -> Verdict | None:
     """Once everyone is done, the cache holds the database's value or nothing."""
     finals = history.of_kind("final")
     if not finals:
-        return raceproof.unknown("cache-not-stale", "the run ended before the final read")
+        return raceproof.unknown("the run ended before the final read")
     final = finals[-1]
     if final.get("cache") in (None, final.get("db")):
-        return raceproof.ok("cache-not-stale")
+        return None  # ok
     fill = [op for op in history.of_kind("cache.fill") if op.get("value") == final.get("cache")][-1]
     return raceproof.violated(
-        "cache-not-stale",
-        fill.index,
         f"the cache serves {final.get('cache')} for good, the database holds {final.get('db')}: "
         f"{fill.actor} filled it at {fill.time_ms} ms with what it read before the write",
+        fill.index,
     )
 
 
