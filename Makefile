@@ -34,8 +34,9 @@ browser:
 		mkdir -p .cache/mermaid && npm install --silent --no-audit --no-fund --prefix .cache/mermaid mermaid@$(MERMAID_VERSION); \
 	fi
 
+# The gate over the built-in catalogue (examples-only budgets: no verdict depends on speed).
 demo: $(STAMP) zookeeper
-	$(PY) -m raceproof.scenarios.demo
+	$(VENV)/bin/raceproof check -j 2
 
 # mypy reads the package as it is installed: `raceproof.sim` is the folder `sim/`, and so on.
 TYPECHECK := $(VENV)/typecheck

@@ -6,11 +6,13 @@ and ``register`` to make it known to the command line, the pytest plugin and
 the gate, and ``explore`` / ``prove`` to run it from code. The subpackages
 (``raceproof.sim``, ``raceproof.models``, ``raceproof.scenarios``,
 ``raceproof.reports``, ``raceproof.spark_integration``) are the folders of the
-repository, mapped by ``pyproject.toml``.
+repository, mapped by ``pyproject.toml``. ``docs/writing-a-scenario.md`` is the
+guide.
 """
 
-from raceproof.scenarios.catalogue import Scenario, register
+from raceproof.scenarios.catalogue import RegistrationError, Scenario, register
+from raceproof.scenarios.discovery import ScenarioLoadError
 from raceproof.sim import *  # noqa: F403  (the kernel's public names are the API)
 from raceproof.sim import __all__ as _sim_all
 
-__all__ = ["Scenario", "register", *_sim_all]
+__all__ = ["RegistrationError", "Scenario", "ScenarioLoadError", "register", *_sim_all]

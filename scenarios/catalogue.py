@@ -4,7 +4,9 @@ A scenario is data. It names the model's variants (which are expected to
 violate and which to hold), the workload configuration for search and the
 smaller one for proofs, the bounds of a run, and, when the race report tells
 its own story, the choice sequence that replays it. The command line, the
-campaigns and the tests all take scenarios from ``CATALOGUE``.
+campaigns, the pytest plugin and the tests all take scenarios from ``CATALOGUE``.
+``register`` is the one way into it, for the built-in scenarios and the user's
+alike; ``raceproof.scenarios.discovery`` finds the modules that call it.
 """
 
 from __future__ import annotations
@@ -161,18 +163,70 @@ def config_from_json(template: Any, raw: Mapping[str, Any]) -> Any:
 
 
 CATALOGUE: dict[str, Scenario] = {}
+# Where each scenario came from: "builtin", "entry-point:NAME", "pyproject:PATH" or
+# "command-line:SPEC". The repro line of a scenario from the command line carries its
+# ``--scenarios SPEC``, so the line runs as printed.
+ORIGINS: dict[str, str] = {}
+_loading_origin: list[str] = []
 
 
-def register(scenario: Scenario) -> Scenario:
-    assert scenario.name not in CATALOGUE, f"scenario {scenario.name} registered twice"
-    assert scenario.expect_violation <= set(scenario.variants)
+class RegistrationError(ValueError):
+    """A scenario that cannot be registered (a duplicate name, inconsistent variants)."""
+
+
+def _source_file(scenario: Scenario) -> str | None:
+    code = getattr(scenario.build, "__code__", None)
+    return code.co_filename if code is not None else None
+
+
+def register(scenario: Scenario | Callable[[], Scenario]) -> Scenario:
+    """Make ``scenario`` known to the command line, the pytest plugin and the gate.
+
+    The one registration mechanism, for the built-in catalogue and the user's
+    scenarios alike. Call it with a Scenario, or use it as a decorator on a
+    function without arguments that returns one. A second scenario of the same
+    name is an error (the same module loaded twice replaces its own).
+    """
+    if not isinstance(scenario, Scenario):
+        if not callable(scenario):
+            raise RegistrationError(f"register() takes a Scenario, got {type(scenario).__name__}")
+        made = scenario()
+        if not isinstance(made, Scenario):
+            raise RegistrationError(
+                f"{getattr(scenario, '__name__', scenario)!r} returned "
+                f"{type(made).__name__}, not a Scenario"
+            )
+        scenario = made
+    if not scenario.name or not isinstance(scenario.name, str):
+        raise RegistrationError("a scenario needs a non-empty name")
+    if not scenario.variants:
+        raise RegistrationError(f"scenario {scenario.name} has no variants")
+    unknown_variants = sorted(set(scenario.expect_violation) - set(scenario.variants))
+    if unknown_variants:
+        raise RegistrationError(
+            f"scenario {scenario.name}: expect_violation names unknown variants {unknown_variants}"
+        )
+    if scenario.report_variant is not None and scenario.report_variant not in scenario.variants:
+        raise RegistrationError(
+            f"scenario {scenario.name}: report_variant {scenario.report_variant!r} is not a variant"
+        )
+    origin = _loading_origin[-1] if _loading_origin else "builtin"
+    previous = CATALOGUE.get(scenario.name)
+    if previous is not None and _source_file(previous) != _source_file(scenario):
+        raise RegistrationError(
+            f"scenario {scenario.name!r} is registered twice: first from "
+            f"{_source_file(previous)} ({ORIGINS.get(scenario.name)}), again from "
+            f"{_source_file(scenario)} ({origin})"
+        )
     CATALOGUE[scenario.name] = scenario
+    ORIGINS.setdefault(scenario.name, origin)
     return scenario
 
 
 def get(name: str) -> Scenario:
-    from raceproof.scenarios import library  # noqa: F401  (registers the catalogue)
+    from raceproof.scenarios import discovery
 
+    discovery.ensure_loaded()
     scenario = CATALOGUE.get(name)
     if scenario is None:
         raise UnknownName(f"unknown scenario {name!r}; valid: {', '.join(sorted(CATALOGUE))}")
@@ -180,6 +234,7 @@ def get(name: str) -> Scenario:
 
 
 def all_scenarios() -> list[Scenario]:
-    from raceproof.scenarios import library  # noqa: F401
+    from raceproof.scenarios import discovery
 
+    discovery.ensure_loaded()
     return [CATALOGUE[name] for name in sorted(CATALOGUE)]

@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from raceproof.scenarios import runner
+from raceproof.scenarios import discovery, runner
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.scenarios.commands import COMMANDS
 from raceproof.scenarios.commands.common import UsageError
@@ -30,6 +30,15 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 holds / nothing found, 1 violation, 2 bad usage or input, 3 inconclusive",
     )
     parser.add_argument("--version", action="version", version=f"raceproof {runner.tool_version()}")
+    parser.add_argument(
+        "--scenarios",
+        dest="top_scenarios",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="also load the scenarios this module or file registers (repeatable; "
+        "every command takes it too)",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
         module.add(commands)
@@ -39,9 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        discovery.ensure_loaded([*args.top_scenarios, *(args.scenarios or [])])
         code: int = args.handler(args)
         return code
-    except (UsageError, UnknownName) as exc:
+    except (UsageError, UnknownName, discovery.ScenarioLoadError) as exc:
         message = str(exc).strip("'\"")
         if getattr(args, "json", False):
             print(json.dumps({"error": message, "verdict": None}, sort_keys=True))

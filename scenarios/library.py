@@ -1,4 +1,9 @@
-"""Registers every scenario of the catalogue (imported once, by ``catalogue.get``)."""
+"""Registers every scenario of the built-in catalogue.
+
+It is loaded the way a user's scenarios are: through the ``raceproof.scenarios``
+entry point ``builtin`` declared in ``pyproject.toml`` (``discovery``), and each
+scenario enters the catalogue through the public ``register``.
+"""
 
 from __future__ import annotations
 

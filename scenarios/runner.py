@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import Scenario, UnknownName, config_to_json
 from raceproof.sim import Counterexample, RunOutcome, deviations, encode_blob
 from raceproof.sim import repro as repro_files
@@ -74,7 +75,8 @@ def overrides_of(scenario: Scenario, config: Any) -> dict[str, Any]:
 def repro_line(scenario: Scenario, variant: str, values: Sequence[int], config: Any) -> str:
     """The one command that reruns these choices on this configuration.
 
-    The configuration is written as ``--set`` for every field that differs
+    A scenario loaded with ``--scenarios`` gets its ``--scenarios`` back. The
+    configuration is written as ``--set`` for every field that differs
     from the scenario's search configuration (which ``repro`` starts from),
     so a counterexample found on the proof configuration reproduces too.
     """
@@ -82,8 +84,10 @@ def repro_line(scenario: Scenario, variant: str, values: Sequence[int], config: 
         " --set " + shlex.quote(f"{k}={json.dumps(v, separators=(',', ':'))}")
         for k, v in sorted(overrides_of(scenario, config).items())
     )
+    where = "".join(" " + shlex.quote(arg) for arg in discovery.scenarios_args(scenario.name))
     return (
-        f"raceproof repro {scenario.name} --variant {variant} --choices {encode_blob(values)}{sets}"
+        f"raceproof repro {scenario.name} --variant {variant} --choices {encode_blob(values)}"
+        f"{sets}{where}"
     )
 
 

@@ -2,6 +2,7 @@
 
 from raceproof.scenarios.commands import (
     bench_cmd,
+    check,
     compare_cmd,
     explore_cmd,
     listing,
@@ -13,7 +14,8 @@ from raceproof.scenarios.commands import (
 )
 
 COMMANDS = (
-    listing, repro, explore_cmd, prove_cmd, replay, report, compare_cmd, spark_check, bench_cmd,
+    listing, repro, explore_cmd, prove_cmd, replay, report, check, compare_cmd, spark_check,
+    bench_cmd,
 )  # fmt: skip
 
 __all__ = ["COMMANDS"]

@@ -189,6 +189,13 @@ def add_command(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    sub.add_argument(
+        "--scenarios",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="also load the scenarios this module or file registers (repeatable)",
+    )
     sub.set_defaults(handler=handler)
     return sub
 

@@ -33,9 +33,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
     config = scenario.config_for("explore", overrides)
     if args.strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {args.strategy!r}; valid: {', '.join(STRATEGIES)}")
-    budget_s = scenario.default_budget_s if args.budget is None else args.budget
+    # --examples alone is an examples-only budget: no wall clock can change its verdict.
+    budget_s: float | None = args.budget
+    if budget_s is None and args.examples is None:
+        budget_s = scenario.default_budget_s
     examples = scenario.default_examples if args.examples is None else args.examples
-    if budget_s <= 0 or examples <= 0:
+    if (budget_s is not None and budget_s <= 0) or examples <= 0:
         raise UsageError("--budget and --examples must be positive")
     budget = Budget(examples=examples, seconds=budget_s, clock=time.monotonic)
     run = scenario.runner(variant, config, args.checker)
@@ -100,7 +103,11 @@ def add(commands: Any) -> None:
     sub.add_argument(
         "--strategy", default="random", help=f"one of {', '.join(STRATEGIES)} (default random)"
     )
-    sub.add_argument("--budget", type=float, help="wall seconds (default: the scenario's)")
+    sub.add_argument(
+        "--budget",
+        type=float,
+        help="wall seconds (default: the scenario's, none when --examples is given)",
+    )
     sub.add_argument("--examples", type=int, help="runs at most (default: the scenario's)")
     sub.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
     sub.add_argument("--pct-depth", type=int, default=3, help="PCT bug depth (default 3)")

@@ -1,4 +1,11 @@
-"""``raceproof replay``: re-run a counterexample file exactly."""
+"""``raceproof replay``: re-run a counterexample file, exactly, or keyed against another variant.
+
+Without ``--variant`` (or with its own) the file replays strictly and must give
+the recorded trace hash. With another variant it replays keyed by (label,
+occurrence) (``raceproof.scenarios.counterexamples`` defines it): ``ok`` means
+the fix holds against this counterexample, ``not-reached`` (exit 3, never a
+pass) that the run did not follow it into the race window.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from raceproof.scenarios import runner
-from raceproof.scenarios.catalogue import (
-    UnknownName,
-    config_from_json,
-    get,
-)
+from raceproof.scenarios import counterexamples, runner
 from raceproof.scenarios.commands.common import (
     UsageError,
     add_command,
@@ -19,60 +21,50 @@ from raceproof.scenarios.commands.common import (
     outcome_story,
     print_outcome,
 )
-from raceproof.sim import (
-    CounterexampleError,
-    ReplayMisaligned,
-    ReplaySource,
-    first_divergence,
-)
-from raceproof.sim import repro as repro_files
 
 
-# -- replay -------------------------------------------------------------------------
 def cmd_replay(args: argparse.Namespace) -> int:
     try:
-        cx = repro_files.load(Path(args.file))
-    except CounterexampleError as exc:
+        loaded = counterexamples.load_for_cli(Path(args.file))
+        replayed = counterexamples.replay_on(loaded, args.variant)
+    except counterexamples.OutOfDate as exc:
         raise UsageError(str(exc)) from None
-    try:
-        scenario = get(cx.scenario)
-        scenario.check_variant(cx.variant)
-        config = config_from_json(scenario.config, cx.config)
-    except (UnknownName, TypeError) as exc:
-        raise UsageError(f"{args.file}: out of date: {exc}") from None
-    run = scenario.runner(cx.variant, config)
-    try:
-        outcome = run(ReplaySource(cx.choices, strict=True))
-    except ReplayMisaligned as exc:
-        raise UsageError(
-            f"{args.file}: out of date, the model changed underneath it: {exc}"
-        ) from None
-    if outcome.trace_hash != cx.trace_hash:
-        index = first_divergence(cx.history, outcome.history)
-        where = ""
-        if index is not None and index < min(len(cx.history), len(outcome.history)):
-            where = f": recorded {cx.history[index].describe()} / now {outcome.history[index].describe()}"
-        raise UsageError(
-            f"{args.file}: out of date: the replay diverges from the recorded timeline "
-            f"at op #{index}{where}"
-        )
-    result = runner.base_result(scenario, cx.variant, "replay", config)
+    cx, scenario, outcome = loaded.counterexample, loaded.scenario, replayed.outcome
+    result = runner.base_result(scenario, replayed.variant, "replay", loaded.config)
     result.update(runner.outcome_fields(outcome))
     result.update(
         examples=1,
         schedules=1,
         counterexample=str(args.file),
+        recorded_variant=cx.variant,
         recorded_trace_hash=cx.trace_hash,
-        same_trace_hash=True,
+        replay_mode=replayed.mode,
+        same_trace_hash=outcome.trace_hash == cx.trace_hash,
         tool_version=cx.tool_version,
         git_commit=cx.git_commit,
     )
-    result["repro"] = runner.repro_line(scenario, cx.variant, outcome.values, config)
+    if replayed.mode == "keyed":
+        result["reached"] = not replayed.not_reached
+        result["not_reached"] = replayed.not_reached
+        if replayed.verdict == "not-reached":
+            result["verdict"] = "inconclusive"
+            result["not_reached_reason"] = replayed.reason
+            result["not_reached_verdict"] = outcome.status
+    result["repro"] = runner.repro_line(scenario, replayed.variant, outcome.values, loaded.config)
 
     def human() -> None:
-        title = f"== replay of {args.file}: {cx.scenario} / {cx.variant}"
-        print_outcome(outcome, title, outcome_story(scenario, cx.variant, config, outcome, title))
-        print(f"same trace hash as recorded: {outcome.trace_hash}")
+        title = f"== replay of {args.file}: {cx.scenario} / {replayed.variant}"
+        if replayed.mode == "keyed":
+            title += f" (its deviations on {cx.variant}, keyed by label and occurrence)"
+        story = outcome_story(scenario, replayed.variant, loaded.config, outcome, title)
+        print_outcome(outcome, title, story)
+        if replayed.mode == "exact":
+            print(f"same trace hash as recorded: {outcome.trace_hash}")
+        elif replayed.verdict == "not-reached":
+            print(f"NOT REACHED on {replayed.variant}: {replayed.reason}; this is not a pass")
+        elif replayed.verdict == "ok":
+            print(f"{replayed.variant} holds against this counterexample (every deviation reached)")
+        print(f"repro: {result['repro']}")
 
     return emit(args, result, human)
 
@@ -81,8 +73,15 @@ def add(commands: Any) -> None:
     sub = add_command(
         commands,
         "replay",
-        "replay a counterexample file; fails loudly if the model changed",
+        "replay a counterexample file; on another variant, keyed (or 'not reached')",
         cmd_replay,
-        epilog="example:\n  raceproof replay counterexamples/lost-update--buggy--0df6354d1468.json",
+        epilog="examples:\n"
+        "  raceproof replay counterexamples/lost-update--buggy--0df6354d1468.json\n"
+        "  raceproof replay counterexamples/lost-update--buggy--0df6354d1468.json "
+        "--variant fix-cas",
     )
     sub.add_argument("file", help="a counterexample .json file")
+    sub.add_argument(
+        "--variant",
+        help="replay against this variant, keyed by (label, occurrence) (default: its own, exactly)",
+    )

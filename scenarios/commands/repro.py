@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from raceproof.scenarios import runner
+from raceproof.scenarios import discovery, runner
 from raceproof.scenarios.catalogue import (
     Scenario,
 )
@@ -206,6 +206,8 @@ def check_determinism(
             ]
             for item in args.set:
                 command += ["--set", item]
+            for entry in discovery.command_line_entries():  # the child loads the same scenarios
+                command += ["--scenarios", entry]
             env = dict(os.environ, PYTHONHASHSEED=hash_seed)
             done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
             if done.returncode not in (0, 1, 3):

@@ -1,0 +1,110 @@
+"""``raceproof check``: the gate. Every expectation of the selected catalogue, never flaky.
+
+For each scenario and variant it searches with every strategy (the ``ci``
+profile: the scenario's example count, seed 0, no wall budget at all) and
+proves every variant expected to hold. Exit 0 when every expectation holds,
+1 when one failed (a fix violated, a bug not found), 3 when none failed but
+one was inconclusive (a proof pruned). ``-j N`` spreads the runs over N
+processes, each loading the same scenarios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from raceproof.scenarios import discovery, gate, runner
+from raceproof.scenarios.catalogue import all_scenarios, get
+from raceproof.scenarios.commands.common import UsageError, add_command
+
+
+def _init_worker(entries: list[str]) -> None:
+    discovery.ensure_loaded(entries)
+
+
+def _run(
+    job: gate.Job, profile: gate.Profile, out_dir: Path, examples: int | None
+) -> gate.CheckResult:
+    return gate.run_job(job, profile, out_dir, examples)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    profile = gate.profile_named(args.profile or "ci")
+    scenarios = [get(name) for name in args.names] if args.names else all_scenarios()
+    if args.jobs < 1:
+        raise UsageError("-j takes a positive number of processes")
+    if args.examples is not None and args.examples < 1:
+        raise UsageError("--examples must be positive")
+    jobs = gate.jobs_for(scenarios, profile)
+    out_dir = Path(args.out)
+    say = (
+        (lambda line: None)
+        if args.json
+        else (lambda line: print(line, file=sys.stderr, flush=True))
+    )
+    started = time.monotonic()
+    results: list[gate.CheckResult] = []
+    if args.jobs == 1:
+        for number, job in enumerate(jobs, 1):
+            results.append(gate.run_job(job, profile, out_dir, args.examples))
+            say(
+                f"[{number}/{len(jobs)}] {job.scenario} / {job.variant} {job.kind}: {results[-1].cell}"
+            )
+    else:
+        entries = discovery.command_line_entries()
+        with ProcessPoolExecutor(args.jobs, initializer=_init_worker, initargs=(entries,)) as pool:
+            futures = [pool.submit(_run, job, profile, out_dir, args.examples) for job in jobs]
+            for number, (job, future) in enumerate(zip(jobs, futures, strict=True), 1):
+                results.append(future.result())
+                say(
+                    f"[{number}/{len(jobs)}] {job.scenario} / {job.variant} {job.kind}: {results[-1].cell}"
+                )
+    seconds = round(time.monotonic() - started, 1)
+    code = gate.exit_code(results)
+    if args.junit:
+        runner.repro_files.write_atomically(Path(args.junit), gate.junit(results, seconds))
+    if args.json:
+        print(json.dumps({"profile": profile.name, "seconds": seconds, "exit": code,
+                          "results": [r.to_json() for r in results]}, sort_keys=True))  # fmt: skip
+        return code
+    print(gate.table(results, profile))
+    for result in results:
+        if result.status != "pass":
+            print("\n" + result.explain())
+    verdict = {0: "every expectation holds", 1: "SOME EXPECTATIONS FAILED",
+               3: "some expectations were inconclusive (nothing failed)"}[code]  # fmt: skip
+    print(f"\n{verdict}: {len(results)} checks, profile {profile.name}, {seconds}s")
+    return code
+
+
+def add(commands: Any) -> None:
+    sub = add_command(
+        commands,
+        "check",
+        "the gate: every expectation of the catalogue, examples-only budgets",
+        cmd_check,
+        epilog="examples:\n"
+        "  raceproof check\n"
+        "  raceproof check lost-update --junit out/raceproof.xml\n"
+        "  raceproof check --scenarios my_races.py -j 2 --json",
+    )
+    sub.add_argument("names", nargs="*", metavar="SCENARIO", help="only these (default: all)")
+    sub.add_argument(
+        "--examples", type=int, help="examples per search (default: each scenario's own count)"
+    )
+    sub.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report here")
+    sub.add_argument("-j", "--jobs", type=int, default=1, help="processes to run in (default 1)")
+    sub.add_argument(
+        "--profile",
+        help="ci (default: examples only, seed 0, no wall budget), dev or thorough",
+    )
+    sub.add_argument(
+        "--out",
+        default="counterexamples",
+        help="folder for the counterexamples of unexpected violations",
+    )

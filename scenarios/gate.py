@@ -1,0 +1,322 @@
+"""Expectations of a catalogue, judged the same way by ``raceproof check`` and the pytest plugin.
+
+A scenario states which variants must violate and which must hold. The gate
+turns that into runs: a search per strategy for every variant, a bounded
+proof for every variant expected to hold. A *profile* says how hard to look:
+
+- ``ci``: every strategy, the scenario's example count, seed 0, and no wall
+  budget at all, so no clock can change a verdict or an example count;
+- ``dev``: the random strategy, a quarter of the examples, a fresh seed each
+  time (printed), and the scenario's wall budget;
+- ``thorough``: every strategy, ten times the examples, a fresh seed, no wall budget.
+
+A result that is not the expected one carries what a failing test prints: the
+shrunk timeline, the deviations from FIFO, the one-line repro and the
+counterexample file's path. The clock is a parameter: it times the runs and,
+only in a profile with a wall budget, bounds them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from raceproof.scenarios import runner
+from raceproof.scenarios.catalogue import Scenario, UnknownName, get
+from raceproof.sim import STRATEGIES, Budget, RunOutcome, explore
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    strategies: tuple[str, ...]
+    examples_scale: float  # times the scenario's default_examples
+    wall_budget: bool  # whether the scenario's default_budget_s applies
+    derandomize: bool  # seed 0; else a fresh seed per search
+    prove_max_schedules: int
+    prove_budget_s: float | None
+
+
+PROFILES = {
+    "ci": Profile("ci", STRATEGIES, 1.0, False, True, 1_000_000, None),
+    "dev": Profile("dev", ("random",), 0.25, True, False, 200_000, 120.0),
+    "thorough": Profile("thorough", STRATEGIES, 10.0, False, False, 10_000_000, None),
+}
+PROFILE_ENV = "RACEPROOF_PROFILE"
+
+
+def profile_named(name: str | None) -> Profile:
+    """``name``, else ``$RACEPROOF_PROFILE``, else ``ci``."""
+    chosen = name or os.environ.get(PROFILE_ENV) or "ci"
+    if chosen not in PROFILES:
+        raise UnknownName(f"unknown raceproof profile {chosen!r}; valid: {', '.join(PROFILES)}")
+    return PROFILES[chosen]
+
+
+def outcome_text(outcome: RunOutcome, title: str) -> str:
+    """A run as people read it: title, timeline, verdicts, deviations from FIFO, verdict line."""
+    lines = [title, outcome.history.render(), ""]
+    for verdict in outcome.verdicts:
+        where = f" (op #{verdict.op_index})" if verdict.op_index is not None else ""
+        lines.append(f"  {verdict.status.upper():9} {verdict.checker}{where}  {verdict.message}")
+    devs = [
+        f"draw #{i} {c.label} = option {c.value} of {c.n}"
+        for i, c in enumerate(outcome.choices)
+        if c.value
+    ]
+    lines.append(f"deviations from FIFO ({len(devs)}): " + ("; ".join(devs) if devs else "none"))
+    lines.append(
+        f"verdict: {outcome.status}   trace {outcome.trace_hash[:16]}   "
+        f"{outcome.virtual_ms} virtual ms, {outcome.steps} steps"
+    )
+    return "\n".join(lines)
+
+
+@dataclass
+class CheckResult:
+    """One expectation judged: a search by one strategy, or a proof."""
+
+    scenario: str
+    variant: str
+    kind: str  # "random", "hypothesis", "pct" or "prove"
+    expected: str  # "violated" or "ok"
+    verdict: str  # "violated", "ok" or "inconclusive"
+    examples: int = 0
+    seconds: float = 0.0
+    seed: int | None = None
+    complete: bool | None = None
+    deviations: int | None = None
+    notes: list[str] = field(default_factory=list)
+    counterexample: str | None = None
+    repro: str | None = None
+    run_text: str | None = None  # the shrunk run, as outcome_text renders it
+
+    @property
+    def status(self) -> str:
+        """pass, fail (the opposite verdict), or inconclusive (a bound or budget was hit)."""
+        if self.verdict == self.expected:
+            return "pass"
+        return "inconclusive" if self.verdict == "inconclusive" else "fail"
+
+    @property
+    def cell(self) -> str:
+        if self.kind == "prove":
+            text = f"{self.verdict} {self.examples} sched"
+        else:
+            devs = f"/{self.deviations}dev" if self.deviations is not None else ""
+            text = f"{self.verdict}@{self.examples}{devs}"
+        mark = {"pass": "", "fail": " FAIL", "inconclusive": " ?"}[self.status]
+        return f"{text} {self.seconds:.1f}s{mark}"
+
+    def explain(self) -> str:
+        """Why this result is not the expected one, with everything needed to look into it."""
+        how = "proof" if self.kind == "prove" else f"{self.kind} search, seed {self.seed}"
+        lines = [
+            f"{self.scenario} / {self.variant}: expected {self.expected}, got {self.verdict} "
+            f"({how}, {self.examples} {'schedules' if self.kind == 'prove' else 'examples'})"
+        ]
+        lines += [f"  {note}" for note in self.notes]
+        if self.run_text:
+            lines += ["shrunk timeline:", self.run_text]
+        if self.repro:
+            lines.append(f"repro: {self.repro}")
+        if self.counterexample:
+            lines.append(f"counterexample: {self.counterexample}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "status": self.status}
+
+
+def _expected(scenario: Scenario, variant: str, expect: str | None = None) -> str:
+    """``expect`` if given (it must be ``ok`` or ``violated``), else what the catalogue says."""
+    if expect is not None and expect not in ("ok", "violated"):
+        raise UnknownName(f"expect must be 'ok' or 'violated', got {expect!r}")
+    if expect is not None:
+        return expect
+    return "violated" if variant in scenario.expect_violation else "ok"
+
+
+def _seed(profile: Profile) -> int:
+    return 0 if profile.derandomize else int.from_bytes(os.urandom(4), "big")
+
+
+def _found(result: CheckResult, scenario: Scenario, config: Any, shrunk: RunOutcome,
+           out_dir: Path | None) -> None:  # fmt: skip
+    """Fill a result with its shrunk run; save the counterexample when it was not expected."""
+    result.deviations = sum(1 for v in shrunk.values if v)
+    result.repro = runner.repro_line(scenario, result.variant, shrunk.values, config)
+    result.run_text = outcome_text(shrunk, f"== {scenario.name} / {result.variant}")
+    if out_dir is not None and result.status != "pass":
+        path = runner.save_counterexample(
+            out_dir, scenario, result.variant, config, shrunk, result.kind
+        )
+        result.counterexample = str(path)
+
+
+def run_explore(
+    name: str,
+    variant: str,
+    strategy: str,
+    profile: Profile,
+    *,
+    expect: str | None = None,
+    examples: int | None = None,
+    seed: int | None = None,
+    clock: Clock = time.monotonic,
+    out_dir: Path | None = None,
+) -> CheckResult:
+    """One search of ``variant`` by ``strategy`` under ``profile``."""
+    scenario = get(name)
+    scenario.check_variant(variant)
+    if strategy not in STRATEGIES:
+        raise UnknownName(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+    count = examples or max(1, round(scenario.default_examples * profile.examples_scale))
+    budget = Budget(count)
+    if profile.wall_budget:
+        budget = Budget(count, scenario.default_budget_s, clock)
+    expected = _expected(scenario, variant, expect)
+    seed = _seed(profile) if seed is None else seed
+    started = clock()
+    report = explore(scenario.runner(variant, scenario.config), strategy, seed, budget)
+    result = CheckResult(
+        scenario.name, variant, strategy, expected, report.verdict,
+        report.examples, round(clock() - started, 3), seed, notes=list(report.notes),
+    )  # fmt: skip
+    if report.shrunk is not None:
+        result.notes = []
+        _found(result, scenario, scenario.config, report.shrunk, out_dir)
+    return result
+
+
+def run_prove(
+    name: str,
+    variant: str,
+    profile: Profile,
+    *,
+    expect: str | None = None,
+    clock: Clock = time.monotonic,
+    out_dir: Path | None = None,
+) -> CheckResult:
+    """The bounded proof of ``variant`` on the scenario's proof configuration."""
+    scenario = get(name)
+    scenario.check_variant(variant)
+    expected = _expected(scenario, variant, expect)
+    budget = Budget(profile.prove_max_schedules)
+    if profile.prove_budget_s is not None:
+        budget = Budget(profile.prove_max_schedules, profile.prove_budget_s, clock)
+    started = clock()
+    report = scenario.prove(variant, budget)
+    result = CheckResult(
+        scenario.name, variant, "prove", expected, report.verdict,
+        report.schedules, round(clock() - started, 3), complete=report.complete,
+    )  # fmt: skip
+    if report.pruned:
+        result.notes.append(
+            "pruned by: "
+            + ", ".join(f"{k} ({v} branches)" for k, v in sorted(report.pruned.items()))
+        )
+    if report.shrunk is not None:
+        result.verdict = "violated"
+        _found(result, scenario, scenario.prove_config, report.shrunk, out_dir)
+    return result
+
+
+@dataclass(frozen=True)
+class Job:
+    scenario: str
+    variant: str
+    kind: str
+
+
+def jobs_for(scenarios: Sequence[Scenario], profile: Profile) -> list[Job]:
+    """Every expectation: a search per strategy for each variant, a proof for each that must hold."""
+    jobs = []
+    for scenario in scenarios:
+        for variant in scenario.variants:
+            jobs += [Job(scenario.name, variant, strategy) for strategy in profile.strategies]
+            if variant not in scenario.expect_violation:
+                jobs.append(Job(scenario.name, variant, "prove"))
+    return jobs
+
+
+def run_job(job: Job, profile: Profile, out_dir: Path | None = None,
+            examples: int | None = None, clock: Clock = time.monotonic) -> CheckResult:  # fmt: skip
+    if job.kind == "prove":
+        return run_prove(job.scenario, job.variant, profile, clock=clock, out_dir=out_dir)
+    return run_explore(
+        job.scenario,
+        job.variant,
+        job.kind,
+        profile,
+        examples=examples,
+        clock=clock,
+        out_dir=out_dir,
+    )
+
+
+def exit_code(results: Sequence[CheckResult]) -> int:
+    """1 if any expectation failed, else 3 if any was inconclusive, else 0."""
+    statuses = {r.status for r in results}
+    if "fail" in statuses:
+        return runner.EXIT_VIOLATED
+    return runner.EXIT_INCONCLUSIVE if "inconclusive" in statuses else runner.EXIT_OK
+
+
+def table(results: Sequence[CheckResult], profile: Profile) -> str:
+    """One row per scenario and variant, one column per strategy and the proof."""
+    kinds = [*profile.strategies, "prove"]
+    rows: dict[tuple[str, str], dict[str, CheckResult]] = {}
+    for r in results:
+        rows.setdefault((r.scenario, r.variant), {})[r.kind] = r
+    header = ("scenario", "variant", "expected", *kinds, "result")
+    lines = [header]
+    for (name, variant), cells in rows.items():
+        statuses = {c.status for c in cells.values()}
+        outcome = "FAIL" if "fail" in statuses else "?" if "inconclusive" in statuses else "ok"
+        expected = next(iter(cells.values())).expected
+        lines.append(
+            (
+                name,
+                variant,
+                expected,
+                *(cells[k].cell if k in cells else "-" for k in kinds),
+                outcome,
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+
+
+def junit(results: Sequence[CheckResult], seconds: float) -> str:
+    """A JUnit XML report: one test case per expectation, named scenario / variant / kind."""
+    suite = ET.Element(
+        "testsuite",
+        name="raceproof check",
+        tests=str(len(results)),
+        failures=str(sum(r.status == "fail" for r in results)),
+        errors=str(sum(r.status == "inconclusive" for r in results)),
+        time=f"{seconds:.3f}",
+    )
+    for r in results:
+        case = ET.SubElement(
+            suite, "testcase", classname=f"{r.scenario}.{r.variant}", name=r.kind,
+            time=f"{r.seconds:.3f}",
+        )  # fmt: skip
+        if r.status == "fail":
+            ET.SubElement(
+                case, "failure", message=f"expected {r.expected}, got {r.verdict}"
+            ).text = r.explain()
+        elif r.status == "inconclusive":
+            ET.SubElement(case, "error", message="inconclusive").text = r.explain()
+    ET.indent(suite)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,260 @@
+"""The pytest plugin (entry point ``pytest11``): race gates as tests, and a counterexample database.
+
+A test asks for the ``raceproof`` fixture and states what it expects::
+
+    def test_leases_fix_it(raceproof):
+        raceproof.explore("stale-cache", variant="fix-lease", expect="ok")
+        raceproof.prove("stale-cache", variant="fix-lease", expect="ok")
+
+How hard it looks is the *profile* (``raceproof.scenarios.gate``): ``ci``
+(the default: examples only, seed 0, no wall budget, so no machine's speed
+can change a verdict), ``dev`` or ``thorough``, chosen by
+``--raceproof-profile`` or ``$RACEPROOF_PROFILE``. A failure's message holds
+the shrunk timeline, the deviations from FIFO, the one-line repro and the
+counterexample file, saved in the database folder.
+
+The database (``--raceproof-counterexamples``, ini ``raceproof_counterexamples``,
+default ``counterexamples/``) is collected as regression tests: each file
+replays against its own variant (must still violate) and against every
+variant of its scenario expected to hold (must hold). A replay that does not
+reach the race window fails as "not reached" (ini ``raceproof_not_reached =
+skip`` makes it a skip; it is never a pass). Scenarios come from the usual
+places (entry points, ``[tool.raceproof]``) and ``--raceproof-scenarios``.
+Test ids and JUnit records name the scenario and the variant, with
+``pytest -n`` too (every worker collects the same sorted database).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raceproof.scenarios import counterexamples, discovery, gate
+from raceproof.scenarios.catalogue import UnknownName
+from raceproof.sim import CounterexampleError
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("raceproof", "raceproof race gates")
+    group.addoption(
+        "--raceproof-profile",
+        default=None,
+        help=f"ci, dev or thorough (default: ${gate.PROFILE_ENV}, else ci)",
+    )
+    group.addoption(
+        "--raceproof-scenarios",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="also load the scenarios this module or file registers (repeatable)",
+    )
+    group.addoption(
+        "--raceproof-counterexamples",
+        default=None,
+        metavar="DIR",
+        help="the counterexample database folder (default: ini raceproof_counterexamples)",
+    )
+    parser.addini(
+        "raceproof_counterexamples",
+        "the counterexample database folder, relative to the rootdir",
+        default="counterexamples",
+    )
+    parser.addini(
+        "raceproof_not_reached",
+        "fail (default) or skip: a database replay that does not reach the race window",
+        default="fail",
+    )
+
+
+def _profile(config: pytest.Config) -> gate.Profile:
+    try:
+        return gate.profile_named(config.getoption("raceproof_profile"))
+    except UnknownName as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _load_scenarios(config: pytest.Config) -> None:
+    try:
+        discovery.ensure_loaded(config.getoption("raceproof_scenarios"))
+    except discovery.ScenarioLoadError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _database(config: pytest.Config) -> Path:
+    folder = config.getoption("raceproof_counterexamples") or config.getini(
+        "raceproof_counterexamples"
+    )
+    return (config.rootpath / str(folder)).resolve()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _profile(config)  # a bad profile name is a usage error at once
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"raceproof: profile {_profile(config).name}, counterexamples in {_database(config)}"
+
+
+class RaceproofGate:
+    """What the ``raceproof`` fixture gives a test: ``explore`` and ``prove`` with expectations."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.node = request.node
+        self.config = request.config
+        self.profile = _profile(request.config)
+        self.out_dir = _database(request.config)
+        _load_scenarios(request.config)
+
+    def _judge(self, result: gate.CheckResult) -> gate.CheckResult:
+        self.node.user_properties.append(
+            (f"raceproof {result.scenario} / {result.variant} / {result.kind}", result.verdict)
+        )
+        if result.status != "pass":
+            pytest.fail(result.explain(), pytrace=False)
+        return result
+
+    def _variant(self, scenario: str, variant: str | None) -> str:
+        from raceproof.scenarios.catalogue import get
+
+        return variant or next(iter(get(scenario).variants))
+
+    def explore(
+        self,
+        scenario: str,
+        variant: str | None = None,
+        *,
+        expect: str | None = None,
+        strategy: str | None = None,
+        examples: int | None = None,
+        seed: int | None = None,
+    ) -> list[gate.CheckResult]:
+        """Search ``variant`` with each strategy of the profile (or ``strategy``); fail if not ``expect``."""
+        variant = self._variant(scenario, variant)
+        strategies = (strategy,) if strategy else self.profile.strategies
+        return [
+            self._judge(
+                gate.run_explore(
+                    scenario,
+                    variant,
+                    name,
+                    self.profile,
+                    expect=expect,
+                    examples=examples,
+                    seed=seed,
+                    out_dir=self.out_dir,
+                )
+            )
+            for name in strategies
+        ]
+
+    def prove(
+        self, scenario: str, variant: str | None = None, *, expect: str | None = None
+    ) -> gate.CheckResult:
+        """The bounded proof of ``variant``; fail unless its verdict is ``expect`` (default: the catalogue's)."""
+        variant = self._variant(scenario, variant)
+        return self._judge(
+            gate.run_prove(scenario, variant, self.profile, expect=expect, out_dir=self.out_dir)
+        )
+
+
+@pytest.fixture
+def raceproof(request: pytest.FixtureRequest) -> RaceproofGate:
+    """Race gates: ``raceproof.explore(name, variant=..., expect=...)``, ``raceproof.prove(...)``."""
+    return RaceproofGate(request)
+
+
+# -- the counterexample database -----------------------------------------------------
+class ReplayFailed(Exception):
+    """A database replay whose verdict is not the expected one."""
+
+
+class CounterexampleItem(pytest.Item):
+    def __init__(self, *, variant: str, expected: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.variant = variant
+        self.expected = expected
+
+    def runtest(self) -> None:
+        loaded = counterexamples.load(self.path)
+        replayed = counterexamples.replay_on(loaded, self.variant)
+        self.user_properties.append(
+            (f"raceproof {loaded.scenario.name} / {self.variant} / replay", replayed.verdict)
+        )
+        if replayed.verdict == self.expected:
+            return
+        text = gate.outcome_text(replayed.outcome, f"== replay on {self.variant} ({replayed.mode})")
+        if replayed.verdict == "not-reached":
+            message = (
+                f"not reached: {replayed.reason} (a replay that is not reached is never a pass)"
+            )
+            if self.config.getini("raceproof_not_reached") == "skip":
+                pytest.skip(message)
+            raise ReplayFailed(f"{message}\n{text}")
+        raise ReplayFailed(
+            f"{self.path.name} on {self.variant}: expected {self.expected}, got {replayed.verdict}\n{text}"
+        )
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(
+            excinfo.value, ReplayFailed | counterexamples.OutOfDate | CounterexampleError
+        ):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.path.name}::{self.name}"
+
+
+class BadCounterexampleItem(pytest.Item):
+    def __init__(self, *, error: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def runtest(self) -> None:
+        raise ReplayFailed(self.error)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        return str(excinfo.value)
+
+
+class CounterexampleFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            loaded = counterexamples.load(self.path)
+        except (CounterexampleError, counterexamples.OutOfDate) as exc:
+            yield BadCounterexampleItem.from_parent(self, name="load", error=str(exc))
+            return
+        for variant, expected in counterexamples.regression_expectations(loaded):
+            yield CounterexampleItem.from_parent(
+                self,
+                name=f"{loaded.scenario.name}[{variant}]",
+                variant=variant,
+                expected=expected,
+            )
+
+
+def _wanted(config: pytest.Config, folder: Path) -> bool:
+    """The whole run (no paths given) or a path inside the database was asked for."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return True
+    for arg in config.args:
+        path = (config.invocation_params.dir / arg.split("::")[0]).resolve()
+        if path == folder or folder in path.parents:
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    folder = _database(config)
+    files = counterexamples.database_files(folder)
+    if not files or not _wanted(config, folder):
+        return
+    _load_scenarios(config)
+    for path in files:
+        items.extend(CounterexampleFile.from_parent(session, path=path).collect())
