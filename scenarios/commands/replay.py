@@ -37,9 +37,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         scenario = get(cx.scenario)
         scenario.check_variant(cx.variant)
-        config = config_from_json(scenario.config, cx.config)
-    except (UnknownName, TypeError) as exc:
+    except UnknownName as exc:
         raise UsageError(f"{args.file}: out of date: {exc}") from None
+    # Every configuration field is checked like `--set` (BadInput names the field).
+    config = config_from_json(scenario.config, cx.config, source=f"{args.file}: config")
     run = scenario.runner(cx.variant, config)
     try:
         outcome = run(ReplaySource(cx.choices, strict=True))
