@@ -265,6 +265,21 @@ def test_first_violation_is_the_earliest_and_unplaced_ones_come_last() -> None:
     assert first_violation([]) is None
 
 
+def test_verdicts_are_frozen_values_and_a_violation_must_say_why() -> None:
+    import dataclasses
+
+    import pytest
+
+    verdict = Verdict("a", "ok")
+    assert (verdict.op_index, verdict.message) == (None, "")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        verdict.status = "violated"  # type: ignore[misc]
+    assert {verdict: 1}[Verdict("a", "ok")] == 1  # hashable, equal by value
+    with pytest.raises(AssertionError, match="^a violation must say why$"):
+        violated("a", 1, "")
+    assert unknown("a", "?") == Verdict("a", "unknown", None, "?")
+
+
 def test_verdicts_serialise_and_checkers_are_named() -> None:
     assert violated("a", 3, "why").to_json() == {
         "checker": "a", "status": "violated", "op_index": 3, "message": "why",
@@ -293,7 +308,7 @@ def test_verdicts_serialise_and_checkers_are_named() -> None:
     try:
         liar(History())
     except AssertionError as exc:
-        assert "checker liar returned" in str(exc)
+        assert str(exc) == f"checker liar returned {ok('someone-else')!r}"
     else:
         raise AssertionError("a checker returning another's verdict must be refused")
 

@@ -71,7 +71,8 @@ def _option(name: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[list
 @st.composite
 def command_lines(draw: st.DrawFn) -> list[str]:
     command = draw(st.sampled_from(
-        ["list", "repro", "explore", "prove", "replay", "compare", "bench", "spark-check", "nope"]
+        ["list", "repro", "explore", "prove", "replay", "report", "compare", "bench", "spark-check",
+         "nope"]
     ))  # fmt: skip
     words = [command]
     flag = lambda name: st.sampled_from([[], [name]])  # noqa: E731
@@ -113,6 +114,16 @@ def command_lines(draw: st.DrawFn) -> list[str]:
         words += draw(_option("--out", st.sampled_from(["out", "a/b", "/etc/passwd", ""])))
     if command == "replay":
         words.append(draw(st.sampled_from(["missing.json", ".", "/dev/null", ""])))
+    if command == "report":
+        words.append(draw(st.sampled_from(["missing.json", ".", "/dev/null", "", "h.jsonl"])))
+        words += draw(
+            _option("--format", st.sampled_from(["md", "html", "perfetto", "text", "x", ""]))
+        )
+        words += draw(_option("--out", st.sampled_from(["rep", "/etc/passwd", ""])))
+        words += draw(_option("--scenario", st.sampled_from(["lost-update", "nope", ""])))
+        words += draw(_option("--clock", st.sampled_from(["virtual", "wall", "x"])))
+        words += draw(_option("--beside", st.sampled_from(["missing.jsonl", "."])))
+        words += draw(flag("--all"))
     if command == "compare":  # always one bad value: a valid comparison runs for seconds
         words.append(draw(st.sampled_from(["coordinator-async-append", "lost-update", ""])))
         words += draw(st.sampled_from([["--seeds", "0"], ["--rate", "-1"], ["--duration-ms", "x"],
