@@ -275,7 +275,7 @@ def test_verdicts_are_frozen_values_and_a_violation_must_say_why() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         verdict.status = "violated"  # type: ignore[misc]
     assert {verdict: 1}[Verdict("a", "ok")] == 1  # hashable, equal by value
-    with pytest.raises(AssertionError, match="^a violation must say why$"):
+    with pytest.raises(AssertionError, match=r"^a violation must say why$"):
         violated("a", 1, "")
     assert unknown("a", "?") == Verdict("a", "unknown", None, "?")
 

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -61,17 +62,19 @@ def test_a_chroot_is_created_then_removed_with_its_content(shared: ZooKeeperServ
     assert _children(shared.hosts, "/raceproof-unit") == []
 
 
-def test_two_concurrent_runs_with_the_same_pid_do_not_collide(shared: ZooKeeperServer) -> None:
+def test_two_concurrent_runs_with_the_same_pid_do_not_collide(
+    shared: ZooKeeperServer, tmp_path: Path
+) -> None:
     argv = ["repro", "brooklin-double-stop", "--report-timeline", "--backend", "zookeeper",
             "--zk-hosts", shared.hosts, "--json"]  # fmt: skip
     runs = [
         subprocess.Popen(
-            [sys.executable, "-c", SAME_PID, *argv],
+            [sys.executable, "-c", SAME_PID, *argv, "--out", str(tmp_path / str(n))],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(2)
+        for n in range(2)
     ]
     results = []
     for run in runs:
