@@ -202,3 +202,12 @@ def test_good_overrides_come_back_typed() -> None:
         UserConfig(), {"workers": 8, "delays_ms": [3], "mode": None, "ratio": 1}
     )
     assert config == UserConfig(workers=8, delays_ms=(3,), ratio=1)
+
+
+def test_every_built_in_configuration_passes_its_own_validation() -> None:
+    from raceproof.scenarios.catalogue import all_scenarios, config_to_json
+
+    for scenario in all_scenarios():
+        for config in (scenario.config, scenario.prove_config):
+            again = apply_overrides(config, config_to_json(config), source=scenario.name)
+            assert again == config, scenario.name

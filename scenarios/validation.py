@@ -12,8 +12,9 @@ for what only a bug can break.
 checked from their own declarations, never from rules kept in the CLI:
 
 * the field's annotation: ``int`` (a JSON integer, not ``true``), ``float``
-  (finite), ``bool``, ``str``, ``tuple[T, ...]`` (a non-empty JSON list of
-  ``T``: tuples are the options a run chooses among), ``Literal[...]``,
+  (finite), ``bool``, ``str``, ``tuple[T, ...]`` (a JSON list of ``T``,
+  non-empty when ``T`` is a number or a flag: those tuples are the options a
+  run draws among), ``Literal[...]``,
   ``T | None``; a field whose name ends in ``_ms`` (or any unit of time) is a
   duration, never negative;
 * default bounds so no value can make a run exhaust the machine: unitless
@@ -155,7 +156,10 @@ def check_value(name: str, annotation: Any, value: Any, rules: Mapping[str, Any]
     if origin is tuple:
         if not isinstance(value, list | tuple):
             raise BadInput(f"{name} must be a list, got {_show(value)}")
-        low, high = rules.get("min_len", 1), rules.get("max_len", MAX_OPTIONS)
+        # Tuples of numbers or flags are the options a run draws among: never empty.
+        # Tuples of names may be empty (e.g. "streams resumed") unless the field says min_len.
+        numeric = bool(args) and args[0] in (int, float, bool)
+        low, high = rules.get("min_len", 1 if numeric else 0), rules.get("max_len", MAX_OPTIONS)
         if not low <= len(value) <= high:
             raise BadInput(f"{name} must list {low} to {high} values, got {len(value)}")
         element_rules = {k: v for k, v in rules.items() if k in ("min", "max")}
