@@ -63,6 +63,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             _beside(stories[0], other)
     except (ReportInputError, UnknownName) as exc:
         raise UsageError(str(exc)) from None
+    except OSError as exc:  # a device, a FIFO, a folder where a file was expected, ...
+        raise UsageError(f"{args.input}: cannot read it ({exc.strerror or exc})") from None
     out_dir = prepare_output_dir(args.out) if args.out is not None else None
     written: list[dict[str, Any]] = []
     for path, story in zip(paths, stories, strict=True):
