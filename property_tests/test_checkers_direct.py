@@ -272,6 +272,7 @@ def test_verdicts_are_frozen_values_and_a_violation_must_say_why() -> None:
 
     verdict = Verdict("a", "ok")
     assert (verdict.op_index, verdict.message) == (None, "")
+    assert ok("a") == verdict and ok("a").message == ""
     with pytest.raises(dataclasses.FrozenInstanceError):
         verdict.status = "violated"  # type: ignore[misc]
     assert {verdict: 1}[Verdict("a", "ok")] == 1  # hashable, equal by value
