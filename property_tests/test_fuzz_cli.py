@@ -133,7 +133,7 @@ def command_lines(draw: st.DrawFn) -> list[str]:
                                        ["--scenario", "nope"], ["--variant", ""]]))  # fmt: skip
     if command == "spark-check":
         words += draw(st.sampled_from([["--experiment", "nope"], ["--experiment", ""],
-                                       ["--repeat", "1"], ["--bogus"]]))  # fmt: skip
+                                       ["--repeat", "0"], ["--pipeline", "nope:x"], ["--bogus"]]))  # fmt: skip
     words += draw(flag("--json"))
     words += draw(st.sampled_from([[], [], ["--bogus-option"], ["stray"]]))
     return words

@@ -19,6 +19,7 @@ from raceproof.scenarios.commands.common import (
     UsageError,
     add_command,
 )
+from raceproof.scenarios.validation import int_in
 
 DEFAULT_PIPELINE = "windowed-count"
 
@@ -185,5 +186,5 @@ def add(commands: Any) -> None:
                      f"'all', or a built-in one: {', '.join(BUILT_IN)} (default {DEFAULT_PIPELINE})")  # fmt: skip
     sub.add_argument("--experiment", action="append", metavar="NAME",
                      help="run only this experiment (repeatable); one of: " + ", ".join(EXPERIMENTS))  # fmt: skip
-    sub.add_argument("--repeat", type=int, default=1, metavar="N",
+    sub.add_argument("--repeat", type=int_in(1, 1_000), default=1, metavar="N",
                      help="run every trial N times and report each verdict's stability")  # fmt: skip
