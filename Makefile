@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean zookeeper browser
+.PHONY: demo test lint bench clean zookeeper browser mutation
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -57,4 +57,17 @@ bench: $(STAMP)
 	$(VENV)/bin/raceproof bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis counterexamples .cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis counterexamples .cache .mutmut-cache
+
+# Mutation testing (mutmut 2, which mutates the files in place, so the editable install's
+# package-dir mapping sees each mutant). Not part of `make test`: a run takes minutes.
+# Scope and tests can be narrowed: make mutation MUTATE=sim/dataflow.py MUTATION_TESTS=...
+MUTATE ?= sim/checkers.py,sim/dataflow.py,models/samza/checkers.py,models/kafka_streams/checkers.py,models/group_coordinator/checkers.py
+MUTATION_TESTS ?= property_tests/test_checkers_direct.py property_tests/test_model_checkers.py
+mutation: $(STAMP)
+	$(VENV)/bin/pip install --quiet "mutmut>=2.5,<3"
+	rm -f .mutmut-cache
+	-HYPOTHESIS_PROFILE=mutation $(VENV)/bin/mutmut run --paths-to-mutate "$(MUTATE)" --tests-dir property_tests --no-progress \
+		--runner "$(CURDIR)/$(PY) -m pytest -x -q -p no:cacheprovider -p no:randomly $(MUTATION_TESTS)"
+	@$(VENV)/bin/mutmut results | sed -n '/Survived/,/^$$/p'
+	@$(PY) -c "import sqlite3; rows = dict(sqlite3.connect('.mutmut-cache').execute('select status, count(*) from mutant group by status').fetchall()); killed = rows.get('ok_killed', 0) + rows.get('bad_timeout', 0); total = sum(rows.values()) - rows.get('untested', 0) - rows.get('skipped', 0); print(f'mutation score: {killed}/{total} killed = {100 * killed / max(total, 1):.1f}%  ({rows})')"

@@ -15,4 +15,12 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", deadline=None, max_examples=100)
+# `make mutation` runs the tests once per mutant: fewer examples, same derandomized draws.
+settings.register_profile(
+    "mutation",
+    derandomize=True,
+    deadline=None,
+    max_examples=25,
+    suppress_health_check=list(HealthCheck),
+)
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from raceproof.scenarios import validation
 from raceproof.sim import (
     Bounds,
     Budget,
@@ -67,16 +68,16 @@ class Scenario:
             )
 
     def config_for(self, purpose: str, overrides: Mapping[str, Any] | None = None) -> Any:
+        """The search (or proof) configuration with ``overrides`` checked and applied.
+
+        Every value is checked against the configuration dataclass's own
+        declarations (``raceproof.scenarios.validation``); a bad one raises
+        ``BadInput`` naming the field, the value and what is allowed.
+        """
         base = self.prove_config if purpose == "prove" else self.config
         if not overrides:
             return base
-        try:
-            return dataclasses.replace(base, **dict(overrides))
-        except TypeError as exc:
-            names = ", ".join(f.name for f in dataclasses.fields(base))
-            raise UnknownName(
-                f"bad configuration for {self.name} ({exc}); fields: {names}"
-            ) from None
+        return validation.apply_overrides(base, overrides, source=f"{self.name}: --set")
 
     def checkers_named(self, name: str | None) -> Sequence[Checker]:
         """All checkers, or only ``name`` (to aim a search at one property)."""
@@ -152,14 +153,9 @@ def config_to_json(config: Any) -> dict[str, Any]:
     }
 
 
-def config_from_json(template: Any, raw: Mapping[str, Any]) -> Any:
-    """Rebuild a configuration dataclass from its JSON form (tuples come back as tuples)."""
-    known = {f.name: f for f in dataclasses.fields(template)}
-    unknown_fields = sorted(set(raw) - set(known))
-    if unknown_fields:
-        raise UnknownName(f"configuration has unknown fields {unknown_fields}")
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
-    return dataclasses.replace(template, **values)
+def config_from_json(template: Any, raw: Mapping[str, Any], source: str = "configuration") -> Any:
+    """Rebuild a configuration dataclass from its JSON form, every field checked like ``--set``."""
+    return validation.config_from_json(template, raw, source=source)
 
 
 CATALOGUE: dict[str, Scenario] = {}

@@ -1,33 +1,62 @@
 """The ``raceproof`` command line: assembles the commands and maps every failure to its exit code.
 
 Exit codes are the contract: 0 holds / nothing found, 1 violation found,
-2 bad usage or bad input (a clear message, nothing half-written),
-3 inconclusive (a bound was hit before a proof completed). Every command
-takes ``--json`` for one machine-readable object on stdout; human output and
-progress go to stderr when it is a terminal. Each command lives in its own
-module under ``raceproof.scenarios.commands``.
+2 bad usage or bad input (one line naming what is wrong, nothing written),
+3 inconclusive (a bound was hit before a proof completed), 70 a bug in
+raceproof itself (the message says so, with the version and the command),
+130 / 143 stopped by SIGINT / SIGTERM (clean-up done, the result so far
+printed). No traceback reaches a user except for a bug in raceproof. Every
+command takes ``--json`` for one machine-readable object on stdout; human
+output and progress go to stderr when it is a terminal. Each command lives in
+its own module under ``raceproof.scenarios.commands``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import sys
+import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
-from raceproof.scenarios import discovery, runner
+from raceproof.scenarios import discovery, runner, signals
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.scenarios.commands import COMMANDS
 from raceproof.scenarios.commands.common import UsageError
+from raceproof.scenarios.validation import BadInput
+from raceproof.sim import CounterexampleError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
+BAD_INPUT = (UsageError, UnknownName, BadInput, CounterexampleError, discovery.ScenarioLoadError)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (and a JSON error object when ``--json`` was given)."""
+
+    def error(self, message: str) -> NoReturn:
+        _report_error(f"{message} (see `{self.prog} --help`)", prog=self.prog)
+        self.exit(runner.EXIT_USAGE)
+
+
+_JSON_WANTED = [False]
+
+
+def _report_error(message: str, prog: str = "raceproof", **extra: object) -> None:
+    if _JSON_WANTED[0]:
+        print(json.dumps({"error": message, "verdict": None, **extra}, sort_keys=True))
+    print(f"{prog}: error: {message}", file=sys.stderr)
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="raceproof",
         description="Deterministic simulation of data-losing races: find, shrink, replay, prove.",
-        epilog="exit codes: 0 holds / nothing found, 1 violation, 2 bad usage or input, 3 inconclusive",
+        epilog="exit codes: 0 holds / nothing found, 1 violation, 2 bad usage or input, "
+        "3 inconclusive, 70 a bug in raceproof, 130/143 interrupted (SIGINT/SIGTERM)",
     )
     parser.add_argument("--version", action="version", version=f"raceproof {runner.tool_version()}")
     parser.add_argument(
@@ -46,17 +75,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        discovery.ensure_loaded([*args.top_scenarios, *(args.scenarios or [])])
-        code: int = args.handler(args)
-        return code
-    except (UsageError, UnknownName, discovery.ScenarioLoadError) as exc:
-        message = str(exc).strip("'\"")
-        if getattr(args, "json", False):
-            print(json.dumps({"error": message, "verdict": None}, sort_keys=True))
-        print(f"raceproof: error: {message}", file=sys.stderr)
-        return runner.EXIT_USAGE
+    words = list(sys.argv[1:] if argv is None else argv)
+    _JSON_WANTED[0] = "--json" in words
+    with signals.interruptible():
+        try:
+            args = build_parser().parse_args(words)
+            discovery.ensure_loaded([*args.top_scenarios, *(args.scenarios or [])])
+            code: int = args.handler(args)
+            return code
+        except BAD_INPUT as exc:
+            _report_error(str(exc))
+            return runner.EXIT_USAGE
+        except KeyboardInterrupt as exc:  # an interrupt outside a search's own handling
+            name = signals.signal_name(exc)
+            _report_error(f"interrupted by {name}", interrupted=name)
+            return signals.exit_code_for(exc)
+        except BrokenPipeError:
+            # The reader went away (`raceproof list | head`): nothing more to say to it.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+            return 128 + 13
+        except Exception as exc:
+            traceback.print_exc()
+            command = shlex.join(["raceproof", *words])
+            _report_error(
+                f"internal error: this is a bug in raceproof {runner.tool_version()}, not in "
+                f"your input or your system; please report it with the traceback above "
+                f"(command: {command}): {type(exc).__name__}: {exc}",
+                internal_error=True,
+            )
+            return runner.EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -72,7 +72,8 @@ def load(path: Path) -> Loaded:
     try:
         scenario = get(cx.scenario)
         scenario.check_variant(cx.variant)
-        config = config_from_json(scenario.config, cx.config)
+        # Every configuration field is checked like `--set` (BadInput names the field).
+        config = config_from_json(scenario.config, cx.config, source=f"{path}: config")
     except (UnknownName, TypeError) as exc:
         raise OutOfDate(f"{path}: out of date: {exc}") from None
     return Loaded(path, cx, scenario, config)

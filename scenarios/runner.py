@@ -11,18 +11,20 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+import sys
 from collections.abc import Sequence
 from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from raceproof.scenarios import discovery
-from raceproof.scenarios.catalogue import Scenario, UnknownName, config_to_json
+from raceproof.scenarios import discovery, validation
+from raceproof.scenarios.catalogue import Scenario, config_to_json
 from raceproof.sim import Counterexample, RunOutcome, deviations, encode_blob
 from raceproof.sim import repro as repro_files
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in raceproof itself, never mistaken for a found race
 EXIT_FOR_VERDICT = {"ok": EXIT_OK, "violated": EXIT_VIOLATED, "inconclusive": EXIT_INCONCLUSIVE}
 
 
@@ -52,18 +54,12 @@ def git_commit() -> str:
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
-    """``key=value`` pairs; a value is read as JSON when it parses, else as a string."""
-    overrides: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep or not key:
-            raise UnknownName(f"--set takes KEY=VALUE, got {item!r}")
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            value = text
-        overrides[key] = tuple(value) if isinstance(value, list) else value
-    return overrides
+    """``key=value`` pairs; a value is read as JSON when it parses, else as a string.
+
+    Checking the values against a configuration is ``Scenario.config_for``'s job
+    (through ``raceproof.scenarios.validation``); a malformed pair is ``BadInput``.
+    """
+    return validation.parse_overrides(items)
 
 
 def overrides_of(scenario: Scenario, config: Any) -> dict[str, Any]:
@@ -168,10 +164,18 @@ def attach_counterexample(
     into ``result`` as ``report_md`` and ``report_html``.
     """
     result.update(outcome_fields(outcome))
-    path = save_counterexample(out_dir, scenario, variant, config, outcome, strategy)
-    result["counterexample"] = str(path)
     result["repro"] = repro_line(scenario, variant, outcome.values, config)
-    result.update(write_reports(path, scenario, variant, config, outcome, result["repro"]))
+    try:
+        path = save_counterexample(out_dir, scenario, variant, config, outcome, strategy)
+        reports = write_reports(path, scenario, variant, config, outcome, result["repro"])
+    except OSError as exc:
+        # The folder was checked before the search; if it failed since, the result still prints.
+        result["counterexample"] = None
+        result["write_error"] = f"could not write the counterexample in {out_dir}: {exc}"
+        print(f"raceproof: warning: {result['write_error']}", file=sys.stderr)
+        return
+    result["counterexample"] = str(path)
+    result.update(reports)
 
 
 def write_reports(

@@ -21,6 +21,7 @@ from typing import NamedTuple, TypeVar
 T = TypeVar("T")
 
 SCHEDULE_LABEL = "schedule"
+MAX_DRAWS = 1_000_000  # draws in one recording: far above any bounded run, far below memory
 _MASK64 = (1 << 64) - 1
 
 
@@ -318,6 +319,8 @@ def decode_blob(blob: str) -> list[int]:
     if not match:
         raise ValueError(f"choice blob {blob!r} is not of the form LEN:POS=VAL,POS=VAL")
     length = int(match.group(1))
+    if length > MAX_DRAWS:
+        raise ValueError(f"choice blob {blob!r}: {length} draws, at most {MAX_DRAWS}")
     values = [0] * length
     last = -1
     for part in filter(None, (match.group(2) or "").split(",")):

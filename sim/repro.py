@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from raceproof.sim.choices import Choice, decode_blob, deviations, encode_blob
+from raceproof.sim.choices import MAX_DRAWS, Choice, decode_blob, deviations, encode_blob
 from raceproof.sim.history import History, op_from_json
 
 FORMAT = "raceproof-counterexample"
 FORMAT_VERSION = 1
+MAX_FILE_BYTES = 64 * 1024 * 1024  # a counterexample is a few KiB; anything near this is not one
 
 
 class CounterexampleError(ValueError):
@@ -91,26 +93,56 @@ def _field(raw: dict[str, Any], name: str, kind: type | tuple[type, ...], path: 
     if name not in raw:
         raise CounterexampleError(f"{path}: missing field {name!r}")
     value = raw[name]
-    if not isinstance(value, kind):
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
         raise CounterexampleError(
             f"{path}: field {name!r} has the wrong type ({type(value).__name__})"
         )
     return value
 
 
-def load(path: Path) -> Counterexample:
-    """Read and validate a counterexample file."""
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _read_text(path: Path) -> str:
+    """The file's text; a FIFO, a device or a huge file is refused without reading it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        info = path.stat()
     except FileNotFoundError:
         raise CounterexampleError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise CounterexampleError(f"{path}: cannot read it ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise CounterexampleError(f"{path}: not a regular file")
+    if info.st_size > MAX_FILE_BYTES:
+        raise CounterexampleError(
+            f"{path}: {info.st_size} bytes, more than a counterexample file can be "
+            f"({MAX_FILE_BYTES} bytes at most)"
+        )
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CounterexampleError(f"{path}: cannot read it ({exc})") from None
+
+
+def load(path: Path) -> Counterexample:
+    """Read and validate a counterexample file."""
+    text = _read_text(path)
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CounterexampleError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); truncated or corrupt?"
+        ) from None
+    except RecursionError:
+        raise CounterexampleError(
+            f"{path}: JSON nested too deeply to be a counterexample"
         ) from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise CounterexampleError(f"{path}: not a raceproof counterexample file")
@@ -120,27 +152,34 @@ def load(path: Path) -> Counterexample:
             f"{path}: format version {version}, this raceproof reads version {FORMAT_VERSION}"
         )
     choices_raw = _field(raw, "choices", list, path)
+    if len(choices_raw) > MAX_DRAWS:
+        raise CounterexampleError(f"{path}: {len(choices_raw)} choices, at most {MAX_DRAWS}")
     choices = []
     for index, item in enumerate(choices_raw):
         if (
             not isinstance(item, list)
             or len(item) != 3
             or not isinstance(item[0], str)
-            or not all(isinstance(x, int) for x in item[1:])
+            or not all(_is_count(x) for x in item[1:])
             or not 0 <= item[2] < item[1]
+            or item[1] < 2
         ):
-            raise CounterexampleError(f"{path}: choice #{index} is malformed: {item!r}")
+            raise CounterexampleError(
+                f"{path}: choice #{index} is malformed (want [label, options >= 2, value]): "
+                f"{repr(item)[:60]}"
+            )
         choices.append(Choice(item[0], item[1], item[2]))
     blob = _field(raw, "blob", str, path)
     try:
-        if decode_blob(blob) != [c.value for c in choices]:
-            raise CounterexampleError(f"{path}: blob {blob!r} does not match the choices")
+        decoded = decode_blob(blob)
     except ValueError as exc:
         raise CounterexampleError(f"{path}: {exc}") from None
+    if decoded != [c.value for c in choices]:
+        raise CounterexampleError(f"{path}: blob {blob[:60]!r} does not match the choices")
     timeline = _field(raw, "timeline", list, path)
     try:
         history = History(op_from_json(op) for op in timeline)
-    except (KeyError, TypeError, AssertionError) as exc:
+    except (KeyError, TypeError, ValueError, AssertionError, RecursionError) as exc:
         raise CounterexampleError(f"{path}: timeline is malformed ({exc})") from None
     trace_hash = _field(raw, "trace_hash", str, path)
     if history.trace_hash() != trace_hash:

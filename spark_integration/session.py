@@ -33,7 +33,16 @@ def spark_session() -> Any:
     if _SESSION is None:
         os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        from pyspark import java_gateway
         from pyspark.sql import SparkSession
+
+        from raceproof.scenarios.processes import dying_with_parent
+
+        # The JVM must not outlive us (SIGKILL, an interrupt during start-up): parent-death signal.
+        if not getattr(java_gateway.Popen, "raceproof_dies_with_parent", False):
+            popen = dying_with_parent(java_gateway.Popen)
+            popen.raceproof_dies_with_parent = True  # type: ignore[attr-defined]
+            setattr(java_gateway, "Popen", popen)  # noqa: B010
 
         _JVM_LOG = Path(tempfile.mkstemp(prefix="raceproof-spark-jvm-", suffix=".log")[1])
         saved_stderr = os.dup(2)
@@ -58,6 +67,10 @@ def spark_session() -> Any:
             _JVM_LOG.unlink(missing_ok=True)
             _JVM_LOG = None
             raise SparkUnavailable(f"Spark did not start: {exc}\nthe JVM said:\n{tail}") from exc
+        except BaseException:  # interrupted while starting: no log file left behind
+            _JVM_LOG.unlink(missing_ok=True)
+            _JVM_LOG = None
+            raise
         finally:
             os.dup2(saved_stderr, 2)
             os.close(saved_stderr)

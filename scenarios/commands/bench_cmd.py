@@ -11,6 +11,7 @@ from raceproof.scenarios.commands.common import (
     add_command,
     scenario_and_variant,
 )
+from raceproof.scenarios.validation import int_in, non_empty
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -39,7 +40,11 @@ def add(commands: Any) -> None:
         "  raceproof bench --scenario brooklin-double-stop --variant buggy --seeds 10",
     )
     sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
-    sub.add_argument("--scenario", help="instead: search figures over seeds, and proof figures")
-    sub.add_argument("--variant", help="with --scenario: the variant searched (default: its first)")
-    sub.add_argument("--checker", help="with --scenario: count only this checker's violations")
-    sub.add_argument("--seeds", type=int, default=20, help="with --scenario: seeds per strategy")
+    sub.add_argument("--scenario", type=non_empty,
+                     help="instead: search figures over seeds, and proof figures")  # fmt: skip
+    sub.add_argument("--variant", type=non_empty,
+                     help="with --scenario: the variant searched (default: its first)")  # fmt: skip
+    sub.add_argument("--checker", type=non_empty,
+                     help="with --scenario: count only this checker's violations")  # fmt: skip
+    sub.add_argument("--seeds", type=int_in(1, 10_000), default=20,
+                     help="with --scenario: seeds per strategy")  # fmt: skip

@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from raceproof.scenarios import runner
+from raceproof.scenarios import runner, signals
 from raceproof.scenarios.catalogue import (
     Scenario,
     get,
 )
+from raceproof.scenarios.validation import non_empty
 from raceproof.sim import (
     RunOutcome,
 )
@@ -33,10 +34,35 @@ class UsageError(Exception):
 # -- output helpers -----------------------------------------------------------------
 def emit(args: argparse.Namespace, result: dict[str, Any], human: Callable[[], None]) -> int:
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print(json.dumps(result, sort_keys=True, allow_nan=False))
     else:
         human()
     return runner.EXIT_FOR_VERDICT.get(str(result.get("verdict")), runner.EXIT_OK)
+
+
+def emit_interrupted(
+    args: argparse.Namespace, result: dict[str, Any], exc: BaseException, covered: str
+) -> int:
+    """The result so far of a search stopped by a signal: inconclusive unless it found a violation.
+
+    Printed as text or JSON like any result; the exit code is 130 (SIGINT) or 143 (SIGTERM).
+    """
+    name = signals.signal_name(exc)
+    if result.get("verdict") != "violated":
+        result["verdict"] = "inconclusive"
+    result["interrupted"] = name
+    result["notes"] = [f"interrupted by {name} after {covered}"]
+    if args.json:
+        print(json.dumps(result, sort_keys=True, allow_nan=False))
+    else:
+        if result.get("repro"):
+            print(f"counterexample: {result['counterexample']}")
+            print(f"repro: {result['repro']}")
+        print(
+            f"{result.get('scenario')} / {result.get('variant')}: {result['verdict']}: "
+            f"interrupted by {name} after {covered}"
+        )
+    return signals.exit_code_for(exc)
 
 
 class Progress:
@@ -202,7 +228,9 @@ def add_command(
 
 def scenario_args(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("scenario", help="a scenario name (see `raceproof list`)")
-    sub.add_argument("--variant", help="a variant of the scenario (default: its first)")
+    sub.add_argument(
+        "--variant", type=non_empty, help="a variant of the scenario (default: its first)"
+    )
     sub.add_argument(
         "--set",
         action="append",

@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from raceproof.scenarios import runner
@@ -17,6 +16,7 @@ from raceproof.scenarios.commands.common import (
     UsageError,
     add_command,
 )
+from raceproof.scenarios.validation import int_in, non_empty, prepare_output_dir
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -26,12 +26,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if scenario.name not in compare.COMPARISONS:
         raise UsageError(f"{scenario.name} has no design comparison; "
                          f"valid: {', '.join(sorted(compare.COMPARISONS))}")  # fmt: skip
-    if args.seeds < 1 or args.rate <= 0 or args.duration_ms <= 0:
-        raise UsageError("--seeds, --rate and --duration-ms must be positive")
+    out_dir = prepare_output_dir(args.out)
     grid = compare.Grid(seeds=args.seeds, rate_per_s=args.rate, duration_ms=args.duration_ms)
     started = time.monotonic()
     rows = compare.COMPARISONS[scenario.name](grid, None if args.json else print)
-    csv_path, png_path = compare.write_outputs(rows, Path(args.out), grid)
+    csv_path, png_path = compare.write_outputs(rows, out_dir, grid)
     result = {
         "scenario": scenario.name, "verdict": "ok", "rows": rows, "grid": dataclasses.asdict(grid),
         "csv": str(csv_path), "png": str(png_path), "seconds": round(time.monotonic() - started, 2),
@@ -54,11 +53,14 @@ def add(commands: Any) -> None:
         epilog="example:\n  raceproof compare coordinator-async-append --seeds 3 --out out/",
     )
     sub.add_argument("scenario", help="a scenario with a design comparison")
-    sub.add_argument("--seeds", type=int, default=3, help="runs per point (default 3)")
+    sub.add_argument("--seeds", type=int_in(1, 1_000), default=3, help="runs per point (default 3)")
     sub.add_argument(
-        "--rate", type=int, default=400, help="commits per second offered (default 400)"
-    )
+        "--rate", type=int_in(1, 1_000_000), default=400,
+        help="commits per second offered (default 400)",
+    )  # fmt: skip
     sub.add_argument(
-        "--duration-ms", type=int, default=10_000, help="virtual ms of load (default 10000)"
-    )
-    sub.add_argument("--out", default="out", help="folder for the CSV and the PNG (default out/)")
+        "--duration-ms", type=int_in(1, 10**9), default=10_000,
+        help="virtual ms of load (default 10000)",
+    )  # fmt: skip
+    sub.add_argument("--out", type=non_empty, default="out",
+                     help="folder for the CSV and the PNG (default out/)")  # fmt: skip

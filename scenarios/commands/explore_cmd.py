@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import Any
 
 from raceproof.scenarios import runner
@@ -13,17 +12,28 @@ from raceproof.scenarios.commands.common import (
     UsageError,
     add_command,
     emit,
+    emit_interrupted,
     outcome_story,
     print_outcome,
     print_reports,
     scenario_and_variant,
     scenario_args,
 )
+from raceproof.scenarios.signals import Coverage
+from raceproof.scenarios.validation import (
+    int_in,
+    non_empty,
+    positive_seconds,
+    prepare_output_dir,
+)
 from raceproof.sim import (
     STRATEGIES,
     Budget,
     explore,
 )
+
+MAX_EXAMPLES = 10**9
+MAX_PCT_DEPTH = 1_000  # PCT finds bugs of small depth; a depth past the run's steps means nothing
 
 
 # -- explore ------------------------------------------------------------------------
@@ -38,15 +48,31 @@ def cmd_explore(args: argparse.Namespace) -> int:
     if budget_s is None and args.examples is None:
         budget_s = scenario.default_budget_s
     examples = scenario.default_examples if args.examples is None else args.examples
-    if (budget_s is not None and budget_s <= 0) or examples <= 0:
-        raise UsageError("--budget and --examples must be positive")
+    out_dir = prepare_output_dir(args.out)
     budget = Budget(examples=examples, seconds=budget_s, clock=time.monotonic)
-    run = scenario.runner(variant, config, args.checker)
+    coverage = Coverage()
+    run = coverage.runner(scenario.runner(variant, config, args.checker))
     progress = Progress(
         f"explore {scenario.name}/{variant} [{args.strategy}]", not args.json, total=examples
     )
     started = time.monotonic()
-    report = explore(run, args.strategy, args.seed, budget, progress, pct_depth=args.pct_depth)
+    try:
+        report = explore(
+            run, args.strategy, args.seed, budget, coverage.progress(progress),
+            pct_depth=args.pct_depth,
+        )  # fmt: skip
+    except KeyboardInterrupt as exc:
+        progress.done()
+        partial = runner.base_result(scenario, variant, args.strategy, config)
+        partial.update(examples=coverage.examples, schedules=coverage.examples, seed=args.seed)
+        covered = f"{coverage.examples} of {examples} examples"
+        if coverage.best is not None:
+            runner.attach_counterexample(
+                partial, out_dir, scenario, variant, config, coverage.best, args.strategy
+            )
+            covered += ", a violation found (not fully shrunk)"
+        partial["seconds"] = round(time.monotonic() - started, 3)
+        return emit_interrupted(args, partial, exc, covered)
     progress.done()
     result = runner.base_result(scenario, variant, args.strategy, config)
     result.update(
@@ -60,7 +86,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     )
     if report.shrunk is not None and report.found is not None:
         runner.attach_counterexample(
-            result, Path(args.out), scenario, variant, config, report.shrunk, args.strategy
+            result, out_dir, scenario, variant, config, report.shrunk, args.strategy
         )
         result["schedules"] = report.examples
         result["found_deviations"] = sum(1 for v in report.found.values if v)
@@ -105,11 +131,19 @@ def add(commands: Any) -> None:
     )
     sub.add_argument(
         "--budget",
-        type=float,
+        type=positive_seconds,
         help="wall seconds (default: the scenario's, none when --examples is given)",
     )
-    sub.add_argument("--examples", type=int, help="runs at most (default: the scenario's)")
-    sub.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
-    sub.add_argument("--pct-depth", type=int, default=3, help="PCT bug depth (default 3)")
-    sub.add_argument("--checker", help="count only violations of this checker (default: all)")
-    sub.add_argument("--out", default="counterexamples", help="folder for counterexample files")
+    sub.add_argument(
+        "--examples", type=int_in(1, MAX_EXAMPLES), help="runs at most (default: the scenario's)"
+    )
+    sub.add_argument("--seed", type=int_in(0), default=0, help="seed of the search (default 0)")
+    sub.add_argument(
+        "--pct-depth", type=int_in(1, MAX_PCT_DEPTH), default=3, help="PCT bug depth (default 3)"
+    )
+    sub.add_argument(
+        "--checker", type=non_empty, help="count only violations of this checker (default: all)"
+    )
+    sub.add_argument(
+        "--out", type=non_empty, default="counterexamples", help="folder for counterexample files"
+    )

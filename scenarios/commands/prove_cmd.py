@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from raceproof.scenarios import runner
@@ -13,11 +12,19 @@ from raceproof.scenarios.commands.common import (
     Progress,
     add_command,
     emit,
+    emit_interrupted,
     outcome_story,
     print_outcome,
     print_reports,
     scenario_and_variant,
     scenario_args,
+)
+from raceproof.scenarios.signals import Coverage
+from raceproof.scenarios.validation import (
+    int_in,
+    non_empty,
+    positive_seconds,
+    prepare_output_dir,
 )
 from raceproof.sim import (
     Budget,
@@ -31,13 +38,31 @@ def cmd_prove(args: argparse.Namespace) -> int:
     config = scenario.config_for("prove", overrides)
     max_dev = scenario.prove_max_deviations if args.max_deviations is None else args.max_deviations
     max_branch = scenario.prove_max_branch if args.max_branch is None else args.max_branch
+    out_dir = prepare_output_dir(args.out)
     budget = Budget(examples=args.max_schedules, seconds=args.budget, clock=time.monotonic)
     progress = Progress(f"prove {scenario.name}/{variant}", not args.json, count_key="runs")
+    coverage = Coverage()
     started = time.monotonic()
-    report = scenario.prove(
-        variant, budget, config=config, checker=args.checker, max_deviations=max_dev,
-        max_branch=max_branch, progress=progress,
-    )  # fmt: skip
+    try:
+        report = scenario.prove(
+            variant, budget, config=config, checker=args.checker, max_deviations=max_dev,
+            max_branch=max_branch, progress=coverage.progress(progress),
+        )  # fmt: skip
+    except KeyboardInterrupt as exc:
+        progress.done()
+        seen = coverage.snapshot
+        partial = runner.base_result(scenario, variant, "exhaustive", config)
+        partial.update(
+            complete=False, schedules=seen.get("schedules", 0), examples=seen.get("runs", 0),
+            bounds_pruned={"interrupted": seen.get("frontier", 0)},
+            max_deviations_reached=seen.get("depth", 0),
+            seconds=round(time.monotonic() - started, 3),
+        )  # fmt: skip
+        covered = (
+            f"{partial['schedules']} distinct complete schedules ({partial['examples']} runs, "
+            f"{seen.get('frontier', 0)} left unexplored); not a proof"
+        )
+        return emit_interrupted(args, partial, exc, covered)
     progress.done()
     result = runner.base_result(scenario, variant, "exhaustive", config)
     result.update(
@@ -58,7 +83,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
     )
     if report.shrunk is not None:
         runner.attach_counterexample(
-            result, Path(args.out), scenario, variant, config, report.shrunk, "exhaustive"
+            result, out_dir, scenario, variant, config, report.shrunk, "exhaustive"
         )
         result["verdict"] = "violated"
         result["schedules"] = report.schedules
@@ -100,15 +125,22 @@ def add(commands: Any) -> None:
         "  raceproof prove brooklin-double-stop --variant fix-conditional-write --json",
     )
     scenario_args(sub)
-    sub.add_argument("--budget", type=float, default=600.0, help="wall seconds (default 600)")
     sub.add_argument(
-        "--max-schedules", type=int, default=1_000_000, help="runs at most (default 1e6)"
+        "--budget", type=positive_seconds, default=600.0, help="wall seconds (default 600)"
     )
     sub.add_argument(
-        "--max-deviations", type=int, help="cap on deviations from FIFO (prunes: not complete)"
-    )
+        "--max-schedules", type=int_in(1, 10**9), default=1_000_000,
+        help="runs at most (default 1e6)",
+    )  # fmt: skip
     sub.add_argument(
-        "--max-branch", type=int, help="cap on options per draw (prunes: not complete)"
+        "--max-deviations", type=int_in(0, 10_000),
+        help="cap on deviations from FIFO (prunes: not complete)",
+    )  # fmt: skip
+    sub.add_argument(
+        "--max-branch", type=int_in(1, 10_000),
+        help="cap on options per draw, 1 = FIFO only (prunes: not complete)",
+    )  # fmt: skip
+    sub.add_argument("--checker", type=non_empty, help="judge only this checker (default: all)")
+    sub.add_argument(
+        "--out", type=non_empty, default="counterexamples", help="folder for counterexample files"
     )
-    sub.add_argument("--checker", help="judge only this checker (default: all)")
-    sub.add_argument("--out", default="counterexamples", help="folder for counterexample files")

@@ -32,6 +32,7 @@ from raceproof.scenarios import runner
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.scenarios.commands.common import UsageError, add_command
 from raceproof.scenarios.stories import load_for_report
+from raceproof.scenarios.validation import prepare_output_dir
 from raceproof.sim import first_divergence
 from raceproof.sim import repro as repro_files
 
@@ -62,7 +63,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             _beside(stories[0], other)
     except (ReportInputError, UnknownName) as exc:
         raise UsageError(str(exc)) from None
-    out_dir = Path(args.out) if args.out else None
+    except OSError as exc:  # a device, a FIFO, a folder where a file was expected, ...
+        raise UsageError(f"{args.input}: cannot read it ({exc.strerror or exc})") from None
+    out_dir = prepare_output_dir(args.out) if args.out is not None else None
     written: list[dict[str, Any]] = []
     for path, story in zip(paths, stories, strict=True):
         entry: dict[str, Any] = {"input": str(path), "title": story.title, "clock": story.clock,

@@ -26,6 +26,13 @@ from raceproof.scenarios.commands.common import (
     scenario_and_variant,
     scenario_args,
 )
+from raceproof.scenarios.validation import (
+    int_in,
+    non_empty,
+    prepare_output_dir,
+    prepare_output_file,
+    zk_hosts,
+)
 from raceproof.sim import (
     History,
     KeyedReplaySource,
@@ -49,6 +56,12 @@ def cmd_repro(args: argparse.Namespace) -> int:
     chosen = [args.seed is not None, args.choices is not None, args.report_timeline]
     if sum(chosen) > 1:
         raise UsageError("give at most one of --seed, --choices, --report-timeline")
+    history_out = (
+        prepare_output_file(args.history_out, "--history-out") if args.history_out else None
+    )
+    out_dir = prepare_output_dir(args.out)
+    if args.zk_hosts and args.backend == "sim":
+        raise UsageError("--zk-hosts needs --backend zookeeper")
     run = scenario.runner(variant, config)
     if args.report_timeline:
         if scenario.report_script is None:
@@ -81,9 +94,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     result["repro"] = runner.repro_line(scenario, variant, outcome.values, config)
     result["backend"] = args.backend
     if outcome.status == "violated":
-        runner.attach_counterexample(
-            result, Path(args.out), scenario, variant, config, outcome, strategy
-        )
+        runner.attach_counterexample(result, out_dir, scenario, variant, config, outcome, strategy)
     if args.backend != "sim":
         real = run_real_backend(args, scenario, variant, config, outcome, result["checker"])
         result["simulated"] = {
@@ -92,8 +103,12 @@ def cmd_repro(args: argparse.Namespace) -> int:
         result.update(real)
         result["seconds"] = round(time.monotonic() - started, 4)
         result["repro"] += f" --backend {args.backend}"
-    if args.history_out:
-        repro_files.write_atomically(Path(args.history_out), outcome.history.to_jsonl())
+    if history_out is not None:
+        try:
+            repro_files.write_atomically(history_out, outcome.history.to_jsonl())
+        except OSError as exc:  # checked before the run; if it failed since, still print the result
+            result["write_error"] = f"could not write --history-out {history_out}: {exc}"
+            print(f"raceproof: warning: {result['write_error']}", file=sys.stderr)
     if args.check_determinism:
         result["determinism"] = check_determinism(args, scenario.name, variant, outcome)
         if not result["determinism"]["same"]:
@@ -149,10 +164,11 @@ def run_real_backend(
     if backend is None:
         valid = ", ".join(["sim", *sorted(scenario.real_backends)])
         raise UsageError(f"{scenario.name} has no {args.backend} backend; valid: {valid}")
-    from raceproof.scenarios.zookeeper import ZooKeeperServer, ZooKeeperUnavailable
+    from raceproof.scenarios.zookeeper import ZooKeeperServer, ZooKeeperUnavailable, reachable
 
     try:
         if args.zk_hosts:
+            reachable(args.zk_hosts)
             real = backend(args.zk_hosts, variant, config, simulated)
         else:
             with ZooKeeperServer() as server:
@@ -237,8 +253,8 @@ def add(commands: Any) -> None:
         "  raceproof repro brooklin-double-stop --report-timeline --backend zookeeper",
     )
     scenario_args(sub)
-    sub.add_argument("--seed", type=int, help="draw every choice from this random seed")
-    sub.add_argument("--choices", help="replay this choice blob (LEN:POS=VAL,...)")
+    sub.add_argument("--seed", type=int_in(0), help="draw every choice from this random seed")
+    sub.add_argument("--choices", type=non_empty, help="replay this choice blob (LEN:POS=VAL,...)")
     sub.add_argument(
         "--report-timeline", action="store_true", help="replay the race report's own story"
     )
@@ -247,8 +263,10 @@ def add(commands: Any) -> None:
         action="store_true",
         help="rerun in two processes under PYTHONHASHSEED 0 and 1, compare trace hashes",
     )
-    sub.add_argument("--history-out", help="write the history as JSON Lines to this file")
-    sub.add_argument("--out", default="counterexamples",
+    sub.add_argument(
+        "--history-out", type=non_empty, help="write the history as JSON Lines to this file"
+    )
+    sub.add_argument("--out", type=non_empty, default="counterexamples",
                      help="folder for the counterexample file and its reports, when the run fails")  # fmt: skip
     sub.add_argument(
         "--backend",
@@ -256,4 +274,6 @@ def add(commands: Any) -> None:
         choices=["sim", "zookeeper"],
         help="sim (default), or force the run's schedule onto a real ZooKeeper",
     )
-    sub.add_argument("--zk-hosts", help="use this ZooKeeper (HOST:PORT) instead of starting one")
+    sub.add_argument(
+        "--zk-hosts", type=zk_hosts, help="use this ZooKeeper (HOST:PORT) instead of starting one"
+    )

@@ -14,11 +14,12 @@ import sys
 import time
 from typing import Any
 
-from raceproof.scenarios import runner
+from raceproof.scenarios import runner, signals
 from raceproof.scenarios.commands.common import (
     UsageError,
     add_command,
 )
+from raceproof.scenarios.validation import int_in
 
 DEFAULT_PIPELINE = "windowed-count"
 
@@ -71,7 +72,7 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
     except SparkUnavailable as exc:
         raise UsageError(f"cannot run spark-check: {exc}") from None
     session_s = round(time.monotonic() - started, 1)
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
         for number, (spec, pipeline, name) in enumerate(plan, 1):
             guard = EXPERIMENTS[name].guard
@@ -84,6 +85,10 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
             row = run_experiment(spark, name, pipeline, repeat=args.repeat)
             row["pipeline"] = spec
             rows.append(row)
+    except KeyboardInterrupt as exc:
+        if owned:
+            stop_session()  # the JVM goes before the partial result is printed
+        return interrupted(args, rows, len(plan), exc, round(time.monotonic() - started, 1))
     finally:
         if owned:
             stop_session()
@@ -119,6 +124,30 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
             )
         )
     return runner.EXIT_FOR_VERDICT[str(result["verdict"])]
+
+
+def interrupted(
+    args: argparse.Namespace,
+    rows: list[dict[str, Any]],
+    planned: int,
+    exc: BaseException,
+    seconds: float,
+) -> int:
+    """The experiments finished before a signal, as a result; exit 130 or 143."""
+    name = signals.signal_name(exc)
+    failed = any(r.get("verdict") == "violated" for r in rows)
+    note = f"interrupted by {name} after {len(rows)} of {planned} experiments"
+    result: dict[str, Any] = {
+        "verdict": "violated" if failed else "inconclusive", "experiments": rows,
+        "interrupted": name, "seconds": seconds, "notes": [note],
+    }  # fmt: skip
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        if rows:
+            print(spark_table(rows))
+        print(f"spark-check: {result['verdict']}: {note}")
+    return signals.exit_code_for(exc)
 
 
 def spark_table(rows: list[dict[str, Any]]) -> str:
@@ -157,5 +186,5 @@ def add(commands: Any) -> None:
                      f"'all', or a built-in one: {', '.join(BUILT_IN)} (default {DEFAULT_PIPELINE})")  # fmt: skip
     sub.add_argument("--experiment", action="append", metavar="NAME",
                      help="run only this experiment (repeatable); one of: " + ", ".join(EXPERIMENTS))  # fmt: skip
-    sub.add_argument("--repeat", type=int, default=1, metavar="N",
+    sub.add_argument("--repeat", type=int_in(1, 1_000), default=1, metavar="N",
                      help="run every trial N times and report each verdict's stability")  # fmt: skip

@@ -2,9 +2,15 @@
 
 import logging
 
-from raceproof.scenarios.zookeeper.server import ZooKeeperServer, ZooKeeperUnavailable
+from raceproof.scenarios.zookeeper.server import (
+    ZooKeeperServer,
+    ZooKeeperUnavailable,
+    reachable,
+    run_chroot,
+    run_id,
+)
 
 # kazoo warns on every connection it closes at shutdown; real failures surface as errors.
 logging.getLogger("kazoo").setLevel(logging.ERROR)
 
-__all__ = ["ZooKeeperServer", "ZooKeeperUnavailable"]
+__all__ = ["ZooKeeperServer", "ZooKeeperUnavailable", "reachable", "run_chroot", "run_id"]

@@ -9,14 +9,13 @@ checkers.
 
 from __future__ import annotations
 
-import itertools
-import os
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
 
 from raceproof.models.brooklin import CHECKERS, BrooklinConfig, Cluster
 from raceproof.scenarios.zookeeper.kazoo_store import KazooStore
+from raceproof.scenarios.zookeeper.server import run_chroot
 from raceproof.scenarios.zookeeper.threads import Checkpoint, Sequencer, ThreadRuntime
 from raceproof.sim import (
     SCHEDULE_LABEL,
@@ -27,8 +26,6 @@ from raceproof.sim import (
     run_checkers,
 )
 from raceproof.sim.history import History
-
-_RUNS = itertools.count(1)
 
 
 @dataclass
@@ -77,34 +74,28 @@ def run_forced(
     wait_s: float = 20.0,
 ) -> RealRun:
     """Run ``variant`` for real, forced onto ``simulated``'s schedule; judge it."""
-    chroot = f"/raceproof/{os.getpid()}-{next(_RUNS)}"
-    root = KazooClient(hosts=hosts, timeout=10)
-    root.start(timeout=30)
-    try:
-        root.ensure_path(chroot)
-    finally:
-        root.stop()
-        root.close()
-    client = KazooClient(hosts=hosts + chroot, timeout=10)
-    client.start(timeout=30)
-    history = History()
-    sequencer = Sequencer(forced_order(simulated), wait_s)
-    runtime = ThreadRuntime(
-        history, scale=scale, script=real_script(simulated), sequencer=sequencer
-    )
-    try:
-        cluster = Cluster(runtime, KazooStore(client), variant, config)
-        cluster.install()
-        cluster.start()
-        finished = runtime.finished.wait(timeout_s)
-        runtime.finish()
-        runtime.join(5.0)
-        runtime.log(
-            "kernel", "run.end", reason="finished" if finished else "timeout", backend="zookeeper"
+    with run_chroot(hosts) as chroot:
+        client = KazooClient(hosts=hosts + chroot, timeout=10)
+        client.start(timeout=30)
+        history = History()
+        sequencer = Sequencer(forced_order(simulated), wait_s)
+        runtime = ThreadRuntime(
+            history, scale=scale, script=real_script(simulated), sequencer=sequencer
         )
-    finally:
-        client.stop()
-        client.close()
+        try:
+            cluster = Cluster(runtime, KazooStore(client), variant, config)
+            cluster.install()
+            cluster.start()
+            finished = runtime.finished.wait(timeout_s)
+            runtime.finish()
+            runtime.join(5.0)
+            runtime.log(
+                "kernel", "run.end", reason="finished" if finished else "timeout",
+                backend="zookeeper",
+            )  # fmt: skip
+        finally:
+            client.stop()
+            client.close()
     return RealRun(
         history=history,
         verdicts=run_checkers(history, CHECKERS),

@@ -1,0 +1,253 @@
+"""SIGINT and SIGTERM: a search stops cleanly with the result so far; nothing is left running.
+
+The in-process tests send the signal from inside the N-th run (no wall clock:
+the interrupt lands at a known point). The subprocess tests kill the real
+command line while a ZooKeeper JVM it started is running, then look for
+survivors: any process whose command line names the test's own temporary
+folder, and any ``raceproof-zk-*`` folder left in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raceproof.scenarios.catalogue import Scenario
+from raceproof.scenarios.cli import main
+from raceproof.scenarios.zookeeper.server import _four_letter
+
+RACEPROOF = shutil.which("raceproof") or str(Path(sys.executable).parent / "raceproof")
+
+
+@pytest.fixture
+def signal_at_run(monkeypatch: pytest.MonkeyPatch) -> Callable[[int, int], None]:
+    """``signal_at_run(n, signum)``: the n-th run of any scenario sends ``signum`` to us."""
+
+    def arm(n: int, signum: int) -> None:
+        original = Scenario.runner
+        count = [0]
+
+        def runner(self: Scenario, *args: Any, **kwargs: Any) -> Any:
+            run = original(self, *args, **kwargs)
+
+            def counted(source: Any) -> Any:
+                count[0] += 1
+                if count[0] == n:
+                    os.kill(os.getpid(), signum)
+                return run(source)
+
+            return counted
+
+        monkeypatch.setattr(Scenario, "runner", runner)
+
+    return arm
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_explore_interrupted_prints_what_it_covered_as_json(
+    signal_at_run: Callable[[int, int], None],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    signum: int,
+    code: int,
+) -> None:
+    signal_at_run(40, signum)
+    argv = ["explore", "lost-update", "--variant", "fix-cas", "--examples", "100000"]
+    assert main([*argv, "--budget", "600", "--out", str(tmp_path), "--json"]) == code
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert result["verdict"] == "inconclusive"
+    assert result["interrupted"] == signal.Signals(signum).name
+    assert 35 <= result["examples"] < 100000  # what ran before the signal landed
+    assert f"after {result['examples']} of 100000 examples" in result["notes"][0]
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+    # The handlers are restored afterwards.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_explore_interrupted_keeps_a_violation_it_had_found(
+    signal_at_run: Callable[[int, int], None],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    # lost-update/buggy violates within a few runs; the signal lands while shrinking.
+    signal_at_run(3, signal.SIGINT)
+    argv = ["explore", "lost-update", "--variant", "buggy", "--seed", "1", "--out", str(tmp_path)]
+    code = main([*argv, "--json"])  # run 1 violates, runs 2.. shrink it
+    result = json.loads(capsys.readouterr().out)
+    assert code == 130 and result["interrupted"] == "SIGINT"
+    assert result["verdict"] == "violated" and Path(result["counterexample"]).exists()
+    assert result["repro"].startswith("raceproof repro lost-update --variant buggy --choices ")
+
+
+def test_prove_interrupted_is_inconclusive_and_says_what_it_covered(
+    signal_at_run: Callable[[int, int], None], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    signal_at_run(10, signal.SIGINT)
+    code = main(["prove", "brooklin-double-stop", "--variant", "fix-conditional-write",
+                 "--out", str(tmp_path)])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 130
+    assert "inconclusive: interrupted by SIGINT after" in out
+    assert "not a proof" in out
+    assert "Traceback" not in err
+
+
+def test_an_interrupt_elsewhere_is_one_line_and_130(
+    signal_at_run: Callable[[int, int], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    signal_at_run(1, signal.SIGINT)
+    assert main(["repro", "lost-update"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "raceproof: error: interrupted by SIGINT"
+
+
+# -- the real command line, killed while its ZooKeeper runs ------------------------------
+def _processes_naming(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting for the command to get going"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def zk_repro(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """The README's ZooKeeper repro, with its temporary folders in ``tmp_path``, once its JVM runs."""
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    argv = [RACEPROOF, "repro", "brooklin-double-stop", "--report-timeline", "--backend",
+            "zookeeper"]  # fmt: skip
+    process = subprocess.Popen(
+        argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+    def serving() -> bool:  # the JVM answers `ruok` on the port of its zoo.cfg
+        for config in tmp_path.glob("raceproof-zk-*/zoo.cfg"):
+            ports = [line for line in config.read_text().splitlines() if "clientPort=" in line]
+            try:
+                return bool(ports) and _four_letter(int(ports[0].split("=")[1]), "ruok") == "imok"
+            except (OSError, ValueError):
+                return False
+        return False
+
+    try:
+        _wait_for(lambda: serving() or process.poll() is not None)
+        assert process.poll() is None, process.communicate()
+        time.sleep(1.0)  # into the forced run itself (its actors, their ZooKeeper sessions)
+        yield process, tmp_path
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _assert_nothing_left(tmp_path: Path) -> None:
+    _wait_for(lambda: not _processes_naming(str(tmp_path)), timeout_s=20.0)
+    assert list(tmp_path.glob("raceproof-zk-*")) == []
+    assert list(tmp_path.glob("**/.*.json*")) == []  # no half-written counterexample
+
+
+def test_sigterm_mid_run_stops_zookeeper_and_removes_its_folder(
+    zk_repro: tuple[subprocess.Popen[str], Path],
+) -> None:
+    process, tmp_path = zk_repro
+    assert _processes_naming(str(tmp_path)), "the ZooKeeper JVM should be running"
+    process.send_signal(signal.SIGTERM)
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode == 143, err
+    assert "Traceback" not in err and "interrupted by SIGTERM" in err
+    _assert_nothing_left(tmp_path)
+
+
+def test_a_second_signal_during_clean_up_does_not_cut_it_short(
+    zk_repro: tuple[subprocess.Popen[str], Path],
+) -> None:
+    process, tmp_path = zk_repro
+    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGINT)
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    _assert_nothing_left(tmp_path)
+
+
+def test_sigkill_of_the_command_takes_the_jvm_with_it(
+    zk_repro: tuple[subprocess.Popen[str], Path],
+) -> None:
+    process, tmp_path = zk_repro
+    process.kill()  # no clean-up can run: the kernel's parent-death signal stops the JVM
+    process.communicate(timeout=60)
+    _wait_for(lambda: not _processes_naming(str(tmp_path)), timeout_s=20.0)
+
+
+def _descendants_of(pid: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [child for child, p in parents.items() if p == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def test_sigterm_during_spark_check_stops_the_jvm_and_reports(tmp_path: Path) -> None:
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    process = subprocess.Popen(
+        [RACEPROOF, "spark-check", "--json"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        # The Spark JVM is up once the first trial's sandbox *folder* exists (the JVM's log
+        # file, raceproof-spark-jvm-*.log, is created before the JVM starts).
+        def trial_started() -> bool:
+            return any(p.is_dir() for p in tmp_path.glob("raceproof-spark-*"))
+
+        _wait_for(lambda: trial_started() or process.poll() is not None, timeout_s=300.0)
+        assert process.poll() is None, process.communicate()
+        jvms = _descendants_of(process.pid)
+        assert jvms, "the Spark JVM should be a child of the command"
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, err
+    assert "Traceback" not in err
+    result = json.loads(out)
+    # Stopped in an experiment: the experiments done so far; in Spark's start-up: no verdict.
+    assert result["interrupted"] == "SIGTERM"
+    assert result["verdict"] in (None, "inconclusive", "violated")
+    _wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in jvms), timeout_s=30.0)
+    assert list(tmp_path.glob("raceproof-spark-jvm-*")) == []

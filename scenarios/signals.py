@@ -1,0 +1,157 @@
+"""SIGINT and SIGTERM: stop cleanly, report what was covered, leave nothing behind.
+
+Why it exists: Ctrl-C during ``explore`` or ``prove`` printed a raw
+``KeyboardInterrupt`` traceback and lost everything covered so far; SIGTERM
+killed the process without running any clean-up, so a ZooKeeper JVM and its
+folder survived; a second Ctrl-C during clean-up interrupted the clean-up.
+
+``interruptible()`` (the command line wraps every command in it) installs one
+handler for both signals:
+
+1. the first signal raises ``Interrupted`` (a ``KeyboardInterrupt``, so every
+   library treats it as one) in the main thread; ``finally`` blocks and
+   context managers then stop servers and remove folders, and the command
+   reports the result so far (``Coverage`` remembers it) and exits
+   ``128 + signal``: 130 for SIGINT, 143 for SIGTERM;
+2. a second signal is noted on stderr and otherwise ignored, so the clean-up
+   finishes;
+3. a third forces the exit: every registered child process is killed
+   (``raceproof.scenarios.processes``) and the process exits at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from raceproof.scenarios import processes
+from raceproof.sim import RunOutcome, deviations
+
+HANDLED = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal; ``exit_code`` is 128 + its number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """130 for a plain KeyboardInterrupt, 128 + the signal for ``Interrupted``."""
+    return exc.exit_code if isinstance(exc, Interrupted) else 128 + signal.SIGINT
+
+
+def signal_name(exc: BaseException) -> str:
+    return exc.name if isinstance(exc, Interrupted) else "SIGINT"
+
+
+@dataclass
+class _State:
+    received: list[int] = field(default_factory=list)
+
+
+def _handler(state: _State) -> Callable[[int, FrameType | None], None]:
+    def handle(signum: int, frame: FrameType | None) -> None:
+        state.received.append(signum)
+        count = len(state.received)
+        if count == 1:
+            raise Interrupted(signum)
+        if count == 2:
+            with contextlib.suppress(Exception):
+                sys.stderr.write(
+                    f"\nraceproof: {signal.Signals(signum).name} again: still cleaning up "
+                    "(send it once more to force the exit)\n"
+                )
+            return
+        processes.kill_all()
+        os._exit(128 + signum)
+
+    return handle
+
+
+def _not_an_interrupt(record: logging.LogRecord) -> bool:
+    """Drop a library's log of our interrupt (py4j logs it with its traceback on the root logger)."""
+    return not (record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt))
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM raise ``Interrupted`` once, then let clean-up finish (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    state = _State()
+    previous = {signum: signal.getsignal(signum) for signum in HANDLED}
+    for signum in HANDLED:
+        signal.signal(signum, _handler(state))
+    logging.getLogger().addFilter(_not_an_interrupt)
+    try:
+        yield
+    finally:
+        logging.getLogger().removeFilter(_not_an_interrupt)
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+class Coverage:
+    """What a search has covered, for the result printed when it is interrupted.
+
+    Wrap the search's runner (``coverage.runner(run)``) and its progress
+    callback (``coverage.progress(callback)``): it counts runs and keeps the
+    last progress snapshot and the violating run with the fewest deviations
+    seen so far (a violation found before the interrupt is not lost).
+    """
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.first_violation_at: int | None = None
+        self.best: RunOutcome | None = None
+        self.snapshot: dict[str, Any] = {}
+
+    def runner(self, run: Callable[[Any], RunOutcome]) -> Callable[[Any], RunOutcome]:
+        def counted(source: Any) -> RunOutcome:
+            outcome = run(source)
+            self.runs += 1
+            if outcome.status == "violated":
+                if self.first_violation_at is None:
+                    self.first_violation_at = self.runs
+                if self.best is None or deviations(outcome.values) < deviations(self.best.values):
+                    self.best = outcome
+            return outcome
+
+        return counted
+
+    def progress(
+        self, callback: Callable[[dict[str, Any]], None] | None
+    ) -> Callable[[dict[str, Any]], None]:
+        def remember(info: dict[str, Any]) -> None:
+            self.snapshot = dict(info)
+            if callback is not None:
+                callback(info)
+
+        return remember
+
+    @property
+    def examples(self) -> int:
+        """Runs of the search itself (those after the first violation are shrinking)."""
+        if self.first_violation_at is not None:
+            return self.first_violation_at
+        return int(self.snapshot.get("examples", self.runs))
