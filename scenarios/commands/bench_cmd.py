@@ -17,7 +17,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from raceproof.scenarios import bench
 
     say = None if args.json else print
-    if args.scenario:
+    if args.proofs:
+        names = [args.scenario] if args.scenario else None
+        if args.scenario:
+            scenario_and_variant(args)  # an unknown name is a usage error
+        result = bench.proof_bench(names, args.proof_budget, say)
+    elif args.scenario:
         scenario, variant = scenario_and_variant(args)
         scenario.checkers_named(args.checker)
         result = bench.search_figures(scenario.name, variant, args.checker, args.seeds, say)
@@ -36,10 +41,19 @@ def add(commands: Any) -> None:
         "performance figures (printed, never asserted)",
         cmd_bench,
         epilog="examples:\n  raceproof bench --quick\n"
-        "  raceproof bench --scenario brooklin-double-stop --variant buggy --seeds 10",
+        "  raceproof bench --scenario brooklin-double-stop --variant buggy --seeds 10\n"
+        "  raceproof bench --proofs --scenario lost-update",
     )
     sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
     sub.add_argument("--scenario", help="instead: search figures over seeds, and proof figures")
     sub.add_argument("--variant", help="with --scenario: the variant searched (default: its first)")
     sub.add_argument("--checker", help="with --scenario: count only this checker's violations")
     sub.add_argument("--seeds", type=int, default=20, help="with --scenario: seeds per strategy")
+    sub.add_argument(
+        "--proofs",
+        action="store_true",
+        help="instead: each scenario's proof with and without the reduction, and on -j 2",
+    )
+    sub.add_argument(
+        "--proof-budget", type=float, default=300.0, help="with --proofs: seconds per proof (300)"
+    )
