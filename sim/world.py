@@ -70,6 +70,7 @@ class World(simpy.Environment):
         observes = getattr(source, "observes_steps", False)
         self.observer: StepObserver | None = source if observes else None  # type: ignore[assignment]
         self.footprints_declared = False
+        self.untracked: list[str] = []  # primitives in use that record no footprints
         self.state_fingerprint: Callable[[], str] | None = None
         self._footprint: dict[str, bool] | None = None
         self._spawned: dict[str, int] = {}
@@ -152,6 +153,10 @@ class World(simpy.Environment):
         on every other and the reduction skips nothing.
         """
         self.footprints_declared = True
+
+    def untracked_primitive(self, name: str) -> None:
+        """A primitive that does not record footprints is in use: every step touches everything."""
+        self.untracked.append(name)
 
     def declare_state(self, fingerprint: Callable[[], str]) -> None:
         """Opt in to the proof's state cache (``raceproof.sim.state_cache``).
@@ -271,9 +276,8 @@ class World(simpy.Environment):
             target = process._target
             if target is not None and target.callbacks is not None and len(target.callbacks) > 1:
                 footprint[ALL] = True  # it joined an event another process waits on
-        observer.after_step(
-            key, None if ALL in footprint or not self.footprints_declared else footprint
-        )
+        declared = self.footprints_declared and not self.untracked
+        observer.after_step(key, footprint if declared and ALL not in footprint else None)
 
     def _process(self, entry: tuple[Any, EventPriority, int, Event]) -> None:
         """SimPy's event processing (``Environment.step`` after the pop).
