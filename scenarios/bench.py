@@ -195,3 +195,62 @@ def proof_figures(scenario_name: str, progress: Progress = None) -> dict[str, An
         say(f"prove {variant:24} {report.verdict:12} complete={report.complete}  "
             f"{report.schedules} schedules ({report.runs} runs) in {seconds:.2f}s")  # fmt: skip
     return {"scenario": scenario_name, "prove": rows}
+
+
+def _timed_proof(
+    scenario_name: str, variant: str, budget_s: float, *, reduction: bool, jobs: int
+) -> dict[str, Any]:
+    scenario = get(scenario_name)
+    started = time.perf_counter()
+    report = scenario.prove(
+        variant, Budget(1_000_000, budget_s, time.monotonic), reduction=reduction, jobs=jobs
+    )
+    return {
+        "verdict": report.verdict,
+        "complete": report.complete,
+        "schedules": report.schedules,
+        "runs": report.runs,
+        "skipped_equivalent": report.skipped_equivalent,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def proof_bench(
+    names: list[str] | None = None, budget_s: float = 300.0, progress: Progress = None
+) -> dict[str, Any]:
+    """Per scenario, its first variant expected to hold: the proof with and without the
+    reduction and on two worker processes, measured in one run, as ratios."""
+    say = progress or (lambda _line: None)
+    from raceproof.scenarios.catalogue import all_scenarios
+
+    rows: dict[str, Any] = {}
+    for scenario in all_scenarios():
+        if names and scenario.name not in names:
+            continue
+        variant = next((v for v in scenario.variants if v not in scenario.expect_violation), None)
+        if variant is None:
+            continue
+        reduced = _timed_proof(scenario.name, variant, budget_s, reduction=True, jobs=1)
+        full = _timed_proof(scenario.name, variant, budget_s, reduction=False, jobs=1)
+        two = _timed_proof(scenario.name, variant, budget_s, reduction=True, jobs=2)
+        row = {
+            "variant": variant,
+            "reduced": reduced,
+            "full": full,
+            "reduced_j2": two,
+            "schedules_full_over_reduced": round(
+                full["schedules"] / max(reduced["schedules"], 1), 2
+            ),
+            "seconds_full_over_reduced": round(full["seconds"] / max(reduced["seconds"], 1e-9), 2),
+            "j2_speedup": round(reduced["seconds"] / max(two["seconds"], 1e-9), 2),
+            "j2_same_counts": (two["verdict"], two["schedules"], two["runs"])
+            == (reduced["verdict"], reduced["schedules"], reduced["runs"]),
+        }
+        rows[scenario.name] = row
+        say(f"{scenario.name:34} {variant:22} reduced {reduced['schedules']:>8} sched "
+            f"{reduced['seconds']:>7}s {'complete' if reduced['complete'] else 'INCOMPLETE'} | "
+            f"full {full['schedules']:>8} sched {full['seconds']:>7}s "
+            f"{'complete' if full['complete'] else 'INCOMPLETE'} | x{row['seconds_full_over_reduced']} "
+            f"faster, x{row['schedules_full_over_reduced']} fewer | -j 2: x{row['j2_speedup']} "
+            f"{'same counts' if row['j2_same_counts'] else 'DIFFERENT counts'}")  # fmt: skip
+    return {"budget_s_per_proof": budget_s, "proofs": rows}

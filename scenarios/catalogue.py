@@ -33,6 +33,7 @@ from raceproof.sim import (
     prove,
 )
 from raceproof.sim.explore import Progress
+from raceproof.sim.proof_plan import prove_parallel
 
 
 class UnknownName(LookupError):
@@ -57,6 +58,9 @@ class Scenario:
     report_variant: str | None = None
     # Real backends: name -> run(hosts, variant, config, simulated) forced onto a simulated run.
     real_backends: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    # The model keeps the footprint contract of World.declare_footprints, so proofs may
+    # skip schedules that only reorder commuting steps (the partial-order reduction).
+    declares_footprints: bool = False
     default_examples: int = 10_000
     default_budget_s: float = 60.0
     notes: Mapping[str, str] = field(default_factory=dict)
@@ -93,10 +97,13 @@ class Scenario:
         self.check_variant(variant)
         checkers = self.checkers_named(checker)
 
+        def build(world: World) -> None:
+            if self.declares_footprints:
+                world.declare_footprints()
+            self.build(world, variant, config)
+
         def run(source: ChoiceSource) -> RunOutcome:
-            return execute(
-                lambda world: self.build(world, variant, config), source, checkers, self.bounds
-            )
+            return execute(build, source, checkers, self.bounds)
 
         return run
 
@@ -110,15 +117,31 @@ class Scenario:
         max_deviations: int | None = None,
         max_branch: int | None = None,
         progress: Progress | None = None,
+        reduction: bool = True,
+        jobs: int = 1,
+        state_cache: bool = False,
+        state_cache_check: bool = False,
     ) -> ProofReport:
-        """Bounded exhaustive exploration on the proof configuration and the scenario's caps."""
+        """Bounded exhaustive exploration on the proof configuration and the scenario's caps.
+
+        ``reduction``: the partial-order reduction (sound; off walks every schedule);
+        ``jobs`` > 1 splits the walk over that many worker processes (same counts);
+        ``state_cache`` cuts at explored states of a model that declares its state.
+        """
+        run = self.runner(variant, self.prove_config if config is None else config, checker)
+        max_dev = self.prove_max_deviations if max_deviations is None else max_deviations
+        branch = self.prove_max_branch if max_branch is None else max_branch
+        if jobs > 1:
+            return prove_parallel(
+                run, jobs, budget=budget, reduction=reduction, progress=progress,
+                max_deviations=max_dev, max_branch=branch, state_cache=state_cache,
+                state_cache_check=state_cache_check,
+            )  # fmt: skip
         return prove(
-            self.runner(variant, self.prove_config if config is None else config, checker),
-            budget=budget,
-            max_deviations=self.prove_max_deviations if max_deviations is None else max_deviations,
-            max_branch=self.prove_max_branch if max_branch is None else max_branch,
-            progress=progress,
-        )
+            run, budget=budget, progress=progress, reduction=reduction,
+            max_deviations=max_dev, max_branch=branch, state_cache=state_cache,
+            state_cache_check=state_cache_check,
+        )  # fmt: skip
 
     @property
     def report_timeline(self) -> str | None:
@@ -141,6 +164,7 @@ class Scenario:
             "prove_config": config_to_json(self.prove_config),
             "prove_max_deviations": self.prove_max_deviations,
             "prove_max_branch": self.prove_max_branch,
+            "declares_footprints": self.declares_footprints,
             "report_timeline": self.report_timeline,
             "report_variant": self.report_variant,
             "backends": ["sim", *sorted(self.real_backends)],

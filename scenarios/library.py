@@ -22,6 +22,9 @@ LOST_UPDATE = register(
         build=counter.build,
         config=counter.CounterConfig(),
         prove_config=counter.CounterConfig(),
+        # Clients share only the store; the observer waits on their `finished` events
+        # through all_of (a step that counts as touching everything); the checker counts.
+        declares_footprints=True,
         default_examples=2_000,
         default_budget_s=30.0,
     )

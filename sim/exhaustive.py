@@ -1,26 +1,47 @@
 """Bounded exhaustive exploration: every schedule of a configuration, or an honest no.
 
-The choice tree is walked breadth-first by number of deviations from choice 0:
-first the all-FIFO run, then every run with one deviation, then two, and so
-on. Each run is a distinct schedule (a child is its parent's recording cut at
-a position past the parent's own prefix, with one more nonzero value), so no
-schedule runs twice, and a buggy variant's violation is found with the fewest
-deviations it needs.
+The choice tree is walked breadth-first by number of deviations, statelessly:
+every run starts from scratch and replays a prefix of choices, then takes the
+walk's default at every later draw (choice 0, or with the reduction the first
+option whose step is awake). Each run is a distinct path of the tree, and a
+buggy variant's violation is found with the fewest deviations it needs. The
+sleep set of a branch holds the footprints of its earlier siblings, each
+learned by the sibling's first run, which the queue runs first. With the partial-order
+reduction (``raceproof.sim.reduction``, on by default) a ``schedule`` draw is
+not branched on an event whose step commutes with everything run since a
+sibling explored it, and a run that would repeat an explored equivalence
+class is cut where it starts to (``SleepBlocked``); model-level draws
+(delays, faults) are always enumerated in full.
 
-A proof is ``complete`` only if nothing pruned the walk: no deviation cap, no
-cap on option values, no run stopped at a step or time bound, no budget spent
-with schedules left. Everything that pruned is named with how much it cut.
+What the report claims: ``complete`` means every equivalence class of
+schedules of this configuration ran to its end and was judged — classes of
+schedules that differ only in the order of commuting steps, where the
+model's footprint declaration says which steps commute (a model without one is
+walked in full, every schedule its own class). It is never claimed when
+anything pruned the walk: a run stopped at a step or time bound, a cap on
+deviations or on options per draw, or a budget spent with branches left. Each
+of those is named in ``pruned`` with how much it cut. What the reduction
+skipped is counted apart (``skipped_equivalent``, ``sleep_blocked``): it is
+sound, so it does not make a proof incomplete.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-from raceproof.sim.enumeration import Walk
 from raceproof.sim.explore import Budget, Progress
+from raceproof.sim.reduction import (
+    Footprint,
+    Node,
+    Shard,
+    SleepSetSource,
+    branch_options,
+)
 from raceproof.sim.shrink import shrink
-from raceproof.sim.world import Runner, RunOutcome
+from raceproof.sim.state_cache import StateCache, StateSeen, compare, ending
+from raceproof.sim.world import Runner, RunOutcome, SleepBlocked
 
 ProofVerdict = Literal["ok", "violated", "inconclusive"]
 
@@ -29,13 +50,60 @@ ProofVerdict = Literal["ok", "violated", "inconclusive"]
 class ProofReport:
     verdict: ProofVerdict
     complete: bool
-    schedules: int  # distinct schedules run to their end
-    runs: int  # every run, including those stopped at a bound
+    schedules: int  # distinct schedules run to their end and judged
+    runs: int  # every run, including those stopped at a bound or cut as equivalent
     max_deviations_seen: int
     pruned: dict[str, int] = field(default_factory=dict)  # bound -> branches cut
     found: RunOutcome | None = None
     shrunk: RunOutcome | None = None
     frontier_left: int = 0
+    reduction: bool = True
+    skipped_equivalent: int = 0  # branches the sleep sets skipped (covered by another)
+    sleep_blocked: int = 0  # runs cut where they became equivalent to an explored one
+    shards: int = 1
+    state_cache_cuts: int = 0  # runs cut at a state the walk had explored before
+    states_seen: int = 0  # distinct state fingerprints (with the state cache)
+    state_cache_checked: int = 0  # debug mode: cuts run anyway and compared
+
+    def accounting(self) -> dict[str, object]:
+        """The report's fields for JSON output."""
+        return {
+            "complete": self.complete,
+            "schedules": self.schedules,
+            "runs": self.runs,
+            "bounds_pruned": dict(sorted(self.pruned.items())),
+            "reduction": self.reduction,
+            "skipped_equivalent": self.skipped_equivalent,
+            "sleep_blocked": self.sleep_blocked,
+            "frontier_left": self.frontier_left,
+            "shards": self.shards,
+            "state_cache_cuts": self.state_cache_cuts,
+            "states_seen": self.states_seen,
+            "state_cache_checked": self.state_cache_checked,
+        }
+
+
+def _explored(node: Node, key: str | None, source: SleepSetSource, position: int) -> None:
+    """Remember the footprint of the branch ``key`` took at ``node`` (for its later siblings).
+
+    A step that drew a model-level choice stands for one transition per value
+    and is remembered as touching everything: it never goes to sleep.
+    """
+    if key is not None:
+        drew = source.step_drew.get(position, True)
+        node.explored[key] = None if drew else source.step_footprints.get(position)
+
+
+def _child_sleep(node: Node, reduce: bool) -> dict[str, Footprint]:
+    """The sleep set a new branch at ``node`` starts with: the node's, plus explored siblings."""
+    if not reduce:
+        return {}
+    sleep = dict(node.record.sleep)
+    if node.record.keys is not None:
+        for key, footprint in node.explored.items():
+            if footprint is not None:
+                sleep[key] = footprint
+    return sleep
 
 
 def prove(
@@ -45,27 +113,80 @@ def prove(
     max_deviations: int | None = None,
     max_branch: int | None = None,
     progress: Progress | None = None,
+    reduction: bool = True,
+    shard: Shard | None = None,
+    state_cache: bool = False,
+    state_cache_check: bool = False,
 ) -> ProofReport:
-    """Walk every schedule of ``run`` (within the named caps) and judge each one."""
+    """Walk every schedule of ``run`` (within the named caps) and judge each one.
+
+    ``shard``: walk only that subtree (see ``raceproof.sim.proof_plan``).
+    ``state_cache``: cut runs at states explored before, for a model that declares
+    its state (``raceproof.sim.state_cache``); ``state_cache_check``: the debug mode,
+    which cuts nothing and compares every subtree it would have cut with the first.
+    """
+    cache = StateCache(state_cache_check) if state_cache else None
+    cache_cuts = 0
     budget.start()
     pruned: dict[str, int] = {}
-    schedules = runs = deepest = 0
-
-    def cut(bound: str, count: int) -> None:
-        pruned[bound] = pruned.get(bound, 0) + count
-
-    walk = Walk(run, max_deviations, max_branch, cut)
-    for outcome, depth in walk:
+    schedules = runs = deepest = skipped = blocked = 0
+    frontier: deque[tuple[Node, int]] = deque()
+    repeats: list[Node] = []  # debug mode: nodes at states seen before
+    root = shard or Shard(())
+    prefix, sleep, depth = root.prefix, root.sleep_set(), root.depth
+    parent: Node | None = None
+    while True:
+        source = SleepSetSource(prefix, sleep, reduce=reduction, cache=cache, depth=depth)
+        outcome: RunOutcome | None
+        try:
+            outcome = run(source)
+        except StateSeen:
+            outcome, cache_cuts = None, cache_cuts + 1
+        except SleepBlocked:
+            outcome, blocked = None, blocked + 1
         runs += 1
+        recorded = tuple(source.values)
+        assert recorded[: len(prefix)] == prefix, (
+            f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}"
+        )
+        draws = source.draws
+        if prefix:
+            first, draws = draws[0], draws[1:]
+            if parent is not None and first.keys is not None:
+                _explored(parent, first.keys[first.value], source, len(prefix) - 1)
+        last = parent
+        for offset, record in enumerate(draws):
+            node = Node(
+                len(prefix) + offset, record, depth, prefix=recorded[: len(prefix) + offset]
+            )
+            node.parent = last
+            node.pending, asleep = branch_options(record, depth, max_branch, max_deviations, pruned)
+            skipped += asleep
+            if record.keys is not None:
+                _explored(node, record.keys[record.value], source, node.position)
+            node.visit = source.visit_at.get(node.position)
+            node.repeats = source.compare_at.get(node.position)
+            if node.repeats is not None:
+                repeats.append(node)
+            frontier.extend((node, value) for value in node.pending)
+            last = node
+        if cache is not None and cache.check and outcome is not None:
+            walk = last
+            while walk is not None:
+                if walk.visit is not None:
+                    walk.visit[0].endings.add(ending(outcome, walk.visit[1]))
+                walk = walk.parent
         deepest = max(deepest, depth)
-        if outcome.status == "violated":
+        if outcome is None:
+            pass
+        elif outcome.status == "violated":
             result = shrink(run, outcome)
             return ProofReport(
                 "violated", False, schedules + 1, runs, deepest, pruned, outcome, result.outcome,
-                len(walk.frontier),
+                len(frontier), reduction, skipped, blocked,
             )  # fmt: skip
-        if outcome.bound is not None:
-            cut(outcome.bound, 1)
+        elif outcome.bound is not None:
+            pruned[outcome.bound] = pruned.get(outcome.bound, 0) + 1
         else:
             schedules += 1
         if progress:
@@ -73,15 +194,36 @@ def prove(
                 {
                     "schedules": schedules,
                     "runs": runs,
-                    "frontier": len(walk.frontier),
+                    "frontier": len(frontier),
                     "depth": depth,
+                    "skipped_equivalent": skipped,
+                    "sleep_blocked": blocked,
+                    "elapsed_s": round(budget.elapsed(), 3),
                 }
             )
-        if walk.frontier and (runs >= budget.examples or budget.out_of_time()):
-            cut("budget", len(walk.frontier))
+        if not frontier:
             break
+        if runs >= budget.examples or budget.out_of_time():
+            pruned["budget"] = pruned.get("budget", 0) + len(frontier)
+            break
+        parent, value = frontier.popleft()
+        prefix = (*parent.prefix, value)
+        sleep = _child_sleep(parent, reduction)
+        depth = parent.depth + 1
+    if cache is not None and cache.check and not pruned:
+        for node in repeats:
+            assert node.visit is not None and node.repeats is not None
+            compare(node.visit[2], node.repeats, node.visit[0])
+            cache.checked += 1
     complete = not pruned
     verdict: ProofVerdict = "ok" if complete else "inconclusive"
-    return ProofReport(
-        verdict, complete, schedules, runs, deepest, pruned, frontier_left=len(walk.frontier)
-    )
+    report = ProofReport(
+        verdict, complete, schedules, runs, deepest, pruned, frontier_left=len(frontier),
+        reduction=reduction, skipped_equivalent=skipped, sleep_blocked=blocked,
+    )  # fmt: skip
+    if cache is not None:
+        report.state_cache_cuts, report.state_cache_checked = cache_cuts, cache.checked
+        if cache.check:
+            report.state_cache_cuts = cache.hits  # what the cache would have cut
+        report.states_seen = sum(len(v) for v in cache.visits.values())
+    return report

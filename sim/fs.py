@@ -57,6 +57,7 @@ class FileSystem:
     # -- directories -----------------------------------------------------------
     def mkdir(self, path: str, *, parents: bool = True) -> bool:
         """Create ``path`` (and parents); False if it already existed."""
+        self.world.touch(self.name)
         if path in self.dirs:
             return False
         parent = _parent(path)
@@ -71,13 +72,16 @@ class FileSystem:
         return True
 
     def isdir(self, path: str) -> bool:
+        self.world.touch(self.name, write=False)
         return path in self.dirs
 
     def generation(self, path: str) -> int | None:
+        self.world.touch(self.name, write=False)
         entry = self.dirs.get(path)
         return None if entry is None else entry.generation
 
     def mtime_ms(self, path: str) -> int:
+        self.world.touch(self.name, write=False)
         if path in self.dirs:
             return self.dirs[path].mtime_ms
         if path in self.files:
@@ -86,6 +90,7 @@ class FileSystem:
 
     def listdir(self, path: str) -> list[str]:
         """Entry names, sorted."""
+        self.world.touch(self.name, write=False)
         if path not in self.dirs:
             raise FsError(f"no such directory {path}")
         prefix = path.rstrip("/") + "/"
@@ -97,6 +102,7 @@ class FileSystem:
         return sorted(names)
 
     def rmtree(self, path: str) -> None:
+        self.world.touch(self.name)
         if path not in self.dirs:
             raise FsError(f"no such directory {path}")
         prefix = path.rstrip("/") + "/"
@@ -111,6 +117,7 @@ class FileSystem:
     # -- files ---------------------------------------------------------------
     def write(self, path: str, content: JSONValue, *, sync: bool = False) -> None:
         """Write a whole file (creating it). Raises DiskWriteError when a fault fires."""
+        self.world.touch(self.name)
         parent = _parent(path)
         if parent not in self.dirs:
             raise FsError(f"no such directory {parent}")
@@ -129,24 +136,29 @@ class FileSystem:
             self.fsync(path)
 
     def fsync(self, path: str) -> None:
+        self.world.touch(self.name)
         entry = self.files[path]
         entry.synced, entry.ever_synced = entry.content, True
 
     def read(self, path: str) -> JSONValue:
+        self.world.touch(self.name, write=False)
         entry = self.files.get(path)
         if entry is None:
             raise FsError(f"no such file {path}")
         return entry.content
 
     def exists(self, path: str) -> bool:
+        self.world.touch(self.name, write=False)
         return path in self.files or path in self.dirs
 
     def remove(self, path: str) -> None:
+        self.world.touch(self.name)
         del self.files[path]
         self.dirs[_parent(path)].mtime_ms = self.world.now_ms
 
     def crash(self) -> None:
         """Lose every write that was not fsynced (files never synced vanish)."""
+        self.world.touch(self.name)
         for path in sorted(self.files):
             entry = self.files[path]
             if not entry.ever_synced:

@@ -34,6 +34,7 @@ class EventQueue:
 
     def put(self, item: Any) -> bool:
         """Queue ``item``; False when it was dropped as a duplicate."""
+        self.world.touch(f"queue:{self.name}")
         if self.dedupe and item in self.items:
             self.dropped += 1
             return False
@@ -42,11 +43,13 @@ class EventQueue:
         return True
 
     def put_front(self, item: Any) -> None:
+        self.world.touch(f"queue:{self.name}")
         self.items.appendleft(item)
         self._dispatch()
 
     def get(self) -> Event:
         """An event whose value is the next item."""
+        self.world.touch(f"queue:{self.name}")
         event = self.world.event()
         self.getters.append(event)
         self._dispatch()
@@ -57,6 +60,7 @@ class EventQueue:
             self.getters.popleft().succeed(self.items.popleft())
 
     def __len__(self) -> int:
+        self.world.touch(f"queue:{self.name}", write=False)
         return len(self.items)
 
 
@@ -71,6 +75,7 @@ class Lock:
 
     def try_acquire(self, owner: str) -> bool:
         assert owner, "a lock owner needs a name"
+        self.world.touch(f"lock:{self.name}")
         if self.owner is None:
             self.owner = owner
             return True
@@ -86,6 +91,7 @@ class Lock:
         return event
 
     def release(self, owner: str) -> None:
+        self.world.touch(f"lock:{self.name}")
         assert self.owner == owner, f"{owner} releases {self.name} held by {self.owner}"
         self.owner = None
         if self.waiters:
@@ -95,6 +101,7 @@ class Lock:
 
     @property
     def locked(self) -> bool:
+        self.world.touch(f"lock:{self.name}", write=False)
         return self.owner is not None
 
 
@@ -119,6 +126,7 @@ class Executor:
         return done
 
     def _start_waiting(self) -> None:
+        self.world.touch(f"executor:{self.name}")
         while self.backlog and self.busy < self.workers:
             actor, body, done = self.backlog.popleft()
             self.busy += 1

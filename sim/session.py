@@ -94,6 +94,7 @@ class ZkClient:
         notice_ms: Sequence[int] = (0,),
     ) -> None:
         assert session_timeout_ms > 0 and latency_ms and notice_ms
+        world.untracked_primitive("ZkClient")  # records no footprints yet: no reduction
         self.world = world
         self.store = store
         self.name = name

@@ -176,11 +176,13 @@ class VersionedStore:
 
     def _touch(self, mode: str, path: str) -> None:
         """The one place every operation names the znode it reads or writes."""
+        self.world.touch(f"{self.name}:{path}", write=mode == "write")  # the proof's footprints
         if self.on_touch is not None:
             self.on_touch(mode, f"{self.name}:{path}")
 
     # -- sessions ------------------------------------------------------------
     def open_session(self) -> int:
+        self.world.touch(f"{self.name}:sessions")
         session = self._next_session
         self._next_session += 1
         self.sessions[session] = True
@@ -193,6 +195,7 @@ class VersionedStore:
         ``ZkClient`` registers them) are removed first: they never fire.
         """
         assert session in self.sessions, f"unknown session {session}"
+        self.world.touch(f"{self.name}:sessions")
         self.sessions[session] = False
         self._drop_watches_of(session)
         owned = sorted(p for p, n in self.nodes.items() if n.ephemeral_session == session)
@@ -222,19 +225,20 @@ class VersionedStore:
                 del self.persistent_watches[path]
 
     def _check_session(self, session: int | None) -> None:
+        self.world.touch(f"{self.name}:sessions", write=False)
         if session is not None and not self.sessions.get(session, False):
             raise SessionExpired(f"session {session} has expired")
 
     # -- reads ---------------------------------------------------------------
     def exists(self, path: str, watch: Watcher | None = None) -> bool:
-        self._touch("read", path)
+        self._touch("write" if watch is not None else "read", path)
         if watch is not None:
             self.data_watches.setdefault(path, []).append(watch)
         return path in self.nodes
 
     def get(self, path: str, watch: Watcher | None = None) -> tuple[JSONValue, int]:
         """(data, version); NoNode if absent. A copy: callers cannot alias the store."""
-        self._touch("read", path)
+        self._touch("write" if watch is not None else "read", path)
         node = self.nodes.get(path)
         if node is None:
             raise NoNode(path)
@@ -244,7 +248,7 @@ class VersionedStore:
 
     def children(self, path: str, watch: Watcher | None = None) -> list[str]:
         """Child names, sorted (never in dict or directory-listing order)."""
-        self._touch("read", path)
+        self._touch("write" if watch is not None else "read", path)
         if path not in self.nodes:
             raise NoNode(path)
         if watch is not None:
@@ -280,11 +284,12 @@ class VersionedStore:
         changing. ``path`` need not exist. Each firing is one delivery with a
         drawn delay; changes meanwhile are each delivered, in order of firing.
         """
-        self._touch("read", path)
+        self._touch("write", path)  # the watch table
         self.persistent_watches.setdefault(path, []).append((watcher, recursive))
 
     def remove_watch(self, path: str, watcher: Watcher) -> bool:
         """Remove a watch ``add_watch`` set; False if there was none."""
+        self._touch("write", path)
         entries = self.persistent_watches.get(path, [])
         kept = [(w, r) for w, r in entries if w is not watcher]
         if len(kept) == len(entries):
@@ -306,6 +311,7 @@ class VersionedStore:
     ) -> str:
         self._check_session(ephemeral_session)
         if sequential:
+            self.world.touch(f"{self.name}:sequence")
             path = f"{path}{self._sequence:010d}"
             self._sequence += 1
         parent = _parent(path)
@@ -518,6 +524,7 @@ class LaggingCache:
         self, path: str, value: tuple[JSONValue, int] | None, lag_ms: int
     ) -> ProcessGenerator:
         yield self.world.sleep(lag_ms)
+        self.world.touch(self.name)
         if value is None:
             self.entries.pop(path, None)
             return
@@ -528,6 +535,7 @@ class LaggingCache:
     def get(self, path: str) -> tuple[JSONValue, int] | None:
         """The cached (data, version), loading a miss from the store; None if absent there."""
         assert path.startswith(self.prefix), f"{path} is outside {self.prefix}"
+        self.world.touch(self.name)
         cached = self.entries.get(path)
         if cached is None:
             try:
@@ -539,10 +547,12 @@ class LaggingCache:
 
     def refresh(self) -> None:
         """Reload every node under the prefix from the store, now."""
+        self.world.touch(self.name)
         self.entries = {}
         for name in self.store.children(self.prefix.rstrip("/")):
             path = self.prefix + name
             self.entries[path] = self.store.get(path)
 
     def invalidate_all(self) -> None:
+        self.world.touch(self.name)
         self.entries = {}

@@ -17,17 +17,21 @@ import traceback
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from heapq import heapify, heappop
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import simpy
 from simpy.core import EmptySchedule
-from simpy.events import NORMAL, URGENT, Event, EventPriority, Process
+from simpy.events import NORMAL, URGENT, Event, EventPriority, Interruption, Process
 
 from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
 from raceproof.sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
 from raceproof.sim.history import History, JSONValue
 
 ProcessGenerator = Generator[Event, Any, Any]
+
+
+class SleepBlocked(Exception):
+    """The partial-order reduction proved the rest of this run equivalent to one explored."""
 
 
 class BoundHit(Exception):
@@ -61,6 +65,15 @@ class World(simpy.Environment):
         self.finished: str | None = None
         self._due: list[tuple[Any, EventPriority, int, Event]] = []
         self.after_step: list[Callable[[], None]] = []  # step-level invariants (see ``always``)
+        # Footprints, for the proof's partial-order reduction (raceproof.sim.reduction):
+        # only a source that observes steps turns recording on.
+        observes = getattr(source, "observes_steps", False)
+        self.observer: StepObserver | None = source if observes else None  # type: ignore[assignment]
+        self.footprints_declared = False
+        self.untracked: list[str] = []  # primitives in use that record no footprints
+        self.state_fingerprint: Callable[[], str] | None = None
+        self._footprint: dict[str, bool] | None = None
+        self._spawned: dict[str, int] = {}
 
     # -- time ----------------------------------------------------------------
     @property
@@ -71,6 +84,8 @@ class World(simpy.Environment):
 
     def schedule(self, event: Event, priority: EventPriority = NORMAL, delay: Any = 0) -> None:
         assert isinstance(delay, int) and delay >= 0, f"delays are integer ms >= 0, got {delay!r}"
+        if self._footprint is not None and isinstance(event, Interruption):
+            self._footprint[ALL] = True  # an interrupt changes what another process waits on
         super().schedule(event, priority, delay)
 
     def sleep(self, delay_ms: int) -> Event:
@@ -83,6 +98,7 @@ class World(simpy.Environment):
         Nothing is left behind at its instant: no step, no tie, no later end of
         the run. False if the event was not scheduled.
         """
+        self.touch_all()  # it changes what another process waits on
         for table in (self._due, self._queue):
             for position, entry in enumerate(table):
                 if entry[3] is event:
@@ -107,17 +123,68 @@ class World(simpy.Environment):
             generator = self._started_after_tie(generator)
         process = self.process(generator)
         process.actor = actor  # type: ignore[attr-defined]
+        if self.observer is not None and (
+            self.footprints_declared or self.state_fingerprint is not None
+        ):
+            # An identity that does not depend on how other actors interleave: the
+            # spawning process's identity, the actor name and the spawner's count.
+            parent = getattr(self.active_process, "rp_id", "")
+            count = self._spawned.get(parent, 0)
+            self._spawned[parent] = count + 1
+            process.rp_id = f"{parent}/{actor}#{count}"  # type: ignore[attr-defined]
+            process.rp_steps = 0  # type: ignore[attr-defined]
         return process
 
     def _started_after_tie(self, generator: ProcessGenerator) -> ProcessGenerator:
         yield self.timeout(0)
         return (yield from generator)
 
+    # -- footprints ------------------------------------------------------------
+    def declare_footprints(self) -> None:
+        """The model's promise that makes the proof's reduction apply to it.
+
+        Its actors share state only through the kernel's primitives (store,
+        cache, queues, locks, executors, file system, each of which records
+        what a step touches) and through resources the model names itself
+        with :meth:`touch`; no two actors share a Python object or a SimPy
+        event otherwise; and its checkers do not depend on the relative order,
+        in the history, of ops logged at the same instant by steps that touch
+        no common resource. Without this declaration every step is dependent
+        on every other and the reduction skips nothing.
+        """
+        self.footprints_declared = True
+
+    def untracked_primitive(self, name: str) -> None:
+        """A primitive that does not record footprints is in use: every step touches everything."""
+        self.untracked.append(name)
+
+    def declare_state(self, fingerprint: Callable[[], str]) -> None:
+        """Opt in to the proof's state cache (``raceproof.sim.state_cache``).
+
+        ``fingerprint()`` is a canonical text of the model's state; equal texts
+        must mean equal futures and verdicts (see the soundness condition there).
+        """
+        self.state_fingerprint = fingerprint
+
+    def touch(self, resource: str, write: bool = True) -> None:
+        """Record that the current step reads or writes ``resource`` (shared state)."""
+        footprint = self._footprint
+        if footprint is not None:
+            footprint[resource] = write or footprint.get(resource, False)
+
+    def touch_all(self) -> None:
+        """The current step is dependent on every other step."""
+        if self._footprint is not None:
+            self._footprint[ALL] = True
+
     def log(self, actor: str, kind: str, **fields: JSONValue) -> None:
+        if self._footprint is not None:
+            self.touch(f"history:{actor}")
         self.history.append(self.now_ms, actor, kind, **fields)
 
     def finish(self, reason: str = "finished") -> None:
         """End the run after the current step (the workload is done)."""
+        self.touch_all()
         self.finished = reason
 
     # -- the scheduler ---------------------------------------------------------
@@ -167,14 +234,50 @@ class World(simpy.Environment):
         if self.steps > self.bounds.max_steps:
             raise BoundHit("steps", f"more than {self.bounds.max_steps} steps")
         index = 0
+        observer = self.observer
         if len(due) > 1 and due[0][1] != URGENT:
             # Events nobody waits on go first: ordering them changes nothing.
             index = next((i for i, entry in enumerate(due) if not entry[3].callbacks), -1)
             if index < 0:
-                index = self.source.schedule(len(due), lambda: [self._actor_of(e[3]) for e in due])
-        self._process(due.pop(index))
+                if observer is not None:
+                    tracked = self.footprints_declared or self.state_fingerprint is not None
+                    keys = [_step_key(e[3]) if tracked else None for e in due]
+                    index = observer.schedule_steps(keys, self)
+                else:
+                    index = self.source.schedule(
+                        len(due), lambda: [self._actor_of(e[3]) for e in due]
+                    )
+        if observer is None:
+            self._process(due.pop(index))
+        elif not (self.footprints_declared or self.state_fingerprint is not None):
+            # Nothing declared: every step touches everything, nothing to record.
+            observer.before_step(None)
+            self._process(due.pop(index))
+            observer.after_step(None, None)
+        else:
+            self._observed_step(due.pop(index), observer)
         for hook in self.after_step:
             hook()
+
+    def _observed_step(
+        self, entry: tuple[Any, EventPriority, int, Event], observer: StepObserver
+    ) -> None:
+        """Process ``entry`` recording its footprint for the proof's reduction."""
+        key = _step_key(entry[3])
+        callbacks = list(entry[3].callbacks or ())
+        observer.before_step(key)
+        self._footprint = footprint = {}
+        try:
+            self._process(entry)
+        finally:
+            self._footprint = None
+        for process in _owners(callbacks):
+            process.rp_steps += 1  # type: ignore[attr-defined]
+            target = process._target
+            if target is not None and target.callbacks is not None and len(target.callbacks) > 1:
+                footprint[ALL] = True  # it joined an event another process waits on
+        declared = self.footprints_declared and not self.untracked
+        observer.after_step(key, footprint if declared and ALL not in footprint else None)
 
     def _process(self, entry: tuple[Any, EventPriority, int, Event]) -> None:
         """SimPy's event processing (``Environment.step`` after the pop).
@@ -199,6 +302,41 @@ class World(simpy.Environment):
             except EmptySchedule:
                 return "quiescent"
         return self.finished
+
+
+ALL = "*"  # the footprint entry of a step dependent on every other
+
+
+def _owners(callbacks: list[Any]) -> list[Process]:
+    found = (getattr(callback, "__self__", None) for callback in callbacks)
+    return [p for p in found if isinstance(p, Process) and hasattr(p, "rp_id")]
+
+
+def _owner(event: Event) -> Process | None:
+    """The one process ``event`` resumes, if it resumes exactly one tracked process."""
+    callbacks = event.callbacks
+    if callbacks is None or len(callbacks) != 1:
+        return None
+    owner = getattr(callbacks[0], "__self__", None)
+    return owner if isinstance(owner, Process) and hasattr(owner, "rp_id") else None
+
+
+def _step_key(event: Event) -> str | None:
+    """Which step processing ``event`` is: its process and that process's step count."""
+    owner = _owner(event)
+    if owner is None:
+        return None
+    return f"{owner.rp_id}@{owner.rp_steps}"  # type: ignore[attr-defined]
+
+
+class StepObserver(Protocol):
+    """A choice source that watches every step (the reduction's sleep-set source)."""
+
+    observes_steps: bool
+
+    def schedule_steps(self, keys: list[str | None], world: World) -> int: ...
+    def before_step(self, key: str | None) -> None: ...
+    def after_step(self, key: str | None, footprint: dict[str, bool] | None) -> None: ...
 
 
 RunStatus = Literal["ok", "violated", "inconclusive"]
@@ -255,7 +393,7 @@ def execute(
         reason = world.run_to_end()
     except BoundHit as hit:
         bound, reason = hit.bound, f"bound:{hit.bound}"
-    except ReplayMisaligned:
+    except (ReplayMisaligned, SleepBlocked):
         raise
     except Exception as exc:
         reason = "crash"

@@ -11,14 +11,19 @@ from raceproof.scenarios.commands.common import (
     add_command,
     scenario_and_variant,
 )
-from raceproof.scenarios.validation import int_in, non_empty
+from raceproof.scenarios.validation import int_in, non_empty, positive_seconds
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from raceproof.scenarios import bench
 
     say = None if args.json else print
-    if args.scenario:
+    if args.proofs:
+        names = [args.scenario] if args.scenario else None
+        if args.scenario:
+            scenario_and_variant(args)  # an unknown name is a usage error
+        result = bench.proof_bench(names, args.proof_budget, say)
+    elif args.scenario:
         scenario, variant = scenario_and_variant(args)
         scenario.checkers_named(args.checker)
         result = bench.search_figures(scenario.name, variant, args.checker, args.seeds, say)
@@ -37,7 +42,8 @@ def add(commands: Any) -> None:
         "performance figures (printed, never asserted)",
         cmd_bench,
         epilog="examples:\n  raceproof bench --quick\n"
-        "  raceproof bench --scenario brooklin-double-stop --variant buggy --seeds 10",
+        "  raceproof bench --scenario brooklin-double-stop --variant buggy --seeds 10\n"
+        "  raceproof bench --proofs --scenario lost-update",
     )
     sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
     sub.add_argument("--scenario", type=non_empty,
@@ -48,3 +54,12 @@ def add(commands: Any) -> None:
                      help="with --scenario: count only this checker's violations")  # fmt: skip
     sub.add_argument("--seeds", type=int_in(1, 10_000), default=20,
                      help="with --scenario: seeds per strategy")  # fmt: skip
+    sub.add_argument(
+        "--proofs",
+        action="store_true",
+        help="instead: each scenario's proof with and without the reduction, and on -j 2",
+    )
+    sub.add_argument(
+        "--proof-budget", type=positive_seconds, default=300.0,
+        help="with --proofs: seconds per proof (300)",
+    )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from typing import Any
 
@@ -29,6 +30,25 @@ from raceproof.scenarios.validation import (
 from raceproof.sim import (
     Budget,
 )
+from raceproof.sim.proof_plan import Estimate, estimate
+
+
+def _report_estimate(
+    args: argparse.Namespace, scenario: str, variant: str, size: Estimate, config: Any
+) -> int:
+    """``prove --estimate``: the proof's size and time, without running it."""
+    fits = size.seconds <= args.budget
+    if args.json:
+        body = {"scenario": scenario, "variant": variant, "fits_budget": fits, **size.to_json()}
+        print(json.dumps(body, sort_keys=True))
+        return runner.EXIT_OK
+    print(
+        f"{scenario} / {variant}: about {size.schedules:,.0f} schedules in the full walk "
+        f"(Knuth's estimator over {size.samples} random runs; the reduction and a deviation cap "
+        f"only walk fewer), {size.seconds_per_run * 1000:.2f} ms a run: at most ~{size.seconds:,.0f}s "
+        f"on one core; {'fits' if fits else 'does NOT fit'} the budget of {args.budget:g}s"
+    )
+    return runner.EXIT_OK
 
 
 # -- prove --------------------------------------------------------------------------
@@ -40,16 +60,37 @@ def cmd_prove(args: argparse.Namespace) -> int:
     max_branch = scenario.prove_max_branch if args.max_branch is None else args.max_branch
     out_dir = prepare_output_dir(args.out)
     budget = Budget(examples=args.max_schedules, seconds=args.budget, clock=time.monotonic)
-    progress = Progress(f"prove {scenario.name}/{variant}", not args.json, count_key="runs")
+    run = scenario.runner(variant, config, args.checker)
+    size = estimate(run, samples=args.estimate_samples, max_branch=max_branch, clock=time.monotonic)
+    if args.estimate:
+        return _report_estimate(args, scenario.name, variant, size, config)
+    line = Progress(f"prove {scenario.name}/{variant}", not args.json, count_key="runs")
+    if not args.json and size.seconds > args.budget:
+        print(
+            f"warning: this proof may not finish in its budget: about {size.schedules:,.0f} "
+            f"schedules (an upper bound, without the reduction) at {size.seconds_per_run * 1000:.2f} "
+            f"ms a run is ~{size.seconds:,.0f}s > --budget {args.budget:g}s",
+            file=sys.stderr,
+        )
+
+    def progress(info: dict[str, Any]) -> None:
+        # The display shows a bar, the rate and the time left against ``estimate``
+        # (Knuth's estimate of the full walk: the reduced walk runs at most that).
+        info["estimate"] = max(round(size.schedules), int(info.get("runs", 0)))
+        line(info)
+
     coverage = Coverage()
     started = time.monotonic()
     try:
         report = scenario.prove(
             variant, budget, config=config, checker=args.checker, max_deviations=max_dev,
             max_branch=max_branch, progress=coverage.progress(progress),
+            reduction=not args.no_reduction, jobs=args.jobs,
+            state_cache=args.state_cache or args.check_state_cache,
+            state_cache_check=args.check_state_cache,
         )  # fmt: skip
     except KeyboardInterrupt as exc:
-        progress.done()
+        line.done()
         seen = coverage.snapshot
         partial = runner.base_result(scenario, variant, "exhaustive", config)
         partial.update(
@@ -63,15 +104,17 @@ def cmd_prove(args: argparse.Namespace) -> int:
             f"{seen.get('frontier', 0)} left unexplored); not a proof"
         )
         return emit_interrupted(args, partial, exc, covered)
-    progress.done()
+    line.done()
     result = runner.base_result(scenario, variant, "exhaustive", config)
+    result.update(report.accounting())
     result.update(
         verdict=report.verdict,
-        complete=report.complete,
-        schedules=report.schedules,
         examples=report.runs,
-        bounds_pruned=report.pruned,
         max_deviations_reached=report.max_deviations_seen,
+        estimate=size.to_json(),
+        complete_means="every equivalence class of schedules of this configuration ran and held"
+        if report.reduction
+        else "every schedule of this configuration ran and held",
         configuration={
             "config": result["config"],
             "bounds": scenario.bounds.to_json(),
@@ -79,6 +122,8 @@ def cmd_prove(args: argparse.Namespace) -> int:
             "max_branch": max_branch,
             "max_schedules": args.max_schedules,
             "budget_s": args.budget,
+            "reduction": not args.no_reduction,
+            "jobs": args.jobs,
         },
     )
     if report.shrunk is not None:
@@ -101,10 +146,21 @@ def cmd_prove(args: argparse.Namespace) -> int:
             print(f"repro: {result['repro']}")
             return
         state = "PROVEN" if report.complete else "INCONCLUSIVE"
+        classes = "equivalence classes of schedules" if report.reduction else "distinct schedules"
         print(
-            f"{scenario.name} / {variant}: {state}: {report.schedules} distinct complete schedules "
+            f"{scenario.name} / {variant}: {state}: {report.schedules} {classes} run to the end "
             f"({report.runs} runs, up to {report.max_deviations_seen} deviations) in {result['seconds']}s"
         )
+        if report.reduction:
+            print(
+                f"  reduction: {report.skipped_equivalent} branches skipped as equivalent, "
+                f"{report.sleep_blocked} runs cut where they became equivalent to an explored one"
+            )
+        if report.states_seen:
+            print(
+                f"  state cache: {report.states_seen} states seen, {report.state_cache_cuts} runs "
+                f"cut at a state explored before ({report.state_cache_checked} compared)"
+            )
         print(f"  configuration: {json.dumps(result['config'], sort_keys=True)}")
         if report.pruned:
             print(
@@ -143,4 +199,33 @@ def add(commands: Any) -> None:
     sub.add_argument("--checker", type=non_empty, help="judge only this checker (default: all)")
     sub.add_argument(
         "--out", type=non_empty, default="counterexamples", help="folder for counterexample files"
+    )
+    sub.add_argument(
+        "--no-reduction",
+        action="store_true",
+        help="walk every schedule (no partial-order reduction)",
+    )
+    sub.add_argument(
+        "-j", "--jobs", type=int_in(1, 256), default=1, help="worker processes (default 1)"
+    )
+    sub.add_argument(
+        "--state-cache",
+        action="store_true",
+        help="cut at states explored before (a model that declares its state)",
+    )
+    sub.add_argument(
+        "--check-state-cache",
+        action="store_true",
+        help="debug the state fingerprint: cut nothing, compare what would be cut",
+    )
+    sub.add_argument(
+        "--estimate",
+        action="store_true",
+        help="only estimate the proof's size and time, by sampling",
+    )
+    sub.add_argument(
+        "--estimate-samples",
+        type=int_in(1, 100_000),
+        default=30,
+        help="random runs the estimate samples (30)",
     )

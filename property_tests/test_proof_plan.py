@@ -1,0 +1,92 @@
+"""Planning proofs: the estimate of a proof's size, and the split over worker processes.
+
+``prove -j N`` must give the verdict and the counts of ``-j 1`` (the shards are
+the sequential walk cut into pieces, merged in walk order); ``--estimate``
+samples the tree and must land near the real size of a walk it can check.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from property_tests.toy_model import Toy, runner
+from raceproof.scenarios.catalogue import get
+from raceproof.sim import Budget, prove
+from raceproof.sim.proof_plan import estimate, prove_parallel, split
+
+steps = st.tuples(st.sampled_from(("/a", "/b", "/c", "?")), st.booleans())
+# At most 7 steps in all: the full walk stays in the low thousands of runs.
+scripts = st.lists(
+    st.lists(steps, min_size=1, max_size=3).map(tuple), min_size=2, max_size=3
+).filter(
+    lambda raw: sum(len(s) for s in raw) <= 7 and sum(p == "?" for s in raw for p, _ in s) <= 2
+)
+
+
+def _counts(report):  # type: ignore[no-untyped-def]
+    return (report.verdict, report.complete, report.schedules, report.runs,
+            report.skipped_equivalent, report.sleep_blocked, report.pruned)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(scripts, st.booleans())
+def test_the_shards_are_exactly_the_sequential_walk(raw: list[tuple], reduction: bool) -> None:
+    run = runner(Toy(tuple(raw)))
+    sequential = prove(run, budget=Budget(examples=10**6), reduction=reduction)
+    shards, first = split(run, reduction=reduction)
+    walked = [
+        prove(run, budget=Budget(examples=10**6), reduction=reduction, shard=s) for s in shards
+    ]
+    from raceproof.sim.proof_plan import merge
+
+    assert _counts(merge(first, walked)) == _counts(sequential)
+
+
+@pytest.mark.parametrize("reduction", [True, False])
+def test_two_workers_give_the_counts_of_one(reduction: bool) -> None:
+    toy = Toy(((("/a", True), ("/b", False)), (("/b", True), ("/c", False)), (("/a", False),)))
+    one = prove(runner(toy), budget=Budget(examples=10**6), reduction=reduction)
+    two = prove_parallel(runner(toy), 2, budget=Budget(examples=10**6), reduction=reduction)
+    assert _counts(two) == _counts(one) and two.shards > 1
+
+
+def test_two_workers_find_the_bug_one_finds() -> None:
+    scenario = get("lost-update")
+    run = scenario.runner("buggy", scenario.prove_config)
+    report = prove_parallel(run, 2, budget=Budget(examples=10**6))
+    assert report.verdict == "violated" and report.shrunk is not None
+
+
+def test_the_estimate_is_near_the_size_of_the_full_walk() -> None:
+    toy = Toy(((("/a", True), ("/b", False)), (("/b", True), ("/c", False)), (("/a", False),)))
+    full = prove(runner(toy), budget=Budget(examples=10**6), reduction=False)
+    size = estimate(runner(toy), samples=400)
+    assert 0.5 * full.schedules <= size.schedules <= 2 * full.schedules
+
+
+def _cli(*args: str) -> dict:  # type: ignore[type-arg]
+    done = subprocess.run(
+        [sys.executable, "-m", "raceproof.scenarios.cli", *args, "--json"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode in (0, 1, 3), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_command_line_reports_the_accounting_and_the_split() -> None:
+    one = _cli("prove", "lost-update", "--variant", "fix-cas")
+    two = _cli("prove", "lost-update", "--variant", "fix-cas", "-j", "2")
+    full = _cli("prove", "lost-update", "--variant", "fix-cas", "--no-reduction")
+    for key in ("verdict", "complete", "schedules", "runs", "skipped_equivalent", "bounds_pruned"):
+        assert one[key] == two[key], key
+    assert one["complete"] and one["reduction"] and not full["reduction"]
+    assert full["schedules"] == 46 and two["shards"] > 1
+    assert "equivalence class" in one["complete_means"]
+    size = _cli("prove", "lost-update", "--variant", "fix-cas", "--estimate")
+    assert size["schedules_estimate"] > 0 and size["fits_budget"] is True

@@ -1,0 +1,137 @@
+"""Small generated models for the proof's tests: actors that read and write store paths.
+
+Each actor runs a script of steps at virtual time 0, one step per scheduling
+point; a step reads or writes a path of the versioned store (so the
+primitives record its footprint), and a write appends who wrote it and how
+much the actor has read so far, so the order of dependent steps shows in the
+final state. An observer logs the final state at 1 ms. A *planted* violation
+is one exact final state: reachable only through the interleavings that
+produce it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from raceproof.sim import (
+    Bounds,
+    Checker,
+    ChoiceSource,
+    History,
+    Runner,
+    RunOutcome,
+    Verdict,
+    VersionedStore,
+    World,
+    checker,
+    execute,
+    ok,
+    unknown,
+    violated,
+)
+from raceproof.sim.history import JSONValue
+from raceproof.sim.world import ProcessGenerator
+
+Step = tuple[str, bool]  # (path, is_write); path "?" is drawn in the step: /a or /b
+
+
+@dataclass(frozen=True)
+class Toy:
+    scripts: tuple[tuple[Step, ...], ...]
+    declared: bool = True  # the model declares its footprints
+    planted: str | None = None  # canonical final state that counts as a violation
+    spin_steps: int = 0  # one schedule loops this long (for the step bound)
+    spin_sleep_ms: int = 0  # one schedule sleeps past the time bound
+    drawn_delay: bool = False  # actor 0 draws a delay (a model-level draw)
+    state: str | None = (
+        None  # "right": declares its state for the state cache; "wrong": leaves data out
+    )
+
+
+PATHS = ("/a", "/b", "/c")
+
+
+def final_state(store: VersionedStore) -> str:
+    return ";".join(f"{p}={store.get(p)[0]}" for p in PATHS)
+
+
+def build(world: World, toy: Toy) -> None:
+    if toy.declared:
+        world.declare_footprints()
+    store = VersionedStore(world)
+    for path in PATHS:
+        store.create(path, "")
+    spin = bool(toy.spin_steps or toy.spin_sleep_ms)
+    seen_by: dict[int, int] = {}
+    if toy.state == "right":
+        world.declare_state(lambda: f"{final_state(store)} {sorted(seen_by.items())}")
+    elif toy.state == "wrong":  # what each actor read, but not what is in the store
+        world.declare_state(lambda: f"{sorted(seen_by.items())}")
+
+    def actor(index: int, script: Sequence[Step]) -> ProcessGenerator:
+        me = f"a{index}"
+        seen = 0
+        if spin:
+            yield world.sleep(0)
+            if not store.exists("/z"):
+                store.create("/z", me)
+        if toy.drawn_delay and index == 0:
+            yield world.sleep(world.source.choose("a0.delay", (0, 0)))
+        for step_path, write in script:
+            yield world.sleep(0)
+            path = step_path
+            if step_path == "?":  # a model-level draw inside the step picks the path
+                path = world.source.choose(f"{me}.path", ("/a", "/b"))
+            data, _ = store.get(path)
+            if write:
+                store.set(path, f"{data}{me}.{seen} ")
+            else:
+                seen += len(str(data))
+                seen_by[index] = seen
+            world.log(me, "step", path=path, write=write)
+        if index == 0 and spin and store.get("/z")[0] == "a1":
+            # Only when actor 1 won the race for /z: this run goes on past a bound.
+            for _ in range(toy.spin_steps):
+                yield world.sleep(0)
+            yield world.sleep(toy.spin_sleep_ms)
+
+    for index, script in enumerate(toy.scripts):
+        world.spawn(f"a{index}", actor(index, script))
+
+    def observer() -> ProcessGenerator:
+        yield world.sleep(1)
+        state: JSONValue = final_state(store)
+        world.log("observer", "final", state=state)
+
+    world.spawn("observer", observer())
+
+
+def make_checker(planted: str | None) -> Checker:
+    @checker("not-planted")
+    def check(history: History) -> Verdict:
+        finals = history.of_kind("final")
+        if not finals:
+            return unknown("not-planted", "no final state")
+        if planted is not None and finals[-1].get("state") == planted:
+            return violated("not-planted", finals[-1].index, "reached the planted state")
+        return ok("not-planted")
+
+    return check
+
+
+TOY_BOUNDS = Bounds(max_time_ms=10_000, max_steps=300)
+
+
+def runner(toy: Toy, bounds: Bounds = TOY_BOUNDS) -> Runner:
+    check = make_checker(toy.planted)
+
+    def run(source: ChoiceSource) -> RunOutcome:
+        return execute(lambda world: build(world, toy), source, [check], bounds)
+
+    return run
+
+
+def final_of(outcome: RunOutcome) -> str:
+    finals = outcome.history.of_kind("final")
+    return str(finals[-1].get("state")) if finals else "?"

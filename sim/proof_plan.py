@@ -1,0 +1,256 @@
+"""Planning a proof: how big it is before it runs, and how it splits across processes.
+
+``estimate`` samples random paths of the choice tree and applies Knuth's
+estimator (1975): the product of the branching factors along a uniformly
+random path is an unbiased estimate of the number of leaves, i.e. of the
+schedules of the full walk. It ignores the deviation cap and the reduction
+(which only ever walk fewer), so it is an upper bound on what ``prove`` runs;
+with the mean wall time of a sampled run it gives a time the proof should
+not exceed on this machine, so a proof that cannot finish in its budget is
+told so before it starts.
+
+``split`` cuts the walk into shards described by data alone (a
+choice prefix, the sleep set it starts with, its depth): one run down the
+FIFO path, then one shard for every branch left on that path. The starting
+sleep set of a branch holds the footprints of the siblings the sequential
+walk would have explored before it, learned by one probe run per branch, so
+the shards together are exactly the sequential walk: the same schedules,
+the same verdict when complete. ``prove_parallel`` walks the shards on
+worker processes and ``merge`` adds their reports up in shard order, so the
+result does not depend on which worker finished first. A Spark campaign can
+ship the same shards to its executors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from statistics import mean
+from typing import Any
+
+from raceproof.sim.choices import ChoiceSource, SplitMix64
+from raceproof.sim.exhaustive import ProofReport, ProofVerdict, prove
+from raceproof.sim.explore import Budget
+from raceproof.sim.reduction import (
+    Footprint,
+    Node,
+    Shard,
+    SleepSetSource,
+    branch_options,
+)
+from raceproof.sim.world import Runner, SleepBlocked
+
+
+# -- the size of a proof ------------------------------------------------------------
+class _UniformSource(ChoiceSource):
+    """Uniform draws (capped at ``max_branch`` options), remembering each draw's width."""
+
+    def __init__(self, seed: int, max_branch: int | None) -> None:
+        super().__init__()
+        self.rng = SplitMix64(seed)
+        self.max_branch = max_branch
+        self.widths: list[int] = []
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        width = n if self.max_branch is None else min(n, self.max_branch)
+        self.widths.append(width)
+        return self.rng.below(width)
+
+
+@dataclass
+class Estimate:
+    schedules: float  # Knuth's estimate of the full walk's schedules (an upper bound)
+    samples: int
+    seconds_per_run: float
+    depth_mean: float
+
+    @property
+    def seconds(self) -> float:
+        return self.schedules * self.seconds_per_run
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schedules_estimate": round(self.schedules),
+            "samples": self.samples,
+            "seconds_per_run": round(self.seconds_per_run, 6),
+            "seconds_estimate": round(self.seconds, 1),
+            "draws_per_run_mean": round(self.depth_mean, 1),
+        }
+
+
+def estimate(
+    run: Runner,
+    *,
+    samples: int = 30,
+    max_branch: int | None = None,
+    seed: int = 0,
+    clock: Callable[[], float] | None = None,
+) -> Estimate:
+    """Knuth's estimate of the number of schedules, and the mean seconds per run."""
+    assert samples >= 1
+    products: list[float] = []
+    depths: list[int] = []
+    started = clock() if clock else 0.0
+    for index in range(samples):
+        source = _UniformSource(seed * 1_000_003 + index, max_branch)
+        run(source)
+        product = 1.0
+        for width in source.widths:
+            product *= width
+        products.append(product)
+        depths.append(len(source.widths))
+    elapsed = (clock() - started) if clock else 0.0
+    return Estimate(mean(products), samples, elapsed / samples, mean(depths))
+
+
+# -- the split -----------------------------------------------------------------------
+def split(
+    run: Runner,
+    *,
+    reduction: bool = True,
+    max_deviations: int | None = None,
+    max_branch: int | None = None,
+) -> tuple[list[Shard], ProofReport]:
+    """The shards of the walk below its first run, and the report of that first run.
+
+    Shards are listed in the order the sequential walk would take them.
+    """
+    source = SleepSetSource((), None, reduce=reduction)
+    pruned: dict[str, int] = {}
+    try:
+        outcome = run(source)
+    except SleepBlocked:  # cannot happen on the first run: nothing sleeps yet
+        raise AssertionError("the first run of a walk was cut by the reduction") from None
+    recorded = tuple(source.values)
+    nodes: list[Node] = []
+    skipped = 0
+    for position, record in enumerate(source.draws):
+        node = Node(position, record, 0)
+        node.pending, asleep = branch_options(record, 0, max_branch, max_deviations, pruned)
+        skipped += asleep
+        nodes.append(node)
+    first = ProofReport(
+        "ok", True, 0, 1, 0, pruned, reduction=reduction, skipped_equivalent=skipped
+    )
+    if outcome.status == "violated":
+        first.verdict, first.found = "violated", outcome
+    elif outcome.bound is not None:
+        pruned[outcome.bound] = 1
+    else:
+        first.schedules = 1
+    shards: list[Shard] = []
+    for node in nodes:  # in the order the walk queues them
+        explored: dict[str, Footprint] = {}
+        keys = node.record.keys
+        if reduction and keys is not None and keys[node.record.value] is not None:
+            drew = source.step_drew.get(node.position, True)
+            explored[keys[node.record.value]] = None if drew else node.record.footprint  # type: ignore[index]
+        for value in node.pending:
+            prefix = (*recorded[: node.position], value)
+            sleep: dict[str, Footprint] = {}
+            if reduction:
+                sleep = dict(node.record.sleep)
+                if keys is not None:
+                    sleep.update({k: fp for k, fp in explored.items() if fp is not None})
+            shards.append(Shard(prefix, Shard.freeze(sleep), 1))
+            if keys is not None and reduction and keys[value] is not None:
+                explored[keys[value]] = _probe(run, prefix)  # type: ignore[index]
+    return shards, first
+
+
+def _probe(run: Runner, prefix: tuple[int, ...]) -> Footprint:
+    """The footprint of the step the last draw of ``prefix`` chose (everything if it drew)."""
+    position = len(prefix) - 1
+    source = SleepSetSource(prefix, None, reduce=False)
+    with contextlib.suppress(SleepBlocked):
+        run(source)
+    if source.step_drew.get(position, True):
+        return None
+    return source.step_footprints.get(position)
+
+
+def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
+    """Add shard reports up in shard order: the first violation in walk order wins."""
+    total = ProofReport(
+        first.verdict, False, first.schedules, first.runs, first.max_deviations_seen,
+        dict(first.pruned), first.found, first.shrunk, reduction=first.reduction,
+        skipped_equivalent=first.skipped_equivalent, shards=len(reports),
+    )  # fmt: skip
+    for report in reports:
+        total.schedules += report.schedules
+        total.runs += report.runs
+        total.max_deviations_seen = max(total.max_deviations_seen, report.max_deviations_seen)
+        for bound, count in report.pruned.items():
+            total.pruned[bound] = total.pruned.get(bound, 0) + count
+        total.skipped_equivalent += report.skipped_equivalent
+        total.sleep_blocked += report.sleep_blocked
+        total.state_cache_cuts += report.state_cache_cuts
+        total.states_seen += report.states_seen
+        total.state_cache_checked += report.state_cache_checked
+        total.frontier_left += report.frontier_left
+        if report.verdict == "violated" and total.found is None:
+            total.found, total.shrunk = report.found, report.shrunk
+    verdict: ProofVerdict
+    if total.found is not None:
+        verdict = "violated"
+    elif total.pruned:
+        verdict = "inconclusive"
+    else:
+        verdict = "ok"
+    total.verdict, total.complete = verdict, verdict == "ok"
+    return total
+
+
+# -- walking the shards on worker processes -------------------------------------------
+_WORKER: dict[str, Any] = {}
+
+
+def _walk_shard(shard: Shard) -> ProofReport:
+    options = _WORKER
+    budget = Budget(options["examples"], options["seconds"], options["clock"])
+    return prove(
+        options["run"], budget=budget, max_deviations=options["max_deviations"],
+        max_branch=options["max_branch"], reduction=options["reduction"], shard=shard,
+        state_cache=options["state_cache"], state_cache_check=options["state_cache_check"],
+    )  # fmt: skip
+
+
+def prove_parallel(
+    run: Runner,
+    jobs: int,
+    *,
+    budget: Budget,
+    reduction: bool = True,
+    max_deviations: int | None = None,
+    max_branch: int | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    state_cache: bool = False,
+    state_cache_check: bool = False,
+) -> ProofReport:
+    """``prove`` split over ``jobs`` worker processes (forked, so ``run`` needs no pickling).
+
+    Each shard gets the whole budget of seconds and of runs, and its own state cache.
+    """
+    assert jobs >= 1
+    shards, first = split(
+        run, reduction=reduction, max_deviations=max_deviations, max_branch=max_branch
+    )
+    if first.found is not None or not shards:
+        return merge(first, [])
+    _WORKER.update(
+        run=run, examples=budget.examples, seconds=budget.seconds, clock=budget.clock,
+        max_deviations=max_deviations, max_branch=max_branch, reduction=reduction,
+        state_cache=state_cache, state_cache_check=state_cache_check,
+    )  # fmt: skip
+    reports: list[ProofReport] = []
+    context = multiprocessing.get_context("fork")
+    with context.Pool(jobs) as pool:
+        for report in pool.imap(_walk_shard, shards):
+            reports.append(report)
+            if progress:
+                done = merge(first, reports)
+                progress({"shards": f"{len(reports)}/{len(shards)}", "schedules": done.schedules,
+                          "runs": done.runs, "skipped_equivalent": done.skipped_equivalent})  # fmt: skip
+    return merge(first, reports)

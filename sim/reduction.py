@@ -1,0 +1,242 @@
+"""Partial-order reduction of the proof's walk: sleep sets over the kernel's tie-breaks.
+
+Two events due at the same instant commute when the steps that process them
+touch no common resource with at least one of them writing it: running them
+in either order reaches the same state and the same history up to the order
+of their ops. The primitives record what each step touches (``World.touch``:
+store paths, cache, queues, locks, executors, the file system, and each
+actor's own stream of history ops); a step counts as touching everything when
+the model has not declared its footprints (``World.declare_footprints``), when
+it finishes the run, or when it interrupts or joins another process's event.
+So an undeclared model is walked in full: the reduction only ever skips what
+a declaration vouches for. A step that draws a model-level choice (a delay, a
+fault) is one transition per value: it is never put to sleep (it counts as
+touching everything for its later siblings), though after it runs, only its
+actual footprint wakes the steps asleep.
+
+The walk (``raceproof.sim.exhaustive``) is stateless and breadth-first by
+deviations, with Godefroid's sleep sets as Loom and Shuttle use them: every
+run starts from scratch and replays a prefix of choices. At a ``schedule`` draw the events whose step is *asleep* are not
+explored: an event goes to sleep for the later siblings of the branch that
+explored it, and wakes as soon as a step dependent on it runs. A run that
+would have to execute a sleeping step is cut there (``SleepBlocked``): every
+schedule through it is equivalent to one already explored. Model-level draws
+are always enumerated in full. Sleep sets are sound for every reachable
+state (each Mazurkiewicz trace of the configuration keeps at least one
+representative), so a reduced proof that is otherwise unpruned is complete.
+
+A branch is named by data alone: its choice prefix and the sleep set it
+starts with (``Shard``), so the same walk can be split across processes or a
+Spark campaign (``raceproof.sim.sharding``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
+from raceproof.sim.state_cache import StateCache, StateSeen, Visit, kernel_fingerprint
+from raceproof.sim.world import SleepBlocked, World
+
+Footprint = dict[str, bool] | None  # resource -> written; None: dependent on everything
+
+
+def union(a: Footprint, b: Footprint) -> Footprint:
+    if a is None or b is None:
+        return None
+    merged = dict(a)
+    for resource, write in b.items():
+        merged[resource] = write or merged.get(resource, False)
+    return merged
+
+
+def dependent(a: Footprint, b: Footprint) -> bool:
+    """Steps with these footprints may not commute."""
+    if a is None or b is None:
+        return True
+    if len(b) < len(a):
+        a, b = b, a
+    for resource, write in a.items():
+        other = b.get(resource)
+        if other is not None and (write or other):
+            return True
+    return False
+
+
+@dataclass
+class DrawRecord:
+    """One draw of a run past its replayed prefix: what the walk needs to branch there."""
+
+    label: str
+    n: int
+    value: int
+    keys: tuple[str | None, ...] | None  # the step key of each option (schedule draws)
+    sleep: dict[str, Footprint]  # the sleep set when the draw was made
+    footprint: Footprint = None  # of the step the chosen option ran (schedule draws)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A subtree of the walk, described by data: its prefix and its starting sleep set."""
+
+    prefix: tuple[int, ...]
+    sleep: tuple[tuple[str, tuple[tuple[str, bool], ...]], ...] = ()
+    depth: int = 0  # branchings taken to reach it (for the deviation cap)
+
+    def sleep_set(self) -> dict[str, Footprint]:
+        return {key: dict(fp) for key, fp in self.sleep}
+
+    @staticmethod
+    def freeze(sleep: dict[str, Footprint]) -> tuple[tuple[str, tuple[tuple[str, bool], ...]], ...]:
+        return tuple(sorted((k, tuple(sorted((fp or {}).items()))) for k, fp in sleep.items()))
+
+
+class SleepSetSource(ChoiceSource):
+    """Replays ``prefix``, then picks the first option whose step is awake.
+
+    ``reduce=False`` records the same draws but never puts a step to sleep:
+    the full walk, with identical bookkeeping.
+    """
+
+    observes_steps = True
+
+    def __init__(
+        self,
+        prefix: Sequence[int],
+        sleep: dict[str, Footprint] | None,
+        *,
+        reduce: bool,
+        cache: StateCache | None = None,
+        depth: int = 0,
+    ) -> None:
+        super().__init__()
+        self.cache, self.depth = cache, depth
+        # Per schedule draw past the prefix, with the state cache: the visit made
+        # there and its op index; in the debug mode also the earlier visit it repeats.
+        self.visit_at: dict[int, tuple[Visit, int, str]] = {}
+        self.compare_at: dict[int, Visit] = {}
+        self.prefix = tuple(prefix)
+        self.start_sleep = dict(sleep or {}) if reduce else {}
+        self.reduce = reduce
+        # Sleep sets are tracked from the last prefix draw on (the walk knows the rest).
+        self.tracking = not self.prefix
+        self.sleep: dict[str, Footprint] = {}
+        self.draws: list[DrawRecord] = []  # from position len(prefix) - 1 on
+        self._drew = False
+        self._open: DrawRecord | None = None  # the schedule draw whose step is running
+        # Per schedule draw (prefix included): the footprint of the step it chose,
+        # whether that step drew model-level choices, and which step each draw is in.
+        self._step_at: int | None = None
+        self.step_footprints: dict[int, Footprint] = {}
+        self.step_drew: dict[int, bool] = {}
+        self.draw_step: dict[int, int] = {}
+
+    # -- draws ---------------------------------------------------------------
+    def _replayed(self, index: int, n: int) -> int:
+        value = self.prefix[index] if self.prefix[index] < n else 0
+        if index == len(self.prefix) - 1:
+            self.tracking = True
+            self.sleep = dict(self.start_sleep)
+        return value
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        index = len(self.record)
+        self._drew = True
+        if self._step_at is not None:
+            self.draw_step[index] = self._step_at
+        value = self._replayed(index, n) if index < len(self.prefix) else 0
+        if self.tracking:
+            self.draws.append(DrawRecord(label, n, value, None, dict(self.sleep)))
+        return value
+
+    def schedule_steps(self, keys: list[str | None], world: World | None = None) -> int:
+        n = len(keys)
+        index = len(self.record)
+        self._step_at = index
+        if index < len(self.prefix):
+            value = self._replayed(index, n)
+        else:
+            if self.cache is not None and world is not None and world.state_fingerprint:
+                self._look_up(world, world.state_fingerprint, index)
+            value = next((i for i, key in enumerate(keys) if key not in self.sleep), -1)
+            if value < 0:
+                raise SleepBlocked("every step due now is asleep")
+        self.record.append(Choice(SCHEDULE_LABEL, n, value))
+        if self.tracking:
+            record = DrawRecord(SCHEDULE_LABEL, n, value, tuple(keys), dict(self.sleep))
+            self.draws.append(record)
+            self._open = record
+        return value
+
+    def _look_up(self, world: World, model: Callable[[], str], index: int) -> None:
+        """Cut the run here if the state cache covers this state (``StateSeen``)."""
+        assert self.cache is not None
+        fingerprint = kernel_fingerprint(world, model)
+        if fingerprint is None:
+            return
+        sleep = frozenset(self.sleep)
+        covering, new = self.cache.look_up(fingerprint, sleep, self.depth)
+        if covering is not None and not self.cache.check:
+            raise StateSeen(fingerprint)
+        if new is None:  # the debug mode: walk it anyway, compare when it is done
+            new = Visit(sleep, self.depth)
+            if covering is not None and covering.sleep == sleep:
+                self.compare_at[index] = covering
+        self.visit_at[index] = (new, len(world.history), fingerprint)
+
+    # -- steps ---------------------------------------------------------------
+    def before_step(self, key: str | None) -> None:
+        self._drew = False
+        if self.tracking and key is not None and key in self.sleep:
+            raise SleepBlocked(f"step {key} is asleep")
+
+    def after_step(self, key: str | None, footprint: Footprint) -> None:
+        if self._step_at is not None:
+            self.step_footprints[self._step_at] = footprint
+            self.step_drew[self._step_at] = self._drew
+            self._step_at = None
+        if self._open is not None:
+            self._open.footprint = footprint
+            self._open = None
+        if self.tracking and self.sleep:
+            self.sleep = {k: fp for k, fp in self.sleep.items() if not dependent(fp, footprint)}
+
+
+@dataclass
+class Node:
+    """A draw of the walk, the branches still to try there and what its siblings touched."""
+
+    position: int
+    record: DrawRecord
+    depth: int  # branchings taken on the path up to here
+    pending: list[int] = field(default_factory=list)
+    explored: dict[str, Footprint] = field(default_factory=dict)  # key -> footprint
+    visit: tuple[Visit, int, str] | None = None  # the state cache's visit here, op index
+    repeats: Visit | None = None  # debug mode: the earlier visit of the same state
+    prefix: tuple[int, ...] = ()  # the choices that lead to this draw
+    parent: Node | None = None  # the draw before it on its path
+
+
+def branch_options(
+    record: DrawRecord,
+    depth: int,
+    max_branch: int | None,
+    max_deviations: int | None,
+    cut: dict[str, int],
+) -> tuple[list[int], int]:
+    """The values still to try at a new node, and how many the sleep set skips."""
+    n = record.n
+    limit = n if max_branch is None else min(n, max_branch)
+    if limit < n:
+        cut["max_branch"] = cut.get("max_branch", 0) + (n - limit)
+    others = [v for v in range(limit) if v != record.value]
+    skipped = 0
+    if record.keys is not None:
+        awake = [v for v in others if record.keys[v] not in record.sleep]
+        skipped = len(others) - len(awake)
+        others = awake
+    if others and max_deviations is not None and depth + 1 > max_deviations:
+        cut["max_deviations"] = cut.get("max_deviations", 0) + len(others)
+        others = []
+    return others, skipped
