@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -19,7 +20,7 @@ from raceproof.scenarios.cli import main
 from raceproof.scenarios.zookeeper import ZooKeeperServer
 from raceproof.scenarios.zookeeper.brooklin import run_forced
 from raceproof.scenarios.zookeeper.kazoo_store import KazooStore
-from raceproof.sim import BadVersion, Budget, KeyedReplaySource, NoNode, explore
+from raceproof.sim import BadVersion, Budget, History, KeyedReplaySource, NoNode, explore
 
 SCENARIO = get("brooklin-double-stop")
 RESUME = "acknowledged-resume-holds"
@@ -90,11 +91,23 @@ def test_forced_counterexample_holds_with_the_conditional_write(
 
 
 def test_report_timeline_on_zookeeper_from_the_command_line(
-    zookeeper: ZooKeeperServer, capsys: pytest.CaptureFixture[str]
+    zookeeper: ZooKeeperServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    sim, real = tmp_path / "sim.jsonl", tmp_path / "zookeeper.jsonl"
     code = main(["repro", "brooklin-double-stop", "--report-timeline", "--backend", "zookeeper",
-                 "--zk-hosts", zookeeper.hosts, "--json"])  # fmt: skip
+                 "--zk-hosts", zookeeper.hosts, "--json", "--out", str(tmp_path / "cx"),
+                 "--history-out", str(sim), "--real-history-out", str(real)])  # fmt: skip
     result = json.loads(capsys.readouterr().out)
+    assert "_real_history" not in result and "_timeline" not in result
+    # The real run's history is written too, so the two can be drawn side by side.
+    real_history = History.from_jsonl(real.read_text(encoding="utf-8"))
+    assert len(real_history) == result["timeline_ops"]
+    assert real_history.trace_hash() == result["trace_hash"]
+    pictures = tmp_path / "pictures"
+    assert main(["report", str(sim), "--beside", str(real), "--format", "html",
+                 "--out", str(pictures), "--scenario", "brooklin-double-stop"]) == 0  # fmt: skip
+    page = next(pictures.glob("*.html")).read_text(encoding="utf-8")
+    assert "beside" in page and "they part at op #" in page
     assert code == 1
     assert result["backend"] == "zookeeper"
     assert result["simulated"]["verdict"] == "violated"

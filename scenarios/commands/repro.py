@@ -60,6 +60,13 @@ def cmd_repro(args: argparse.Namespace) -> int:
         prepare_output_file(args.history_out, "--history-out") if args.history_out else None
     )
     out_dir = prepare_output_dir(args.out)
+    if args.real_history_out and args.backend == "sim":
+        raise UsageError("--real-history-out needs a real backend (--backend zookeeper)")
+    real_history_out = (
+        prepare_output_file(args.real_history_out, "--real-history-out")
+        if args.real_history_out
+        else None
+    )
     if args.zk_hosts and args.backend == "sim":
         raise UsageError("--zk-hosts needs --backend zookeeper")
     run = scenario.runner(variant, config)
@@ -100,15 +107,15 @@ def cmd_repro(args: argparse.Namespace) -> int:
         result["simulated"] = {
             k: result[k] for k in ("verdict", "checker", "message", "trace_hash")
         }
+        real_history = real.pop("_real_history")
         result.update(real)
         result["seconds"] = round(time.monotonic() - started, 4)
+        if real_history_out is not None:
+            # The real run's history (wall ms), for `raceproof report SIM --beside REAL`.
+            _write_history(result, real_history_out, real_history, "--real-history-out")
         result["repro"] += f" --backend {args.backend}"
     if history_out is not None:
-        try:
-            repro_files.write_atomically(history_out, outcome.history.to_jsonl())
-        except OSError as exc:  # checked before the run; if it failed since, still print the result
-            result["write_error"] = f"could not write --history-out {history_out}: {exc}"
-            print(f"raceproof: warning: {result['write_error']}", file=sys.stderr)
+        _write_history(result, history_out, outcome.history, "--history-out")
     if args.check_determinism:
         result["determinism"] = check_determinism(args, scenario.name, variant, outcome)
         if not result["determinism"]["same"]:
@@ -144,6 +151,14 @@ def cmd_repro(args: argparse.Namespace) -> int:
             )
 
     return emit(args, result, human)
+
+
+def _write_history(result: dict[str, Any], path: Path, history: History, option: str) -> None:
+    try:
+        repro_files.write_atomically(path, history.to_jsonl())
+    except OSError as exc:  # checked before the run; if it failed since, still print the result
+        result["write_error"] = f"could not write {option} {path}: {exc}"
+        print(f"raceproof: warning: {result['write_error']}", file=sys.stderr)
 
 
 def run_real_backend(
@@ -191,6 +206,7 @@ def run_real_backend(
         "real_diverged": real.diverged,
         "real_errors": real.errors,
         "_timeline": real.history.render(),
+        "_real_history": real.history,
     }
     if args.json:
         fields.pop("_timeline")
@@ -250,7 +266,8 @@ def add(commands: Any) -> None:
         epilog="examples:\n"
         "  raceproof repro brooklin-double-stop --report-timeline\n"
         "  raceproof repro lost-update --variant buggy --choices 4:0=1 --check-determinism\n"
-        "  raceproof repro brooklin-double-stop --report-timeline --backend zookeeper",
+        "  raceproof repro brooklin-double-stop --report-timeline --backend zookeeper \\\n"
+        "      --history-out sim.jsonl --real-history-out zookeeper.jsonl",
     )
     scenario_args(sub)
     sub.add_argument("--seed", type=int_in(0), help="draw every choice from this random seed")
@@ -265,6 +282,11 @@ def add(commands: Any) -> None:
     )
     sub.add_argument(
         "--history-out", type=non_empty, help="write the history as JSON Lines to this file"
+    )
+    sub.add_argument(
+        "--real-history-out",
+        type=non_empty,
+        help="with --backend: write the real run's history (wall ms) as JSON Lines to this file",
     )
     sub.add_argument("--out", type=non_empty, default="counterexamples",
                      help="folder for the counterexample file and its reports, when the run fails")  # fmt: skip
