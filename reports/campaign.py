@@ -30,6 +30,12 @@ import matplotlib.pyplot as plt
 from raceproof.sim import repro as repro_files
 
 Row = dict[str, Any]
+# Matplotlib 3.10 replaced boxplot's ``vert`` by ``orientation``.
+HORIZONTAL: dict[str, Any] = (
+    {"orientation": "horizontal"}
+    if tuple(int(p) for p in matplotlib.__version__.split(".")[:2]) >= (3, 10)
+    else {"vert": False}
+)
 PLOT = "report-distributions.png"
 # Detection is "slower" or "faster" against a baseline when the median examples to the first
 # violation changes by at least this factor (examples are machine-independent; seconds are not).
@@ -202,7 +208,7 @@ def plot(rows: Sequence[Row], path: Path) -> bool:
         (axes[1], "seconds", "seconds (search and shrink)"),
     ):
         data = [[max(r[column], 1e-3) for r in cells] for cells in groups.values()]
-        axis.boxplot(data, vert=False, showfliers=True)
+        axis.boxplot(data, showfliers=True, **HORIZONTAL)
         axis.set_xscale("log")
         axis.set_title(title, fontsize=10)
         axis.grid(True, alpha=0.3)

@@ -25,8 +25,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -72,6 +74,7 @@ class Options:
     scenarios_base: str = field(default_factory=lambda: str(Path.cwd()))
     cross_check: int = 3
     jobs_in_flight: int = 2
+    cells_per_job: int = 0  # 0: twice the cores
 
 
 @dataclass
@@ -288,7 +291,7 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
     spark = spark or campaign_session(options.master)
     sc = spark.sparkContext
     summary.parallelism = sc.defaultParallelism
-    size = max(1, 2 * summary.parallelism)
+    size = options.cells_per_job or max(1, 2 * summary.parallelism)
     say(
         f"campaign {out}: {len(todo)} of {len(cells)} cells to run on {options.master} "
         f"({summary.parallelism} cores)"
@@ -298,12 +301,14 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
     ran: list[dict[str, Any]] = []
     last_flush = time.monotonic()
 
-    def take(rows: list[dict[str, Any]]) -> None:
+    def take(rows: list[dict[str, Any]], quiet: bool = False) -> None:
         nonlocal last_flush
         pending.extend(rows)
         ran.extend(comparable(r) | {"_executor": r["executor"]} for r in rows)
         for row in rows:
             summary.verdicts[row["verdict"]] = summary.verdicts.get(row["verdict"], 0) + 1
+        if quiet:
+            return
         say(f"  {len(ran)}/{len(todo)} cells  {time.perf_counter() - started:7.1f}s")
         if time.monotonic() - last_flush >= FLUSH_EVERY_S:
             _write_rows(spark, out, pending)
@@ -325,6 +330,9 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
 
     stopping = False
     batches = iter(chunks(todo, size))
+    # PySpark's own SIGINT handler cancels jobs from inside the signal, which can land in the
+    # middle of a py4j call; a plain KeyboardInterrupt lets the handler below cancel once.
+    previous_handler = _plain_sigint()
     pool = ThreadPoolExecutor(max_workers=options.jobs_in_flight)
     in_flight: set[Future[list[dict[str, Any]]]] = set()
     try:
@@ -344,13 +352,15 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
         sc.cancelAllJobs()
         for future in in_flight:
             if future.done() and not future.cancelled() and future.exception() is None:
-                take(future.result())
-        say("interrupted: keeping the finished cells")
+                take(future.result(), quiet=True)
     finally:
+        _restore_sigint(previous_handler)
         pool.shutdown(wait=True, cancel_futures=True)
         _write_rows(spark, out, pending)
         summary.ran = len(ran)
         summary.seconds = round(time.perf_counter() - started, 3)
+        if summary.interrupted:
+            print(f"interrupted: kept the {len(ran)} finished cells", file=sys.stderr)
         if not summary.interrupted:
             summary.determinism = cross_check(ran, options, say)
             _write_determinism(out, summary.determinism)
@@ -358,6 +368,17 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
         if own_session:
             spark.stop()
     return summary
+
+
+def _plain_sigint() -> Any:
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _restore_sigint(previous: Any) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)
 
 
 # -- determinism across executors ---------------------------------------------------
