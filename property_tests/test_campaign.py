@@ -250,6 +250,6 @@ def test_bad_campaign_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["campaign", "--scenario", "nope", "--out", out]) == 2
     assert main(["campaign", "--strategy", "bogus", "--out", out]) == 2
     assert main(["campaign", "--seed-range", "5:2", "--out", out]) == 2
-    assert main(["report", str(tmp_path)]) == 2
+    assert main(["report", str(tmp_path), "--baseline", str(tmp_path)]) == 2
     assert "not a campaign folder" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()

@@ -113,13 +113,40 @@ def report_campaign(args: argparse.Namespace) -> int:
     baseline = Path(args.baseline) if args.baseline else None
     if baseline is not None and not is_campaign_dir(baseline):
         raise UsageError(f"--baseline {baseline} is not a campaign folder (no campaign.json)")
-    written = campaign_report.write_report(folder, baseline, formats=args.format)
+    chosen = [args.format] if isinstance(args.format, str) else args.format
+    if chosen and set(chosen) - {"md", "html"}:
+        raise UsageError("a campaign report is Markdown or HTML (--format md or html)")
+    timelines = _render_counterexamples(folder)
+    written = campaign_report.write_report(folder, baseline, formats=chosen)
+    written["timelines"] = str(len(timelines))
     if args.json:
         print(json.dumps({"verdict": "ok", "reports": written}, sort_keys=True))
     else:
         for kind, path in sorted(written.items()):
             print(f"{kind}: {path}")
     return runner.EXIT_OK
+
+
+def _render_counterexamples(folder: Path) -> list[Path]:
+    """Each distinct counterexample's own timeline (the reports' HTML renderer), beside its file."""
+    from raceproof.reports import ReportInputError, render_html
+    from raceproof.reports.campaign import distinct_counterexamples, read_rows
+    from raceproof.scenarios.stories import load_for_report
+    from raceproof.sim import repro as repro_files
+
+    written = []
+    for entry in distinct_counterexamples(read_rows(folder)):
+        source = folder / entry["counterexample"]
+        target = source.with_suffix(".html")
+        if not source.exists() or target.exists():
+            continue
+        try:
+            story = load_for_report(source)
+        except ReportInputError:
+            continue
+        repro_files.write_atomically(target, render_html(story, False))
+        written.append(target)
+    return written
 
 
 def add(commands: Any) -> None:
