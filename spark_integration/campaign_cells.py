@@ -55,7 +55,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("blob", "string", "the shrunk counterexample's choice blob"),
     ("deviations", "bigint", "deviations from FIFO of the shrunk counterexample"),
     ("counterexample", "string", "its file, relative to the campaign folder"),
-    ("error", "string", "what a crashed cell raised"),
+    ("error", "string", "what a crashed cell raised; for an inconclusive proof, what pruned it"),
     ("tool_version", "string", "raceproof version that ran the cell"),
     ("git_commit", "string", "git commit of that raceproof"),
     ("executor", "string", "host:pid that ran the cell (varies between runs)"),
