@@ -95,8 +95,11 @@ def load_scenarios(base: str, entries: Sequence[str]) -> None:
     discovery module when this raceproof has it, else a plain import of each
     module or file (files resolved against ``base``, the driver's folder).
     """
+    import importlib
+
+    discovery: Any
     try:
-        from raceproof.scenarios import discovery  # type: ignore[attr-defined]
+        discovery = importlib.import_module("raceproof.scenarios.discovery")
     except ImportError:
         discovery = None
     if discovery is not None:
