@@ -213,6 +213,7 @@ def plot(rows: Sequence[Row], path: Path) -> bool:
         axis.set_title(title, fontsize=10)
         axis.grid(True, alpha=0.3)
     axes[0].set_yticks(range(1, len(labels) + 1), labels, fontsize=7)
+    axes[0].invert_yaxis()  # the first scenario at the top, as in the tables
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.png")
