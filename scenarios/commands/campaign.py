@@ -57,7 +57,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         prove=args.prove,
         master=args.master,
         out=args.out,
-        scenario_specs=tuple(args.scenarios or ()),
+        scenario_specs=tuple(
+            [*(getattr(args, "top_scenarios", None) or []), *(args.scenarios or [])]
+        ),
         cross_check=args.cross_check,
     )
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if not args.json else None
@@ -166,12 +168,6 @@ def _add_campaign(commands: Any) -> None:
         "  raceproof campaign --scenario lost-update --seed-range 0:100 --master spark://127.0.0.1:7077\n"
         "  raceproof campaign --scenario coordinator-async-append --seeds 5 --prove --out out/c2\n"
         "  raceproof report out/c1 --baseline out/c0",
-    )
-    sub.add_argument(
-        "--scenarios",
-        action="append",
-        metavar="MODULE_OR_FILE",
-        help="also load the user's scenarios from this module or file (repeatable)",
     )
     sub.add_argument("--scenario", action="append", help="only this scenario (repeatable)")
     sub.add_argument("--variant", action="append", help="only this variant (repeatable)")
