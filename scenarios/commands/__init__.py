@@ -2,6 +2,7 @@
 
 from raceproof.scenarios.commands import (
     bench_cmd,
+    campaign,
     check,
     compare_cmd,
     explore_cmd,
@@ -15,6 +16,7 @@ from raceproof.scenarios.commands import (
 
 COMMANDS = (
     listing, repro, explore_cmd, prove_cmd, replay, report, check, compare_cmd, spark_check,
+    campaign,
     bench_cmd,
 )  # fmt: skip
 

@@ -18,7 +18,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from raceproof.scenarios import bench
 
     say = None if args.json else print
-    if args.proofs:
+    if args.campaign:
+        from raceproof.spark_integration import campaign_bench
+
+        result = campaign_bench.figures(progress=say)
+    elif args.proofs:
         names = [args.scenario] if args.scenario else None
         if args.scenario:
             scenario_and_variant(args)  # an unknown name is a usage error
@@ -43,8 +47,11 @@ def add(commands: Any) -> None:
         cmd_bench,
         epilog="examples:\n  raceproof bench --quick\n"
         "  raceproof bench --scenario brooklin-double-stop --variant buggy --seeds 10\n"
-        "  raceproof bench --proofs --scenario lost-update",
+        "  raceproof bench --proofs --scenario lost-update\n"
+        "  raceproof bench --campaign",
     )
+    sub.add_argument("--campaign", action="store_true",
+                     help="instead: campaign cells/s on local[1] and local[2], and per-cell overhead")  # fmt: skip
     sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
     sub.add_argument("--scenario", type=non_empty,
                      help="instead: search figures over seeds, and proof figures")  # fmt: skip

@@ -30,6 +30,7 @@ from raceproof.reports import (
 from raceproof.reports.story import Story
 from raceproof.scenarios import runner
 from raceproof.scenarios.catalogue import UnknownName
+from raceproof.scenarios.commands import campaign
 from raceproof.scenarios.commands.common import UsageError, add_command
 from raceproof.scenarios.stories import load_for_report
 from raceproof.scenarios.validation import prepare_output_dir
@@ -50,6 +51,8 @@ def render(story: Story, fmt: str, show_all: bool) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if campaign.is_campaign_dir(Path(args.input)) or args.baseline:
+        return campaign.report_campaign(args)  # a campaign folder: its own report
     formats = [args.format] if args.format else ["md", "html", "perfetto"]
     try:
         paths = inputs_in(Path(args.input))
@@ -118,7 +121,8 @@ def add(commands: Any) -> None:
         "  raceproof report counterexamples/brooklin-double-stop--buggy--47642b0daeb0.json\n"
         "  raceproof report counterexamples/ --format html --out reports/\n"
         "  raceproof report run.jsonl --format text --all\n"
-        "  raceproof report sim.jsonl --beside zookeeper.jsonl --scenario brooklin-double-stop",
+        "  raceproof report sim.jsonl --beside zookeeper.jsonl --scenario brooklin-double-stop\n"
+        "  raceproof report out/c2 --baseline out/c1     # a campaign folder",
     )
     sub.add_argument("input", help="a counterexample file, a history (.jsonl), or a folder of them")
     sub.add_argument("--format", choices=sorted(FORMATS),
@@ -129,4 +133,6 @@ def add(commands: Any) -> None:
     sub.add_argument("--clock", choices=["virtual", "wall"],
                      help="the history's clock (default: virtual if it ends with the kernel's run.end)")  # fmt: skip
     sub.add_argument("--scenario", help="judge a history with this scenario's checkers")
+    sub.add_argument("--baseline", metavar="OLD_DIR",
+                     help="with a campaign folder: the previous campaign to compare with")  # fmt: skip
     sub.add_argument("--beside", help="a second history to draw beside the first (a real replay)")

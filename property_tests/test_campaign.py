@@ -1,0 +1,250 @@
+"""Campaigns: cells, proof shards, the report, and whole campaigns on real local-mode Spark.
+
+The pure parts (a cell's row, splitting and merging a proof, the report's
+tables and the baseline diff) run without Spark. The campaign tests run the
+tiny ``lost-update`` scenario through the real local-mode session of the
+``spark`` xdist group (started, never mocked; a Spark that cannot start fails
+them) and check what the issue asks: one row per cell, identical rows from
+two campaigns, a second run into the same folder doing nothing, a crashing
+cell as a row, Ctrl-C keeping finished cells, user scenarios reaching the
+executors, and sharded proofs merging to the local proof's count.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from raceproof.reports import campaign as report
+from raceproof.scenarios.catalogue import get
+from raceproof.scenarios.cli import main
+from raceproof.sim import Budget
+from raceproof.spark_integration import campaign
+from raceproof.spark_integration.campaign_cells import Cell, comparable, run_cell
+from raceproof.spark_integration.campaign_proof import merge, prove_shard, shard_cells
+from raceproof.spark_integration.session import spark_session, stop_session
+
+USER_SCENARIOS = textwrap.dedent(
+    '''
+    """Two user scenarios on the counter model: one sound, one whose checker crashes."""
+    from raceproof import Scenario, register
+    from raceproof.models import counter
+
+
+    def exploding(history):
+        raise RuntimeError("this checker always crashes")
+
+
+    for name, checkers in (("user-counter", (counter.final_equals_acks,)),
+                           ("user-exploding", (exploding,))):
+        register(Scenario(name=name, summary="a user scenario", variants=counter.VARIANTS,
+                          expect_violation=frozenset({"buggy"}), checkers=checkers,
+                          build=counter.build, config=counter.CounterConfig(),
+                          prove_config=counter.CounterConfig()))
+    '''
+)
+
+
+# -- cells and proofs, without Spark --------------------------------------------------
+def test_a_cell_row_is_the_same_in_two_runs_except_timings() -> None:
+    cell = Cell("search", "lost-update", "buggy", "hypothesis", 3, 40)
+    first, second = run_cell(cell), run_cell(cell)
+    assert first["verdict"] == "violated" and first["met"] and first["error"] is None
+    assert first["examples_to_violation"] >= 1 and first["blob"] and first["trace_hash"]
+    assert first["_counterexample"] == second["_counterexample"]
+    assert comparable(first) == comparable(second)
+    assert first["counterexample"] == (
+        f"counterexamples/lost-update--buggy--{first['trace_hash'][:12]}.json"
+    )
+
+
+def test_a_holding_variant_runs_its_whole_examples_budget() -> None:
+    row = run_cell(Cell("search", "lost-update", "fix-cas", "random", 0, 25))
+    assert (row["verdict"], row["examples"], row["met"], row["blob"]) == ("ok", 25, True, None)
+    assert row["virtual_ms"] > 0 and len(row["cell_hash"]) == 64
+
+
+def test_a_cell_that_cannot_run_is_an_error_row() -> None:
+    row = run_cell(Cell("search", "no-such-scenario", "buggy", "random", 0, 5))
+    assert row["verdict"] == "error" and not row["met"]
+    assert "no-such-scenario" in row["error"]
+
+
+def _sharded_proof(variant: str, target: int) -> dict[str, Any]:
+    proof = Cell("proof", "lost-update", variant, "exhaustive", 0, 1_000_000)
+    shards, expected, max_dev, max_branch, pruned = shard_cells(proof, target)
+    results = [prove_shard(shard, max_dev, max_branch) for shard in reversed(shards)]
+    return merge(proof, expected, results, pruned)
+
+
+@settings(max_examples=8)
+@given(st.integers(min_value=1, max_value=40))
+def test_a_proof_split_into_any_number_of_shards_counts_the_local_proofs_schedules(
+    target: int,
+) -> None:
+    local = get("lost-update").prove("fix-cas", Budget(1_000_000))
+    row = _sharded_proof("fix-cas", target)
+    assert (local.verdict, local.complete, local.schedules) == ("ok", True, 46)
+    assert (row["verdict"], row["complete"], row["schedules"]) == ("ok", True, local.schedules)
+    assert row["shards"] >= min(target, 2)
+
+
+def test_a_sharded_proof_of_a_buggy_variant_is_violated_with_a_shrunk_counterexample() -> None:
+    row = _sharded_proof("buggy", 6)
+    assert row["verdict"] == "violated" and row["met"] and row["complete"] is False
+    assert row["deviations"] == 1 and row["_counterexample"]
+
+
+# -- the report, on rows made by hand -------------------------------------------------
+def _row(
+    variant: str, strategy: str, seed: int, verdict: str, examples: int | None
+) -> dict[str, Any]:
+    expected = "violated" if variant == "buggy" else "ok"
+    return {
+        "cell": f"search/s/{variant}/{strategy}/{seed}/10", "kind": "search", "scenario": "s",
+        "variant": variant, "strategy": strategy, "seed": seed, "expected": expected,
+        "verdict": verdict, "met": verdict == expected, "examples_to_violation": examples,
+        "seconds": 0.1, "blob": "3:0=1" if verdict == "violated" else None, "deviations": 1,
+        "checker": "c", "counterexample": "counterexamples/x.json", "error": None,
+    }  # fmt: skip
+
+
+def test_failed_expectations_name_a_violated_fix_and_a_bug_never_found() -> None:
+    rows = [_row("buggy", "random", s, "ok", None) for s in range(3)]
+    rows += [_row("fix", "random", 0, "ok", None), _row("fix", "random", 1, "violated", 4)]
+    failed = {f["variant"]: f["why"] for f in report.failed_expectations(rows)}
+    assert "none found in 3 search cells" in failed["buggy"]
+    assert "violated in 1 of 2" in failed["fix"]
+
+
+def test_the_baseline_diff_names_new_violations_new_holds_and_slower_detection() -> None:
+    old = [_row("buggy", "random", s, "violated", 2) for s in range(4)]
+    old += [_row("fix", "random", 0, "ok", None), _row("gone", "pct", 0, "violated", 1)]
+    new = [_row("buggy", "random", s, "violated", 9) for s in range(4)]
+    new += [_row("fix", "random", 0, "violated", 3), _row("gone", "pct", 0, "ok", None)]
+    changes = {(c["variant"], c["change"]) for c in report.baseline_diff(new, old)}
+    assert changes == {
+        ("buggy", "detection slower"),
+        ("fix", "newly violated"),
+        ("gone", "newly holding"),
+    }
+    assert report.baseline_diff(old, new) and not report.baseline_diff(old, old)
+
+
+# -- whole campaigns on local-mode Spark ------------------------------------------------
+spark_group = pytest.mark.xdist_group("spark")
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    session = spark_session()
+    yield session
+    stop_session()
+
+
+def _options(out: Path, **changes: Any) -> campaign.Options:
+    base: dict[str, Any] = dict(scenarios=("lost-update",), strategies=("random", "hypothesis"),
+                                seeds=(0, 1), examples=30, out=str(out), cross_check=2)  # fmt: skip
+    base.update(changes)
+    return campaign.Options(**base)
+
+
+@spark_group
+def test_campaigns_resume_do_no_work_twice_and_give_identical_rows(
+    spark: Any, tmp_path: Path
+) -> None:
+    first = campaign.run(_options(tmp_path / "a", seeds=(0,)), spark=spark)
+    assert (first.ran, first.cells) == (4, 4)
+    grown = campaign.run(_options(tmp_path / "a"), spark=spark)
+    assert (grown.already_done, grown.ran, grown.cells) == (4, 4, 8)
+    assert grown.determinism and all(check["same"] for check in grown.determinism)
+    rows = campaign.read_rows(tmp_path / "a")
+    assert len(rows) == 8 == len({r["cell"] for r in rows})
+    for row in rows:
+        if row["counterexample"]:
+            saved = json.loads((tmp_path / "a" / row["counterexample"]).read_text())
+            assert saved["trace_hash"] == row["trace_hash"] and saved["blob"] == row["blob"]
+    again = campaign.run(_options(tmp_path / "a"), spark=spark)
+    assert (again.ran, again.already_done) == (0, 8)
+    assert campaign.read_rows(tmp_path / "a") == rows
+    campaign.run(_options(tmp_path / "b"), spark=spark)
+    assert [comparable(r) for r in campaign.read_rows(tmp_path / "b")] == [
+        comparable(r) for r in rows
+    ]
+
+
+@spark_group
+def test_ctrl_c_keeps_the_finished_cells_and_the_rerun_finishes_the_rest(
+    spark: Any, tmp_path: Path
+) -> None:
+    def interrupt(line: str) -> None:
+        if "cells " in line and line.strip().startswith(tuple("123456789")):
+            raise KeyboardInterrupt
+
+    options = _options(tmp_path, seeds=(0, 1, 2, 3), strategies=("random",), jobs_in_flight=1)
+    stopped = campaign.run(options, say=interrupt, spark=spark)
+    kept = campaign.read_rows(tmp_path)
+    assert stopped.interrupted and 0 < len(kept) == stopped.ran < stopped.cells
+    rest = campaign.run(options, spark=spark)
+    assert rest.ran == stopped.cells - len(kept)
+    assert len(campaign.read_rows(tmp_path)) == stopped.cells
+
+
+@spark_group
+def test_user_scenarios_reach_the_executors_and_a_crashing_cell_is_a_row(
+    spark: Any, tmp_path: Path
+) -> None:
+    spec = tmp_path / "user_scenarios.py"
+    spec.write_text(USER_SCENARIOS)
+    options = _options(tmp_path / "out", scenarios=("user-counter", "user-exploding"),
+                       strategies=("random",), seeds=(0,), scenario_specs=(str(spec),))  # fmt: skip
+    summary = campaign.run(options, spark=spark)
+    rows = {(r["scenario"], r["variant"]): r for r in campaign.read_rows(tmp_path / "out")}
+    assert summary.ran == 4 == len(rows)
+    assert rows["user-counter", "buggy"]["verdict"] == "violated"
+    assert rows["user-counter", "fix-cas"]["verdict"] == "ok"
+    for variant in ("buggy", "fix-cas"):
+        crashed = rows["user-exploding", variant]
+        assert crashed["verdict"] == "error" and "this checker always crashes" in crashed["error"]
+    failed = {f["scenario"] for f in report.failed_expectations(list(rows.values()))}
+    assert failed == {"user-exploding"}
+
+
+@spark_group
+def test_prove_in_shards_on_spark_matches_the_local_proof_and_the_report_renders(
+    spark: Any, tmp_path: Path
+) -> None:
+    options = _options(tmp_path / "p", strategies=("pct",), seeds=(0,), prove=True)
+    campaign.run(options, spark=spark)
+    proofs = {r["variant"]: r for r in campaign.read_rows(tmp_path / "p") if r["kind"] == "proof"}
+    local = get("lost-update").prove("fix-cas", Budget(1_000_000))
+    assert (proofs["fix-cas"]["verdict"], proofs["fix-cas"]["schedules"]) == ("ok", local.schedules)
+    assert proofs["fix-cas"]["complete"] and proofs["fix-cas"]["shards"] > 1
+    assert proofs["buggy"]["verdict"] == "violated"
+    assert main(["report", str(tmp_path / "p"), "--json"]) == 0
+    markdown = (tmp_path / "p" / "report.md").read_text()
+    assert "| lost-update | fix-cas | ok | ok | True | 46 |" in markdown
+    html = (tmp_path / "p" / "report.html").read_text()
+    assert "data:image/png;base64," in html and "Detection per strategy" in html
+    old = tmp_path / "p"
+    campaign.run(_options(tmp_path / "q", strategies=("pct",), seeds=(0,),
+                          variants=("fix-cas",)), spark=spark)  # fmt: skip
+    assert main(["report", str(tmp_path / "q"), "--baseline", str(old)]) == 0
+    assert "no longer run" in (tmp_path / "q" / "report.md").read_text()
+
+
+def test_bad_campaign_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(tmp_path / "x")
+    assert main(["campaign", "--scenario", "nope", "--out", out]) == 2
+    assert main(["campaign", "--strategy", "bogus", "--out", out]) == 2
+    assert main(["campaign", "--seed-range", "5:2", "--out", out]) == 2
+    assert main(["report", str(tmp_path), "--baseline", str(tmp_path)]) == 2
+    assert "not a campaign folder" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

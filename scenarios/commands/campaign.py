@@ -1,0 +1,216 @@
+"""``raceproof campaign``: scenario × variant × strategy × seed (and proof shards) as Spark tasks.
+
+Also ``raceproof report DIR`` for a campaign folder (the campaign report with
+``--baseline``), registered here while the report command for counterexamples
+lives elsewhere; :func:`report_campaign` is what either calls for a folder
+that holds a campaign.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from raceproof.scenarios import runner
+from raceproof.scenarios.commands.common import UsageError, add_command
+from raceproof.sim import STRATEGIES
+
+EXIT_INTERRUPTED = 130
+
+
+def _seeds(args: argparse.Namespace) -> list[int]:
+    if args.seed_range:
+        first, sep, last = args.seed_range.partition(":")
+        try:
+            low, high = int(first), int(last)
+        except ValueError:
+            raise UsageError(
+                f"--seed-range takes A:B (integers), got {args.seed_range!r}"
+            ) from None
+        if not sep or high <= low or low < 0:
+            raise UsageError(f"--seed-range A:B needs 0 <= A < B, got {args.seed_range!r}")
+        return list(range(low, high))
+    if args.seeds <= 0:
+        raise UsageError("--seeds must be positive")
+    return list(range(args.seeds))
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from raceproof.spark_integration import campaign
+    from raceproof.spark_integration.session import SparkUnavailable
+
+    strategies = args.strategy or ["random", "hypothesis", "pct"]
+    for strategy in strategies:
+        if strategy not in STRATEGIES:
+            raise UsageError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+    if args.examples <= 0 or args.cross_check < 0:
+        raise UsageError("--examples must be positive and --cross-check not negative")
+    options = campaign.Options(
+        scenarios=args.scenario or (),
+        variants=args.variant or (),
+        strategies=tuple(strategies),
+        seeds=tuple(_seeds(args)),
+        examples=args.examples,
+        prove=args.prove,
+        master=args.master,
+        out=args.out,
+        scenario_specs=tuple(
+            [*(getattr(args, "top_scenarios", None) or []), *(args.scenarios or [])]
+        ),
+        cross_check=args.cross_check,
+    )
+    say = (lambda line: print(line, file=sys.stderr, flush=True)) if not args.json else None
+    try:
+        summary = campaign.run(options, say)
+    except campaign.CampaignError as exc:
+        raise UsageError(str(exc)) from None
+    except SparkUnavailable as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    rows = campaign.read_rows(Path(args.out))
+    from raceproof.reports.campaign import failed_expectations
+
+    failed = failed_expectations(rows)
+    determinism_failures = [c for c in summary.determinism if not c["same"]]
+    result: dict[str, Any] = {
+        "verdict": "violated" if failed or determinism_failures else "ok",
+        "out": args.out,
+        "rows": len(rows),
+        "failed_expectations": failed,
+        "determinism_failures": determinism_failures,
+        **summary.to_json(),
+    }
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        rate = f", {summary.ran / summary.seconds:.2f} cells/s" if summary.seconds else ""
+        print(
+            f"campaign {args.out}: {summary.cells} cells, {summary.already_done} already done, "
+            f"{summary.ran} run now in {summary.seconds:.1f}s{rate}; {len(rows)} rows in "
+            f"{Path(args.out) / campaign.RESULTS}"
+        )
+        for item in failed:
+            print(f"  FAILED EXPECTATION {item['scenario']}/{item['variant']}: {item['why']}")
+        for check in determinism_failures:
+            print(f"  DETERMINISM FAILURE {check['cell']}")
+        print(f"report: raceproof report {args.out}")
+    if summary.interrupted:
+        return EXIT_INTERRUPTED
+    return runner.EXIT_VIOLATED if failed or determinism_failures else runner.EXIT_OK
+
+
+def is_campaign_dir(path: Path) -> bool:
+    return path.is_dir() and (path / "campaign.json").is_file()
+
+
+def report_campaign(args: argparse.Namespace) -> int:
+    """``raceproof report DIR [--baseline OLD_DIR]``: Markdown, HTML and a plot into DIR."""
+    from raceproof.reports import campaign as campaign_report
+
+    folder = Path(args.input)
+    if not is_campaign_dir(folder):
+        raise UsageError(f"{folder} is not a campaign folder (no campaign.json)")
+    baseline = Path(args.baseline) if args.baseline else None
+    if baseline is not None and not is_campaign_dir(baseline):
+        raise UsageError(f"--baseline {baseline} is not a campaign folder (no campaign.json)")
+    chosen = [args.format] if isinstance(args.format, str) else args.format
+    if chosen and set(chosen) - {"md", "html"}:
+        raise UsageError("a campaign report is Markdown or HTML (--format md or html)")
+    timelines = _render_counterexamples(folder)
+    written = campaign_report.write_report(folder, baseline, formats=chosen)
+    written["timelines"] = str(len(timelines))
+    if args.json:
+        print(json.dumps({"verdict": "ok", "reports": written}, sort_keys=True))
+    else:
+        for kind, path in sorted(written.items()):
+            print(f"{kind}: {path}")
+    return runner.EXIT_OK
+
+
+def _render_counterexamples(folder: Path) -> list[Path]:
+    """Each distinct counterexample's own timeline (the reports' HTML renderer), beside its file."""
+    from raceproof.reports import ReportInputError, render_html
+    from raceproof.reports.campaign import distinct_counterexamples, read_rows
+    from raceproof.scenarios.stories import load_for_report
+    from raceproof.sim import repro as repro_files
+
+    written = []
+    for entry in distinct_counterexamples(read_rows(folder)):
+        source = folder / entry["counterexample"]
+        target = source.with_suffix(".html")
+        if not source.exists() or target.exists():
+            continue
+        try:
+            story = load_for_report(source)
+        except ReportInputError:
+            continue
+        repro_files.write_atomically(target, render_html(story, False))
+        written.append(target)
+    return written
+
+
+def add(commands: Any) -> None:
+    _add_campaign(commands)
+    if "report" not in commands.choices:
+        add_report(commands)
+
+
+def _add_campaign(commands: Any) -> None:
+    sub = add_command(
+        commands,
+        "campaign",
+        "scenario × variant × strategy × seed (and proofs in shards) as Spark tasks, into Parquet",
+        cmd_campaign,
+        epilog="examples:\n"
+        "  raceproof campaign --seeds 20 --out out/c1\n"
+        "  raceproof campaign --scenario lost-update --seed-range 0:100 --master spark://127.0.0.1:7077\n"
+        "  raceproof campaign --scenario coordinator-async-append --seeds 5 --prove --out out/c2\n"
+        "  raceproof report out/c1 --baseline out/c0",
+    )
+    sub.add_argument("--scenario", action="append", help="only this scenario (repeatable)")
+    sub.add_argument("--variant", action="append", help="only this variant (repeatable)")
+    sub.add_argument(
+        "--strategy",
+        action="append",
+        help=f"only this strategy, one of {', '.join(STRATEGIES)} (repeatable)",
+    )
+    sub.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
+    sub.add_argument("--seed-range", metavar="A:B", help="seeds A..B-1 instead of --seeds")
+    sub.add_argument(
+        "--examples", type=int, default=100, help="examples per cell, the only budget (default 100)"
+    )
+    sub.add_argument(
+        "--prove",
+        action="store_true",
+        help="also prove every variant, its proof split into shards run as tasks",
+    )
+    sub.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    sub.add_argument(
+        "--out", default="out/campaign", help="the campaign folder (default out/campaign)"
+    )
+    sub.add_argument(
+        "--cross-check",
+        type=int,
+        default=3,
+        help="cells re-run in the driver to check determinism (default 3)",
+    )
+
+
+def add_report(commands: Any) -> None:
+    sub = add_command(
+        commands,
+        "report",
+        "the report of a campaign folder: detection rates, distributions, regressions",
+        report_campaign,
+        epilog="examples:\n  raceproof report out/c1\n  raceproof report out/c2 --baseline out/c1",
+    )
+    sub.add_argument("input", help="a campaign folder (written by `raceproof campaign`)")
+    sub.add_argument("--baseline", metavar="OLD_DIR", help="a previous campaign to compare with")
+    sub.add_argument(
+        "--format",
+        choices=["md", "html"],
+        action="append",
+        help="only this format (default: md and html)",
+    )

@@ -1,0 +1,430 @@
+"""``raceproof campaign``: the grid scenario × variant × strategy × seed as Spark tasks, into Parquet.
+
+The driver builds the grid (:func:`grid`), drops the cells the output folder
+already holds (a re-run resumes), and submits the rest as small Spark jobs,
+one task per cell, a few jobs at a time so every core stays busy while
+finished rows come back early. Rows are appended to ``DIR/results/`` as
+Parquet every few seconds and on Ctrl-C, so an interrupted campaign keeps
+every finished cell; a job that fails (a Python worker that died) is re-run
+one cell per job, and a cell that still fails becomes an ``error`` row. With
+``--prove`` each variant's proof is split into shards (``campaign_proof``)
+that run as the tasks of one job and merge into one row.
+
+Executors run :func:`campaign_cells.run_cell`, which needs nothing from the
+driver but the cell: an executor (a Python worker of local mode, or of a
+standalone cluster on this machine) imports raceproof from the same
+interpreter (``PYSPARK_PYTHON`` is the driver's ``sys.executable``).
+Counterexample files are written by the driver, from the text each cell sends
+back, under ``DIR/counterexamples/``. After the grid, a sample of the cells
+run now is run again in the driver's own process and compared by cell hash:
+a difference is a determinism failure, written to ``DIR/determinism.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from raceproof.sim import repro as repro_files
+from raceproof.spark_integration.campaign_cells import (
+    COLUMN_NAMES,
+    COLUMNS,
+    Cell,
+    comparable,
+    error_row,
+    run_cell,
+)
+from raceproof.spark_integration.campaign_proof import merge, prove_shard, shard_cells
+
+RESULTS = "results"
+FLUSH_EVERY_S = 10.0
+DEFAULT_EXAMPLES = 100
+DEFAULT_PROOF_SCHEDULES = 1_000_000
+
+Say = Callable[[str], None]
+
+
+class CampaignError(ValueError):
+    """Bad campaign arguments or output folder: exit 2 with this message."""
+
+
+@dataclass
+class Options:
+    scenarios: Sequence[str] = ()  # empty: every scenario of the catalogue
+    variants: Sequence[str] = ()  # empty: every variant
+    strategies: Sequence[str] = ("random", "hypothesis", "pct")
+    seeds: Sequence[int] = tuple(range(20))
+    examples: int = DEFAULT_EXAMPLES
+    prove: bool = False
+    proof_schedules: int = DEFAULT_PROOF_SCHEDULES
+    master: str = "local[*]"
+    out: str = "out/campaign"
+    scenario_specs: Sequence[str] = ()
+    scenarios_base: str = field(default_factory=lambda: str(Path.cwd()))
+    cross_check: int = 3
+    jobs_in_flight: int = 2
+    cells_per_job: int = 0  # 0: twice the cores
+
+
+@dataclass
+class Summary:
+    cells: int = 0
+    already_done: int = 0
+    ran: int = 0
+    interrupted: bool = False
+    seconds: float = 0.0
+    verdicts: dict[str, int] = field(default_factory=dict)
+    determinism: list[dict[str, Any]] = field(default_factory=list)
+    master: str = ""
+    parallelism: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- the grid -----------------------------------------------------------------------
+def grid(options: Options) -> list[Cell]:
+    """Every cell of the campaign, in a fixed order (scenario, variant, strategy, seed)."""
+    from raceproof.scenarios.catalogue import CATALOGUE, all_scenarios
+    from raceproof.spark_integration.campaign_cells import load_scenarios
+
+    load_scenarios(options.scenarios_base, options.scenario_specs)
+    all_scenarios()
+    names = list(options.scenarios) or sorted(CATALOGUE)
+    for name in names:
+        if name not in CATALOGUE:
+            raise CampaignError(f"unknown scenario {name!r}; valid: {', '.join(sorted(CATALOGUE))}")
+    known_variants = {v for n in names for v in CATALOGUE[n].variants}
+    for variant in options.variants:
+        if variant not in known_variants:
+            raise CampaignError(
+                f"unknown variant {variant!r} of {', '.join(names)}; "
+                f"valid: {', '.join(sorted(known_variants))}"
+            )
+    base, specs = options.scenarios_base, tuple(options.scenario_specs)
+    cells: list[Cell] = []
+    for name in names:
+        scenario = CATALOGUE[name]
+        for variant in scenario.variants:
+            if options.variants and variant not in options.variants:
+                continue
+            for strategy in options.strategies:
+                for seed in options.seeds:
+                    cells.append(
+                        Cell("search", name, variant, strategy, seed, options.examples, base, specs)
+                    )
+            if options.prove:
+                cells.append(
+                    Cell(
+                        "proof",
+                        name,
+                        variant,
+                        "exhaustive",
+                        0,
+                        options.proof_schedules,
+                        base,
+                        specs,
+                    )
+                )
+    return cells
+
+
+# -- the Spark session --------------------------------------------------------------
+def campaign_session(master: str, app_name: str = "raceproof-campaign") -> Any:
+    """A SparkSession on ``master`` whose Python workers are this interpreter; JVM noise to a log.
+
+    Separate from ``spark-check``'s local[2] session: a campaign may run on
+    any master, and needs nothing of Structured Streaming.
+    """
+    from raceproof.spark_integration.session import SparkUnavailable
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    log = Path(tempfile.mkstemp(prefix="raceproof-campaign-jvm-", suffix=".log")[1])
+    saved_stderr = os.dup(2)
+    log_fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    os.dup2(log_fd, 2)
+    try:
+        builder = (
+            SparkSession.builder.master(master)
+            .appName(app_name)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.pyspark.python", sys.executable)
+            .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+            .config("spark.sql.session.timeZone", "UTC")
+        )
+        if master.startswith(("local", "spark://127.", "spark://localhost")):
+            builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
+                "spark.driver.host", "127.0.0.1"
+            )
+        spark = builder.getOrCreate()
+    except Exception as exc:
+        tail = log.read_text(errors="replace")[-2000:].strip()
+        raise SparkUnavailable(
+            f"Spark did not start on {master}: {exc}\nthe JVM said:\n{tail}"
+        ) from exc
+    finally:
+        os.dup2(saved_stderr, 2)
+        os.close(saved_stderr)
+        os.close(log_fd)
+        log.unlink(missing_ok=True)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+# -- the output folder --------------------------------------------------------------
+def read_rows(out: Path) -> list[dict[str, Any]]:
+    """Every row of ``DIR/results`` (Parquet part files), sorted by cell key."""
+    from raceproof.reports.campaign import read_rows as read
+
+    return read(out)
+
+
+def _write_rows(spark: Any, out: Path, rows: list[dict[str, Any]]) -> None:
+    """Counterexample files first, then one Parquet append: a row never names a missing file."""
+    if not rows:
+        return
+    for row in rows:
+        text = row.pop("_counterexample", None)
+        if text is not None and row.get("counterexample"):
+            target = out / row["counterexample"]
+            if not target.exists():
+                repro_files.write_atomically(target, text)
+    schema = ", ".join(f"`{name}` {kind}" for name, kind, _doc in COLUMNS)
+    data = [tuple(row.get(name) for name in COLUMN_NAMES) for row in rows]
+    frame = spark.createDataFrame(data, schema)
+    frame.coalesce(1).write.mode("append").parquet(str(out / RESULTS))
+
+
+def _write_manifest(out: Path, options: Options, summary: Summary) -> None:
+    from raceproof.scenarios import runner
+
+    manifest = {
+        "format": "raceproof-campaign",
+        "format_version": 1,
+        "tool_version": runner.tool_version(),
+        "git_commit": runner.git_commit(),
+        "options": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()},
+        "summary": summary.to_json(),
+    }
+    repro_files.write_atomically(out / "campaign.json", json.dumps(manifest, indent=1) + "\n")
+
+
+# -- running ------------------------------------------------------------------------
+def _run_search_job(sc: Any, cells: list[Cell]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = sc.parallelize(cells, len(cells)).map(run_cell).collect()
+    return rows
+
+
+def _run_proof_job(sc: Any, proof: Cell, target: int) -> list[dict[str, Any]]:
+    shards, expected, max_dev, max_branch, split_pruned = shard_cells(proof, target)
+    results = (
+        sc.parallelize(shards, len(shards))
+        .map(lambda cell: prove_shard(cell, max_dev, max_branch))
+        .collect()
+    )
+    return [merge(proof, expected, results, split_pruned)]
+
+
+def _isolate(sc: Any, cells: list[Cell], exc: BaseException) -> list[dict[str, Any]]:
+    """A failed job: run its cells one per job; a cell that fails alone is an error row."""
+    rows: list[dict[str, Any]] = []
+    for cell in cells:
+        try:
+            rows.extend(
+                _run_search_job(sc, [cell])
+                if cell.kind == "search"
+                else _run_proof_job(sc, cell, 1)
+            )
+        except Exception as again:
+            message = str(again).strip().splitlines()
+            first = message[0] if message else repr(again)
+            rows.append(error_row(cell, expected_of(cell), f"the task failed: {first}"))
+    del exc
+    return rows
+
+
+def expected_of(cell: Cell) -> str:
+    from raceproof.scenarios.catalogue import CATALOGUE
+
+    scenario = CATALOGUE.get(cell.scenario)
+    return (
+        "violated" if scenario is not None and cell.variant in scenario.expect_violation else "ok"
+    )
+
+
+def chunks(cells: list[Cell], size: int) -> Iterable[list[Cell]]:
+    search = [c for c in cells if c.kind == "search"]
+    for start in range(0, len(search), size):
+        yield search[start : start + size]
+    for proof in (c for c in cells if c.kind == "proof"):
+        yield [proof]
+
+
+def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
+    """Run (or resume) a campaign into ``options.out``; returns what it did."""
+    say = say or (lambda _line: None)
+    out = Path(options.out)
+    cells = grid(options)
+    done = {row["cell"] for row in read_rows(out)}
+    todo = [c for c in cells if c.key not in done]
+    summary = Summary(cells=len(cells), already_done=len(cells) - len(todo), master=options.master)
+    if not todo:
+        say(f"campaign {out}: all {len(cells)} cells already done")
+        return summary
+    out.mkdir(parents=True, exist_ok=True)
+    own_session = spark is None
+    spark = spark or campaign_session(options.master)
+    sc = spark.sparkContext
+    summary.parallelism = sc.defaultParallelism
+    size = options.cells_per_job or max(1, 2 * summary.parallelism)
+    say(
+        f"campaign {out}: {len(todo)} of {len(cells)} cells to run on {options.master} "
+        f"({summary.parallelism} cores)"
+    )
+    started = time.perf_counter()
+    pending: list[dict[str, Any]] = []
+    ran: list[dict[str, Any]] = []
+    last_flush = time.monotonic()
+
+    def take(rows: list[dict[str, Any]], quiet: bool = False) -> None:
+        nonlocal last_flush
+        pending.extend(rows)
+        ran.extend(comparable(r) | {"_executor": r["executor"]} for r in rows)
+        for row in rows:
+            summary.verdicts[row["verdict"]] = summary.verdicts.get(row["verdict"], 0) + 1
+        if quiet:
+            return
+        say(f"  {len(ran)}/{len(todo)} cells  {time.perf_counter() - started:7.1f}s")
+        if time.monotonic() - last_flush >= FLUSH_EVERY_S:
+            _write_rows(spark, out, pending)
+            pending.clear()
+            last_flush = time.monotonic()
+
+    def submit(pool: ThreadPoolExecutor, batch: list[Cell]) -> Future[list[dict[str, Any]]]:
+        def job() -> list[dict[str, Any]]:
+            try:
+                if batch[0].kind == "proof":
+                    return _run_proof_job(sc, batch[0], 4 * summary.parallelism)
+                return _run_search_job(sc, batch)
+            except Exception as exc:
+                if stopping:
+                    raise
+                return _isolate(sc, batch, exc)
+
+        return pool.submit(job)
+
+    stopping = False
+    batches = iter(chunks(todo, size))
+    # PySpark's own SIGINT handler cancels jobs from inside the signal, which can land in the
+    # middle of a py4j call; a plain KeyboardInterrupt lets the handler below cancel once.
+    previous_handler = _plain_sigint()
+    pool = ThreadPoolExecutor(max_workers=options.jobs_in_flight)
+    in_flight: set[Future[list[dict[str, Any]]]] = set()
+    try:
+        for batch in batches:
+            in_flight.add(submit(pool, batch))
+            if len(in_flight) >= options.jobs_in_flight:
+                finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    take(future.result())
+        while in_flight:
+            finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in finished:
+                take(future.result())
+    except KeyboardInterrupt:
+        stopping = True
+        summary.interrupted = True
+        sc.cancelAllJobs()
+        for future in in_flight:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                take(future.result(), quiet=True)
+    finally:
+        _restore_sigint(previous_handler)
+        pool.shutdown(wait=True, cancel_futures=True)
+        _write_rows(spark, out, pending)
+        summary.ran = len(ran)
+        summary.seconds = round(time.perf_counter() - started, 3)
+        if summary.interrupted:
+            print(f"interrupted: kept the {len(ran)} finished cells", file=sys.stderr)
+        if not summary.interrupted:
+            summary.determinism = cross_check(ran, options, say)
+            _write_determinism(out, summary.determinism)
+        _write_manifest(out, options, summary)
+        if own_session:
+            spark.stop()
+    return summary
+
+
+def _plain_sigint() -> Any:
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _restore_sigint(previous: Any) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)
+
+
+# -- determinism across executors ---------------------------------------------------
+def cross_check(rows: list[dict[str, Any]], options: Options, say: Say) -> list[dict[str, Any]]:
+    """Re-run a sample of the search cells in this (the driver's) process; compare cell hashes."""
+    candidates = [r for r in rows if r["kind"] == "search" and r["verdict"] != "error"]
+    candidates.sort(key=lambda r: hashlib.sha256(r["cell"].encode()).hexdigest())
+    checks = []
+    for row in candidates[: options.cross_check]:
+        cell = Cell(
+            "search",
+            row["scenario"],
+            row["variant"],
+            row["strategy"],
+            int(row["seed"]),
+            int(row["examples_budget"]),
+            options.scenarios_base,
+            tuple(options.scenario_specs),
+        )
+        again = run_cell(cell)
+        same = again["cell_hash"] == row["cell_hash"] and again["trace_hash"] == row["trace_hash"]
+        checks.append(
+            {
+                "cell": row["cell"],
+                "same": same,
+                "executor": row["_executor"],
+                "driver": again["executor"],
+                "cell_hash": row["cell_hash"],
+                "driver_cell_hash": again["cell_hash"],
+            }
+        )
+        if not same:
+            say(
+                f"DETERMINISM FAILURE: {row['cell']} differs between {row['_executor']} and the driver"
+            )
+    if checks:
+        say(
+            f"determinism: {sum(c['same'] for c in checks)}/{len(checks)} cells re-run in the "
+            "driver gave the same cell hash"
+        )
+    return checks
+
+
+def _write_determinism(out: Path, checks: list[dict[str, Any]]) -> None:
+    path = out / "determinism.json"
+    previous = json.loads(path.read_text()) if path.exists() else []
+    merged = {c["cell"]: c for c in previous} | {c["cell"]: c for c in checks}
+    text = json.dumps([merged[k] for k in sorted(merged)], indent=1) + "\n"
+    repro_files.write_atomically(path, text)

@@ -1,0 +1,291 @@
+"""One campaign cell: scenario × variant × strategy × seed, run anywhere, the same row everywhere.
+
+A cell is plain data (:class:`Cell`), so Spark can ship it to any executor,
+and :func:`run_cell` turns it into one result row (a dict of the columns in
+:data:`COLUMNS`) without Spark: the driver runs the same function in-process
+for the determinism cross-check and the benchmark's baseline. A cell's search
+has an examples-only budget, so nothing in its row but ``seconds`` and
+``executor`` depends on which machine ran it or how loaded that machine was;
+``cell_hash`` chains the trace hash of every run the cell made (search and
+shrinking), which is what the cross-check compares.
+
+A cell never raises: an error that escapes the kernel (a checker that
+crashes, a scenario that no longer loads) becomes a row with verdict
+``error`` and the error's last line, so one broken model does not lose a
+campaign.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from raceproof.sim import Budget, Runner, RunOutcome, deviations, encode_blob, explore
+
+# (column, Spark SQL type, what it holds); the README's schema table is this list.
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("cell", "string", "the cell's key: kind/scenario/variant/strategy/seed/examples budget"),
+    ("kind", "string", "`search`, or `proof` (a merged proof) with `--prove`"),
+    ("scenario", "string", "scenario name"),
+    ("variant", "string", "variant name"),
+    ("strategy", "string", "`random`, `hypothesis`, `pct`, or `exhaustive` for a proof"),
+    ("seed", "bigint", "the search's seed (0 for a proof)"),
+    ("examples_budget", "bigint", "examples the cell may run (schedules, for a proof)"),
+    ("expected", "string", "what the catalogue expects of the variant: `violated` or `ok`"),
+    ("verdict", "string", "`violated`, `ok`, `inconclusive`, or `error` (the cell crashed)"),
+    ("met", "boolean", "the verdict is the expected one"),
+    ("checker", "string", "the violated checker, if any"),
+    ("examples_to_violation", "bigint", "examples run up to the first violation (null if none)"),
+    ("examples", "bigint", "examples run (proof: runs)"),
+    ("schedules", "bigint", "distinct schedules run (proof: complete schedules)"),
+    ("complete", "boolean", "proof only: nothing pruned the walk"),
+    ("shards", "bigint", "proof only: shards the proof was split into"),
+    ("seconds", "double", "wall seconds of the cell (varies between runs)"),
+    ("virtual_ms", "bigint", "virtual milliseconds simulated by every run of the cell"),
+    ("trace_hash", "string", "trace hash of the shrunk counterexample"),
+    ("cell_hash", "string", "SHA-256 over the trace hashes of every run of the cell, in order"),
+    ("blob", "string", "the shrunk counterexample's choice blob"),
+    ("deviations", "bigint", "deviations from FIFO of the shrunk counterexample"),
+    ("counterexample", "string", "its file, relative to the campaign folder"),
+    ("error", "string", "what a crashed cell raised; for an inconclusive proof, what pruned it"),
+    ("tool_version", "string", "raceproof version that ran the cell"),
+    ("git_commit", "string", "git commit of that raceproof"),
+    ("executor", "string", "host:pid that ran the cell (varies between runs)"),
+)
+COLUMN_NAMES = tuple(name for name, _type, _doc in COLUMNS)
+# Columns that differ between two runs of the same cell by design.
+VOLATILE = frozenset({"seconds", "executor"})
+
+
+@dataclass(frozen=True)
+class Cell:
+    kind: str  # "search" or "proof-shard"
+    scenario: str
+    variant: str
+    strategy: str
+    seed: int
+    examples: int
+    # Where user scenarios come from: (driver's working folder, --scenarios entries).
+    scenarios_base: str = ""
+    scenarios: tuple[str, ...] = ()
+    shard: tuple[int, ...] = ()  # proof shards: the choice prefix this shard owns
+    shard_index: int = 0
+    pct_depth: int = 3
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.scenario}/{self.variant}/{self.strategy}/{self.seed}/{self.examples}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def load_scenarios(base: str, entries: Sequence[str]) -> None:
+    """Make the user's scenarios known in this process, as the command line would.
+
+    The one entry to the ``--scenarios`` mechanism for campaigns: the
+    discovery module when this raceproof has it, else a plain import of each
+    module or file (files resolved against ``base``, the driver's folder).
+    """
+    import importlib
+
+    discovery: Any
+    try:
+        discovery = importlib.import_module("raceproof.scenarios.discovery")
+    except ImportError:
+        discovery = None
+    if discovery is not None:
+        previous = Path.cwd()
+        try:
+            if base:
+                os.chdir(base)
+            discovery.ensure_loaded(list(entries))
+        finally:
+            os.chdir(previous)
+        return
+    _import_entries(base, entries)
+
+
+_IMPORTED: set[str] = set()
+
+
+def _import_entries(base: str, entries: Sequence[str]) -> None:
+    import importlib
+    import importlib.util
+    import sys
+
+    from raceproof.scenarios.catalogue import UnknownName, get
+
+    get("lost-update")  # the built-in catalogue first
+    for entry in entries:
+        path = Path(base or ".") / entry
+        key = str(path.resolve()) if entry.endswith(".py") or path.is_file() else entry
+        if key in _IMPORTED:
+            continue
+        if entry.endswith(".py") or path.is_file():
+            if not path.is_file():
+                raise UnknownName(f"cannot load scenarios from {entry}: no such file")
+            name = "raceproof_user_" + hashlib.sha256(key.encode()).hexdigest()[:10]
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise UnknownName(f"cannot load scenarios from {entry}: not a Python file")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        else:
+            if base and base not in sys.path:
+                sys.path.insert(0, base)
+            importlib.import_module(entry)
+        _IMPORTED.add(key)
+
+
+class _Recorder:
+    """Wraps a runner: counts virtual time and chains the trace hash of every run."""
+
+    def __init__(self, run: Runner) -> None:
+        self.run = run
+        self.digest = hashlib.sha256()
+        self.virtual_ms = 0
+
+    def __call__(self, source: Any) -> RunOutcome:
+        outcome = self.run(source)
+        self.virtual_ms += outcome.virtual_ms
+        self.digest.update(outcome.trace_hash.encode())
+        return outcome
+
+
+def _identity() -> tuple[str, str]:
+    from raceproof.scenarios import runner
+
+    return runner.tool_version(), runner.git_commit()
+
+
+def empty_row(cell: Cell, expected: str) -> dict[str, Any]:
+    version, commit = _identity()
+    row: dict[str, Any] = dict.fromkeys(COLUMN_NAMES)
+    row.update(
+        cell=cell.key,
+        kind="proof" if cell.kind == "proof-shard" else cell.kind,
+        scenario=cell.scenario,
+        variant=cell.variant,
+        strategy=cell.strategy,
+        seed=cell.seed,
+        examples_budget=cell.examples,
+        expected=expected,
+        examples=0,
+        schedules=0,
+        virtual_ms=0,
+        tool_version=version,
+        git_commit=commit,
+        executor=f"{socket.gethostname()}:{os.getpid()}",
+    )
+    return row
+
+
+def counterexample_name(row: dict[str, Any]) -> str:
+    return f"counterexamples/{row['scenario']}--{row['variant']}--{row['trace_hash'][:12]}.json"
+
+
+def counterexample_text(
+    scenario: Any, variant: str, config: Any, outcome: RunOutcome, strategy: str
+) -> str:
+    """The counterexample file's text (the driver writes it: executors may be other machines)."""
+    from raceproof.scenarios.catalogue import config_to_json
+    from raceproof.sim import Counterexample
+
+    violation = outcome.violation
+    assert violation is not None
+    version, commit = _identity()
+    counterexample = Counterexample(
+        scenario=scenario.name,
+        variant=variant,
+        config=config_to_json(config),
+        choices=list(outcome.choices),
+        trace_hash=outcome.trace_hash,
+        verdict=violation.to_json(),
+        history=outcome.history,
+        tool_version=version,
+        git_commit=commit,
+        strategy=strategy,
+    )
+    return json.dumps(counterexample.to_json(), indent=1, sort_keys=True) + "\n"
+
+
+def found_fields(row: dict[str, Any], shrunk: RunOutcome) -> None:
+    violation = shrunk.violation
+    row["checker"] = violation.checker if violation else None
+    row["trace_hash"] = shrunk.trace_hash
+    row["blob"] = encode_blob(shrunk.values)
+    row["deviations"] = deviations(shrunk.values)
+    row["counterexample"] = counterexample_name(row)
+
+
+def finish_row(row: dict[str, Any], expected: str) -> dict[str, Any]:
+    row["met"] = row["verdict"] == expected
+    return row
+
+
+def run_cell(cell: Cell) -> dict[str, Any]:
+    """Run one search cell and return its row (plus ``_counterexample``, the file's text)."""
+    from raceproof.scenarios.catalogue import get
+
+    started = time.perf_counter()
+    row = empty_row(cell, "ok")
+    try:
+        load_scenarios(cell.scenarios_base, cell.scenarios)
+        scenario = get(cell.scenario)
+        expected = "violated" if cell.variant in scenario.expect_violation else "ok"
+        row["expected"] = expected
+        config = scenario.config
+        recorder = _Recorder(scenario.runner(cell.variant, config))
+        report = explore(
+            recorder,
+            cell.strategy,
+            cell.seed,
+            Budget(examples=cell.examples),
+            pct_depth=cell.pct_depth,
+        )
+        row["verdict"] = report.verdict
+        row["examples"] = report.examples
+        row["schedules"] = report.examples
+        row["virtual_ms"] = recorder.virtual_ms
+        row["cell_hash"] = recorder.digest.hexdigest()
+        if report.shrunk is not None:
+            row["examples_to_violation"] = report.examples
+            found_fields(row, report.shrunk)
+            row["_counterexample"] = counterexample_text(
+                scenario, cell.variant, config, report.shrunk, cell.strategy
+            )
+    except Exception as exc:
+        row["verdict"] = "error"
+        row["error"] = _error_line(exc)
+    row["seconds"] = round(time.perf_counter() - started, 4)
+    return finish_row(row, row["expected"])
+
+
+def _error_line(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"[:1000]
+
+
+def error_row(cell: Cell, expected: str, message: str) -> dict[str, Any]:
+    """The row of a cell whose task failed outside Python (a worker that died)."""
+    row = empty_row(cell, expected)
+    row["verdict"] = "error"
+    row["error"] = message[:1000]
+    row["seconds"] = 0.0
+    return finish_row(row, expected)
+
+
+def comparable(row: dict[str, Any]) -> dict[str, Any]:
+    """The row without the columns that vary between runs (timings, which process ran it)."""
+    return {k: v for k, v in row.items() if k not in VOLATILE and not k.startswith("_")}
