@@ -61,6 +61,7 @@ def test_explore_interrupted_prints_what_it_covered_as_json(
     signum: int,
     code: int,
 ) -> None:
+    before = signal.getsignal(signal.SIGINT)  # a Spark session in this worker sets its own
     signal_at_run(40, signum)
     argv = ["explore", "lost-update", "--variant", "fix-cas", "--examples", "100000"]
     assert main([*argv, "--budget", "600", "--out", str(tmp_path), "--json"]) == code
@@ -73,7 +74,7 @@ def test_explore_interrupted_prints_what_it_covered_as_json(
     assert "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
     # The handlers are restored afterwards.
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_explore_interrupted_keeps_a_violation_it_had_found(
@@ -94,13 +95,25 @@ def test_explore_interrupted_keeps_a_violation_it_had_found(
 def test_prove_interrupted_is_inconclusive_and_says_what_it_covered(
     signal_at_run: Callable[[int, int], None], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    signal_at_run(10, signal.SIGINT)
+    # The estimate samples 30 runs before the walk; the signal lands 10 runs into the walk.
+    signal_at_run(40, signal.SIGINT)
     code = main(["prove", "brooklin-double-stop", "--variant", "fix-conditional-write",
                  "--out", str(tmp_path)])  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 130
     assert "inconclusive: interrupted by SIGINT after" in out
-    assert "not a proof" in out
+    assert "distinct complete schedules" in out and "not a proof" in out
+    assert "Traceback" not in err
+
+
+def test_prove_interrupted_while_sizing_the_proof_says_so(
+    signal_at_run: Callable[[int, int], None], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    signal_at_run(5, signal.SIGINT)
+    code = main(["prove", "lost-update", "--variant", "fix-cas", "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 130
+    assert "inconclusive: interrupted by SIGINT after sampling the proof's size" in out
     assert "Traceback" not in err
 
 

@@ -131,8 +131,9 @@ def test_a_pipeline_that_cannot_be_loaded_is_a_usage_error(
         # The dedup's state (the ids seen) restored from an older copy lets ids through again.
         ("dedup", "stale-checkpoint-restore", {"no-duplicate-emission"}, True),
         # A stop landing while the batch's own Spark job runs: the query thread dies uncaught.
-        ("windowed-count", "stop-during-batch-job",
-         {"no-duplicate-emission", "no-uncaught-error"}, True),
+        # (Whether the thread also dies uncaught is up to the JVM's timing: 3 of 3 in the
+        # measured runs, not every run under a loaded CI, so the test asks for the replay.)
+        ("windowed-count", "stop-during-batch-job", {"no-duplicate-emission"}, True),
     ],
 )  # fmt: skip
 def test_the_built_in_pipelines_measured_findings(
@@ -146,6 +147,7 @@ def test_the_built_in_pipelines_measured_findings(
 
     job = resolve(pipeline)
     stock = EXPERIMENTS[experiment].trial(spark, job, False)
-    assert stock.violated() == stock_violates, stock.message
+    may_also = {"no-uncaught-error"} if experiment == "stop-during-batch-job" else set()
+    assert stock_violates <= stock.violated() <= stock_violates | may_also, stock.message
     guarded = EXPERIMENTS[experiment].trial(spark, job, True)
     assert (guarded.verdict == "ok") == guarded_ok, guarded.message

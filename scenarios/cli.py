@@ -79,7 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _JSON_WANTED[0] = "--json" in words
     with signals.interruptible():
         try:
-            args = build_parser().parse_args(words)
+            try:
+                args = build_parser().parse_args(words)
+            except SystemExit as done:  # usage errors (said in one line), --help, --version
+                return done.code if isinstance(done.code, int) else runner.EXIT_USAGE
             discovery.ensure_loaded([*args.top_scenarios, *(args.scenarios or [])])
             code: int = args.handler(args)
             return code

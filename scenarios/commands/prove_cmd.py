@@ -61,7 +61,14 @@ def cmd_prove(args: argparse.Namespace) -> int:
     out_dir = prepare_output_dir(args.out)
     budget = Budget(examples=args.max_schedules, seconds=args.budget, clock=time.monotonic)
     run = scenario.runner(variant, config, args.checker)
-    size = estimate(run, samples=args.estimate_samples, max_branch=max_branch, clock=time.monotonic)
+    try:
+        size = estimate(
+            run, samples=args.estimate_samples, max_branch=max_branch, clock=time.monotonic
+        )
+    except KeyboardInterrupt as exc:  # before the walk began: nothing is covered yet
+        partial = runner.base_result(scenario, variant, "exhaustive", config)
+        partial.update(complete=False, bounds_pruned={"interrupted": 0})
+        return emit_interrupted(args, partial, exc, "sampling the proof's size; not a proof")
     if args.estimate:
         return _report_estimate(args, scenario.name, variant, size, config)
     line = Progress(f"prove {scenario.name}/{variant}", not args.json, count_key="runs")
