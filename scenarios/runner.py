@@ -126,12 +126,13 @@ def base_result(scenario: Scenario, variant: str, strategy: str, config: Any) ->
     }
 
 
-def save_counterexample(
-    out_dir: Path, scenario: Scenario, variant: str, config: Any, outcome: RunOutcome, strategy: str
-) -> Path:
+def counterexample_of(
+    scenario: Scenario, variant: str, config: Any, outcome: RunOutcome, strategy: str
+) -> Counterexample:
+    """The counterexample of a violating run, stamped with this tool's version and commit."""
     violation = outcome.violation
     assert violation is not None
-    counterexample = Counterexample(
+    return Counterexample(
         scenario=scenario.name,
         variant=variant,
         config=config_to_json(config),
@@ -143,6 +144,12 @@ def save_counterexample(
         git_commit=git_commit(),
         strategy=strategy,
     )
+
+
+def save_counterexample(
+    out_dir: Path, scenario: Scenario, variant: str, config: Any, outcome: RunOutcome, strategy: str
+) -> Path:
+    counterexample = counterexample_of(scenario, variant, config, outcome, strategy)
     path = out_dir / f"{scenario.name}--{variant}--{outcome.trace_hash[:12]}.json"
     repro_files.save(path, counterexample)
     return path

@@ -198,24 +198,9 @@ def counterexample_text(
     scenario: Any, variant: str, config: Any, outcome: RunOutcome, strategy: str
 ) -> str:
     """The counterexample file's text (the driver writes it: executors may be other machines)."""
-    from raceproof.scenarios.catalogue import config_to_json
-    from raceproof.sim import Counterexample
+    from raceproof.scenarios import runner
 
-    violation = outcome.violation
-    assert violation is not None
-    version, commit = _identity()
-    counterexample = Counterexample(
-        scenario=scenario.name,
-        variant=variant,
-        config=config_to_json(config),
-        choices=list(outcome.choices),
-        trace_hash=outcome.trace_hash,
-        verdict=violation.to_json(),
-        history=outcome.history,
-        tool_version=version,
-        git_commit=commit,
-        strategy=strategy,
-    )
+    counterexample = runner.counterexample_of(scenario, variant, config, outcome, strategy)
     return json.dumps(counterexample.to_json(), indent=1, sort_keys=True) + "\n"
 
 
