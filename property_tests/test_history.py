@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -96,3 +97,19 @@ def test_checkers_name_themselves_and_the_earliest_violation_wins() -> None:
 
     with pytest.raises(AssertionError, match="checker liar returned"):
         liar(History())
+
+
+def test_files_written_atomically_get_the_mode_of_any_new_file(tmp_path: Path) -> None:
+    import os
+
+    from raceproof.sim.repro import write_atomically
+
+    umask = os.umask(0o022)
+    try:
+        target = tmp_path / "out" / "counterexample.json"
+        write_atomically(target, "{}\n")
+        assert target.read_text(encoding="utf-8") == "{}\n"
+        assert target.stat().st_mode & 0o777 == 0o644
+        assert [p.name for p in target.parent.iterdir()] == ["counterexample.json"]
+    finally:
+        os.umask(umask)
