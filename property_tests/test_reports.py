@@ -232,3 +232,32 @@ def test_progress_says_rate_estimate_and_time_left_and_stays_silent_off_a_termin
     progress.done()
     explore.done()
     assert capsys.readouterr().err == ""
+
+
+def test_a_status_line_shows_steps_on_a_terminal_and_logs_them_elsewhere(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from raceproof.scenarios.commands.common import StatusLine
+
+    logged = StatusLine("check", True, total=3)
+    assert not logged.progress.enabled, "stderr under pytest is not a terminal"
+    logged("[1/3] lost-update / buggy explore: found")
+    logged("[2/3] lost-update / fix-cas prove: ok")
+    logged.done()
+    assert capsys.readouterr().err.splitlines() == [
+        "[1/3] lost-update / buggy explore: found",
+        "[2/3] lost-update / fix-cas prove: ok",
+    ]
+    quiet = StatusLine("check", False)
+    quiet("nothing")
+    quiet.done()
+    assert capsys.readouterr().err == ""
+    # On a terminal the steps drive one progress line: done against the total, the latest step.
+    live = StatusLine("spark-check", True, total=4, says_start=True)
+    live.progress.enabled = True  # what a terminal would give, without starting rich's display
+    live("starting a local Spark session ...")
+    live("[1/3] windowed-count: drain ...")
+    line = live.progress.line()
+    assert "done 1" in line and "25% of 4" in line and "windowed-count: drain" in line
+    live.progress.enabled = False
+    live.done()

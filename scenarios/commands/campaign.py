@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from raceproof.scenarios import runner
-from raceproof.scenarios.commands.common import UsageError, add_command
+from raceproof.scenarios.commands.common import StatusLine, UsageError, add_command
 from raceproof.sim import STRATEGIES
 
 EXIT_INTERRUPTED = 130
@@ -62,13 +61,16 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         ),
         cross_check=args.cross_check,
     )
-    say = (lambda line: print(line, file=sys.stderr, flush=True)) if not args.json else None
+    status = StatusLine("campaign", not args.json)
+    say = status if not args.json else None
     try:
         summary = campaign.run(options, say)
     except campaign.CampaignError as exc:
         raise UsageError(str(exc)) from None
     except SparkUnavailable as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
+    finally:
+        status.done()
     rows = campaign.read_rows(Path(args.out))
     from raceproof.reports.campaign import failed_expectations
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 from raceproof.scenarios import discovery, gate, runner
 from raceproof.scenarios.catalogue import all_scenarios, get
-from raceproof.scenarios.commands.common import UsageError, add_command
+from raceproof.scenarios.commands.common import StatusLine, UsageError, add_command
 
 
 def _init_worker(entries: list[str]) -> None:
@@ -42,11 +41,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError("--examples must be positive")
     jobs = gate.jobs_for(scenarios, profile)
     out_dir = Path(args.out)
-    say = (
-        (lambda line: None)
-        if args.json
-        else (lambda line: print(line, file=sys.stderr, flush=True))
-    )
+    say = StatusLine("check", not args.json, total=len(jobs))
     started = time.monotonic()
     results: list[gate.CheckResult] = []
     if args.jobs == 1:
@@ -64,6 +59,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 say(
                     f"[{number}/{len(jobs)}] {job.scenario} / {job.variant} {job.kind}: {results[-1].cell}"
                 )
+    say.done()
     seconds = round(time.monotonic() - started, 1)
     code = gate.exit_code(results)
     if args.junit:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -134,6 +135,37 @@ class Progress:
         if self._live is not None:
             self._live.stop()
             self._live = None
+
+
+class StatusLine:
+    """What a long command is doing, for the commands that report steps (check, campaign, spark-check).
+
+    On a terminal: one ``Progress`` line with the latest step, how many steps are
+    done (against ``total`` when known), the rate and the time left. Elsewhere
+    (a CI log): each step as one line on stderr. Nothing with ``--json``.
+    """
+
+    def __init__(
+        self, label: str, enabled: bool, *, total: int | None = None, says_start: bool = False
+    ) -> None:
+        self.enabled = enabled
+        self.progress = Progress(label, enabled, total=total, count_key="done")
+        self.steps = 0
+        # A step announced as it starts ("[3/10] drain ...") is done only when the next one is.
+        self.says_start = says_start
+
+    def __call__(self, line: str) -> None:
+        if not self.enabled:
+            return
+        if not self.progress.enabled:
+            print(line, file=sys.stderr, flush=True)
+            return
+        self.progress({"done": self.steps if self.says_start else self.steps + 1})
+        self.steps += 1
+        self.progress.phase(line)
+
+    def done(self) -> None:
+        self.progress.done()
 
 
 def _clock(seconds: float) -> str:

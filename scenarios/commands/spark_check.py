@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from typing import Any
 
 from raceproof.scenarios import runner, signals
-from raceproof.scenarios.commands.common import (
-    UsageError,
-    add_command,
-)
+from raceproof.scenarios.commands.common import StatusLine, UsageError, add_command
 from raceproof.scenarios.validation import int_in
 
 DEFAULT_PIPELINE = "windowed-count"
@@ -59,11 +55,7 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
             f"experiment {', '.join(args.experiment or [])} does not apply to pipeline "
             f"{', '.join(p.name for _, p in pipelines)} (it lacks what the experiment needs)"
         )
-    say = (
-        (lambda line: print(line, file=sys.stderr, flush=True))
-        if not args.json
-        else (lambda line: None)
-    )
+    say = StatusLine("spark-check", not args.json, total=len(plan) + 1, says_start=True)
     started = time.monotonic()
     owned = not session_running()  # a caller's session (a test's) is left running
     say("starting a local Spark session ...")
@@ -90,6 +82,7 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
             stop_session()  # the JVM goes before the partial result is printed
         return interrupted(args, rows, len(plan), exc, round(time.monotonic() - started, 1))
     finally:
+        say.done()
         if owned:
             stop_session()
     failed = [r for r in rows if r["verdict"] == "violated"]
