@@ -27,6 +27,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from raceproof.reports.plots import save_png
 from raceproof.sim import repro as repro_files
 
 Row = dict[str, Any]
@@ -214,12 +215,7 @@ def plot(rows: Sequence[Row], path: Path) -> bool:
         axis.grid(True, alpha=0.3)
     axes[0].set_yticks(range(1, len(labels) + 1), labels, fontsize=7)
     axes[0].invert_yaxis()  # the first scenario at the top, as in the tables
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.png")
-    figure.savefig(tmp, dpi=90)
-    plt.close(figure)
-    tmp.replace(path)
+    save_png(figure, path, dpi=90)
     return True
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -33,9 +34,14 @@ def panels_png(
         axis.grid(True, alpha=0.3)
         axis.legend(fontsize=7)
     figure.suptitle(title)
+    save_png(figure, path, dpi=100)
+
+
+def save_png(figure: Any, path: Path, *, dpi: int) -> None:
+    """Lay out, write through a temporary file (no half-written PNG) and close ``figure``."""
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.png")
-    figure.savefig(tmp, dpi=100)
+    figure.savefig(tmp, dpi=dpi)
     plt.close(figure)
     tmp.replace(path)
