@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from raceproof.reports import campaign as report
 from raceproof.scenarios.catalogue import get
 from raceproof.scenarios.cli import main
 from raceproof.sim import Budget
+from raceproof.sim.proof_plan import split
 from raceproof.spark_integration import campaign
 from raceproof.spark_integration.campaign_cells import Cell, comparable, run_cell
 from raceproof.spark_integration.campaign_proof import merge, prove_shard, shard_cells
@@ -77,29 +76,57 @@ def test_a_cell_that_cannot_run_is_an_error_row() -> None:
     assert "no-such-scenario" in row["error"]
 
 
-def _sharded_proof(variant: str, target: int) -> dict[str, Any]:
+def _sharded_proof(variant: str) -> dict[str, Any]:
     proof = Cell("proof", "lost-update", variant, "exhaustive", 0, 1_000_000)
-    shards, expected, max_dev, max_branch, pruned = shard_cells(proof, target)
-    results = [prove_shard(shard, max_dev, max_branch) for shard in reversed(shards)]
-    return merge(proof, expected, results, pruned)
+    shards, plan = shard_cells(proof)
+    results = [
+        prove_shard(shard, plan.max_deviations, plan.max_branch) for shard in reversed(shards)
+    ]
+    return merge(proof, plan, results)
 
 
-@settings(max_examples=8)
-@given(st.integers(min_value=1, max_value=40))
-def test_a_proof_split_into_any_number_of_shards_counts_the_local_proofs_schedules(
-    target: int,
-) -> None:
-    local = get("lost-update").prove("fix-cas", Budget(1_000_000))
-    row = _sharded_proof("fix-cas", target)
-    assert (local.verdict, local.complete, local.schedules) == ("ok", True, 46)
-    assert (row["verdict"], row["complete"], row["schedules"]) == ("ok", True, local.schedules)
-    assert row["shards"] >= min(target, 2)
+def test_a_proof_in_shards_has_the_counts_of_prove_and_prove_j() -> None:
+    scenario, variant = get("lost-update"), "fix-cas"
+    local = scenario.prove(variant, Budget(1_000_000))
+    parallel = scenario.prove(variant, Budget(1_000_000), jobs=2)
+    row = _sharded_proof(variant)
+    assert (local.verdict, local.complete) == ("ok", True)
+    assert (row["verdict"], row["complete"]) == ("ok", True)
+    assert row["schedules"] == local.schedules == parallel.schedules
+    assert row["examples"] == local.runs == parallel.runs
+    assert row["shards"] == parallel.shards > 1
+
+
+def test_shards_are_prove_js_split_and_results_merge_in_walk_order() -> None:
+    """Whatever order the executors return them in, the row is the same."""
+    proof = Cell("proof", "lost-update", "fix-cas", "exhaustive", 0, 1_000_000)
+    shards, plan = shard_cells(proof)
+    run = get("lost-update").runner("fix-cas", get("lost-update").prove_config)
+    expected, _first = split(run, reduction=True)
+    assert [cell.shard for cell in shards] == expected
+    assert [cell.shard_index for cell in shards] == list(range(len(shards)))
+    results = [prove_shard(shard, plan.max_deviations, plan.max_branch) for shard in shards]
+    forward = merge(proof, plan, results)
+    backward = merge(proof, plan, list(reversed(results)))
+    assert comparable(forward) == comparable(backward)
 
 
 def test_a_sharded_proof_of_a_buggy_variant_is_violated_with_a_shrunk_counterexample() -> None:
-    row = _sharded_proof("buggy", 6)
+    row = _sharded_proof("buggy")
     assert row["verdict"] == "violated" and row["met"] and row["complete"] is False
     assert row["deviations"] == 1 and row["_counterexample"]
+    assert row["counterexample"].startswith("counterexamples/lost-update--buggy--")
+
+
+def test_a_shard_that_crashes_makes_the_proof_an_error_row() -> None:
+    proof = Cell("proof", "lost-update", "fix-cas", "exhaustive", 0, 1_000_000)
+    shards, plan = shard_cells(proof)
+    results = [prove_shard(shard, plan.max_deviations, plan.max_branch) for shard in shards]
+    results[-1] = {"shard": results[-1]["shard"], "verdict": "error", "error": "boom",
+                   "virtual_ms": 0, "seconds": 0.0}  # fmt: skip
+    row = merge(proof, plan, results)
+    assert (row["verdict"], row["complete"], row["met"]) == ("error", False, False)
+    assert row["error"] == f"shard {len(shards) - 1}: boom"
 
 
 # -- the report, on rows made by hand -------------------------------------------------

@@ -230,14 +230,17 @@ def _run_search_job(sc: Any, cells: list[Cell]) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_proof_job(sc: Any, proof: Cell, target: int) -> list[dict[str, Any]]:
-    shards, expected, max_dev, max_branch, split_pruned = shard_cells(proof, target)
+def _run_proof_job(sc: Any, proof: Cell) -> list[dict[str, Any]]:
+    shards, plan = shard_cells(proof)
+    max_dev, max_branch = plan.max_deviations, plan.max_branch
     results = (
         sc.parallelize(shards, len(shards))
         .map(lambda cell: prove_shard(cell, max_dev, max_branch))
         .collect()
+        if shards
+        else []
     )
-    return [merge(proof, expected, results, split_pruned)]
+    return [merge(proof, plan, results)]
 
 
 def _isolate(sc: Any, cells: list[Cell], exc: BaseException) -> list[dict[str, Any]]:
@@ -246,9 +249,7 @@ def _isolate(sc: Any, cells: list[Cell], exc: BaseException) -> list[dict[str, A
     for cell in cells:
         try:
             rows.extend(
-                _run_search_job(sc, [cell])
-                if cell.kind == "search"
-                else _run_proof_job(sc, cell, 1)
+                _run_search_job(sc, [cell]) if cell.kind == "search" else _run_proof_job(sc, cell)
             )
         except Exception as again:
             message = str(again).strip().splitlines()
@@ -319,7 +320,7 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
         def job() -> list[dict[str, Any]]:
             try:
                 if batch[0].kind == "proof":
-                    return _run_proof_job(sc, batch[0], 4 * summary.parallelism)
+                    return _run_proof_job(sc, batch[0])
                 return _run_search_job(sc, batch)
             except Exception as exc:
                 if stopping:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from raceproof.sim import Budget, Runner, RunOutcome, deviations, encode_blob, explore
+from raceproof.sim.reduction import Shard
 
 # (column, Spark SQL type, what it holds); the README's schema table is this list.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -76,7 +77,7 @@ class Cell:
     # Where user scenarios come from: (driver's working folder, --scenarios entries).
     scenarios_base: str = ""
     scenarios: tuple[str, ...] = ()
-    shard: tuple[int, ...] = ()  # proof shards: the choice prefix this shard owns
+    shard: Shard | None = None  # proof shards: the subtree of the walk this shard owns
     shard_index: int = 0
     pct_depth: int = 3
 
