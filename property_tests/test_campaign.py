@@ -151,6 +151,26 @@ def test_failed_expectations_name_a_violated_fix_and_a_bug_never_found() -> None
     assert "violated in 1 of 2" in failed["fix"]
 
 
+def test_the_html_report_escapes_what_rows_carry_and_marks_a_determinism_failure() -> None:
+    rows = [_row("buggy", "random", s, "ok", None) for s in range(2)]
+    rows.append(_row("fix<script>", "random", 0, "violated", 3))
+    data = {
+        "folder": "out/<c1>", "cells": len(rows), "verdicts": {"ok": 2, "violated": 1},
+        "manifest": {"options": {"seeds": [0, 1], "examples": 10, "strategies": ["random"]},
+                     "tool_version": "0.1.0", "git_commit": "abc"},
+        "detection": report.detection(rows), "counterexamples": report.distinct_counterexamples(rows),
+        "failed": report.failed_expectations(rows), "proofs": report.proofs(rows),
+        "determinism": [{"cell": "c", "same": False, "executor": "h:1", "driver": "h:2"}],
+        "baseline": None, "changes": [],
+    }  # fmt: skip
+    page = report.render_html(data, b"png-bytes")
+    assert "<script>" not in page and "fix&lt;script&gt;" in page
+    assert "<title>Campaign out/&lt;c1&gt;</title>" in page
+    assert 'src="data:image/png;base64,cG5nLWJ5dGVz"' in page
+    assert page.count('class="bad"') == 1 and "**" not in page  # the determinism failure
+    assert report.render_html(data, None).count("<img") == 0
+
+
 def test_the_baseline_diff_names_new_violations_new_holds_and_slower_detection() -> None:
     old = [_row("buggy", "random", s, "violated", 2) for s in range(4)]
     old += [_row("fix", "random", 0, "ok", None), _row("gone", "pct", 0, "violated", 1)]

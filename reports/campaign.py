@@ -14,7 +14,6 @@ file (the plot inlined), both written into the campaign folder.
 from __future__ import annotations
 
 import base64
-import html
 import json
 import statistics
 from collections import defaultdict
@@ -27,6 +26,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from raceproof.reports.html import template
 from raceproof.reports.plots import save_png
 from raceproof.sim import repro as repro_files
 
@@ -405,38 +405,29 @@ def render_markdown(data: dict[str, Any], plot_name: str | None) -> str:
     return "\n".join(lines)
 
 
-STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;
-font-size:13px;text-align:left}th{background:#f3f3f3}tr.bad td{background:#fde2e2}
-img{max-width:100%}code{font-size:12px}"""
-
-
 def render_html(data: dict[str, Any], plot_png: bytes | None) -> str:
-    esc = html.escape
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>Campaign {esc(data['folder'])}</title><style>{STYLE}</style></head><body>",
-        f"<h1>Campaign {esc(data['folder'])}</h1><p>{esc(_headline(data))}</p>",
+    """One standalone page (the plot inlined), from ``templates/campaign.html.j2``."""
+    tables = [
+        {
+            "title": title,
+            "header": header,
+            "rows": [
+                {
+                    "bad": any(cell in ("**NO**", "newly violated") for cell in row),
+                    "cells": [cell.replace("**", "") for cell in row],
+                }
+                for row in rows
+            ],
+            "note": note,
+        }
+        for title, header, rows, note in _tables(data)
     ]
-    if plot_png:
-        encoded = base64.b64encode(plot_png).decode()
-        parts.append(
-            f"<img alt='examples and seconds to the first violation' "
-            f"src='data:image/png;base64,{encoded}'>"
-        )
-    for title, header, rows, note in _tables(data):
-        parts.append(f"<h2>{esc(title)}</h2>")
-        if rows:
-            parts.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr>")
-            for row in rows:
-                bad = any(cell in ("**NO**", "newly violated") for cell in row)
-                cells = "".join(f"<td>{esc(cell.replace('**', ''))}</td>" for cell in row)
-                parts.append(f"<tr class='{'bad' if bad else ''}'>{cells}</tr>")
-            parts.append("</table>")
-        if note:
-            parts.append(f"<p>{esc(note)}</p>")
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+    return template("campaign.html.j2").render(
+        folder=data["folder"],
+        headline=_headline(data),
+        plot_base64=base64.b64encode(plot_png).decode() if plot_png else None,
+        tables=tables,
+    )
 
 
 def write_report(

@@ -153,6 +153,11 @@ def _cell(op: Op | None, story: Story) -> dict[str, Any] | None:
             "text": op_text(op, 90), "violated": bool(story.violations_at(op.index))}  # fmt: skip
 
 
+def template(name: str) -> jinja2.Template:
+    """One of the package's jinja2 templates (``reports/templates``), autoescaping HTML."""
+    return _environment().get_template(name)
+
+
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FunctionLoader(_template_source),
@@ -175,8 +180,7 @@ def _script_json(value: Any) -> str:
 def render_html(story: Story, show_all: bool = False) -> str:
     """The whole page."""
     data = {"layout": layout(story, show_all), "diff": aligned(story)}
-    template = _environment().get_template("timeline.html.j2")
-    return template.render(
+    return template("timeline.html.j2").render(
         story=story,
         hidden=story.hidden_count(show_all),
         data_json=_script_json(data),
