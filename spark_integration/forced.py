@@ -151,20 +151,21 @@ def streams_resurrection(
     appends = [op for op in history.of_kind("changelog.append") if op.get("task") == TASK]
     restores = history.of_kind("restore.done")
     end = restores[-1].index if restores else len(history)
-    loads = [op for op in history.of_kind("checkpoint.load") if op.get("task") == TASK
-             and op.get("offset") is not None and op.index < end]  # fmt: skip
-    if not loads:
+    loads = [op for op in history.of_kind("checkpoint.load")
+             if op.get("task") == TASK and op.index < end]  # fmt: skip
+    if not loads or not appends:
         raise NoSparkCounterpart(
             f"the simulated run of {variant} never loads a checkpoint of {TASK}: no story to force"
         )
-    load = loads[-1]
-    offset = int(load.get("offset"))
+    load = loads[-1]  # the load the final owner's store rests on
     deletes = [op for op in history.of_kind("dir.delete")
                if op.get("task") == TASK and op.index < end]  # fmt: skip
     delete = next((op for op in deletes if op.index > load.index), deletes[-1] if deletes else None)
+    # The checkpoints on disk when it loads: each one a committed micro-batch on Spark.
     writes = sorted({int(op.get("offset")) for op in history.of_kind("checkpoint.write")
                      if op.get("task") == TASK and op.index < load.index
-                     and 0 < int(op.get("offset")) <= offset})  # fmt: skip
+                     and int(op.get("offset")) > 0})  # fmt: skip
+    offset = max(writes, default=0)
     steps: list[Step] = []
     with TrialRun(spark or session.spark_session(), WindowedCount()) as run:
         job, sandbox = run.job, run.sandbox
