@@ -78,6 +78,12 @@ def test_drain_story_misses_the_windows_the_model_leaves_unfired(
     message = result["message"]
     for window in windows:  # pane seq // 3 is the window starting at 10 * (seq // 3) seconds
         assert f"window=2026-01-01T{window}" in message, (windows, message)
+    # The two histories drawn side by side in one report.
+    assert main(["report", str(tmp_path / "sim.jsonl"), "--beside", str(tmp_path / "real.jsonl"),
+                 "--format", "html", "--scenario", "samza-drain"]) in (0, 1)  # fmt: skip
+    capsys.readouterr()
+    report = (tmp_path / "sim.html").read_text()
+    assert "pane.fire" in report and "sink.row" in report  # the model's ops and Spark's
 
 
 def test_the_designed_drain_is_complete_on_spark(
