@@ -106,3 +106,26 @@ def test_a_variant_without_a_spark_counterpart_is_a_usage_error(
     assert session_running() == running  # refused before any Spark session started
     assert main(["repro", "lost-update", "--backend", "spark"]) == 2
     assert "no spark backend" in capsys.readouterr().err
+
+
+def test_the_fixes_orders_are_forced_too(
+    spark: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # KAFKA-9113's fix reads the checkpoint after the cleaner's delete: on Spark the state folder
+    # is gone before the restart, and Spark refuses to start rather than run on no state.
+    code, result = _repro(capsys, tmp_path, "streams-checkpoint-resurrection",
+                          "--report-timeline", "--variant", "fix-load-after-lock")  # fmt: skip
+    kinds = [s["sim"].split()[1] for s in result["real_steps"][1:3]]
+    assert kinds == ["dir.delete", "checkpoint.load"], result["real_steps"]
+    assert result["real_outcome"]["verdict"] == "raised"
+    assert (
+        "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY" in result["real_outcome"]["message"]
+    )
+    assert not result["real_steps"][2]["reached"]  # the query never got to the batch
+    # PR #6818's run has no delete in the story: the restarted state matches its inputs.
+    code, result = _repro(capsys, tmp_path, "streams-checkpoint-resurrection",
+                          "--report-timeline", "--variant", "fix-standby-running")  # fmt: skip
+    assert all(s["reached"] for s in result["real_steps"]), result["real_steps"]
+    assert not any("dir.delete" in s["sim"] for s in result["real_steps"])
+    checked = {v["checker"]: v["status"] for v in result["verdicts"]}
+    assert (checked["replay-equivalence"], result["verdict"], code) == ("ok", "ok", 0)

@@ -32,6 +32,7 @@ states the same property as which simulated one.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +45,7 @@ from raceproof.sim.dataflow import (
 )
 from raceproof.sim.history import History, Op
 from raceproof.spark_integration import session
-from raceproof.spark_integration.faults import BatchGate, at_offsets_not_committed
+from raceproof.spark_integration.faults import WAIT_S, BatchGate, at_offsets_not_committed
 from raceproof.spark_integration.job import committed_batches
 from raceproof.spark_integration.pipelines.windowed_count import WINDOW_S, WindowedCount
 from raceproof.spark_integration.trial import Trial, TrialRun
@@ -128,13 +129,22 @@ def _describe(op: Op, width: int = 72) -> str:
 
 
 def _short(error: str) -> str:
-    """A Spark error as its error class when it has one (``[CANNOT_LOAD_STATE_STORE...]``)."""
-    if error.find("[") >= 0 and error.find("]") > error.find("["):
-        return error[error.find("[") : error.find("]") + 1]
-    return error[:100]
+    """A Spark error as its innermost error class when it has one (``[CANNOT_LOAD_...]``)."""
+    classes = re.findall(r"\[([A-Z][A-Z0-9_.]+)\]", error)
+    return f"[{classes[-1]}]" if classes else error[:100]
 
 
 # -- checkpoint resurrection (KAFKA-8187) ---------------------------------------------------
+
+
+def _held_or_failed(gate: BatchGate, query: Any) -> bool:
+    """Until the batch thread is held at the gate (True) or the query ended before it (False)."""
+    for _ in range(int(WAIT_S / 0.2)):
+        if gate.wait(0.2):
+            return True
+        if not query.isActive:
+            return gate.wait(0)
+    return False
 
 
 def _record_event(op: Op) -> tuple[str, int]:
@@ -178,12 +188,11 @@ def streams_resurrection(
             low = high
         job.run()
         last = max(committed_batches(sandbox), default=-1)
-        first_write = next(
-            op for op in history.of_kind("checkpoint.write") if op.get("task") == TASK
-        )
-        steps.append(Step(first_write.index, f"checkpoints of {TASK} up to offset {offset}",
-                          f"records {appends[0].get('key')}..r{offset - 1} committed in "
-                          f"batches 0..{last}"))  # fmt: skip
+        first = next((op for op in history.of_kind("checkpoint.write")
+                      if op.get("task") == TASK and int(op.get("offset")) > 0), None)  # fmt: skip
+        steps.append(Step(first.index if first else None,
+                          f"checkpoints of {TASK} up to offset {offset}",
+                          f"{offset} records committed in batches 0..{last}"))  # fmt: skip
         after = [op for op in appends if int(op.get("offset")) >= offset and op.index < end]
         half = len(after) // 2
         job.add_input([_record_event(op) for op in after[:half]] or [("late", 0)])
@@ -196,7 +205,7 @@ def streams_resurrection(
         gate = BatchGate(batch=last + 1, rows=0)
         job.gate = gate
         query = job.start()
-        reached = gate.wait()
+        reached = _held_or_failed(gate, query)
         files = at_offsets_not_committed(sandbox, last + 1) if reached else False
         run.recorder.log("nemesis", "fault.point", point=f"entry of batch {last + 1}",
                          reached=reached, checked_on_files=files, sim_index=load.index)  # fmt: skip
@@ -214,14 +223,18 @@ def streams_resurrection(
         failure = job.process(query)
         job.stop(query)
         job.gate = None
-        recreated = sandbox.checkpoint.joinpath("state").exists()
+        recreated = delete is not None and sandbox.checkpoint.joinpath("state").exists()
         seeks = [op for op in history.of_kind("seek") if op.index > load.index and op.index < end
                  and op.actor == load.actor]  # fmt: skip
-        if seeks:
+        if seeks and reached:
             steps.append(Step(seeks[0].index, _describe(seeks[0]),
                               f"batch {last + 1} ran over the state: "
                               + (f"failed: {_short(failure)}" if failure else "committed")
                               + ("; checkpoint/state re-created" if recreated else "")))  # fmt: skip
+        elif seeks:
+            steps.append(Step(seeks[0].index, _describe(seeks[0]),
+                              f"not reached: the query failed before batch {last + 1}: "
+                              f"{_short(failure or 'no error')}", False))  # fmt: skip
         if failure is None:
             job.add_input([_record_event(op) for op in after[half:]] or [("late", 1)])
             failure = job.run()
