@@ -133,3 +133,18 @@ def test_spark_that_cannot_start_is_a_clear_error_with_what_the_jvm_said() -> No
     assert done.returncode == 2, done.stderr
     assert "cannot run spark-check: Spark did not start" in done.stderr
     assert "/nonexistent-java/bin/java" in done.stderr  # the JVM launcher's own words
+
+
+def test_the_maintenance_point_is_a_finished_snapshot_not_its_temp_file(tmp_path: Path) -> None:
+    from raceproof.spark_integration.faults import wait_snapshot
+
+    sandbox = Sandbox(tmp_path / "t")
+    store = sandbox.checkpoint / "state" / "0" / "1"
+    assert wait_snapshot(sandbox, timeout_s=0.05) is None  # no state folder yet
+    store.mkdir(parents=True)
+    (store / "1.delta").write_bytes(b"x")
+    (store / ".2.snapshot.3f2a.tmp").write_bytes(b"x")  # maintenance still writing it
+    (store / ".1.delta.crc").write_bytes(b"x")
+    assert wait_snapshot(sandbox, timeout_s=0.05) is None
+    (store / "2.snapshot").write_bytes(b"x")
+    assert wait_snapshot(sandbox, timeout_s=0.05) == store / "2.snapshot"

@@ -7,10 +7,25 @@ scenario enters the catalogue through the public ``register``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from raceproof.models import brooklin, counter, group_coordinator, kafka_streams, samza
 from raceproof.scenarios.catalogue import Scenario, register
 from raceproof.scenarios.zookeeper import brooklin as zookeeper_brooklin
 from raceproof.sim import Bounds
+
+
+def _on_spark(name: str) -> Callable[..., Any]:
+    """A real backend of ``spark_integration.forced``, imported only when a run asks for Spark."""
+
+    def run(*args: Any) -> Any:
+        from raceproof.spark_integration import forced
+
+        return getattr(forced, name)(*args)
+
+    return run
+
 
 LOST_UPDATE = register(
     Scenario(
@@ -113,6 +128,7 @@ STREAMS = register(
             ("cleaner.delete_ms", 0): 1,
         },
         report_variant="buggy",
+        real_backends={"spark": _on_spark("streams_resurrection")},
         default_examples=2_000,
         default_budget_s=60.0,
     )
@@ -156,6 +172,7 @@ SAMZA = register(
             source_interval_ms=20_000, stop_at_ms=(5_000,), container_start_ms=(0,), process_ms=700
         ),
         bounds=Bounds(max_time_ms=3 * 3_600_000, max_steps=400_000),
+        real_backends={"spark": _on_spark("samza_drain")},
         default_examples=2_000,
         default_budget_s=60.0,
     )

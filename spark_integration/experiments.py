@@ -29,6 +29,9 @@ data ones are here:
 - ``stop-during-batch-job``: the same, and the batch then runs a Spark job of
   its own, which the stop interrupts (the ``StackOverflowError`` finding).
   Guard: stop only between batches.
+- ``maintenance-snapshot``: the moment state-store maintenance writes a
+  snapshot (a named point: the ``.snapshot`` file appears), it is truncated,
+  a torn write; more input, restart from it, drain. No guard.
 - ``replay-equivalence``: stop and restart mid-stream; the state store after
   every batch (Spark's state data source) against a recomputation from the
   inputs each batch read.
@@ -56,6 +59,7 @@ from raceproof.spark_integration.faults import (
     stop_in_background,
     stop_landed,
     wait_committed,
+    wait_snapshot,
 )
 from raceproof.spark_integration.job import committed_batches
 from raceproof.spark_integration.pipeline import Pipeline
@@ -315,6 +319,50 @@ def _whole_checkpoint(sandbox: Sandbox) -> str:
     return "checkpoint"
 
 
+SNAPSHOT_CONF = "spark.sql.streaming.stateStore.minDeltasForSnapshot"
+
+
+def maintenance_snapshot(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    """Truncate the first snapshot maintenance writes, as it appears; restart from it; drain.
+
+    ``minDeltasForSnapshot`` is 1 for this trial (Spark's default, 10, needs
+    ten batches first), so maintenance's next pass snapshots every store.
+    """
+    saved = spark.conf.get(SNAPSHOT_CONF, None)
+    spark.conf.set(SNAPSHOT_CONF, "1")
+    try:
+        with TrialRun(spark, pipeline) as run:
+            job, sandbox = run.job, run.sandbox
+            job.add_input([("a", 1), ("b", 2)])
+            job.add_input([("a", 12), ("b", 13)])
+            query = job.start()
+            query.processAllAvailable()
+            snapshot = wait_snapshot(sandbox)
+            if snapshot is None:
+                run.note("maintenance wrote no snapshot: the named point was never reached")
+            else:
+                relative = str(snapshot.relative_to(sandbox.root))
+                size = snapshot.stat().st_size
+                sandbox.inside(relative).write_bytes(b"")
+                run.recorder.log("nemesis", "fault.truncate", path=relative, bytes=size,
+                                 point="state-store maintenance wrote a snapshot")  # fmt: skip
+                run.note(f"truncated {relative} ({size} bytes) as maintenance wrote it")
+            job.stop(query)
+            job.add_input([("a", 25), ("b", 27)])
+            failure = job.run() or run.drain()
+            checkers = list(DATA)
+            if pipeline.state_counts and failure is None:
+                job.capture()
+                job.capture_state()
+                checkers.append(state_matches_inputs())
+            return run.judge(checkers, failing_at_end=failure is not None)
+    finally:
+        if saved is None:
+            spark.conf.unset(SNAPSHOT_CONF)
+        else:
+            spark.conf.set(SNAPSHOT_CONF, saved)
+
+
 def replay_equivalence(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
     with TrialRun(spark, pipeline) as run:
         job = run.job
@@ -388,6 +436,10 @@ EXPERIMENTS: dict[str, Experiment] = {
                    "no-uncaught-error, no-duplicate-emission", stop_during_batch_job,
                    "stop only between batches (idle)", ("no-uncaught-error", NO_DUPLICATE),
                    frozenset({"drain"})),
+        Experiment("maintenance-snapshot",
+                   "truncate the snapshot state-store maintenance just wrote, restart",
+                   "no-duplicate-emission, drain-completeness, replay-equivalence",
+                   maintenance_snapshot, None, needs=frozenset({"drain"})),
         Experiment("replay-equivalence", "stop and restart mid-stream (state recovered)",
                    "replay-equivalence", replay_equivalence, None, needs=frozenset({"state"})),
     ]

@@ -15,6 +15,13 @@ load; a named point does not. The points use Spark's own hooks:
 - ``stop_landed``: a stop issued from another thread has begun (the query is
   no longer active), so the driver releases a held batch only once the stop
   is certain to hit it.
+- ``wait_snapshot``: state-store maintenance is running: a ``.snapshot`` file
+  has just appeared in the state directory. Only the maintenance task writes
+  snapshots (HDFSBackedStateStoreProvider ``doMaintenance``), on its own
+  thread every ``spark.sql.streaming.stateStore.maintenanceInterval``
+  (default 60 s), once a store has ``minDeltasForSnapshot`` deltas since its
+  last snapshot; the first one seen is returned at once, while the pass may
+  still be writing the other partitions'.
 
 Every wait is bounded; a point that is not reached is a note in the trial,
 never a hang.
@@ -25,6 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from raceproof.spark_integration.sandbox import Sandbox
@@ -86,6 +94,25 @@ def at_offsets_not_committed(sandbox: Sandbox, batch: int) -> bool:
 def wait_committed(sandbox: Sandbox, batch: int, timeout_s: float = WAIT_S) -> bool:
     """Until the checkpoint's ``commits/batch`` appears."""
     return _poll(lambda: (sandbox.checkpoint / "commits" / str(batch)).exists(), timeout_s)
+
+
+def wait_snapshot(sandbox: Sandbox, timeout_s: float = WAIT_S) -> Path | None:
+    """Until maintenance has written a state ``.snapshot`` (its hidden temp files are skipped)."""
+    found: list[Path] = []
+
+    def written() -> bool:
+        try:
+            snapshots = sorted(
+                p
+                for p in (sandbox.checkpoint / "state").rglob("*.snapshot")
+                if not p.name.startswith(".")
+            )
+        except OSError:  # a temp file renamed away while listing
+            return False
+        found.extend(snapshots[:1])
+        return bool(snapshots)
+
+    return found[0] if _poll(written, timeout_s) else None
 
 
 def stop_in_background(query: Any) -> threading.Thread:

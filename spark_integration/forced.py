@@ -1,0 +1,342 @@
+"""A simulated counterexample's order forced onto a real Spark trial: one story, in the model and on Spark.
+
+``raceproof repro streams-checkpoint-resurrection --report-timeline --backend
+spark`` (and ``samza-drain``) runs the scenario in simulation, then reads the
+simulated history for the ops the story turns on and plays them, in the
+simulated order, as the named fault points of ``spark_integration.faults`` on
+a real local-mode query (the way ``--backend zookeeper`` forces the order
+onto real threads). Each step of the real trial names the simulated op it
+mirrors and whether the real point was reached, so the two are shown side by
+side; the simulated history is judged by the model's checkers, the real one
+by the shared dataflow checkers, and ``checker_map`` says which real checker
+states the same property as which simulated one.
+
+- **Checkpoint resurrection** (KAFKA-8187, ``models/kafka_streams``): the
+  task's changelog records become input events of the windowed count (one
+  state key per record); the first owner's checkpoints are committed
+  micro-batches; the new owner's ``checkpoint.load`` is a restarted query
+  held at the entry of its first batch (``offsets/k`` written, the state of
+  that run not yet loaded: ``foreachBatch`` gets a lazy frame); the
+  cleaner's ``dir.delete`` deletes ``checkpoint/state`` before or after that
+  point, as the simulated order has it; the final ``restore.done`` is one
+  more restart whose state store is read back through Spark's
+  ``statestore`` source and judged by ``replay-equivalence``.
+- **Drain** (SAMZA-2741, ``models/samza``): the messages the aggregating
+  tasks processed become events of the windowed count (task = key, pane
+  ``seq // window_size`` = one 10-second window), in files grouped by the
+  simulated time they were processed; the job runs until the simulated
+  drain's markers, then drains as the variant does: ``drain-1.8`` (panes not
+  fired) is stock ``Trigger.AvailableNow``, ``drain`` (every pane fired) is
+  the drain procedure with its sentinel, ``kill`` stops the query.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from raceproof.models.kafka_streams import TASK
+from raceproof.sim import RunOutcome, Verdict
+from raceproof.sim.dataflow import (
+    drain_emits_every_window,
+    no_duplicate_emission,
+    state_matches_inputs,
+)
+from raceproof.sim.history import History, Op
+from raceproof.spark_integration import session
+from raceproof.spark_integration.faults import WAIT_S, BatchGate, at_offsets_not_committed
+from raceproof.spark_integration.job import committed_batches
+from raceproof.spark_integration.pipelines.windowed_count import WINDOW_S, WindowedCount
+from raceproof.spark_integration.trial import Trial, TrialRun
+
+SIM_WINDOW_MS = 10_000  # drain story: messages processed in one 10 s of simulated time -> one file
+
+
+class NoSparkCounterpart(ValueError):
+    """The simulated variant has no counterpart on Spark (a usage error)."""
+
+
+@dataclass
+class Step:
+    """One step of the story: the simulated op and the Spark point it became."""
+
+    sim_index: int | None
+    sim: str
+    spark: str
+    reached: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sim_index": self.sim_index, "sim": self.sim, "spark": self.spark,
+                "reached": self.reached}  # fmt: skip
+
+
+@dataclass
+class ForcedTrial:
+    """The real trial and its steps; the attributes ``repro --backend`` reads of any real run."""
+
+    story: str
+    trial: Trial
+    steps: list[Step]
+    checker_map: dict[str, str]
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def history(self) -> History:
+        return self.trial.history
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        return self.trial.verdicts
+
+    @property
+    def forced(self) -> int:
+        return len(self.steps)
+
+    @property
+    def followed(self) -> int:
+        return sum(1 for s in self.steps if s.reached)
+
+    @property
+    def skipped(self) -> int:
+        return self.forced - self.followed
+
+    @property
+    def diverged(self) -> str | None:
+        missed = [s for s in self.steps if not s.reached]
+        return f"not reached on Spark: {missed[0].spark}" if missed else None
+
+    @property
+    def status(self) -> str:
+        """``violated`` only for a silent violation; a query that failed loudly is ``ok`` (told)."""
+        return "violated" if self.trial.verdict == "violated" else "ok"
+
+    def side_by_side(self) -> str:
+        width = max((len(s.sim) for s in self.steps), default=0)
+        lines = [f"  {'simulated (' + self.story + ')':{width + 8}}  Spark"]
+        for s in self.steps:
+            where = f"#{s.sim_index}" if s.sim_index is not None else "-"
+            mark = "" if s.reached else "   [NOT REACHED]"
+            lines.append(f"  {where:>5}  {s.sim:{width}}  ->  {s.spark}{mark}")
+        lines.append(f"  Spark trial: {self.trial.verdict}: {self.trial.message}")
+        return "\n".join(lines)
+
+
+def _describe(op: Op, width: int = 72) -> str:
+    fields = " ".join(f"{k}={v}" for k, v in sorted(op.fields.items()))
+    text = f"{op.actor} {op.kind} {fields}".strip()
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _short(error: str) -> str:
+    """A Spark error as its innermost error class when it has one (``[CANNOT_LOAD_...]``)."""
+    classes = re.findall(r"\[([A-Z][A-Z0-9_.]+)\]", error)
+    return f"[{classes[-1]}]" if classes else error[:100]
+
+
+# -- checkpoint resurrection (KAFKA-8187) ---------------------------------------------------
+
+
+def _held_or_failed(gate: BatchGate, query: Any) -> bool:
+    """Until the batch thread is held at the gate (True) or the query ended before it (False)."""
+    for _ in range(int(WAIT_S / 0.2)):
+        if gate.wait(0.2):
+            return True
+        if not query.isActive:
+            return gate.wait(0)
+    return False
+
+
+def _record_event(op: Op) -> tuple[str, int]:
+    """A changelog record as an input event: its own key, all in the first window (none closes)."""
+    offset = int(op.get("offset"))
+    return str(op.get("key")), offset % WINDOW_S
+
+
+def streams_resurrection(
+    spark: Any | None, variant: str, config: Any, simulated: RunOutcome
+) -> ForcedTrial:
+    """KAFKA-8187's order on a real windowed count (``spark`` None: the shared local session)."""
+    history = simulated.history
+    appends = [op for op in history.of_kind("changelog.append") if op.get("task") == TASK]
+    restores = history.of_kind("restore.done")
+    end = restores[-1].index if restores else len(history)
+    loads = [op for op in history.of_kind("checkpoint.load")
+             if op.get("task") == TASK and op.index < end]  # fmt: skip
+    if not loads or not appends:
+        raise NoSparkCounterpart(
+            f"the simulated run of {variant} never loads a checkpoint of {TASK}: no story to force"
+        )
+    load = loads[-1]  # the load the final owner's store rests on
+    deletes = [op for op in history.of_kind("dir.delete")
+               if op.get("task") == TASK and op.index < end]  # fmt: skip
+    delete = next((op for op in deletes if op.index > load.index), deletes[-1] if deletes else None)
+    # The checkpoints on disk when it loads: each one a committed micro-batch on Spark.
+    writes = sorted({int(op.get("offset")) for op in history.of_kind("checkpoint.write")
+                     if op.get("task") == TASK and op.index < load.index
+                     and int(op.get("offset")) > 0})  # fmt: skip
+    offset = max(writes, default=0)
+    steps: list[Step] = []
+    with TrialRun(spark or session.spark_session(), WindowedCount()) as run:
+        job, sandbox = run.job, run.sandbox
+        # The first owner: each checkpoint it wrote is a committed micro-batch.
+        low = 0
+        for high in writes:
+            job.add_input(
+                [_record_event(op) for op in appends if low <= int(op.get("offset")) < high]
+            )
+            low = high
+        job.run()
+        last = max(committed_batches(sandbox), default=-1)
+        first = next((op for op in history.of_kind("checkpoint.write")
+                      if op.get("task") == TASK and int(op.get("offset")) > 0), None)  # fmt: skip
+        steps.append(Step(first.index if first else None,
+                          f"checkpoints of {TASK} up to offset {offset}",
+                          f"{offset} records committed in batches 0..{last}"))  # fmt: skip
+        after = [op for op in appends if int(op.get("offset")) >= offset and op.index < end]
+        half = len(after) // 2
+        job.add_input([_record_event(op) for op in after[:half]] or [("late", 0)])
+        if delete is not None and delete.index < load.index:
+            sandbox.delete("checkpoint/state")
+            run.recorder.log(
+                "nemesis", "fault.delete", path="checkpoint/state", sim_index=delete.index
+            )
+            steps.append(Step(delete.index, _describe(delete), "deleted checkpoint/state"))
+        gate = BatchGate(batch=last + 1, rows=0)
+        job.gate = gate
+        query = job.start()
+        reached = _held_or_failed(gate, query)
+        files = at_offsets_not_committed(sandbox, last + 1) if reached else False
+        run.recorder.log("nemesis", "fault.point", point=f"entry of batch {last + 1}",
+                         reached=reached, checked_on_files=files, sim_index=load.index)  # fmt: skip
+        steps.append(Step(load.index, _describe(load),
+                          f"restarted query holds at the entry of batch {last + 1} (offsets/"
+                          f"{last + 1} written, commits/{last + 1} not, its state not loaded)",
+                          reached and files))  # fmt: skip
+        if delete is not None and delete.index > load.index:
+            sandbox.delete("checkpoint/state")
+            run.recorder.log(
+                "nemesis", "fault.delete", path="checkpoint/state", sim_index=delete.index
+            )
+            steps.append(Step(delete.index, _describe(delete), "deleted checkpoint/state"))
+        gate.release()
+        failure = job.process(query)
+        job.stop(query)
+        job.gate = None
+        recreated = delete is not None and sandbox.checkpoint.joinpath("state").exists()
+        seeks = [op for op in history.of_kind("seek") if op.index > load.index and op.index < end
+                 and op.actor == load.actor]  # fmt: skip
+        if seeks and reached:
+            steps.append(Step(seeks[0].index, _describe(seeks[0]),
+                              f"batch {last + 1} ran over the state: "
+                              + (f"failed: {_short(failure)}" if failure else "committed")
+                              + ("; checkpoint/state re-created" if recreated else "")))  # fmt: skip
+        elif seeks:
+            steps.append(Step(seeks[0].index, _describe(seeks[0]),
+                              f"not reached: the query failed before batch {last + 1}: "
+                              f"{_short(failure or 'no error')}", False))  # fmt: skip
+        if failure is None:
+            job.add_input([_record_event(op) for op in after[half:]] or [("late", 1)])
+            failure = job.run()
+            if failure is not None:
+                steps[-1].spark += f"; the restart failed: {_short(failure)}"
+            job.capture()
+            try:
+                job.capture_state()
+            except Exception as exc:  # the state data source could not read what is left
+                run.note(f"the state store could not be read back: {str(exc).splitlines()[0]}")
+        if restores:
+            restore = restores[-1]
+            steps.append(Step(restore.index, _describe(restore),
+                              "restart; the state store read back (statestore source) after "
+                              "every batch" if failure is None else
+                              f"not run: the query failed loudly at batch {last + 1}",
+                              failure is None))  # fmt: skip
+        trial = run.judge([state_matches_inputs(), no_duplicate_emission()],
+                          failing_at_end=failure is not None)  # fmt: skip
+    return ForcedTrial("KAFKA-8187", trial, steps,
+                       {"checkpoint-soundness": "replay-equivalence",
+                        "no-record-lost": "replay-equivalence",
+                        "no-stale-read": "replay-equivalence"},
+                       [failure] if failure else [])  # fmt: skip
+
+
+# -- drain (SAMZA-2741) ---------------------------------------------------------------------
+
+DRAIN_VARIANTS = {
+    "drain-1.8": "stock Trigger.AvailableNow (append mode: windows the watermark has not passed "
+    "are never emitted)",
+    "drain": "the drain procedure (a sentinel event past every window, then AvailableNow)",
+    "kill": "the query stopped (no drain)",
+}
+
+
+def _message_event(op: Op, window_size: int) -> tuple[str, int]:
+    """A stage-2 message as an event: its task is the key, pane ``seq // window_size`` one window."""
+    seq = int(op.get("seq"))
+    return str(op.actor), (seq // window_size) * WINDOW_S + seq % window_size
+
+
+def samza_drain(spark: Any | None, variant: str, config: Any, simulated: RunOutcome) -> ForcedTrial:
+    """SAMZA-2741's drain on a real windowed count (``spark`` None: the shared local session)."""
+    if variant not in DRAIN_VARIANTS:
+        raise NoSparkCounterpart(
+            f"samza-drain variant {variant!r} has no Spark counterpart; valid: "
+            + ", ".join(DRAIN_VARIANTS)
+        )
+    history = simulated.history
+    stops = history.of_kind("drain.inject", "kill")
+    if not stops:
+        raise NoSparkCounterpart(f"the simulated run of {variant} never drains nor kills")
+    stop = stops[0]
+    window_size = int(config.window_size)
+    stage2 = [op for op in history.of_kind("process") if str(op.get("ssp")).startswith("int/")]
+    before = [op for op in stage2 if op.index < stop.index]
+    in_flight = [op for op in stage2 if op.index > stop.index]
+    steps: list[Step] = []
+    with TrialRun(spark or session.spark_session(), WindowedCount()) as run:
+        job = run.job
+        groups: dict[int, list[Op]] = {}
+        for op in before:
+            groups.setdefault(op.time_ms // SIM_WINDOW_MS, []).append(op)
+        for ops in groups.values():
+            job.add_input([_message_event(op, window_size) for op in ops])
+        job.run()
+        fired = sum(1 for op in history.of_kind("pane.fire") if op.index < stop.index)
+        steps.append(Step(before[0].index if before else None,
+                          f"{len(before)} stage-2 messages processed, {fired} panes fired",
+                          f"{len(groups)} files, one micro-batch each; "
+                          f"{len(committed_batches(run.sandbox))} batches committed"))  # fmt: skip
+        requests = history.of_kind("drain.request")
+        if requests:
+            steps.append(Step(requests[0].index, _describe(requests[0]),
+                              "(the drain takes effect at the markers below)"))  # fmt: skip
+        if in_flight:
+            job.add_input([_message_event(op, window_size) for op in in_flight])
+        failure: str | None
+        if variant == "kill":
+            query = job.start()
+            job.process(query)
+            job.request_drain("kill")
+            job.stop(query)
+            failure = None
+            steps.append(Step(stop.index, _describe(stop), "query.stop() (no drain)"))
+        elif variant == "drain":
+            failure = run.drain()
+            steps.append(Step(stop.index, _describe(stop),
+                              "drain procedure: sentinel past every window, then AvailableNow"))  # fmt: skip
+        else:
+            job.request_drain("AvailableNow")
+            failure = job.run(available_now=True)
+            steps.append(Step(stop.index, _describe(stop), "Trigger.AvailableNow (stock drain)"))
+        finals = history.of_kind("final")
+        if finals:
+            unfired = finals[-1].get("unfired_pane_seqs") or []
+            windows = sorted({int(s) // window_size for s in unfired})
+            steps.append(Step(finals[-1].index, f"upgrade: unfired panes of messages {unfired}",
+                              f"drain-completeness judged on the sink (panes {windows} are "
+                              f"windows starting at second {[w * WINDOW_S for w in windows]})"))  # fmt: skip
+        trial = run.judge([drain_emits_every_window(), no_duplicate_emission()],
+                          failing_at_end=failure is not None)  # fmt: skip
+    return ForcedTrial("SAMZA-2741", trial, steps, {"drain-completeness": "drain-completeness"},
+                       [failure] if failure else [])  # fmt: skip
