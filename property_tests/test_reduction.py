@@ -10,14 +10,10 @@ of the breadth-first enumeration the shrinker uses.
 
 from __future__ import annotations
 
-import dataclasses
-
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from property_tests.toy_model import Toy, final_of, runner
-from raceproof.scenarios.catalogue import all_scenarios
 from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
 from raceproof.sim.enumeration import Walk
 from raceproof.sim.world import Runner
@@ -79,39 +75,3 @@ def test_the_full_walk_runs_exactly_the_enumerated_schedules(raw: list[tuple]) -
 
     report = prove(recording, budget=Budget(examples=200_000), reduction=False)
     assert walked == enumerated and report.schedules == len(enumerated)
-
-
-def _history_fingerprint(outcome: RunOutcome) -> tuple:  # type: ignore[type-arg]
-    """The history up to the order of ops logged at the same instant (what commuting changes)."""
-    ops = [
-        (op.time_ms, op.actor, op.kind, repr(sorted(op.fields.items())))
-        for op in outcome.history.ops
-    ]
-    return tuple(sorted(ops))
-
-
-DECLARED = [(s, v) for s in all_scenarios() if s.declares_footprints for v in s.variants]
-
-
-def test_some_scenario_declares_its_footprints() -> None:
-    assert DECLARED
-
-
-@pytest.mark.parametrize(
-    ("scenario", "variant"), DECLARED, ids=[f"{s.name}/{v}" for s, v in DECLARED]
-)
-def test_reduced_and_full_walks_agree_on_every_declared_scenario(scenario, variant) -> None:  # type: ignore[no-untyped-def]
-    run = scenario.runner(variant, scenario.prove_config)
-    reached: dict[bool, set[tuple]] = {True: set(), False: set()}  # type: ignore[type-arg]
-
-    for reduction in (True, False):
-
-        def recording(source: ChoiceSource, reduction: bool = reduction) -> RunOutcome:
-            outcome = run(source)
-            verdicts = tuple((v.checker, v.status) for v in outcome.verdicts)
-            reached[reduction].add((verdicts, _history_fingerprint(outcome)))
-            return dataclasses.replace(outcome, status="ok")  # walk on past violations
-
-        report = prove(recording, budget=Budget(examples=200_000), reduction=reduction)
-        assert report.complete
-    assert reached[True] == reached[False]
