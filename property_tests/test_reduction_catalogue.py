@@ -53,6 +53,12 @@ SMALL: dict[str, dict[str, Any]] = {
     },
 }
 
+# (name, variant) -> further overrides: a variant whose runs go on to the horizon polling
+# (its drain never finishes) walks a much larger tree past its violation.
+SMALL_VARIANT: dict[tuple[str, str], dict[str, Any]] = {
+    ("samza-drain", "stop-intermediate-consumers"): {"horizon_ms": 30_000},
+}
+
 CASES = [(s, v) for s in all_scenarios() for v in s.variants]
 
 
@@ -66,8 +72,8 @@ def history_fingerprint(outcome: RunOutcome) -> tuple[tuple[Any, ...], ...]:
     )
 
 
-def small_config(scenario: Scenario) -> Any:
-    overrides = SMALL.get(scenario.name, {})
+def small_config(scenario: Scenario, variant: str) -> Any:
+    overrides = {**SMALL.get(scenario.name, {}), **SMALL_VARIANT.get((scenario.name, variant), {})}
     return dataclasses.replace(scenario.prove_config, **overrides)
 
 
@@ -79,7 +85,7 @@ def test_every_builtin_scenario_has_a_small_configuration() -> None:
 def test_reduced_and_full_walks_reach_the_same_final_states(
     scenario: Scenario, variant: str
 ) -> None:
-    run = scenario.runner(variant, small_config(scenario))
+    run = scenario.runner(variant, small_config(scenario, variant))
     reached: dict[bool, set[tuple[Any, ...]]] = {True: set(), False: set()}
     counts: dict[bool, int] = {}
     for reduction in (True, False):
