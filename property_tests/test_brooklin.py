@@ -152,7 +152,8 @@ def test_fact_force_stop_on_failure_marks_streams_whose_tokens_were_not_claimed(
 def test_fact_the_merged_fix_holds_with_round_trips_alone() -> None:
     config = dataclasses.replace(SCENARIO.prove_config, gc_pause_ms=(0,))
     report = prove(SCENARIO.runner("fix-zk-lookup", config, RESUME), budget=Budget(examples=50_000))
-    assert report.verdict == "ok" and report.complete and report.schedules > 1000
+    # Equivalence classes under the partial-order reduction (the full walk is over 1,000).
+    assert report.verdict == "ok" and report.complete and report.schedules > 200
 
 
 def test_fact_a_stall_between_read_and_write_opens_the_merged_fixs_window() -> None:

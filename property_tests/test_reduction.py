@@ -1,7 +1,8 @@
 """The partial-order reduction never hides a reachable state or violation.
 
 Over randomly generated small models (a few actors, each a script of reads
-and writes of store paths): the reduced walk reaches exactly the set of
+and writes of store paths, and with ``sessions`` of ephemeral creates,
+session expiries and timers armed and cancelled): the reduced walk reaches exactly the set of
 final states the full walk reaches, and a violation planted on one final
 state (reachable only through the interleavings that produce it) is found
 with the reduction on. The full depth-first walk runs exactly the schedules
@@ -12,12 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from property_tests.toy_model import Toy, final_of, runner
-from raceproof.scenarios.catalogue import all_scenarios
 from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
 from raceproof.sim.enumeration import Walk
 from raceproof.sim.world import Runner
@@ -54,6 +53,38 @@ def test_reduced_and_full_walks_reach_the_same_final_states(raw: list[tuple]) ->
     assert reduced_count <= full_count
 
 
+session_steps = st.tuples(st.sampled_from(("/a", "/c", "E", "X", "T", "K")), st.booleans())
+session_scripts = st.lists(
+    st.lists(session_steps, min_size=1, max_size=3).map(tuple), min_size=2, max_size=3
+).filter(lambda raw: sum(len(s) for s in raw) <= 6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(session_scripts)
+def test_sessions_and_timers_keep_the_reduced_walk_exact(raw: list[tuple]) -> None:
+    """ZkClient (ephemerals die with an expired session) and Timers record their footprints."""
+    toy = Toy(tuple(raw), sessions=True)
+    full, full_count = _finals(runner(toy), reduction=False)
+    reduced, reduced_count = _finals(runner(toy), reduction=True)
+    assert reduced == full
+    assert reduced_count <= full_count
+
+
+@settings(max_examples=40, deadline=None)
+@given(session_scripts, st.integers(0, 10_000))
+def test_the_reduction_never_hides_a_violation_planted_among_sessions(
+    raw: list[tuple], pick: int
+) -> None:
+    toy = Toy(tuple(raw), sessions=True)
+    reachable = sorted(_finals(runner(toy), reduction=False)[0])
+    planted = reachable[pick % len(reachable)]
+    report = prove(
+        runner(dataclasses.replace(toy, planted=planted)), budget=Budget(examples=200_000)
+    )
+    assert report.verdict == "violated"
+    assert report.shrunk is not None and final_of(report.shrunk) == planted
+
+
 @settings(max_examples=60, deadline=None)
 @given(scripts, st.integers(0, 10_000))
 def test_the_reduction_never_hides_a_planted_violation(raw: list[tuple], pick: int) -> None:
@@ -79,39 +110,3 @@ def test_the_full_walk_runs_exactly_the_enumerated_schedules(raw: list[tuple]) -
 
     report = prove(recording, budget=Budget(examples=200_000), reduction=False)
     assert walked == enumerated and report.schedules == len(enumerated)
-
-
-def _history_fingerprint(outcome: RunOutcome) -> tuple:  # type: ignore[type-arg]
-    """The history up to the order of ops logged at the same instant (what commuting changes)."""
-    ops = [
-        (op.time_ms, op.actor, op.kind, repr(sorted(op.fields.items())))
-        for op in outcome.history.ops
-    ]
-    return tuple(sorted(ops))
-
-
-DECLARED = [(s, v) for s in all_scenarios() if s.declares_footprints for v in s.variants]
-
-
-def test_some_scenario_declares_its_footprints() -> None:
-    assert DECLARED
-
-
-@pytest.mark.parametrize(
-    ("scenario", "variant"), DECLARED, ids=[f"{s.name}/{v}" for s, v in DECLARED]
-)
-def test_reduced_and_full_walks_agree_on_every_declared_scenario(scenario, variant) -> None:  # type: ignore[no-untyped-def]
-    run = scenario.runner(variant, scenario.prove_config)
-    reached: dict[bool, set[tuple]] = {True: set(), False: set()}  # type: ignore[type-arg]
-
-    for reduction in (True, False):
-
-        def recording(source: ChoiceSource, reduction: bool = reduction) -> RunOutcome:
-            outcome = run(source)
-            verdicts = tuple((v.checker, v.status) for v in outcome.verdicts)
-            reached[reduction].add((verdicts, _history_fingerprint(outcome)))
-            return dataclasses.replace(outcome, status="ok")  # walk on past violations
-
-        report = prove(recording, budget=Budget(examples=200_000), reduction=reduction)
-        assert report.complete
-    assert reached[True] == reached[False]

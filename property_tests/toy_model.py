@@ -11,6 +11,7 @@ produce it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,9 +32,17 @@ from raceproof.sim import (
     violated,
 )
 from raceproof.sim.history import JSONValue
+from raceproof.sim.session import ZkClient
+from raceproof.sim.store import NodeExists, SessionExpired
+from raceproof.sim.timers import Timer
 from raceproof.sim.world import ProcessGenerator
 
 Step = tuple[str, bool]  # (path, is_write); path "?" is drawn in the step: /a or /b
+# With ``sessions``, a step may instead use the session and timer primitives (is_write
+# ignored): "E" creates the ephemeral /e through the actor's ZkClient, "X" expires that
+# client's session (its /e goes), "T" arms the actor's timer for this very instant (its
+# firing, a step of its own, appends to /c), "K" cancels the next actor's timer.
+SESSION_STEPS = ("E", "X", "T", "K")
 
 
 @dataclass(frozen=True)
@@ -47,13 +56,17 @@ class Toy:
     state: str | None = (
         None  # "right": declares its state for the state cache; "wrong": leaves data out
     )
+    sessions: bool = False  # each actor has a ZkClient and a Timer (see SESSION_STEPS)
 
 
 PATHS = ("/a", "/b", "/c")
 
 
 def final_state(store: VersionedStore) -> str:
-    return ";".join(f"{p}={store.get(p)[0]}" for p in PATHS)
+    state = ";".join(f"{p}={store.get(p)[0]}" for p in PATHS)
+    if store.exists("/e"):
+        state += f";/e={store.get('/e')[0]}"
+    return state
 
 
 def build(world: World, toy: Toy) -> None:
@@ -69,6 +82,28 @@ def build(world: World, toy: Toy) -> None:
     elif toy.state == "wrong":  # what each actor read, but not what is in the store
         world.declare_state(lambda: f"{sorted(seen_by.items())}")
 
+    def fire(index: int) -> None:
+        data, _ = store.get("/c")
+        store.set("/c", f"{data}t{index} ")
+
+    actors = range(len(toy.scripts)) if toy.sessions else range(0)
+    clients = [ZkClient(world, store, f"c{i}") for i in actors]
+    timers = [
+        Timer(world, f"t{i}", lambda i=i: fire(i), resource=f"t{i}")  # type: ignore[misc]
+        for i in actors
+    ]
+
+    def session_step(index: int, step: str) -> None:
+        if step == "E":
+            with contextlib.suppress(NodeExists, SessionExpired):
+                clients[index].create("/e", f"a{index}", ephemeral=True)
+        elif step == "X":
+            clients[index].expire()
+        elif step == "T":
+            timers[index].start(0)
+        else:  # the next actor's timer: a cancel racing with another actor's firing
+            timers[(index + 1) % len(timers)].cancel()
+
     def actor(index: int, script: Sequence[Step]) -> ProcessGenerator:
         me = f"a{index}"
         seen = 0
@@ -80,6 +115,10 @@ def build(world: World, toy: Toy) -> None:
             yield world.sleep(world.source.choose("a0.delay", (0, 0)))
         for step_path, write in script:
             yield world.sleep(0)
+            if step_path in SESSION_STEPS:
+                session_step(index, step_path)
+                world.log(me, "step", path=step_path, write=write)
+                continue
             path = step_path
             if step_path == "?":  # a model-level draw inside the step picks the path
                 path = world.source.choose(f"{me}.path", ("/a", "/b"))

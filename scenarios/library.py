@@ -72,6 +72,8 @@ BROOKLIN = register(
         config=brooklin.BrooklinConfig(),
         prove_config=BROOKLIN_PROVE,
         bounds=Bounds(max_time_ms=3_600_000, max_steps=100_000),
+        # Shared Python state is named with rt.touch (models/brooklin/model.py's docstring).
+        declares_footprints=True,
         # The seed: stop A at 0 s, stop B at 10 s; the first stop task marks A STOPPED; the
         # caller resumes A 8 s after its stop returned and the leader hears of it 3 s late,
         # so the second stop task, reading its stale cache, writes STOPPED over READY.
@@ -96,6 +98,7 @@ BROOKLIN_REDUNDANT = register(
         config=brooklin.BrooklinConfig(),
         prove_config=BROOKLIN_PROVE,
         bounds=Bounds(max_time_ms=3_600_000, max_steps=100_000),
+        declares_footprints=True,
         default_examples=2_000,
         default_budget_s=60.0,
     )
@@ -118,6 +121,8 @@ STREAMS = register(
         # first; every order of events that tie.
         prove_config=kafka_streams.StreamsConfig(),
         bounds=Bounds(max_time_ms=4 * 3_600_000, max_steps=200_000),
+        # Shared Python state is named with world.touch (models/kafka_streams/model.py).
+        declares_footprints=True,
         # The JIRA's first half (B handles the first assignment while A still holds the lock,
         # and goes RUNNING with its standby never initialized), then the window the code has:
         # the second rebalance starts while the cleaner's pass is deleting another directory;
@@ -149,6 +154,8 @@ COORDINATOR = register(
         # partition and every order of events that tie.
         prove_config=group_coordinator.CoordinatorConfig(threads=2, writes=3, replication_ms=(2,)),
         bounds=Bounds(max_time_ms=600_000, max_steps=200_000),
+        # Partitions and the runtime are named with world.touch (models/group_coordinator).
+        declares_footprints=True,
         default_examples=2_000,
         default_budget_s=60.0,
     )

@@ -58,7 +58,10 @@ class Nemesis:
     def strikes(self, kind: str, target: str) -> bool:
         """True if a ``kind`` fault strikes ``target`` now. No draw if it cannot."""
         assert kind in FAULT_KINDS, f"unknown fault kind {kind}"
-        if kind not in self.plan.kinds or self.fired >= self.plan.max_faults:
+        if kind not in self.plan.kinds:
+            return False
+        self.world.touch("nemesis")  # the count of faults fired is shared by every actor
+        if self.fired >= self.plan.max_faults:
             return False
         if not self.world.source.draw_bool(f"fault.{kind}.{target}", self.plan.p):
             return False
@@ -96,6 +99,7 @@ class Actor:
         """Forget in-memory state; overridden by actors that have some."""
 
     def start(self) -> None:
+        self.world.touch(f"actor:{self.name}")
         self.incarnation += 1
         self.process = self.world.spawn(self.name, self._guarded(), interleave=self.interleave)
 
@@ -109,7 +113,8 @@ class Actor:
 
     @property
     def alive(self) -> bool:
-        return self.process is not None and self.process.is_alive
+        self.world.touch(f"actor:{self.name}", write=False)
+        return self.process is not None and self.world.alive(self.process)
 
     def wait(self, event: Event) -> ProcessGenerator:
         """Wait for ``event``, sitting out any pause that arrives meanwhile."""

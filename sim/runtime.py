@@ -7,6 +7,9 @@ the World, every decision a recorded choice) and a thread runtime outside the
 kernel (real sleeps, real threads, a real ZooKeeper), where each yielded value
 is already done and is simply sent back.
 
+``rt.touch(resource, write)`` names the model's own shared Python state a step
+reads or writes, for the proof's reduction (a no-op outside simulation).
+
 ``rt.checkpoint(actor, point)`` names a place where the real runtime may hold a
 thread to force an interleaving found in simulation; in simulation it is only
 recorded (an op of kind ``checkpoint``), so it never changes a schedule, and
@@ -45,6 +48,7 @@ class Runtime(Protocol):
     def queue(self, name: str, *, dedupe: bool = False) -> QueuePort: ...
     def executor(self, name: str, workers: int) -> ExecutorPort: ...
     def checkpoint(self, actor: str, point: str, **fields: JSONValue) -> None: ...
+    def touch(self, resource: str, write: bool = True) -> None: ...
     def finish(self) -> None: ...
 
 
@@ -78,6 +82,10 @@ class SimRuntime:
     def checkpoint(self, actor: str, point: str, **fields: JSONValue) -> None:
         """A named place a real run can be held at: recorded, never a scheduling point."""
         self.world.log(actor, "checkpoint", point=point, **fields)
+
+    def touch(self, resource: str, write: bool = True) -> None:
+        """Name the model's own shared state this step reads or writes (``World.touch``)."""
+        self.world.touch(resource, write)
 
     def finish(self) -> None:
         self.world.finish()

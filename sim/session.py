@@ -24,6 +24,16 @@ it, holding one session, as a ZooKeeper or kazoo client does:
 Every decision is a draw: request latencies (``latency_ms``), how late the
 client notices a change of its connection (``notice_ms``), and the store's
 watch delays. Choice 0 of each is the boring one (its first option).
+
+Footprints (for the proof's reduction): the client's own state (connection
+state, session id, held deliveries, persistent watches, listeners) is one
+resource, ``<store>-client:<name>``, written by every change of state and by
+every watch delivery (which may be held) and read by every request; whether
+the session is live is the store's ``<store>:sessions`` (written by opening,
+expiring and closing sessions). The server's expiry clock is a ``Timer`` of
+its own resource, so one client's expiry commutes with other clients' steps
+that touch neither its session table entry nor its znodes. Ephemeral nodes
+die in the expiring step, which writes each of their paths.
 """
 
 from __future__ import annotations
@@ -72,6 +82,7 @@ class _SessionWatcher:
 
     def __call__(self, event: WatchEvent) -> None:
         client = self.client
+        client.world.touch(client.resource)  # reads its state; may hold the event
         if client.session != self.session or not client.store.session_live(self.session):
             return  # the session died while the notification was on its way
         if client.state == "disconnected":
@@ -94,38 +105,45 @@ class ZkClient:
         notice_ms: Sequence[int] = (0,),
     ) -> None:
         assert session_timeout_ms > 0 and latency_ms and notice_ms
-        world.untracked_primitive("ZkClient")  # records no footprints yet: no reduction
         self.world = world
         self.store = store
         self.name = name
         self.session_timeout_ms = session_timeout_ms
         self.latency_ms = tuple(latency_ms)
         self.notice_ms = tuple(notice_ms)
+        self.resource = f"{store.name}-client:{name}"
+        world.touch(self.resource)
         self.session = store.open_session()
         self.state: SessionState = "connected"
         self.listeners: list[SessionListener] = []
         self._held: list[tuple[_SessionWatcher, WatchEvent]] = []
         self._persistent: list[tuple[str, Watcher, _SessionWatcher]] = []
-        self._expiry = Timer(world, f"{store.name}-server", self._server_expires)
+        self._expiry = Timer(
+            world, f"{store.name}-server", self._server_expires, resource=f"{self.resource}:expiry"
+        )
         self._last_tell: Process | None = None
 
     # -- the session -------------------------------------------------------------
     @property
     def connected(self) -> bool:
         """The client's view: connected, with a session it believes live."""
+        self.world.touch(self.resource, write=False)
         return self.state == "connected"
 
     @property
     def live(self) -> bool:
         """The server's truth: the session exists (not expired, not closed)."""
+        self.world.touch(self.resource, write=False)
         return self.store.session_live(self.session)
 
     def add_listener(self, listener: SessionListener) -> None:
         """``listener(SessionEvent)`` on every change of connection state, in order."""
+        self.world.touch(self.resource)
         self.listeners.append(listener)
 
     def disconnect(self) -> None:
         """The connection drops (a partition, a paused process): the server's expiry clock starts."""
+        self.world.touch(self.resource)
         if self.state != "connected":
             return
         self._set_state("disconnected")
@@ -133,6 +151,7 @@ class ZkClient:
 
     def reconnect(self) -> None:
         """The connection is back: ``connected`` if the session survived, else ``expired``."""
+        self.world.touch(self.resource)
         if self.state != "disconnected":
             return
         if self.live:
@@ -154,6 +173,7 @@ class ZkClient:
 
     def expire(self) -> None:
         """The server expires the session now (the ``session-expiry`` fault)."""
+        self.world.touch(self.resource)
         if not self.live:
             return
         self._expiry.cancel()
@@ -164,6 +184,7 @@ class ZkClient:
 
     def close(self) -> None:
         """Close the session: its ephemeral nodes go now, its watches never fire."""
+        self.world.touch(self.resource)
         if self.live:
             self._expiry.cancel()
             self.store.expire_session(self.session)
@@ -172,12 +193,14 @@ class ZkClient:
 
     def renew(self) -> None:
         """After ``expired``: a new session (as kazoo does after LOST); ephemerals must be re-created."""
+        self.world.touch(self.resource)
         assert self.state in ("expired", "closed"), f"{self.name} renews a {self.state} session"
         self.session = self.store.open_session()
         self._persistent = []
         self._set_state("connected")
 
     def _server_expires(self) -> None:
+        self.world.touch(self.resource, write=False)  # which session
         self.world.log(f"{self.store.name}-server", "zk.session-expired", session=self.session)
         self.store.expire_session(self.session)
 
@@ -190,10 +213,12 @@ class ZkClient:
     ) -> Generator[Event, Any, None]:
         """The notifications that arrived while disconnected, in the order they arrived."""
         yield self.world.sleep(0)
+        self.world.touch(self.resource)
         for watcher, event in held:
             watcher(event)
 
     def _set_state(self, state: SessionState) -> None:
+        self.world.touch(self.resource)
         self.state = state
         self.world.log(self.name, "zk.session", state=state, session=self.session)
         notice_ms = self.world.source.choose(f"{self.name}.notice", self.notice_ms)
@@ -208,8 +233,9 @@ class ZkClient:
     ) -> Generator[Event, Any, None]:
         """Deliver ``event`` after ``notice_ms``, never before the events told before it."""
         yield self.world.sleep(notice_ms)
-        if previous is not None and previous.is_alive:
+        if previous is not None and self.world.alive(previous):
             yield previous
+        self.world.touch(self.resource, write=False)  # the listeners
         for listener in list(self.listeners):
             result = listener(event)
             if isinstance(result, Generator):
@@ -217,6 +243,7 @@ class ZkClient:
 
     # -- requests ------------------------------------------------------------------
     def _require(self) -> None:
+        self.world.touch(self.resource, write=False)
         if self.state == "disconnected":
             raise ConnectionLoss(f"{self.name} is disconnected")
         if self.state != "connected" or not self.live:
@@ -234,6 +261,7 @@ class ZkClient:
         yield self.world.sleep(self.world.source.choose(f"{self.name}.latency", self.latency_ms))
         result = operation()
         yield self.world.sleep(self.world.source.choose(f"{self.name}.latency", self.latency_ms))
+        self.world.touch(self.resource, write=False)
         if self.state != "connected":
             raise ConnectionLoss(f"{self.name} lost the reply: the operation was applied")
         return result
@@ -256,6 +284,7 @@ class ZkClient:
     def add_watch(self, path: str, callback: Watcher, *, recursive: bool = False) -> None:
         """A persistent (or persistent-recursive) watch that dies with the session."""
         self._require()
+        self.world.touch(self.resource)
         watcher = _SessionWatcher(self, callback)
         self._persistent.append((path, callback, watcher))
         self.store.add_watch(path, watcher, recursive=recursive)
@@ -263,6 +292,7 @@ class ZkClient:
     def remove_watch(self, path: str, callback: Watcher) -> bool:
         """Remove the watch ``add_watch(path, callback)`` set; False if there is none."""
         self._require()
+        self.world.touch(self.resource)
         for entry in self._persistent:
             if entry[0] == path and entry[1] is callback:
                 self._persistent.remove(entry)

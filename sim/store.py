@@ -197,7 +197,7 @@ class VersionedStore:
         assert session in self.sessions, f"unknown session {session}"
         self.world.touch(f"{self.name}:sessions")
         self.sessions[session] = False
-        self._drop_watches_of(session)
+        self._drop_watches_of(session)  # its watchers read the sessions table when they fire
         owned = sorted(p for p, n in self.nodes.items() if n.ephemeral_session == session)
         for path in owned:
             self._touch("write", path)
@@ -206,6 +206,7 @@ class VersionedStore:
 
     def session_live(self, session: int) -> bool:
         """True while the server holds ``session`` (not expired, not closed)."""
+        self.world.touch(f"{self.name}:sessions", write=False)
         return self.sessions.get(session, False)
 
     def _drop_watches_of(self, session: int) -> None:
@@ -479,7 +480,7 @@ class VersionedStore:
         self, watcher: Watcher, event: WatchEvent, delay_ms: int, previous: Process | None = None
     ) -> ProcessGenerator:
         yield self.world.sleep(delay_ms)
-        if previous is not None and previous.is_alive:
+        if previous is not None and self.world.alive(previous):
             yield previous
         watcher(event)
 

@@ -10,6 +10,16 @@ with the other events due then are drawn like any other.
 
 Lateness is a choice: ``late_ms`` options (0 first, the boring one) are drawn
 each time the timer is armed, for timers that a loaded machine runs late.
+
+Footprints (for the proof's reduction): a timer is one resource,
+``timer:<resource>`` (default ``timer:<actor>``; timers sharing a name are
+dependent, which is safe). Arming, cancelling and firing write it and reading
+``active``/``due_ms``/``fired`` reads it, so a cancel and the firing it races
+with are never taken to commute. Cancelling names that resource to
+``World.unschedule`` instead of touching everything: no process waits on a
+timer's event. What the callback spawns is named after the timer and its
+firing count (``World.spawning_as``), so process names do not depend on the
+order of the steps of that instant.
 """
 
 from __future__ import annotations
@@ -29,24 +39,43 @@ class Timer:
 
     ``callback()`` runs at the deadline; if it returns a generator, that runs
     as a process of ``actor`` (so the callback can wait). ``fired`` counts
-    firings, ``due_ms`` is the armed deadline (None when idle).
+    firings, ``due_ms`` is the armed deadline (None when idle). ``resource``
+    names the timer's footprint (unique names let unrelated timers commute).
     """
 
     def __init__(
-        self, world: World, actor: str, callback: Callback, *, late_ms: Sequence[int] = (0,)
+        self,
+        world: World,
+        actor: str,
+        callback: Callback,
+        *,
+        late_ms: Sequence[int] = (0,),
+        resource: str | None = None,
     ) -> None:
         assert late_ms and all(isinstance(v, int) and v >= 0 for v in late_ms)
         self.world = world
         self.actor = actor  # read by World._actor_of: the firing is this actor's step
         self.callback = callback
         self.late_ms = tuple(late_ms)
-        self.fired = 0
-        self.due_ms: int | None = None
+        self.resource = f"timer:{resource or actor}"
+        self._fired = 0
+        self._due_ms: int | None = None
         self._event: Event | None = None
 
     @property
     def active(self) -> bool:
+        self.world.touch(self.resource, write=False)
         return self._event is not None
+
+    @property
+    def fired(self) -> int:
+        self.world.touch(self.resource, write=False)
+        return self._fired
+
+    @property
+    def due_ms(self) -> int | None:
+        self.world.touch(self.resource, write=False)
+        return self._due_ms
 
     def start(self, delay_ms: int) -> None:
         """Arm the timer ``delay_ms`` from now, replacing any deadline it had."""
@@ -57,24 +86,30 @@ class Timer:
         assert event.callbacks is not None
         event.callbacks.append(self._fire)
         self._event = event
-        self.due_ms = self.world.now_ms + delay_ms + late_ms
+        self._due_ms = self.world.now_ms + delay_ms + late_ms
 
     def cancel(self) -> bool:
         """Disarm; True if a deadline was pending. A cancelled timer never fires."""
-        event, self._event, self.due_ms = self._event, None, None
+        self.world.touch(self.resource)
+        event, self._event, self._due_ms = self._event, None, None
         if event is None:
             return False
-        self.world.unschedule(event)
+        self.world.unschedule(event, self.resource)
         return True
 
     def _fire(self, event: Event) -> None:
+        self.world.touch(self.resource)
         if event is not self._event:
             return
-        self._event, self.due_ms = None, None
-        self.fired += 1
-        result = self.callback()
-        if isinstance(result, Generator):
-            self.world.spawn(self.actor, result)
+        self._event, self._due_ms = None, None
+        self._fired += 1
+        previous = self.world.spawning_as(f"{self.resource}#{self._fired}")
+        try:
+            result = self.callback()
+            if isinstance(result, Generator):
+                self.world.spawn(self.actor, result)
+        finally:
+            self.world.spawning_as(previous)
 
 
 class Debounce:
@@ -95,6 +130,7 @@ class Debounce:
         *,
         max_wait_ms: int | None = None,
         late_ms: Sequence[int] = (0,),
+        resource: str | None = None,
     ) -> None:
         assert quiet_ms > 0, "quiet_ms must be > 0"
         assert max_wait_ms is None or max_wait_ms >= quiet_ms, "max_wait_ms must be >= quiet_ms"
@@ -104,7 +140,7 @@ class Debounce:
         self.callback = callback
         self.triggers = 0
         self._burst_started_ms: int | None = None
-        self.timer = Timer(world, actor, self._fire, late_ms=late_ms)
+        self.timer = Timer(world, actor, self._fire, late_ms=late_ms, resource=resource)
 
     @property
     def pending(self) -> bool:
@@ -116,6 +152,7 @@ class Debounce:
 
     def trigger(self) -> None:
         """Something changed: (re)start the quiet period."""
+        self.world.touch(self.timer.resource)  # the burst's state is the timer's
         self.triggers += 1
         now_ms = self.world.now_ms
         if self._burst_started_ms is None:
@@ -126,6 +163,7 @@ class Debounce:
         self.timer.start(max(delay_ms, 0))
 
     def cancel(self) -> bool:
+        self.world.touch(self.timer.resource)
         self._burst_started_ms = None
         return self.timer.cancel()
 

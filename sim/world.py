@@ -74,6 +74,7 @@ class World(simpy.Environment):
         self.state_fingerprint: Callable[[], str] | None = None
         self._footprint: dict[str, bool] | None = None
         self._spawned: dict[str, int] = {}
+        self._context = ""  # who spawns when no process is active (a timer's firing)
 
     # -- time ----------------------------------------------------------------
     @property
@@ -92,13 +93,18 @@ class World(simpy.Environment):
         """A timeout of ``delay_ms`` virtual milliseconds."""
         return self.timeout(delay_ms)
 
-    def unschedule(self, event: Event) -> bool:
+    def unschedule(self, event: Event, resource: str | None = None) -> bool:
         """Take a scheduled, not yet processed event out of the schedule (a cancelled timer).
 
         Nothing is left behind at its instant: no step, no tie, no later end of
-        the run. False if the event was not scheduled.
+        the run. False if the event was not scheduled. Cancelling counts as
+        touching everything, unless the caller names the ``resource`` that the
+        event's own step writes (a timer whose firing no process waits on).
         """
-        self.touch_all()  # it changes what another process waits on
+        if resource is None:
+            self.touch_all()  # it changes what another process waits on
+        else:
+            self.touch(resource)
         for table in (self._due, self._queue):
             for position, entry in enumerate(table):
                 if entry[3] is event:
@@ -128,7 +134,7 @@ class World(simpy.Environment):
         ):
             # An identity that does not depend on how other actors interleave: the
             # spawning process's identity, the actor name and the spawner's count.
-            parent = getattr(self.active_process, "rp_id", "")
+            parent = getattr(self.active_process, "rp_id", self._context)
             count = self._spawned.get(parent, 0)
             self._spawned[parent] = count + 1
             process.rp_id = f"{parent}/{actor}#{count}"  # type: ignore[attr-defined]
@@ -171,6 +177,25 @@ class World(simpy.Environment):
         footprint = self._footprint
         if footprint is not None:
             footprint[resource] = write or footprint.get(resource, False)
+
+    def alive(self, process: Process) -> bool:
+        """``process.is_alive``, recorded as a read of that process's end (see ``_observed_step``)."""
+        rp_id = getattr(process, "rp_id", None)
+        if rp_id is None:
+            self.touch_all()
+        else:
+            self.touch(f"proc:{rp_id}", write=False)
+        return process.is_alive
+
+    def spawning_as(self, context: str) -> str:
+        """Name the spawner of processes started outside any process; returns the previous name.
+
+        A timer's callback runs in no process; what it spawns is named after
+        ``context`` (the timer and its firing count), so the name does not
+        depend on how other steps of its instant interleave.
+        """
+        previous, self._context = self._context, context
+        return previous
 
     def touch_all(self) -> None:
         """The current step is dependent on every other step."""
@@ -273,9 +298,14 @@ class World(simpy.Environment):
             self._footprint = None
         for process in _owners(callbacks):
             process.rp_steps += 1  # type: ignore[attr-defined]
+            if not process.is_alive:  # its end: read by whoever joins it or asks ``alive``
+                footprint[f"proc:{process.rp_id}"] = True  # type: ignore[attr-defined]
             target = process._target
             if target is not None and target.callbacks is not None and len(target.callbacks) > 1:
                 footprint[ALL] = True  # it joined an event another process waits on
+            joined = getattr(target, "rp_id", None)
+            if isinstance(target, Process) and joined is not None:
+                footprint.setdefault(f"proc:{joined}", False)  # it waits for that process's end
         declared = self.footprints_declared and not self.untracked
         observer.after_step(key, footprint if declared and ALL not in footprint else None)
 

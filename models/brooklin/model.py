@@ -34,6 +34,19 @@ and 417d1f29 (PR #974 merged); ``docs/models/brooklin.md`` cites each fact.
 
 The actors run on the runtime port (``sim.runtime``) and a ZooKeeper-shaped
 store, so the same code drives a real ZooKeeper through kazoo on threads.
+
+Footprints (``World.declare_footprints``): besides the store, the queues and
+the pool, which record their own, the actors share Python state, each piece
+named with ``rt.touch`` where it is read or written: ``brooklin:datastreams``
+(the leader's cache and every ``Datastream`` object it hands out, mutated by
+``set_status`` and shared with stop tasks), ``brooklin:leader`` (busy,
+running_tasks, the dedupe record, tasks_started), ``brooklin:deliveries``
+(written by the watch callback and the event thread), ``brooklin:<follower>``
+(its running, stopped and pending), ``brooklin:clients`` (clients done). The
+observer reads them all to decide quiescence. The checkers read the order of
+an entity's ``stop.request``, ``resume.ack``, ``stop.process``, ``stop.retry``
+and ``status.write`` ops, so each step logging one writes ``brooklin:ops:<entity>``
+(``entity_op``): such steps never commute, and their order is a real one.
 """
 
 from __future__ import annotations
@@ -67,6 +80,14 @@ VARIANTS = {
     "fix-stop-dedupe": "the seed's long-term plan (PR #974 text, not merged): each stop "
     "(stream, STOPPING version) is processed once; a failed one is re-triggered",
 }
+
+# The model's own shared state, as footprints for the proof's reduction (see above).
+DATASTREAMS, LEADER, DELIVERIES, CLIENTS = (
+    "brooklin:datastreams",
+    "brooklin:leader",
+    "brooklin:deliveries",
+    "brooklin:clients",
+)
 
 ROOT = "/brooklin"
 DMS = f"{ROOT}/dms"
@@ -133,6 +154,13 @@ class BrooklinConfig:
         assert self.zk_rtt_ms >= 0, "zk_rtt_ms must be >= 0"
 
 
+def entity_op(rt: Runtime, actor: str, kind: str, entities: Sequence[str], **fields: Any) -> None:
+    """Log an op the checkers order per entity; the step writes each entity's op stream."""
+    for entity in entities:
+        rt.touch(f"brooklin:ops:{entity}")
+    rt.log(actor, kind, **fields)
+
+
 def stream_path(name: str) -> str:
     return f"{DMS}/{name}"
 
@@ -175,9 +203,11 @@ def write_status(
     """
     before, _ = zk.get(stream_path(name))
     new_version = zk.set(stream_path(name), dict(data), expected_version)
-    rt.log(
+    entity_op(
+        rt,
         actor,
         "status.write",
+        [name],
         entity=name,
         to=data["status"],
         version_read=version_read,
@@ -203,6 +233,7 @@ def update_datastream(
         yield rtt(rt, config)
         _, version = zk.get(stream_path(ds.name))
         yield rtt(rt, config)
+        rt.touch(DATASTREAMS, write=False)  # ds.data, shared with the cache
         rt.checkpoint(actor, "mark.write", entity=ds.name)
         try:
             write_status(rt, zk, actor, ds.name, ds.data, version_read=version_read,
@@ -258,9 +289,11 @@ class DatastreamCache:
 
     def get(self, name: str, flush: bool = False) -> Generator[Any, Any, Datastream | None]:
         """``getDatastream(name, flushCache)``."""
+        self.rt.touch(DATASTREAMS, write=False)
         ds = self.objects.get(name)
         if ds is None or flush:
             ds = yield from self._read(name)
+            self.rt.touch(DATASTREAMS)
             if ds is not None:
                 self.objects[name] = ds
         return ds
@@ -275,6 +308,7 @@ class DatastreamCache:
         found = []
         for name in self.zk.children(DMS):  # the child watch keeps the names fresh
             ds = yield from self.get(name)
+            self.rt.touch(DATASTREAMS, write=False)
             if ds is not None and ds.status in statuses:
                 found.append(ds)
         return found
@@ -304,6 +338,7 @@ class Leader:
         self.rt.spawn("leader", self.event_loop())
 
     def _on_dms_change(self, _event: Any) -> None:
+        self.rt.touch(DELIVERIES)
         self.deliveries += 1
         self.zk_events.put("dms-changed")
 
@@ -315,10 +350,13 @@ class Leader:
             for event in (HANDLE_ADD_OR_DELETE, LEADER_DO_ASSIGNMENT):  # onDatastreamAddOrDrop
                 if not self.queue.put(event):
                     self.rt.log("leader", "event.dropped", event=event)
+            self.rt.touch(DELIVERIES)
             self.deliveries -= 1
 
     @property
     def idle(self) -> bool:
+        self.rt.touch(LEADER, write=False)
+        self.rt.touch(DELIVERIES, write=False)
         return (
             not self.busy
             and len(self.queue) == 0
@@ -329,23 +367,27 @@ class Leader:
     def event_loop(self) -> Gen:
         while True:
             event = yield self.queue.get()
+            self.rt.touch(LEADER)
             self.busy = True
             self.rt.log("leader", "event.handle", event=event)
             if event == HANDLE_ADD_OR_DELETE:
                 self.rt.checkpoint("leader", "cache.refresh")
                 yield from self.cache.refresh()
+                self.rt.touch(DATASTREAMS, write=False)
                 self.rt.log("leader", "cache.refresh", statuses={
                     name: ds.status for name, ds in sorted(self.cache.objects.items())
                 })  # fmt: skip
             else:
                 yield from self.do_assignment()
             yield self.rt.sleep(self.config.handler_ms)
+            self.rt.touch(LEADER)
             self.busy = False
 
     def do_assignment(self) -> Gen:
         config = self.config
         assignable = {ds.name for ds in (yield from self.cache.with_status(READY, PAUSED))}
         stopping = yield from self.cache.with_status(STOPPING)
+        self.rt.touch(LEADER)  # handled, running_tasks, tasks_started (this step writes them)
         if self.variant == "fix-stop-dedupe":
             stopping = [ds for ds in stopping if (ds.name, ds.version) not in self.handled]
             self.handled.update((ds.name, ds.version) for ds in stopping)
@@ -372,12 +414,12 @@ class Leader:
             self.tasks_started += 1
             actor = f"stop-task{self.tasks_started}"
             self.rt.log("leader", "stop-task.submit", task=actor, streams=names)
-            self.rt.log(actor, "stop.process", streams=names)
+            entity_op(self.rt, actor, "stop.process", names, streams=names)
             self.pool.submit("stop", lambda: self.stop_task(actor, stopping))
         else:
             self._write_assignment(previous, new)
             if stopping:
-                self.rt.log("leader", "stop.process", streams=names)
+                entity_op(self.rt, "leader", "stop.process", names, streams=names)
                 yield from self.mark_stopped("leader", stopping, set())
 
     def _assignment(self, follower: int) -> list[str]:
@@ -422,10 +464,11 @@ class Leader:
                 break
             yield self.rt.sleep(config.mark_retry_ms)
         self.rt.log(actor, "stop-task.done", streams=names)
+        self.rt.touch(LEADER)
         if self.variant == "fix-stop-dedupe" and failed:
             self.handled.difference_update((ds.name, ds.version) for ds in snapshot
                                            if ds.name in failed)  # fmt: skip
-            self.rt.log(actor, "stop.retry", streams=sorted(failed))
+            entity_op(self.rt, actor, "stop.retry", sorted(failed), streams=sorted(failed))
             self.queue.put(LEADER_DO_ASSIGNMENT)  # the seed's "on failure, call LDA again"
         self.running_tasks -= 1
 
@@ -442,6 +485,7 @@ class Leader:
 
     def set_stopped(self, actor: str, ds: Datastream) -> None:
         """``datastream.setStatus(STOPPED)``, logging whether that object is the cached one."""
+        self.rt.touch(DATASTREAMS)
         ds.set_status(STOPPED)
         self.rt.log(actor, "object.set-status", entity=ds.name, to=STOPPED,
                     cached=self.cache.objects.get(ds.name) is ds)  # fmt: skip
@@ -455,6 +499,7 @@ class Leader:
         if self.variant in ("buggy", "fix-stop-dedupe"):
             self.rt.checkpoint(actor, "mark.check")
             cached = {ds.name: ds for ds in (yield from self.cache.with_status(STOPPING))}
+            self.rt.touch(DATASTREAMS, write=False)
             self.rt.log(actor, "cache.read", stopping=sorted(cached))
             for ds in may_mark:
                 if ds.name not in cached:
@@ -470,6 +515,7 @@ class Leader:
             while True:
                 self.rt.checkpoint(actor, "mark.read", entity=ds.name)
                 fresh = yield from self.cache.get(ds.name, flush=True)
+                self.rt.touch(DATASTREAMS, write=False)
                 if fresh is None:
                     break
                 self.rt.log(actor, "zk.read", entity=ds.name, status=fresh.status,
@@ -485,6 +531,7 @@ class Leader:
                     )
                     break
                 yield rtt(self.rt, self.config)  # setData(path, data, version read)
+                self.rt.touch(DATASTREAMS, write=False)  # fresh.data, shared with the cache
                 self.rt.checkpoint(actor, "mark.write", entity=ds.name)
                 try:
                     write_status(self.rt, self.zk, actor, ds.name, fresh.data,
@@ -510,8 +557,18 @@ class Follower:
     def name(self) -> str:
         return f"follower{self.index}"
 
+    @property
+    def idle(self) -> bool:
+        self.rt.touch(self.resource, write=False)
+        return self.pending == 0
+
+    @property
+    def resource(self) -> str:
+        return f"brooklin:{self.name}"
+
     def start(self) -> None:
         data, _ = self.zk.get(f"{ASSIGN}/{self.name}")
+        self.rt.touch(self.resource)
         self.running = set(data)
         self.zk.watch(
             f"{ASSIGN}/{self.name}",
@@ -519,6 +576,7 @@ class Follower:
         )
 
     def _spawn(self, actor: str, body: Gen) -> None:
+        self.rt.touch(self.resource)
         self.pending += 1
         self.rt.spawn(actor, self._counted(body))
 
@@ -526,6 +584,7 @@ class Follower:
         try:
             yield from body
         finally:
+            self.rt.touch(self.resource)
             self.pending -= 1
 
     def _on_change(self) -> Gen:
@@ -534,6 +593,7 @@ class Follower:
         )
         data, _ = self.zk.get(f"{ASSIGN}/{self.name}")
         assigned = set(data)
+        self.rt.touch(self.resource)
         removed = sorted(self.running - assigned)
         self.running = assigned
         for name in removed:
@@ -544,15 +604,20 @@ class Follower:
 
     def _stop_task(self, name: str) -> Gen:
         yield self.rt.sleep(self.rt.choose(f"{self.name}.task-stop", self.config.task_stop_ms))
+        self.rt.touch(self.resource)
         self.stopped[name] = True
         self.rt.log(self.name, "task.stopped", entity=name)
 
     def _claim(self, removed: list[str]) -> Gen:
         config = self.config
+
+        def all_stopped() -> bool:
+            self.rt.touch(self.resource, write=False)
+            return all(self.stopped[n] for n in removed)
+
         done = yield from poll_until(
-            self.rt, lambda: all(self.stopped[n] for n in removed), config.follower_check_ms,
-            config.follower_timeout_ms,
-        )  # fmt: skip
+            self.rt, all_stopped, config.follower_check_ms, config.follower_timeout_ms
+        )
         if not done:
             self.rt.log(self.name, "claim.timeout", streams=removed)
             return
@@ -570,7 +635,7 @@ def rest_stop(
     yield rtt(rt, config)
     data, version = zk.get(stream_path(name))
     status = data["status"]
-    rt.log(host, "stop.request", entity=name, status=status)
+    entity_op(rt, host, "stop.request", [name], entity=name, status=status)
     if status == STOPPED:
         rt.log(host, "stop.ack", entity=name)  # "already in STOPPED state"
         return True
@@ -602,7 +667,7 @@ def rest_resume(
     rt.checkpoint(host, "resume.decided", entity=name)
     yield from store_update(rt, zk, config, host, name, {**data, "status": READY}, version)
     rt.checkpoint(host, "resume.written", entity=name)
-    rt.log(host, "resume.ack", entity=name)
+    entity_op(rt, host, "resume.ack", [name], entity=name)
     return True
 
 
@@ -659,20 +724,23 @@ class Cluster:
         if stopped and name in self.config.resumed:
             yield self.rt.sleep(self.rt.choose(f"client-{name}.think", self.config.resume_think_ms))
             yield from rest_resume(self.rt, self.zk, "rest@host2", name, self.config)
+        self.rt.touch(CLIENTS)
         self.clients_done += 1
 
     def second_stop(self, name: str, start_ms: int) -> Gen:
         """Another caller stops the same stream again (a retry, or a second user)."""
         yield self.rt.sleep(start_ms)
         yield from rest_stop(self.rt, self.zk, "rest@host3", name, self.config)
+        self.rt.touch(CLIENTS)
         self.clients_done += 1
 
     @property
     def quiet(self) -> bool:
+        self.rt.touch(CLIENTS, write=False)
         return (
             self.clients_done == self.clients
             and self.leader.idle
-            and all(f.pending == 0 for f in self.followers)
+            and all(f.idle for f in self.followers)
         )
 
     def observer(self) -> Gen:

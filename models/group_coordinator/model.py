@@ -59,6 +59,12 @@ VARIANTS = {
     "verify-then-write": "PR #15142 (merged): verify first, enqueue the write event when "
     "verification completes; the append stays synchronous",
 }
+# Footprints (World.declare_footprints): the actors share only this model's Python
+# state, named with world.touch where it is read or written: each partition (its
+# queue, in-flight flag, state, log, HWM, deferred writes and the WriteEvents bound
+# for it) is "coordinator:p<i>"; the wakeup event and the request/ack counters are
+# "coordinator:runtime". Polling writes every partition (it reads them all).
+RUNTIME = "coordinator:runtime"
 Gen = Generator[Any, Any, Any]
 
 
@@ -147,6 +153,14 @@ class Coordinator:
         self.failed = 0
         self.requests = 0
 
+    def touch(self, partition: int | None = None, *, runtime: bool = False) -> None:
+        """This step reads or writes ``partition`` (None: every one), and with ``runtime`` the
+        wakeup event and the counters."""
+        if runtime:
+            self.world.touch(RUNTIME)
+        for p in range(self.config.partitions) if partition is None else (partition,):
+            self.world.touch(f"coordinator:p{p}")
+
     def log(self, actor: str, kind: str, **fields: Any) -> None:
         if not self.config.quiet_log:
             self.world.log(actor, kind, **fields)
@@ -154,6 +168,7 @@ class Coordinator:
     # -- the accumulator ---------------------------------------------------------------
     def enqueue(self, partition: int, event: Any) -> None:
         """EventAccumulator.add: always the back of the partition's queue."""
+        self.touch(partition, runtime=True)
         self.partitions[partition].queue.append(event)
         if not self.wakeup.triggered:
             self.wakeup.succeed()
@@ -164,6 +179,7 @@ class Coordinator:
     def poll(self) -> Gen:
         """Wait for an event of an available partition; which one is a draw."""
         while True:
+            self.touch(runtime=True)
             available = self._available()
             if available:
                 partition = self.world.source.choose("accumulator.next", available)
@@ -174,6 +190,7 @@ class Coordinator:
             yield self.wakeup
 
     def release(self, partition: Partition) -> None:
+        self.touch(runtime=True)
         partition.in_flight = False
         self.log("runtime", "event.done", partition=partition.index)
         if self._available() and not self.wakeup.triggered:
@@ -184,6 +201,7 @@ class Coordinator:
         actor = f"processor{thread}"
         while True:
             partition, event = yield from self.poll()
+            self.touch(partition.index)
             self.log(actor, "event.poll", partition=partition.index,
                      event=event if isinstance(event, str) else event.batch)  # fmt: skip
             if event == HWM_EVENT:
@@ -199,6 +217,7 @@ class Coordinator:
         if event.done:
             return
         yield self.world.sleep(self.config.write_cost_ms)
+        self.touch(partition.index)
         snapshot = len(partition.state)
         partition.state.append(event.batch)
         self.log(actor, "replay", partition=partition.index, batch=event.batch)
@@ -217,6 +236,7 @@ class Coordinator:
             yield self.world.sleep(
                 self.world.source.choose("verification", self.config.verification_ms)
             )
+            self.touch(partition.index)
         self._append(partition, event)
 
     def _late_append(self, partition: Partition, event: WriteEvent) -> Gen:
@@ -224,6 +244,7 @@ class Coordinator:
         yield self.world.sleep(
             self.world.source.choose("verification", self.config.verification_ms)
         )
+        self.touch(partition.index)
         self._append(partition, event, deferred=False)
 
     def _append(self, partition: Partition, event: WriteEvent, deferred: bool = True) -> None:
@@ -247,6 +268,7 @@ class Coordinator:
 
     def _replicate(self, partition: Partition, end: int) -> Gen:
         yield self.world.sleep(self.world.source.choose("replication", self.config.replication_ms))
+        self.touch(partition.index)
         if end > partition.hwm:
             partition.hwm = end
             self.enqueue(partition.index, HWM_EVENT)  # the HWM listener, at the back
@@ -262,6 +284,7 @@ class Coordinator:
         partition.deferred = still
 
     def _finish(self, event: WriteEvent, kind: str, **fields: Any) -> None:
+        self.touch(event.partition, runtime=True)
         event.done = True
         if kind == "write.ack":
             self.acked += 1
@@ -274,12 +297,14 @@ class Coordinator:
     def timer(self, event: WriteEvent) -> Gen:
         """Started at the append; on expiry a WriteTimeout event goes to the back of the queue."""
         yield self.world.sleep(self.config.write_timeout_ms)
+        self.touch(event.partition)
         if not event.done:
             self.enqueue(event.partition, WriteTimeout(event))
 
     # -- request handlers ----------------------------------------------------------------
     def submit(self, index: int, partition: int, transactional: bool) -> None:
         event = WriteEvent(f"b{index}", partition, transactional, self.world.now_ms)
+        self.touch(partition, runtime=True)
         self.requests += 1
         self.log(
             "request-handler",
@@ -297,6 +322,7 @@ class Coordinator:
         yield self.world.sleep(
             self.world.source.choose("verification", self.config.verification_ms)
         )
+        self.touch(event.partition)
         event.verified = True
         self.enqueue(event.partition, event)
 
@@ -318,8 +344,10 @@ class Coordinator:
                     index, index % config.partitions, choose(f"txn.b{index}", config.transactional)
                 )
         yield self.world.sleep(config.write_timeout_ms + 1)
+        self.touch(runtime=True)
         while self.acked + self.failed < self.requests:  # queue time is not timed: wait it out
             yield self.world.sleep(config.write_timeout_ms)
+            self.touch(runtime=True)
         self.log("observer", "final", partitions={
             str(p.index): {"state": p.state, "log": p.log, "hwm": p.hwm} for p in self.partitions
         })  # fmt: skip

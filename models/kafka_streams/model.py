@@ -27,14 +27,23 @@ rebalance is still running reads ``.checkpoint`` = X from a directory the
 pass then deletes; its ``lock`` re-creates the directory empty; it seeks to
 X over an empty store and checkpoints past X there; promoted, it restores
 from that checkpoint and lacks every record below X.
+
+Footprints (``World.declare_footprints``): the file system and the monitor
+record their own; the Python state the actors share is named with
+``world.touch`` where it is read or written: ``streams:changelog``,
+``streams:threads`` (each thread's state, read by the cleaner through
+``instance_running``), ``streams:tasks`` (the task maps and every
+``StandbyTask`` in them) and ``streams:locks`` (``StateDirectory.locks``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from raceproof.models.kafka_streams.state_dir import Gen, StateDirectory
+from raceproof.models.kafka_streams.state_dir import LOCKS, Gen, StateDirectory
 from raceproof.sim import World
+
+CHANGELOG, THREAD_STATES, TASKS = "streams:changelog", "streams:threads", "streams:tasks"
 
 VARIANTS = {
     "buggy": "2.1.1: a thread goes RUNNING once its active tasks run; checkpoints are loaded "
@@ -116,9 +125,16 @@ class Instance:
 
     def instance_running(self) -> bool:
         """KafkaStreams.state == RUNNING: every thread RUNNING (StreamStateListener)."""
+        self.world.touch(THREAD_STATES, write=False)
         return all(state == RUNNING for state in self.state.values())
 
+    def running(self, thread: str, state: str = RUNNING) -> bool:
+        """Is ``thread`` in ``state`` now."""
+        self.world.touch(THREAD_STATES, write=False)
+        return self.state[thread] == state
+
     def set_state(self, thread: str, state: str) -> None:
+        self.world.touch(THREAD_STATES)
         self.state[thread] = state
         self.world.log(thread, "thread.state", state=state)
 
@@ -126,6 +142,7 @@ class Instance:
     def construct(self, thread: str, task: str) -> StandbyTask:
         """new StandbyTask: the state manager gets the directory and reads .checkpoint."""
         standby = StandbyTask(task, thread)
+        self.world.touch(TASKS)
         self.tasks[thread][task] = standby
         generation = self.dirs.directory_for_task(thread, task)
         if self.variant != "fix-load-after-lock":
@@ -134,6 +151,7 @@ class Instance:
         return standby
 
     def _load(self, standby: StandbyTask, generation: int | None) -> None:
+        self.world.touch(TASKS)
         standby.loaded_offset = self.dirs.read_checkpoint(standby.task)
         standby.loaded_generation = generation
         self.world.log(standby.thread, "checkpoint.load", task=standby.task,
@@ -141,7 +159,10 @@ class Instance:
 
     def initialize(self, standby: StandbyTask) -> Gen:
         """initializeStateStores: lock (or stay created), open the store, capture the offsets."""
-        if not (yield from self.dirs.lock(standby.thread, standby.task)):
+        locked = yield from self.dirs.lock(standby.thread, standby.task)
+        self.world.touch(TASKS)  # the standby's fields, in this step
+        if not locked:
+            self.world.touch(LOCKS, write=False)
             self.world.log(standby.thread, "lock.fail", task=standby.task,
                            owner=self.dirs.locks.get(standby.task))  # fmt: skip
             return False
@@ -155,6 +176,7 @@ class Instance:
 
     def seek(self, standby: StandbyTask) -> None:
         """assignStandbyPartitions: seek to the offsets captured at initialization (or the start)."""
+        self.world.touch(TASKS)
         standby.position = standby.checkpointed or 0
         self.world.log(standby.thread, "seek", task=standby.task, offset=standby.position,
                        loaded_generation=standby.loaded_generation,
@@ -163,6 +185,8 @@ class Instance:
 
     def apply(self, standby: StandbyTask) -> None:
         """maybeUpdateStandbyTasks: apply the changelog from the position into the store."""
+        self.world.touch(TASKS)
+        self.world.touch(CHANGELOG, write=False)
         end = len(self.changelog)
         if standby.state != "running" or standby.position >= end:
             return
@@ -179,6 +203,8 @@ class Instance:
 
     def checkpoint(self, standby: StandbyTask) -> None:
         """ProcessorStateManager.checkpoint: the offsets in memory, written if there are any."""
+        self.world.touch(TASKS)
+        self.world.touch(LOCKS, write=False)
         holds_lock = self.dirs.locks.get(standby.task) == standby.thread
         if self.variant == "fix-checkpoint-under-lock" and not holds_lock:
             self.world.log(standby.thread, "checkpoint.skip", task=standby.task, reason="no lock")
@@ -192,6 +218,7 @@ class Instance:
 
     def close(self, standby: StandbyTask) -> Gen:
         """StandbyTask.close: nothing at all unless initialized; else commit, close, unlock."""
+        self.world.touch(TASKS)
         del self.tasks[standby.thread][standby.task]
         if not standby.initialized:
             self.world.log(standby.thread, "standby.close", task=standby.task, initialized=False,
@@ -206,6 +233,7 @@ class Instance:
     def on_revoked(self, thread: str) -> None:
         """onPartitionsRevoked: suspend running tasks, close and drop created ones."""
         self.set_state(thread, REVOKED)
+        self.world.touch(TASKS)
         for standby in list(self.tasks[thread].values()):
             if standby.state == "running":
                 self.apply(standby)
@@ -220,9 +248,12 @@ class Instance:
     def on_assigned(self, thread: str, assigned: set[str]) -> Gen:
         """onPartitionsAssigned (createTasks), then runOnce's lock attempts while ASSIGNED."""
         self.set_state(thread, ASSIGNED)
+        self.world.touch(TASKS)
         for standby in list(self.tasks[thread].values()):
+            self.world.touch(TASKS, write=False)  # after a close, a later step
             if standby.state == "suspended" and standby.task not in assigned:
                 yield from self.close(standby)
+        self.world.touch(TASKS)
         for task in sorted(assigned):
             existing = self.tasks[thread].get(task)
             if existing is not None and existing.state == "suspended":
@@ -230,16 +261,19 @@ class Instance:
                 self.world.log(thread, "standby.resume", task=task)
             elif existing is None:
                 self.construct(thread, task)
-        while self.state[thread] == ASSIGNED:
+        while self.running(thread, ASSIGNED):
             yield from self.update_new_and_restoring(thread)
-            if self.state[thread] == ASSIGNED:
+            if self.running(thread, ASSIGNED):
                 yield self.world.sleep(self.config.poll_ms)
 
     def update_new_and_restoring(self, thread: str) -> Gen:
         """TaskManager.updateNewAndRestoringTasks, with no active tasks on these threads."""
+        self.world.touch(TASKS, write=False)
         for standby in sorted(self.tasks[thread].values(), key=lambda s: s.task):
+            self.world.touch(TASKS, write=False)  # after an initialize, a later step
             if standby.state == "created":
                 yield from self.initialize(standby)
+        self.world.touch(TASKS, write=False)
         for standby in sorted(self.tasks[thread].values(), key=lambda s: s.task):
             if standby.state == "running":
                 self.seek(standby)
@@ -253,8 +287,9 @@ class Instance:
         yield self.world.sleep(phase_ms)
         while True:
             yield self.world.sleep(self.config.commit_interval_ms)
-            if self.state[thread] != RUNNING:
+            if not self.running(thread):
                 continue
+            self.world.touch(TASKS)
             for standby in sorted(self.tasks[thread].values(), key=lambda s: s.task):
                 self.apply(standby)
                 if standby.state == "running" and standby.commit_needed:
@@ -264,6 +299,7 @@ class Instance:
     def producer(self) -> Gen:
         yield self.world.sleep(self.config.first_record_ms)
         while True:
+            self.world.touch(CHANGELOG)
             key = f"r{len(self.changelog)}"
             self.changelog.append(key)
             self.world.log("changelog", "changelog.append", task=TASK,
@@ -291,12 +327,14 @@ class Instance:
         """The task turns active here: its standby closes, the active task reads and restores."""
         actor = "active"
         for thread in THREADS:
+            self.world.touch(TASKS, write=False)
             if TASK in self.tasks[thread]:
                 yield from self.close(self.tasks[thread][TASK])
         generation = self.dirs.directory_for_task(actor, TASK)
         checkpoint = self.dirs.read_checkpoint(TASK)
         locked = yield from self.dirs.lock(actor, TASK)
         if not locked:
+            self.world.touch(LOCKS, write=False)
             raise AssertionError(f"the lock is still held by {self.dirs.locks.get(TASK)}")
         restorer = StandbyTask(TASK, actor, "running", True, checkpoint, generation, checkpoint)
         self.seek(restorer)

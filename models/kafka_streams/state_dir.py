@@ -35,6 +35,7 @@ from raceproof.sim.fs import FsError
 from raceproof.sim.history import JSONValue
 
 APP_DIR = "/state/app"
+LOCKS = "streams:locks"  # the footprint of ``StateDirectory.locks`` (the model's own state)
 CLEANER = "cleaner"
 Gen = Generator[Any, Any, Any]
 
@@ -85,6 +86,7 @@ class StateDirectory:
         """StateDirectory.lock: waits for the monitor; True if ``thread`` now owns the lock."""
         yield self.monitor.acquire(thread)
         try:
+            self.world.touch(LOCKS)
             owner = self.locks.get(task)
             if owner is not None:
                 return owner == thread
@@ -97,6 +99,7 @@ class StateDirectory:
 
     def unlock(self, thread: str, task: str) -> Gen:
         yield self.monitor.acquire(thread)
+        self.world.touch(LOCKS)
         if self.locks.get(task) == thread:
             del self.locks[task]
         self.monitor.release(thread)
@@ -142,6 +145,7 @@ class StateDirectory:
 
     def _clean_removed_tasks(self) -> Gen:
         yield self.monitor.acquire(CLEANER)
+        self.world.touch(LOCKS, write=False)
         names = [n for n in self.fs.listdir(APP_DIR) if self.fs.isdir(task_dir(n))]
         if (
             len(names) > 1
@@ -150,6 +154,7 @@ class StateDirectory:
             names.reverse()  # File.listFiles order is unspecified
         self.world.log(CLEANER, "cleaner.run", dirs=names, locked=sorted(self.locks))
         for name in names:
+            self.world.touch(LOCKS, write=False)  # after a deletion's sleep, a later step
             if name in self.locks or not self.fs.isdir(task_dir(name)):
                 continue
             self._open_lock_file(name)  # lock(id): the cleaner takes the lock first

@@ -201,6 +201,9 @@ class ThreadRuntime:
         self.sequencer.arrive((actor, point, fields.get("entity")))
         self.log(actor, "checkpoint", point=point, **fields)
 
+    def touch(self, resource: str, write: bool = True) -> None:
+        """The proof's footprints mean nothing on real threads."""
+
     def finish(self) -> None:
         self.finished.set()
         for queue in self.queues:
