@@ -62,8 +62,9 @@ clean:
 # Mutation testing with mutmut 3 (not part of `make test`). mutmut copies the code into
 # `mutants/` and imports it from there, so it needs the installed layout (`raceproof/sim/...`),
 # not the repository's (`sim/` mapped by package-dir): the recipe stages that layout in
-# $(MUTATION_DIR), where `mutants/` comes first on sys.path and the editable install's finder
-# (appended after the path finder) is never asked. Scope and the tests run are [tool.mutmut] in
+# $(MUTATION_DIR) (tools/mutation_stage.py, which also undecorates the @checker functions there:
+# mutmut 3 skips decorated functions), where `mutants/` comes first on sys.path and the
+# editable install's finder (appended after the path finder) is never asked. Scope and the tests run are [tool.mutmut] in
 # pyproject.toml; each mutant runs only the tests that reach the mutated function, forked, in
 # parallel. The Hypothesis profile `mutation` is derandomized, so the score is reproducible.
 # docs/mutation.md lists the survivors judged equivalent.
@@ -71,10 +72,7 @@ MUTATION_DIR := .mutation
 MUTMUT := $(CURDIR)/$(VENV)/bin/mutmut
 mutation: $(STAMP)
 	$(VENV)/bin/pip install --quiet "mutmut==3.8.1"
-	rm -rf $(MUTATION_DIR) && mkdir -p $(MUTATION_DIR)/raceproof
-	cp raceproof/__init__.py raceproof/py.typed $(MUTATION_DIR)/raceproof/
-	for d in $(SUBPACKAGES); do cp -r $$d $(MUTATION_DIR)/raceproof/$$d; done
-	cp -r pyproject.toml property_tests docs $(MUTATION_DIR)/
+	$(PY) tools/mutation_stage.py $(MUTATION_DIR)
 	cd $(MUTATION_DIR) && HYPOTHESIS_PROFILE=mutation nice -n 10 $(MUTMUT) run > mutmut-run.log 2>&1 \
 		|| { tail -n 40 mutmut-run.log; exit 1; }
-	cd $(MUTATION_DIR) && $(CURDIR)/$(PY) $(CURDIR)/docs/mutation_score.py
+	cd $(MUTATION_DIR) && $(CURDIR)/$(PY) $(CURDIR)/tools/mutation_score.py
