@@ -8,6 +8,7 @@ fixes one such edge by the trace (times, draws, ops) it must produce.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Generator
 from typing import Any
 
@@ -16,7 +17,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raceproof.sim import (
+    BoundHit,
+    EventQueue,
+    Executor,
+    FaultPlan,
     LaggingCache,
+    Lock,
+    Nemesis,
+    Network,
+    ReplayMisaligned,
     ReplaySource,
     SimRuntime,
     VersionedStore,
@@ -165,3 +174,165 @@ def test_the_default_cache_name_labels_its_draws() -> None:
     assert cache.get("/ds/B") is None and cache.get("/ds/A") == (1, 0)
     with pytest.raises(AssertionError):
         cache.get("/elsewhere")
+
+
+# -- queues, locks and executors: values, counts and the keys they touch ----------------------
+def _touches(world: World) -> list[tuple[str, bool]]:
+    """Record the footprint keys the primitives declare (what the reduction reads)."""
+    seen: list[tuple[str, bool]] = []
+    world.touch = lambda key, write=True: seen.append((key, write))  # type: ignore[method-assign]
+    return seen
+
+
+def test_each_primitive_touches_a_key_named_after_it() -> None:
+    world = _world()
+    seen = _touches(world)
+    queue = EventQueue(world, "q1", dedupe=True)
+    queue.put("a")
+    assert not queue.put("a") and not queue.put("a")
+    assert queue.dropped == 2  # counted, not just flagged
+    queue.put_front("b")
+    queue.get()
+    lock = Lock(world, "l1")
+    lock.try_acquire("me")
+    lock.release("me")
+    executor = Executor(world, "e1", 1)
+
+    def body() -> Generator[Any, Any, int]:
+        yield world.sleep(1)
+        return 7
+
+    executor.submit("t", body)
+    keys = {key for key, _ in seen}
+    assert all(key is not None for key in keys)
+    assert {k for k in keys if "q1" in k} and {k for k in keys if "l1" in k}
+    assert {k for k in keys if "e1" in k}
+    assert len({k for k in keys if "q1" in k} | {k for k in keys if "l1" in k}) == 2
+    assert len(seen) >= 8  # put x3, put_front, get, try_acquire, release, submit
+
+
+def test_a_lock_hands_itself_to_the_next_waiter_by_name() -> None:
+    world = _world()
+    lock = Lock(world, "lock")
+    got: list[tuple[int, str]] = []
+
+    def holder(name: str, hold_ms: int) -> Generator[Any, Any, None]:
+        owner = yield lock.acquire(name)
+        got.append((world.now_ms, owner))
+        yield world.sleep(hold_ms)
+        lock.release(name)
+
+    world.spawn("a", holder("a", 5))
+    world.spawn("b", holder("b", 5))
+    world.run()
+    assert got == [(0, "a"), (5, "b")]
+    assert not lock.locked and lock.name == "lock"
+    with pytest.raises(AssertionError, match="a lock owner needs a name"):
+        lock.try_acquire("")
+
+
+@given(st.integers(1, 3), st.lists(st.integers(1, 5), min_size=1, max_size=6))
+def test_an_executor_runs_at_most_its_workers_in_fifo_order(
+    workers: int, durations_ms: list[int]
+) -> None:
+    world = _world()
+    executor = Executor(world, "pool", workers)
+    busy_seen: list[int] = []
+    results: list[Any] = []
+
+    def job(i: int, duration_ms: int) -> Generator[Any, Any, int]:
+        busy_seen.append(executor.busy)
+        yield world.sleep(duration_ms)
+        return i
+
+    def client() -> Generator[Any, Any, None]:
+        events = [
+            executor.submit("job", lambda i=i, d=d: job(i, d)) for i, d in enumerate(durations_ms)
+        ]
+        for event in events:
+            results.append((yield event))
+
+    world.spawn("client", client())
+    world.run()
+    assert results == list(range(len(durations_ms)))
+    assert executor.submitted == len(durations_ms) and executor.busy == 0
+    assert max(busy_seen) == min(workers, len(durations_ms))
+    actors = sorted({op.actor for op in world.history} | set())
+    assert all(a is not None for a in actors)
+    with pytest.raises(AssertionError):
+        Executor(world, "none", 0)
+    assert Executor(world, "one", 1).workers == 1
+
+
+def test_executor_tasks_run_as_named_actors() -> None:
+    world = _world()
+    executor = Executor(world, "pool", 1)
+    names: list[str] = []
+
+    def job() -> Generator[Any, Any, None]:
+        names.append(world.active_process.actor)  # type: ignore[union-attr]
+        yield world.sleep(1)
+
+    executor.submit("stop", job)
+    executor.submit("stop", job)
+    world.run()
+    assert names == ["pool/stop#1", "pool/stop#2"]
+
+
+# -- exceptions that cross a process boundary (the parallel proof) --------------------------
+def test_a_misaligned_replay_survives_pickling_with_its_message() -> None:
+    error = ReplayMisaligned(3, "label a, recorded b")
+    again = pickle.loads(pickle.dumps(error))
+    assert (again.index, again.detail) == (3, "label a, recorded b")
+    assert str(again) == str(error) == "replay misaligned at draw #3: label a, recorded b"
+    assert str(BoundHit("steps", "more than 5 steps")) == "steps bound hit: more than 5 steps"
+    assert BoundHit("steps", "x").bound == "steps"
+
+
+# -- the network ----------------------------------------------------------------------------
+@given(
+    st.sampled_from(
+        [frozenset(), frozenset({"drop"}), frozenset({"duplicate"}), frozenset({"delay"})]
+    ),
+    st.lists(st.integers(0, 1), max_size=12),
+)
+def test_the_network_draws_per_link_and_delivers_after_the_drawn_latency(
+    kinds: frozenset[str], values: list[int]
+) -> None:
+    world = World(ReplaySource(values, strict=False))
+    plan = FaultPlan(kinds=kinds, max_faults=2, p=0.5, delay_ms=(10, 30))
+    network = Network(world, Nemesis(world, plan), latency_ms=(1, 4))
+    delivered: list[tuple[int, str]] = []
+    network.send("a", "b", "m", lambda message: delivered.append((world.now_ms, message)))
+    world.run()
+    draws = [
+        (c.label, c.n, c.value)
+        for c in world.source.record
+        if c.label.split(".")[0] in ("fault", "latency", "delay")  # not the scheduler's ties
+    ]
+    labels = [label for label, _, _ in draws]
+    assert labels and all(label.endswith(".a->b") for label in labels)
+    struck = {
+        label.split(".")[1] for label, _, value in draws if label.startswith("fault.") and value
+    }
+    if "drop" in struck:
+        assert delivered == [] and labels == ["fault.drop.a->b"]
+        return
+    copies = 2 if "duplicate" in struck else 1
+    assert len(delivered) == copies and {m for _, m in delivered} == {"m"}
+    expected: list[int] = []
+    latencies = iter(draws)
+    for label, _, value in latencies:
+        if label.startswith("latency."):
+            latency = (1, 4)[value]
+            if "delay" in kinds:
+                fault = next(latencies)
+                assert fault[0] == "fault.delay.a->b"
+                if fault[2]:
+                    extra = next(latencies)
+                    assert extra[0] == "delay.a->b"
+                    latency += (10, 30)[extra[2]]
+            expected.append(latency)
+    assert sorted(t for t, _ in delivered) == sorted(expected)
+    actors = {op.actor for op in world.history if op.actor.startswith("net:")}
+    assert actors <= {"net:a->b"}

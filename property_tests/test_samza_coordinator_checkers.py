@@ -185,8 +185,9 @@ def test_the_drain_liveness_reads_the_last_timeout() -> None:
     assert drain_liveness(history) == ok(name)
     history.append(1, "driver", "drain.timeout", after_ms=100, tasks_running=["a"])
     history.append(2, "driver", "drain.timeout", after_ms=200, tasks_running=["b"])
+    history.append(3, "driver", "drain.timeout", after_ms=300, tasks_running=["c"])
     assert drain_liveness(history) == Verdict(
-        name, "violated", 2, "the drain did not finish within 200 ms; still running: ['b']"
+        name, "violated", 3, "the drain did not finish within 300 ms; still running: ['c']"
     )
 
 
@@ -265,6 +266,11 @@ def test_the_log_must_match_the_replayed_state() -> None:
     assert log_matches_state(order).message.startswith(
         "partition 0: the log's order ['b', 'a'] differs from the replay order ['a', 'b']"
     )
+    # Once its event is done a partition is compared again at every append.
+    after_done = _coordinator(
+        ("event.poll", p0), ("event.done", p0), ("log.append", {**p0, "batch": "x"})
+    )
+    assert log_matches_state(after_done).op_index == 2
     # A second poll of another partition keeps this one's comparison.
     other = _coordinator(("event.poll", {"partition": 1}), ("log.append", {**p0, "batch": "x"}))
     assert log_matches_state(other).op_index == 1
