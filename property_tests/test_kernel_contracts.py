@@ -336,3 +336,35 @@ def test_the_network_draws_per_link_and_delivers_after_the_drawn_latency(
     assert sorted(t for t, _ in delivered) == sorted(expected)
     actors = {op.actor for op in world.history if op.actor.startswith("net:")}
     assert actors <= {"net:a->b"}
+
+
+# -- the simulated runtime port -------------------------------------------------------------
+def test_the_sim_runtime_is_the_world_behind_the_port() -> None:
+    world = _world([1])
+    rt = SimRuntime(world)
+    seen: list[Any] = []
+
+    def actor() -> Generator[Any, Any, None]:
+        yield rt.sleep(5)
+        seen.append(rt.now_ms())
+        seen.append(rt.choose("pick", ["x", "y"]))
+        rt.log("actor", "did", what=1)
+        rt.checkpoint("actor", "mark.write", entity="d")
+        queue = rt.queue("q", dedupe=True)
+        assert queue.put(1) and not queue.put(1) and len(queue) == 1
+        pool = rt.executor("pool", 2)
+        assert isinstance(pool, Executor) and pool.workers == 2 and pool.name == "pool"
+        rt.finish()
+
+    rt.spawn("actor", actor())
+    world.run()
+    assert seen == [5, "y"]
+    assert [(c.label, c.value) for c in world.source.record] == [("pick", 1)]
+    ops = [
+        (op.actor, op.kind, op.fields) for op in world.history if op.kind in ("did", "checkpoint")
+    ]
+    assert ops == [
+        ("actor", "did", {"what": 1}),
+        ("actor", "checkpoint", {"point": "mark.write", "entity": "d"}),
+    ]
+    assert world.finished is not None
