@@ -18,9 +18,12 @@ from hypothesis import strategies as st
 
 from raceproof.sim import (
     BoundHit,
+    DiskWriteError,
     EventQueue,
     Executor,
     FaultPlan,
+    FileSystem,
+    FsError,
     LaggingCache,
     Lock,
     Nemesis,
@@ -368,3 +371,96 @@ def test_the_sim_runtime_is_the_world_behind_the_port() -> None:
         ("actor", "checkpoint", {"point": "mark.write", "entity": "d"}),
     ]
     assert world.finished is not None
+
+
+# -- the simulated file system --------------------------------------------------------------
+def test_the_file_system_keeps_posix_shapes_and_declares_reads_and_writes() -> None:
+    world = _world()
+    seen = _touches(world)
+    fs = FileSystem(world, "disk")
+    assert fs.name == "disk" and not fs.fail_writes and fs.dirs["/"].generation == 0
+    assert fs.mkdir("/a/b") and not fs.mkdir("/a/b")
+    assert (fs.generation("/a"), fs.generation("/a/b"), fs.generation("/x")) == (1, 2, None)
+    with pytest.raises(FsError, match=r"^no such directory /q$"):
+        fs.mkdir("/q/r", parents=False)
+    fs.mkdir("/ab")
+    fs.write("/a/b/f", 1)
+    fs.write("/a/g", 2, sync=True)
+    assert fs.listdir("/a") == ["b", "g"] and fs.listdir("/") == ["a", "ab"]
+    assert fs.listdir("/a/b") == ["f"]
+    with pytest.raises(FsError, match=r"^no such directory /nope$"):
+        fs.listdir("/nope")
+    assert fs.exists("/a") and fs.exists("/a/g") and not fs.exists("/a/h") and fs.isdir("/a/b")
+    assert not fs.isdir("/a/g")
+    with pytest.raises(FsError, match=r"^no such file /a/h$"):
+        fs.read("/a/h")
+    with pytest.raises(FsError, match=r"^no such file or directory /a/h$"):
+        fs.mtime_ms("/a/h")
+    with pytest.raises(FsError, match=r"^no such directory /z$"):
+        fs.write("/z/f", 1)
+    reads = {write for key, write in seen if key == "disk"}
+    assert reads == {True, False}
+    before = len(seen)
+    for look in (fs.read, fs.exists, fs.isdir, fs.listdir, fs.mtime_ms, fs.generation):
+        look("/a/g" if look == fs.read else "/a")
+    assert seen[before:] == [("disk", False)] * 6
+    fs.remove("/a/g")
+    fs.rmtree("/a")
+    assert seen[-2:] == [("disk", True)] * 2
+    assert fs.listdir("/") == ["ab"] and not fs.exists("/a/b/f")
+    with pytest.raises(FsError, match=r"^no such directory /a$"):
+        fs.rmtree("/a")
+
+
+def test_mtimes_move_with_entries_and_a_crash_keeps_only_synced_content() -> None:
+    world = _world()
+    fs = FileSystem(world)
+    times: dict[str, Any] = {}
+
+    def actor() -> Generator[Any, Any, None]:
+        fs.mkdir("/d")
+        yield world.sleep(10)
+        fs.write("/d/f", "v1")
+        times["new file"] = (fs.mtime_ms("/d"), fs.mtime_ms("/d/f"))
+        yield world.sleep(10)
+        fs.write("/d/f", "v2", sync=True)
+        times["rewrite"] = (fs.mtime_ms("/d"), fs.mtime_ms("/d/f"))
+        fs.write("/d/f", "v3")
+        fs.write("/d/g", "never synced")
+        yield world.sleep(10)
+        fs.mkdir("/d/sub")
+        times["subdir"] = (fs.mtime_ms("/d"), fs.mtime_ms("/d/sub"))
+        yield world.sleep(10)
+        fs.remove("/d/g")
+        times["remove"] = fs.mtime_ms("/d")
+        fs.write("/d/g", "again")
+        yield world.sleep(10)
+        fs.rmtree("/d/sub")
+        times["rmtree"] = fs.mtime_ms("/d")
+        fs.crash()
+
+    world.spawn("actor", actor())
+    world.run()
+    assert times == {
+        "new file": (10, 10),
+        "rewrite": (10, 20),
+        "subdir": (30, 30),
+        "remove": 40,
+        "rmtree": 50,
+    }
+    assert fs.read("/d/f") == "v2" and not fs.exists("/d/g")
+
+
+def test_an_injected_write_failure_is_drawn_logged_and_raised() -> None:
+    world = _world([1])
+    fs = FileSystem(world, "disk", fail_writes=True)
+    fs.mkdir("/d")
+    with pytest.raises(DiskWriteError):
+        fs.write("/d/f", 1)
+    assert not fs.exists("/d/f")
+    assert [(c.label, c.value) for c in world.source.record] == [("disk.write-fails", 1)]
+    assert [(op.actor, op.kind, op.fields) for op in world.history] == [
+        ("disk", "fault.disk-write", {"path": "/d/f"})
+    ]
+    fs.write("/d/f", 2)  # the replay is exhausted: the boring choice, no failure
+    assert fs.read("/d/f") == 2
