@@ -56,7 +56,9 @@ def main() -> int:
     total = sum(r[2] for r in rows)
     print(f"\nmutation score: {killed}/{total} killed = {100 * killed / total:.1f}%")
     if not_checked:
-        print(f"({not_checked} mutants not checked yet: an interrupted run; the score is over the rest)")
+        print(
+            f"({not_checked} mutants not checked yet: an interrupted run; the score is over the rest)"
+        )
     return 0
 
 
