@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -326,6 +327,11 @@ def test_an_invariant_logs_its_first_violation_once(
         why = f"value {broken[0]} > {limit}" if explained else "invariant small became false"
         assert verdict.message == why == op.get("message")
         assert isinstance(op.get("step"), int)
+
+
+def test_an_invariant_needs_a_name() -> None:
+    with pytest.raises(AssertionError, match=r"^an invariant needs a name$"):
+        always(World(ReplaySource([], strict=False)), "", lambda: True)
 
 
 def test_an_invariant_checker_reads_only_its_own_name() -> None:

@@ -75,6 +75,10 @@ def test_drain_completeness_boundaries() -> None:
     )
     assert drain_completeness(_drain(2, done, None)).message.startswith("s: last checkpoint None")
     assert drain_completeness(_drain(0, [], None)) == ok(name)
+    # No checkpoint for the partition counts as 0: one short of a marker at 1.
+    assert drain_completeness(_drain(1, [(0, False)], None)).message == (
+        "s: last checkpoint None is before the drain marker at 1"
+    )
 
 
 def test_drain_completeness_leftovers_come_first() -> None:
