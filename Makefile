@@ -57,7 +57,7 @@ bench: $(STAMP)
 	$(VENV)/bin/raceproof bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis counterexamples .cache .mutmut-cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis counterexamples .cache .mutmut-cache .mutation
 
 # Mutation testing with mutmut 3 (not part of `make test`). mutmut copies the code into
 # `mutants/` and imports it from there, so it needs the installed layout (`raceproof/sim/...`),
