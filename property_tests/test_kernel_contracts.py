@@ -37,6 +37,7 @@ from raceproof.sim import (
     poll_until,
 )
 from raceproof.sim.choices import MAX_DRAWS, decode_blob, encode_blob
+from raceproof.sim.fs import _parent
 
 
 def _world(values: list[int] | None = None) -> World:
@@ -196,6 +197,7 @@ def test_each_primitive_touches_a_key_named_after_it() -> None:
     assert not queue.put("a") and not queue.put("a")
     assert queue.dropped == 2  # counted, not just flagged
     queue.put_front("b")
+    assert len(queue) == 2 and seen[-1] == ("queue:q1", False)
     queue.get()
     lock = Lock(world, "l1")
     lock.try_acquire("me")
@@ -231,7 +233,7 @@ def test_a_lock_hands_itself_to_the_next_waiter_by_name() -> None:
     world.run()
     assert got == [(0, "a"), (5, "b")]
     assert not lock.locked and lock.name == "lock"
-    with pytest.raises(AssertionError, match="a lock owner needs a name"):
+    with pytest.raises(AssertionError, match=r"^a lock owner needs a name$"):
         lock.try_acquire("")
 
 
@@ -349,15 +351,19 @@ def test_the_sim_runtime_is_the_world_behind_the_port() -> None:
     seen: list[Any] = []
 
     def actor() -> Generator[Any, Any, None]:
+        assert world.active_process.actor == "actor"  # type: ignore[union-attr]
         yield rt.sleep(5)
         seen.append(rt.now_ms())
         seen.append(rt.choose("pick", ["x", "y"]))
         rt.log("actor", "did", what=1)
         rt.checkpoint("actor", "mark.write", entity="d")
         queue = rt.queue("q", dedupe=True)
-        assert queue.put(1) and not queue.put(1) and len(queue) == 1
+        assert queue.put(1) and not queue.put(1) and len(queue) == 1 and queue.name == "q"
+        plain = rt.queue("p")
+        assert plain.put(1) and plain.put(1) and len(plain) == 2  # no dedupe unless asked
         pool = rt.executor("pool", 2)
         assert isinstance(pool, Executor) and pool.workers == 2 and pool.name == "pool"
+        assert pool.world is world
         rt.finish()
 
     rt.spawn("actor", actor())
@@ -380,6 +386,11 @@ def test_the_file_system_keeps_posix_shapes_and_declares_reads_and_writes() -> N
     seen = _touches(world)
     fs = FileSystem(world, "disk")
     assert fs.name == "disk" and not fs.fail_writes and fs.dirs["/"].generation == 0
+    assert fs.mtime_ms("/") == 0 and FileSystem(world).name == "fs"
+    assert (_parent("/a"), _parent("/a/b")) == ("/", "/a")
+    for bad in ("/", "/a/", "a", "a/b"):
+        with pytest.raises(AssertionError, match=r"^bad path"):
+            _parent(bad)
     assert fs.mkdir("/a/b") and not fs.mkdir("/a/b")
     assert (fs.generation("/a"), fs.generation("/a/b"), fs.generation("/x")) == (1, 2, None)
     with pytest.raises(FsError, match=r"^no such directory /q$"):
@@ -408,7 +419,13 @@ def test_the_file_system_keeps_posix_shapes_and_declares_reads_and_writes() -> N
     fs.remove("/a/g")
     fs.rmtree("/a")
     assert seen[-2:] == [("disk", True)] * 2
+    assert {key for key, _ in seen} == {"disk"}
     assert fs.listdir("/") == ["ab"] and not fs.exists("/a/b/f")
+    fs.mkdir("/dX/eX")  # a name ending in the characters a mutant might strip
+    fs.mkdir("/d")
+    assert fs.listdir("/dX") == ["eX"] and fs.listdir("/d") == []
+    fs.rmtree("/dX")
+    assert fs.isdir("/d") and not fs.isdir("/dX/eX")
     with pytest.raises(FsError, match=r"^no such directory /a$"):
         fs.rmtree("/a")
 
