@@ -89,6 +89,7 @@ def test_a_found_violation_stops_the_count_where_it_was_found(strategy: str) -> 
     progress: list[dict[str, Any]] = []
     report = explore(_runner(True, log), strategy, 0, Budget(examples=500), progress.append)
     assert report.verdict == "violated" and report.stopped_by is None
+    assert report.strategy == strategy
     assert report.found is not None and report.found.status == "violated"
     assert report.shrunk is not None and report.shrunk.status == "violated"
     assert progress[-1] == {"examples": report.examples, "status": "violated"}
@@ -109,6 +110,12 @@ def test_a_seconds_budget_that_runs_out_is_inconclusive_with_a_note(
     log: list[RunOutcome] = []
     report = explore(_runner(False, log), strategy, 0, budget)
     assert report.verdict == "inconclusive" and report.stopped_by == "seconds"
+    assert report.strategy == strategy
+    assert (
+        report.inconclusive_runs == sum(o.status == "inconclusive" for o in log[-report.examples :])
+        if report.examples
+        else report.inconclusive_runs == 0
+    )
     if hypothesis:  # a chunk may end early: seven values exhaust Hypothesis' search space
         assert (report.examples == 0) == (limit == 1) and report.examples < total
     else:
