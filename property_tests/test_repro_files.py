@@ -66,12 +66,13 @@ def test_a_saved_counterexample_loads_back_the_same(choices: list[Choice]) -> No
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "deep" / "cx.json"
+        path = Path(folder) / "two" / "deep" / "cx.json"
         example = _example(choices)
         save(path, example)
         assert load(path).to_json() == example.to_json()
         assert [p.name for p in path.parent.iterdir()] == ["cx.json"]  # no temporary left
         raw = json.loads(path.read_text())
+        assert list(raw) == sorted(raw)  # keys sorted: a stable, diffable file
         assert raw["format"] == FORMAT and raw["format_version"] == FORMAT_VERSION
         assert raw["deviations"] == sum(1 for c in choices if c.value)
         assert raw["blob"] == encode_blob([c.value for c in choices]) == example.blob
@@ -189,6 +190,8 @@ def test_the_version_is_checked(tmp_path: Path) -> None:
         [5, 3, 1],
         ["sched", 3],
         ["sched", 3, 1, 0],
+        ["sched", 2.5, 0],  # a float option count
+        ["x" * 100, 3, 5],  # a long one is cut at 60 characters
         "sched",
     ],
 )
@@ -212,6 +215,10 @@ def test_the_smallest_choices_are_accepted(tmp_path: Path) -> None:
 def test_the_blob_must_decode_and_match(tmp_path: Path) -> None:
     assert _error(tmp_path, lambda raw: raw.update(blob="2:0=1")) == (
         "blob '2:0=1' does not match the choices"
+    )
+    long = "100:" + ",".join(f"{i}=1" for i in range(30))  # decodes, does not match
+    assert _error(tmp_path, lambda raw: raw.update(blob=long)) == (
+        f"blob {long[:60]!r} does not match the choices"
     )
     message = _error(tmp_path, lambda raw: raw.update(blob="nonsense"))
     assert "nonsense" in message and not message.startswith("blob")
