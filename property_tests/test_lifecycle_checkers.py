@@ -340,3 +340,24 @@ def test_an_invariant_checker_reads_only_its_own_name() -> None:
     assert invariant_checker("mine")(history) == ok("mine")
     history.append(1, "invariant", INVARIANT_OP, invariant="mine", message="broke")
     assert invariant_checker("mine")(history) == Verdict("mine", "violated", 1, "broke")
+
+
+def test_a_new_request_allows_the_work_again_and_a_retry_allows_one_more() -> None:
+    def history(*ops: tuple[str, str]) -> History:
+        h = History()
+        for i, (kind, entity) in enumerate(ops):
+            if kind == "stop.request":
+                h.append(i, "client", kind, entity=entity)
+            else:
+                h.append(i, "w", kind, streams=[entity])
+        return h
+
+    once = processed_once("once")
+    again = history(("stop.process", "a"), ("stop.request", "a"), ("stop.process", "a"))
+    assert once(again) == ok("once")
+    retried = history(("stop.process", "a"), ("stop.retry", "a"), ("stop.process", "a"))
+    assert once(retried) == ok("once")
+    twice = history(("stop.request", "a"), ("stop.process", "a"), ("stop.process", "a"))
+    assert (once(twice).status, once(twice).op_index) == ("violated", 2)
+    other = history(("stop.process", "a"), ("stop.request", "b"), ("stop.process", "a"))
+    assert once(other).op_index == 2
