@@ -114,3 +114,10 @@ def test_no_restore_is_unknown() -> None:
     assert (
         verdict.status == "unknown" and verdict.message == "the run ended before the final restore"
     )
+
+
+def test_a_store_with_no_end_holds_nothing_past_zero() -> None:
+    history = History()
+    history.append(0, "threadA", "seek", task="0_1", offset=1, store_from=0)  # no store_to
+    verdict = checkpoint_soundness(history)
+    assert verdict.status == "violated" and verdict.message.endswith("holds offsets 0..-1")
