@@ -90,7 +90,15 @@ def _history_fingerprint(outcome: RunOutcome) -> tuple:  # type: ignore[type-arg
     return tuple(sorted(ops))
 
 
-DECLARED = [(s, v) for s in all_scenarios() if s.declares_footprints for v in s.variants]
+# samza-drain's proof configuration is ~99,000 schedules in the full walk: its equivalence
+# test runs on small configurations of its own (property_tests/test_samza_reduction.py).
+OWN_SMALL_CONFIGS = {"samza-drain"}
+DECLARED = [
+    (s, v)
+    for s in all_scenarios()
+    if s.declares_footprints and s.name not in OWN_SMALL_CONFIGS
+    for v in s.variants
+]
 
 
 def test_some_scenario_declares_its_footprints() -> None:
