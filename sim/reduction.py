@@ -21,7 +21,9 @@ explored: an event goes to sleep for the later siblings of the branch that
 explored it, and wakes as soon as a step dependent on it runs. A run that
 would have to execute a sleeping step is cut there (``SleepBlocked``): every
 schedule through it is equivalent to one already explored. Model-level draws
-are always enumerated in full. Sleep sets are sound for every reachable
+are always enumerated in full. A draw whose run shows the rest of its instant
+commuting (``SleepSetSource._close_instant``) is not branched at all, which
+spares the runs sleep sets would only cut later. Sleep sets are sound for every reachable
 state (each Mazurkiewicz trace of the configuration keeps at least one
 representative), so a reduced proof that is otherwise unpruned is complete.
 
