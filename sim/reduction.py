@@ -21,7 +21,9 @@ explored: an event goes to sleep for the later siblings of the branch that
 explored it, and wakes as soon as a step dependent on it runs. A run that
 would have to execute a sleeping step is cut there (``SleepBlocked``): every
 schedule through it is equivalent to one already explored. Model-level draws
-are always enumerated in full. Sleep sets are sound for every reachable
+are always enumerated in full. A draw whose run shows the rest of its instant
+commuting (``SleepSetSource._close_instant``) is not branched at all, which
+spares the runs sleep sets would only cut later. Sleep sets are sound for every reachable
 state (each Mazurkiewicz trace of the configuration keeps at least one
 representative), so a reduced proof that is otherwise unpruned is complete.
 
@@ -74,6 +76,9 @@ class DrawRecord:
     keys: tuple[str | None, ...] | None  # the step key of each option (schedule draws)
     sleep: dict[str, Footprint]  # the sleep set when the draw was made
     footprint: Footprint = None  # of the step the chosen option ran (schedule draws)
+    # The steps from this draw's to the end of its instant commute pairwise and draw
+    # nothing: every order of them is equivalent, so its other options need no branch.
+    commutes: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,10 @@ class SleepSetSource(ChoiceSource):
         self.step_footprints: dict[int, Footprint] = {}
         self.step_drew: dict[int, bool] = {}
         self.draw_step: dict[int, int] = {}
+        # The steps of the current instant, from the first schedule draw on (commuting instants).
+        self._world: World | None = None
+        self._instant_ms: int | None = None
+        self._instant: list[tuple[str | None, Footprint, bool, DrawRecord | None]] = []
 
     # -- draws ---------------------------------------------------------------
     def _replayed(self, index: int, n: int) -> int:
@@ -154,6 +163,8 @@ class SleepSetSource(ChoiceSource):
         n = len(keys)
         index = len(self.record)
         self._step_at = index
+        if world is not None and self.reduce:
+            self._world = world
         if index < len(self.prefix):
             value = self._replayed(index, n)
         else:
@@ -192,6 +203,13 @@ class SleepSetSource(ChoiceSource):
             raise SleepBlocked(f"step {key} is asleep")
 
     def after_step(self, key: str | None, footprint: Footprint) -> None:
+        if self._world is not None:
+            now = self._world.now_ms
+            if now != self._instant_ms:
+                self._close_instant()
+                self._instant_ms = now
+            process = key.rsplit("@", 1)[0] if key is not None else None
+            self._instant.append((process, footprint, self._drew, self._open))
         if self._step_at is not None:
             self.step_footprints[self._step_at] = footprint
             self.step_drew[self._step_at] = self._drew
@@ -201,6 +219,35 @@ class SleepSetSource(ChoiceSource):
             self._open = None
         if self.tracking and self.sleep:
             self.sleep = {k: fp for k, fp in self.sleep.items() if not dependent(fp, footprint)}
+
+    def _close_instant(self) -> None:
+        """Time moved on: mark the draws of the instant just ended whose rest commutes.
+
+        From a draw's state, the steps the run took from there to the end of the
+        instant are all the steps that instant holds in any order (time moves on
+        only when nothing is due). If they commute pairwise (steps of one process
+        keep their order anyway) and none draws a model-level choice, each of them
+        behaves the same in every order and every order is equivalent to the one
+        run: the draw is a persistent set of one option, and with the sleep sets
+        still sound (Godefroid's persistent sets with sleep sets). A run cut before
+        its instant ended (a sleeping step, a bound, the end of the run) never
+        closes it, so nothing is marked on a partial view.
+        """
+        steps, self._instant = self._instant, []
+        start = len(steps)
+        for j in range(len(steps) - 1, -1, -1):
+            process, footprint, drew, _ = steps[j]
+            if footprint is None or drew:
+                break
+            if any(
+                dependent(footprint, later) and (process is None or process != other)
+                for other, later, _, _ in steps[j + 1 :]
+            ):
+                break
+            start = j
+        for _, _, _, record in steps[start:]:
+            if record is not None:
+                record.commutes = True
 
 
 @dataclass
@@ -233,7 +280,7 @@ def branch_options(
     others = [v for v in range(limit) if v != record.value]
     skipped = 0
     if record.keys is not None:
-        awake = [v for v in others if record.keys[v] not in record.sleep]
+        awake = [] if record.commutes else [v for v in others if record.keys[v] not in record.sleep]
         skipped = len(others) - len(awake)
         others = awake
     if others and max_deviations is not None and depth + 1 > max_deviations:

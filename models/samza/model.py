@@ -27,6 +27,32 @@ MODELS.md §3:
 
 The intermediate partitions start with a stale DrainMessage of the previous
 run (runId ``run0``), as a drained previous deployment leaves them.
+
+Footprints (``World.declare_footprints``; the scenario declares them). The
+actors (source, controller, per container c: start, monitor, consumer,
+RunLoop, committer, and one process per async commit) share plain Python
+state, so every read and write of it names its resource with ``world.touch``
+(through ``Pipeline._reads`` / ``_writes``), in the step that does it:
+
+- ``sourcing`` (the source's loop flag), ``notifications`` (the metadata
+  store), ``topic:src/p`` and ``topic:int/p`` (each partition's log; an
+  append is a write, a poll a read), ``checkpoint:T`` and ``panes:T`` (task
+  T's checkpoint and window store, which outlive a restart);
+- per container c: ``c<c>.incarnation``, ``c<c>.tasks`` (which Task objects
+  it runs), ``c<c>.control`` (started, draining, deferred), ``c<c>.wake``
+  (the RunLoop's wake-up event, a SimPy event two actors share);
+- per task T (by name, so an old incarnation's Task shares them with the
+  new): ``T.queue`` (pending messages and poll position), ``T.state``
+  (processed offset, drain mode, drained, producers seen), ``T.commit``
+  (committed offset, commit pending), ``T.shutdown``.
+
+``Message`` objects are never changed once appended, and ``seq`` belongs to
+the source alone. Reads are touched conservatively (a loop that may stop
+early still touches what a full pass reads). The checkers keep the contract:
+each scans for any op of a kind, and the one comparison of op order
+(``drain-completeness``: a message processed after its drain marker) is
+between a ``process`` op, whose step writes ``T.state``, and a
+``drain.inject`` op, whose step reads it: dependent steps, never reordered.
 """
 
 from __future__ import annotations
@@ -155,14 +181,41 @@ class Pipeline:
         self.seq = 0
         self.sourcing = True
 
+    # -- footprints ------------------------------------------------------------------
+    def _reads(self, *resources: str) -> None:
+        for resource in resources:
+            self.world.touch(resource, write=False)
+
+    def _writes(self, *resources: str) -> None:
+        for resource in resources:
+            self.world.touch(resource, write=True)
+
+    def _tasks(self, c: int) -> list[Task]:
+        """Container c's tasks (reading which they are)."""
+        self._reads(f"c{c}.tasks")
+        return self.tasks[c]
+
+    def _current(self, c: int, incarnation: int) -> bool:
+        self._reads(f"c{c}.incarnation")
+        return self.incarnation[c] == incarnation
+
+    def _all_shut_down(self, c: int) -> bool:
+        tasks = self._tasks(c)
+        self._reads(*(f"{t.name}.shutdown" for t in tasks))
+        return all(t.shut_down for t in tasks)
+
     # -- streams -------------------------------------------------------------------
     def append(self, topic: str, partition: int, message: Message) -> None:
+        self._writes(f"topic:{topic}/{partition}")
         message.offset = len(self.topics[topic][partition])
         self.topics[topic][partition].append(message)
 
     def source(self) -> Gen:
         yield self.world.sleep(self.config.source_phase_ms)
-        while self.sourcing:
+        while True:
+            self._reads("sourcing")
+            if not self.sourcing:
+                return
             for p in range(self.config.containers):
                 self.seq += 1
                 self.append(
@@ -176,11 +229,16 @@ class Pipeline:
 
     # -- containers ----------------------------------------------------------------
     def start_container(self, c: int, delay_ms: int) -> Gen:
+        self._writes(f"c{c}.incarnation", f"c{c}.tasks", f"c{c}.control", f"c{c}.wake")
         incarnation = self.incarnation.get(c, 0) + 1
         self.incarnation[c] = incarnation
         owned = range(c, self.config.int_partitions, self.config.containers)
         self.tasks[c] = [Task(f"src{c}", "src", c)] + [Task(f"agg{p}", "int", p) for p in owned]
         for task in self.tasks[c]:
+            self._reads(f"checkpoint:{task.name}")
+            self._writes(
+                *(f"{task.name}.{part}" for part in ("queue", "state", "commit", "shutdown"))
+            )
             task.position = task.processed = task.committed = self.checkpoints.get(task.name, 0)
         self.started[c] = False
         self.draining[c] = False
@@ -188,8 +246,9 @@ class Pipeline:
         self.wakeups[c] = self.world.event()
         self.world.spawn(f"monitor{c}", self.monitor(c, incarnation))
         yield self.world.sleep(delay_ms)
-        if self.incarnation[c] != incarnation:
+        if not self._current(c, incarnation):
             return
+        self._writes(f"c{c}.control")
         self.started[c] = True
         self.world.log(f"c{c}", "consumers.start", incarnation=incarnation)
         if self.deferred[c]:
@@ -209,8 +268,10 @@ class Pipeline:
                     self.config.monitor_poll_ms + c * self.config.container_phase_ms
                 )
             first = False
-            if self.incarnation[c] != incarnation or self.draining[c]:
+            self._reads(f"c{c}.control")
+            if not self._current(c, incarnation) or self.draining[c]:
                 return  # a monitor of a stopped container, or the drain has begun
+            self._reads("notifications")
             for run_id, notification in sorted(self.notifications.items()):
                 if run_id == RUN or self.variant == "accept-stale-run-id":
                     self.world.log(
@@ -222,6 +283,7 @@ class Pipeline:
                 return
 
     def begin_drain(self, c: int) -> None:
+        self._writes(f"c{c}.control")
         self.draining[c] = True
         if not self.started[c]:
             self.deferred[c] = True
@@ -230,9 +292,13 @@ class Pipeline:
         self.inject(c)
 
     def inject(self, c: int) -> None:
-        for task in self.tasks[c]:
+        for task in self._tasks(c):
             if task.topic != "src":
                 continue
+            # Reading T.state orders this op after or before the task's ``process`` ops
+            # (drain-completeness compares their places in the history).
+            self._writes(f"{task.name}.queue")
+            self._reads(f"{task.name}.state")
             # After everything polled so far: the drain covers exactly what is pending.
             end = task.position
             task.pending.append(Message("watermark", "src", task.partition, end))
@@ -242,8 +308,9 @@ class Pipeline:
 
     def consumer(self, c: int, incarnation: int) -> Gen:
         yield self.world.sleep(c * self.config.container_phase_ms)  # containers are not in lockstep
-        while self.incarnation[c] == incarnation and not all(t.shut_down for t in self.tasks[c]):
-            for task in self.tasks[c]:
+        while self._current(c, incarnation) and not self._all_shut_down(c):
+            self._reads(f"c{c}.control")
+            for task in self._tasks(c):
                 if task.shut_down:
                     continue
                 polls_source = task.topic == "src" and not self.draining[c]
@@ -251,6 +318,8 @@ class Pipeline:
                     self.draining[c] and self.variant == "stop-intermediate-consumers"
                 )
                 if polls_source or polls_intermediate:
+                    self._reads(f"topic:{task.topic}/{task.partition}")
+                    self._writes(f"{task.name}.queue")
                     log = self.topics[task.topic][task.partition]
                     task.pending.extend(log[task.position :])
                     task.position = len(log)
@@ -258,28 +327,34 @@ class Pipeline:
             yield self.world.sleep(self.config.poll_ms)
 
     def _wake(self, c: int) -> None:
+        self._writes(f"c{c}.wake")
         if not self.wakeups[c].triggered:
             self.wakeups[c].succeed()
 
     def run_loop(self, c: int, incarnation: int) -> Gen:
-        while self.incarnation[c] == incarnation:
-            ready = [t for t in self.tasks[c] if t.pending and not t.shut_down]
+        while self._current(c, incarnation):
+            tasks = self._tasks(c)
+            self._reads(*(f"{t.name}.{part}" for t in tasks for part in ("queue", "shutdown")))
+            ready = [t for t in tasks if t.pending and not t.shut_down]
             if not ready:
-                if all(t.shut_down for t in self.tasks[c]):
+                if self._all_shut_down(c):
                     self.world.log(f"c{c}", "container.shutdown", clean=True)
                     return
+                self._writes(f"c{c}.wake")
                 self.wakeups[c] = self.world.event()
                 yield self.wakeups[c]
                 continue
             task = self.world.source.choose(f"c{c}.next", ready)
+            self._writes(f"{task.name}.queue")
             message = task.pending.popleft()
             yield self.world.sleep(self.config.process_ms + c * self.config.container_skew_ms)
-            if self.incarnation[c] != incarnation:
+            if not self._current(c, incarnation):
                 return
             yield from self.process(c, task, message)
 
     def process(self, c: int, task: Task, message: Message) -> Gen:
         actor = task.name
+        self._writes(f"{task.name}.state")
         if message.kind == "data":
             task.processed = message.offset + 1
             ssp = f"{task.topic}/{task.partition}"
@@ -292,6 +367,7 @@ class Pipeline:
                 )
             else:
                 window = message.seq // self.config.window_size
+                self._writes(f"panes:{task.name}")
                 panes = self.panes.setdefault(task.name, {})
                 panes.setdefault(window, []).append(message.seq)
                 for old in sorted(w for w in panes if w < window):  # the watermark passed them
@@ -328,7 +404,8 @@ class Pipeline:
         needed = 1 if self.variant == "no-shuffle-aggregation" else self.config.containers
         if len(task.producers_seen) >= needed:
             task.drained = True  # DrainStates: this SSP's count is complete
-            others = [t for t in self.tasks[c] if t.topic == "int" and t is not task]
+            others = [t for t in self._tasks(c) if t.topic == "int" and t is not task]
+            self._reads(*(f"{t.name}.state" for t in others))
             if self.variant == "drain-1.8" and not all(t.drained for t in others):
                 # OperatorImpl.aggregateDrainMessages re-broadcasts only once isDrained(stream):
                 # every SSP of the stream in this task. The others wait for this very broadcast.
@@ -345,39 +422,50 @@ class Pipeline:
     def drain_window(self, c: int, task: Task, expected: int | None) -> Gen:
         """All of the window's inputs are drained: the SEP fires every pane; 1.8 fires none."""
         if self.variant != "drain-1.8":
+            self._writes(f"panes:{task.name}")
             for window in sorted(self.panes.get(task.name, {})):
                 self.fire(task, window)
         yield from self.finish_task(c, task, expected=expected)
 
     def fire(self, task: Task, window: int) -> None:
+        self._writes(f"panes:{task.name}")
         seqs = self.panes[task.name].pop(window)
         self.world.log(task.name, "pane.fire", window=window, seqs=seqs)
 
     def finish_task(self, c: int, task: Task, expected: int | None) -> Gen:
         """An SSP is drained; the task (both SSPs of container c) shuts down only when all are
         (DrainStates.areAllStreamsDrained): commit, then shutdown(CURRENT_TASK)."""
+        self._writes(f"{task.name}.state")
         task.drained = True
         self.world.log(task.name, "ssp.drained", ssp=f"{task.topic}/{task.partition}",
                        producers=sorted(task.producers_seen), expected=expected)  # fmt: skip
-        if not all(t.drained for t in self.tasks[c]):
+        tasks = self._tasks(c)
+        self._reads(*(f"{t.name}.state" for t in tasks))
+        if not all(t.drained for t in tasks):
             return
-        for ssp in self.tasks[c]:
+        for ssp in tasks:
             if self.variant == "async-commit-during-drain":
                 self.commit_async(ssp, draining=True)
             else:
                 yield from self.commit_sync(ssp)
-        for ssp in self.tasks[c]:
+        for ssp in self._tasks(c):  # read again: a restart may have replaced them meanwhile
+            self._writes(f"{ssp.name}.shutdown")
+            self._reads(f"{ssp.name}.commit")
             ssp.shut_down = True
             self.world.log(ssp.name, "task.shutdown", commit_pending=ssp.commit_pending,
                            committed=ssp.committed)  # fmt: skip
 
     def commit_sync(self, task: Task) -> Gen:
         yield self.world.sleep(self.config.commit_latency_ms)
+        self._reads(f"{task.name}.state")
+        self._writes(f"{task.name}.commit", f"checkpoint:{task.name}")
         task.committed = task.processed
         self.checkpoints[task.name] = task.committed
         self.world.log(task.name, "commit", mode="sync", offset=task.committed)
 
     def commit_async(self, task: Task, draining: bool = False) -> None:
+        self._reads(f"{task.name}.state")
+        self._writes(f"{task.name}.commit")
         task.commit_pending = True
         offset = task.processed
         self.world.log(
@@ -386,6 +474,7 @@ class Pipeline:
 
         def complete() -> Gen:
             yield self.world.sleep(self.config.commit_latency_ms)
+            self._writes(f"{task.name}.commit", f"checkpoint:{task.name}")
             task.committed = max(task.committed, offset)
             self.checkpoints[task.name] = max(self.checkpoints.get(task.name, 0), offset)
             task.commit_pending = False
@@ -394,12 +483,14 @@ class Pipeline:
 
     def committer(self, c: int, incarnation: int) -> Gen:
         yield self.world.sleep(c * self.config.container_phase_ms + self.config.source_phase_ms)
-        while self.incarnation[c] == incarnation:
+        while self._current(c, incarnation):
             yield self.world.sleep(self.config.commit_ms)
             # RunLoop.drain(): drain mode (async commit off) is the whole RunLoop's, entered
             # when a task's queue head is a DrainMessage of the current run.
-            draining = any(t.draining for t in self.tasks[c])
-            for task in self.tasks[c]:
+            tasks = self._tasks(c)
+            self._reads(*(f"{t.name}.{part}" for t in tasks for part in ("state", "shutdown")))
+            draining = any(t.draining for t in tasks)
+            for task in tasks:
                 if not task.shut_down and (
                     not draining or self.variant == "async-commit-during-drain"
                 ):
@@ -412,23 +503,27 @@ class Pipeline:
         yield self.world.sleep(stop_ms)
         if self.variant == "kill":
             for c in range(config.containers):
+                self._writes(f"c{c}.incarnation")
                 self.incarnation[c] += 1  # every process of the old incarnation stops
             self.world.log("controller", "kill")
+            self._writes("sourcing")
             self.sourcing = False
             yield from self.upgrade()
             return
+        self._writes("notifications")
         self.notifications[RUN] = {"uuid": "u1", "mode": "DEFAULT"}
         self.world.log("controller", "drain.request", run_id=RUN, uuid="u1")
         if choose("fault.restart", config.restart):
             yield self.world.sleep(choose("restart.at", (1_000, 3_000)))
             c = 0
             self.world.log("nemesis", "container.restart", container=f"c{c}")
+            self._writes(f"c{c}.incarnation")
             self.incarnation[c] += 1
             self.world.spawn(f"c{c}-start", self.start_container(c, config.restart_delay_ms))
         yield self.world.sleep(
             config.poll_ms // 2 + 1
         )  # the controller only watches: off every beat
-        while not all(all(t.shut_down for t in self.tasks[c]) for c in range(config.containers)):
+        while not all([self._all_shut_down(c) for c in range(config.containers)]):
             if self.world.now_ms >= config.horizon_ms:
                 stuck = sorted(
                     t.name
@@ -442,6 +537,7 @@ class Pipeline:
                 self.world.finish()
                 return
             yield self.world.sleep(config.poll_ms)
+        self._writes("sourcing", "notifications")
         self.sourcing = False
         self.notifications.pop(RUN)
         self.world.log("job-coordinator", "notifications.delete", run_id=RUN)
@@ -449,6 +545,7 @@ class Pipeline:
 
     def upgrade(self) -> Gen:
         """The new deployment reads the intermediate stream from the last checkpoints."""
+        self.world.touch_all()  # it reads every log, checkpoint and window store
         left = {}
         for p in range(self.config.int_partitions):
             committed = self.checkpoints.get(f"agg{p}", 0)
