@@ -8,8 +8,10 @@ samples the tree and must land near the real size of a walk it can check.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -70,12 +72,16 @@ def test_the_estimate_is_near_the_size_of_the_full_walk() -> None:
     assert 0.5 * full.schedules <= size.schedules <= 2 * full.schedules
 
 
+RACEPROOF = shutil.which("raceproof") or str(Path(sys.executable).parent / "raceproof")
+
+
 def _cli(*args: str) -> dict:  # type: ignore[type-arg]
     done = subprocess.run(
-        [sys.executable, "-m", "raceproof.scenarios.cli", *args, "--json"],
+        [RACEPROOF, *args, "--json"],  # the installed command, as a user runs it
         capture_output=True, text=True, check=False, timeout=300,
     )  # fmt: skip
     assert done.returncode in (0, 1, 3), done.stderr
+    assert "Traceback" not in done.stderr, done.stderr  # not even from a pool worker's exit
     return json.loads(done.stdout)
 
 
@@ -90,3 +96,38 @@ def test_the_command_line_reports_the_accounting_and_the_split() -> None:
     assert "equivalence class" in one["complete_means"]
     size = _cli("prove", "lost-update", "--variant", "fix-cas", "--estimate")
     assert size["schedules_estimate"] > 0 and size["fits_budget"] is True
+
+
+def test_a_parallel_proof_of_a_declared_model_matches_one_core_and_its_workers_exit_quietly() -> (
+    None
+):
+    """The coordinator declares its footprints, so its shards start with real sleep sets.
+
+    Its pool's workers are stopped by ``Pool.terminate`` at the end; before they reset
+    the CLI's signal handlers, each printed a traceback there (``_cli`` checks stderr).
+    """
+    args = ("prove", "coordinator-async-append", "--variant", "block-event-loop")
+    one, two = _cli(*args), _cli(*args, "-j", "2")
+    assert one["complete"] and two["complete"] and two["shards"] > 1
+    for key in ("verdict", "schedules", "runs", "skipped_equivalent", "sleep_blocked"):
+        assert one[key] == two[key], key
+    assert one["skipped_equivalent"] > 0
+
+
+def test_pool_workers_reset_the_signal_handlers_they_inherit() -> None:
+    import multiprocessing
+    import signal
+
+    from raceproof.sim import proof_plan
+
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)  # as the CLI's handler would be
+    try:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(1, initializer=proof_plan._worker_signals) as pool:
+            term, interrupt = (
+                pool.apply(signal.getsignal, (signal.SIGTERM,)),
+                pool.apply(signal.getsignal, (signal.SIGINT,)),
+            )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert (term, interrupt) == (signal.SIG_DFL, signal.SIG_IGN)

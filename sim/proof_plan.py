@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import mean
@@ -207,6 +208,16 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
 _WORKER: dict[str, Any] = {}
 
 
+def _worker_signals() -> None:
+    """A worker leaves Ctrl-C to its parent and dies quietly when the pool terminates it.
+
+    Forked, it inherits the parent's handlers (the CLI's raise ``Interrupted``), which
+    would print a traceback from every worker that ``Pool.terminate`` stops.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _walk_shard(shard: Shard) -> ProofReport:
     options = _WORKER
     budget = Budget(options["examples"], options["seconds"], options["clock"])
@@ -246,7 +257,7 @@ def prove_parallel(
     )  # fmt: skip
     reports: list[ProofReport] = []
     context = multiprocessing.get_context("fork")
-    with context.Pool(jobs) as pool:
+    with context.Pool(jobs, initializer=_worker_signals) as pool:
         for report in pool.imap(_walk_shard, shards):
             reports.append(report)
             if progress:
