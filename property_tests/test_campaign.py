@@ -118,6 +118,22 @@ def test_a_sharded_proof_of_a_buggy_variant_is_violated_with_a_shrunk_counterexa
     assert row["counterexample"].startswith("counterexamples/lost-update--buggy--")
 
 
+def test_a_proof_violated_at_its_first_run_has_no_shards_and_a_whole_row() -> None:
+    """Samza's ``kill`` loses data on the FIFO path itself: the driver's plan holds the verdict."""
+    proof = Cell("proof", "samza-drain", "kill", "exhaustive", 0, 1_000_000)
+    shards, plan = shard_cells(proof)
+    row = merge(proof, plan, [])
+    assert shards == [] and plan.found is not None
+    assert (row["verdict"], row["complete"], row["met"], row["shards"]) == (
+        "violated",
+        False,
+        True,
+        0,
+    )
+    assert isinstance(row["seconds"], float) and row["seconds"] > 0  # Parquet's double column
+    assert row["blob"] is not None and row["_counterexample"] and row["schedules"] == 1
+
+
 def test_a_shard_that_crashes_makes_the_proof_an_error_row() -> None:
     proof = Cell("proof", "lost-update", "fix-cas", "exhaustive", 0, 1_000_000)
     shards, plan = shard_cells(proof)

@@ -131,3 +131,13 @@ def test_pool_workers_reset_the_signal_handlers_they_inherit() -> None:
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert (term, interrupt) == (signal.SIG_DFL, signal.SIG_IGN)
+
+
+def test_a_violation_on_the_first_run_counts_one_schedule_on_any_number_of_cores() -> None:
+    scenario = get("samza-drain")  # `kill` loses data on the FIFO path itself
+    one = scenario.prove("kill", Budget(examples=1_000))
+    two = scenario.prove("kill", Budget(examples=1_000), jobs=2)
+    assert (one.verdict, one.schedules, one.runs) == ("violated", 1, 1)
+    assert (two.verdict, two.schedules, two.runs) == (one.verdict, one.schedules, one.runs)
+    assert one.shrunk is not None and two.shrunk is not None  # the counterexample, shrunk
+    assert two.shrunk.trace_hash == one.shrunk.trace_hash

@@ -41,6 +41,7 @@ from raceproof.sim.reduction import (
     SleepSetSource,
     branch_options,
 )
+from raceproof.sim.shrink import shrink
 from raceproof.sim.world import Runner, SleepBlocked
 
 
@@ -135,8 +136,8 @@ def split(
     first = ProofReport(
         "ok", True, 0, 1, 0, pruned, reduction=reduction, skipped_equivalent=skipped
     )
-    if outcome.status == "violated":
-        first.verdict, first.found = "violated", outcome
+    if outcome.status == "violated":  # judged, as prove counts it
+        first.verdict, first.found, first.schedules = "violated", outcome, 1
     elif outcome.bound is not None:
         pruned[outcome.bound] = 1
     else:
@@ -248,6 +249,8 @@ def prove_parallel(
     shards, first = split(
         run, reduction=reduction, max_deviations=max_deviations, max_branch=max_branch
     )
+    if first.found is not None and first.shrunk is None:  # the FIFO run violated: shrink it
+        first.shrunk = shrink(run, first.found).outcome
     if first.found is not None or not shards:
         return merge(first, [])
     _WORKER.update(

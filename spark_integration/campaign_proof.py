@@ -106,12 +106,14 @@ class ProofPlan:
     found: dict[str, Any] | None  # the first run's own violation, shrunk
     virtual_ms: int
     hash: str
+    seconds: float  # the driver's share: the first run, the probes, a shrink
 
 
 def shard_cells(proof: Cell) -> tuple[list[Cell], ProofPlan]:
     """The proof's shards (computed on the driver, as ``prove -j`` does) and its plan."""
     from raceproof.scenarios.catalogue import get
 
+    started = time.perf_counter()
     load_scenarios(proof.scenarios_base, proof.scenarios)
     scenario = get(proof.scenario)
     expected = "violated" if proof.variant in scenario.expect_violation else "ok"
@@ -131,6 +133,7 @@ def shard_cells(proof: Cell) -> tuple[list[Cell], ProofPlan]:
         found,
         recorder.virtual_ms,
         recorder.digest.hexdigest(),
+        time.perf_counter() - started,
     )
     cells = [
         dataclasses.replace(proof, kind="proof-shard", shard=shard, shard_index=index)
@@ -147,7 +150,7 @@ def merge(proof: Cell, plan: ProofPlan, shards: list[dict[str, Any]]) -> dict[st
     for shard in shards:
         digest.update(str(shard.get("hash")).encode())
     row["virtual_ms"] = plan.virtual_ms + sum(s["virtual_ms"] for s in shards)
-    row["seconds"] = round(sum(s["seconds"] for s in shards), 4)
+    row["seconds"] = round(plan.seconds + sum(float(s["seconds"]) for s in shards), 4)
     row["shards"] = len(shards)
     row["cell_hash"] = digest.hexdigest()
     errors = [s for s in shards if s["verdict"] == "error"]
