@@ -148,3 +148,28 @@ def test_the_maintenance_point_is_a_finished_snapshot_not_its_temp_file(tmp_path
     assert wait_snapshot(sandbox, timeout_s=0.05) is None
     (store / "2.snapshot").write_bytes(b"x")
     assert wait_snapshot(sandbox, timeout_s=0.05) == store / "2.snapshot"
+
+
+def test_py4j_records_caused_by_an_interrupt_are_dropped_and_others_kept() -> None:
+    import logging
+    import sys
+
+    from raceproof.spark_integration.session import QUIET_AFTER_INTERRUPT
+
+    def record_of(exc: BaseException) -> logging.LogRecord:
+        try:
+            raise exc
+        except BaseException:
+            info = sys.exc_info()
+        return logging.LogRecord("py4j.clientserver", logging.ERROR, "f", 1, "m", (), info)
+
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise BrokenPipeError(32, "Broken pipe")  # noqa: B904 -- the chain py4j makes
+    except BrokenPipeError as chained:
+        after_interrupt = chained
+    assert QUIET_AFTER_INTERRUPT.filter(record_of(after_interrupt)) is False
+    assert QUIET_AFTER_INTERRUPT.filter(record_of(BrokenPipeError(32, "Broken pipe"))) is True
+    assert logging.getLogger("py4j.java_gateway").filters.count(QUIET_AFTER_INTERRUPT) == 1

@@ -4,11 +4,15 @@ The JVM's stderr goes to a log file rather than the terminal: Spark's own
 error logs stay out of the table ``spark-check`` prints, and a query thread
 that dies with an uncaught error (the JVM prints ``Exception in thread
 "stream execution thread ..."`` and nothing reaches Python) can be found and
-reported as a failure by ``uncaught_errors_since``.
+reported as a failure by ``uncaught_errors_since``. When Ctrl-C or SIGTERM
+lands in the middle of a py4j call, py4j logs the connection it then fails
+to close, with a traceback; raceproof reports the interrupt itself, so that
+record is dropped (``_QuietAfterInterrupt``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import resource
@@ -21,6 +25,24 @@ _SESSION: Any = None
 _JVM_LOG: Path | None = None
 
 UNCAUGHT = re.compile(r'Exception in thread "(stream execution thread[^"]*)" (\S+)')
+
+
+class _QuietAfterInterrupt(logging.Filter):
+    """Drops a py4j record whose exception an interrupt caused (reported by raceproof itself)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        while exc is not None:
+            if isinstance(exc, KeyboardInterrupt):
+                return False
+            exc = exc.__context__
+        return True
+
+
+QUIET_AFTER_INTERRUPT = _QuietAfterInterrupt()
+for _name in ("py4j.clientserver", "py4j.java_gateway"):
+    if QUIET_AFTER_INTERRUPT not in logging.getLogger(_name).filters:
+        logging.getLogger(_name).addFilter(QUIET_AFTER_INTERRUPT)
 
 
 class SparkUnavailable(RuntimeError):

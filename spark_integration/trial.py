@@ -70,9 +70,17 @@ class TrialRun:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        for query in self.spark.streams.active:
-            query.stop()
-        self.sandbox.cleanup()
+        try:
+            for query in self.spark.streams.active:
+                query.stop()
+        except Exception:
+            # Interrupted (Ctrl-C, SIGTERM) mid-call, the JVM may already be gone: stopping its
+            # queries fails, and that must not replace the interrupt (exit 130/143) with an
+            # internal error (70). The session's own clean-up stops the JVM.
+            if not isinstance(exc, KeyboardInterrupt):
+                raise
+        finally:
+            self.sandbox.cleanup()
 
     def note(self, text: str) -> None:
         self.notes.append(text)
