@@ -1,10 +1,15 @@
-"""Shared test settings: a derandomized Hypothesis profile for CI (never flaky)."""
+"""Shared test settings: a derandomized Hypothesis profile for CI (never flaky), and the Spark session fixture."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from raceproof.spark_integration.session import spark_session, stop_session
 
 settings.register_profile(
     "ci",
@@ -24,3 +29,11 @@ settings.register_profile(
     suppress_health_check=list(HealthCheck),
 )
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """One local-mode Spark session per test module (started by the test, never skipped)."""
+    session = spark_session()
+    yield session
+    stop_session()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,6 @@ from raceproof.sim.proof_plan import split
 from raceproof.spark_integration import campaign
 from raceproof.spark_integration.campaign_cells import Cell, comparable, run_cell
 from raceproof.spark_integration.campaign_proof import merge, prove_shard, shard_cells
-from raceproof.spark_integration.session import spark_session, stop_session
 
 USER_SCENARIOS = textwrap.dedent(
     '''
@@ -203,13 +201,6 @@ def test_the_baseline_diff_names_new_violations_new_holds_and_slower_detection()
 
 # -- whole campaigns on local-mode Spark ------------------------------------------------
 spark_group = pytest.mark.xdist_group("spark")
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    session = spark_session()
-    yield session
-    stop_session()
 
 
 def _options(out: Path, **changes: Any) -> campaign.Options:

@@ -10,7 +10,6 @@ asserts what must hold whatever the interleaving.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +21,10 @@ from raceproof.sim import dataflow
 from raceproof.sim import lifecycle as sim_lifecycle
 from raceproof.spark_integration import experiments, lifecycle
 from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
-from raceproof.spark_integration.session import spark_session, stop_session
 
 pytestmark = pytest.mark.xdist_group("spark")
 
 COUNT = WindowedCount()
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    session = spark_session()
-    yield session
-    stop_session()
 
 
 def test_the_checkers_are_the_shared_ones() -> None:

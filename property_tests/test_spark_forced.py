@@ -13,7 +13,6 @@ leaves unfired.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +20,9 @@ import pytest
 
 from raceproof.scenarios.cli import main
 from raceproof.sim import History
-from raceproof.spark_integration.session import session_running, spark_session, stop_session
+from raceproof.spark_integration.session import session_running
 
 pytestmark = pytest.mark.xdist_group("spark")
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    session = spark_session()
-    yield session
-    stop_session()
 
 
 def _repro(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str) -> tuple[int, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ import pytest
 
 from raceproof.scenarios.cli import main
 from raceproof.spark_integration.experiments import DISABLE_GUARDS_ENV, EXPERIMENTS
-from raceproof.spark_integration.session import spark_session, stop_session
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -64,13 +62,6 @@ class UpperCounts(Pipeline):
 def make():
     return UpperCounts()
 '''
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    session = spark_session()
-    yield session
-    stop_session()
 
 
 def _spark_check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
