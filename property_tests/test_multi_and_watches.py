@@ -330,7 +330,9 @@ def _real_events(zookeeper: ZooKeeperServer, mode: str, chroot: str) -> list[str
         cli.close()
         writer.stop()
         writer.close()
-    found = re.findall(r"type:(\w+) path:(\S+)", text)
+    # ``type:None`` lines are the session's state changes (the CLI's own connection event
+    # is printed by its event thread, so it can land after the ``ls /`` answer): not znode events.
+    found = [(k, p) for k, p in re.findall(r"type:(\w+) path:(\S+)", text) if k != "None"]
     return [f"{EVENT_KINDS[kind]} {path}" for kind, path in found][:-1]
 
 
