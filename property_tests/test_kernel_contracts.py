@@ -293,6 +293,8 @@ def test_a_misaligned_replay_survives_pickling_with_its_message() -> None:
     assert str(again) == str(error) == "replay misaligned at draw #3: label a, recorded b"
     assert str(BoundHit("steps", "more than 5 steps")) == "steps bound hit: more than 5 steps"
     assert BoundHit("steps", "x").bound == "steps"
+    hit = pickle.loads(pickle.dumps(BoundHit("time", "past 10 ms")))
+    assert (hit.bound, hit.detail, str(hit)) == ("time", "past 10 ms", "time bound hit: past 10 ms")
 
 
 # -- the network ----------------------------------------------------------------------------

@@ -39,7 +39,10 @@ class BoundHit(Exception):
 
     def __init__(self, bound: str, detail: str) -> None:
         super().__init__(f"{bound} bound hit: {detail}")
-        self.bound = bound
+        self.bound, self.detail = bound, detail
+
+    def __reduce__(self) -> tuple[type[BoundHit], tuple[str, str]]:
+        return BoundHit, (self.bound, self.detail)  # it crosses process pools intact
 
 
 @dataclass(frozen=True)
