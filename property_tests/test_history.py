@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raceproof.sim import History, Verdict, checker, first_divergence, first_violation, ok, violated
+from raceproof.sim.history import Op
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=8),
@@ -113,3 +114,79 @@ def test_files_written_atomically_get_the_mode_of_any_new_file(tmp_path: Path) -
         assert [p.name for p in target.parent.iterdir()] == ["counterexample.json"]
     finally:
         os.umask(umask)
+
+
+# -- what an op may hold, and how it reads -------------------------------------------------
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_only_finite_floats_go_into_a_history(value: float) -> None:
+    history = History()
+    if value != value or value in (float("inf"), float("-inf")):
+        with pytest.raises(AssertionError, match=r"^op 'op': floats in a history must be finite"):
+            history.append(0, "a", "op", nested=[{"v": value}])
+        assert len(history) == 0
+    else:
+        history.append(0, "a", "op", nested=[{"v": value}], pair=(1, value))
+        assert history[0].get("nested") == [{"v": value}]
+
+
+def test_what_is_not_json_is_named_wherever_it_is_nested() -> None:
+    history = History()
+    with pytest.raises(AssertionError, match=r"^op 'w': dict keys must be strings, got 1"):
+        history.append(0, "a", "w", d={"ok": {1: "x"}})
+    with pytest.raises(AssertionError, match=r"^op 'w': set is not a JSON value: \{3\}"):
+        history.append(0, "a", "w", items=[1, (2, {3})])
+    with pytest.raises(AssertionError, match="needs an actor and a kind"):
+        history.append(0, "", "w")
+    with pytest.raises(AssertionError, match="needs an actor and a kind"):
+        history.append(0, "a", "")
+    with pytest.raises(AssertionError, match="must be an int"):
+        history.append(-1, "a", "w")
+    assert len(history) == 0
+    history.append(0, "a", "w", flag=True, none=None, text="t", number=-3)
+    with pytest.raises(AssertionError, match="op index 1 out of order"):
+        History([history[0], Op(1, 0, "a", "w", {}), Op(1, 0, "a", "w", {})])
+
+
+def test_an_op_reads_as_one_line_with_long_values_cut() -> None:
+    history = History()
+    history.append(1200, "leader", "write", stream="A", status="STOPPED")
+    history.append(1200, "leader", "end")
+    history.append(1300, "host", "put", value="x" * 60, data=["y" * 70])
+    assert history[0].describe() == "#0    t=1200ms  leader  write  status=STOPPED stream=A"
+    assert history[1].describe() == "#1    t=1200ms  leader  end"  # no trailing blanks
+    long_line = history[2].describe()
+    assert f"value={'x' * 60}" in long_line  # 60 characters: kept whole
+    assert 'data=["' + "y" * 55 + "..." in long_line and "y" * 56 not in long_line  # 57 + ...
+    assert history.render() == "\n".join(op.describe() for op in history)
+    assert history.render(limit=2) == "\n".join(op.describe() for op in history.ops[1:])
+    assert history.render(limit=1) == history[2].describe()
+    assert [op.index for op in history.of_kind("write", "put")] == [0, 2]
+    assert history[0].get("missing", "default") == "default"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("[1, 2]", "an op must be a JSON object"),
+        ('{"index": 0, "time_ms": 0, "kind": "k"}', "op lacks \\['actor', 'fields'\\]"),
+        (
+            '{"index": "0", "time_ms": 0, "actor": "a", "kind": "k", "fields": {}}',
+            "op index and time_ms must be integers",
+        ),
+        (
+            '{"index": 0, "time_ms": 0.5, "actor": "a", "kind": "k", "fields": {}}',
+            "op index and time_ms must be integers",
+        ),
+        (
+            '{"index": 0, "time_ms": 0, "actor": "a", "kind": "k", "fields": []}',
+            "op fields must be an object",
+        ),
+        ("{not json", "Expecting property name"),
+    ],
+)
+def test_a_bad_history_line_is_named_with_what_is_wrong(line: str, message: str) -> None:
+    good = '{"index":0,"time_ms":0,"actor":"a","kind":"k","fields":{}}'
+    with pytest.raises(ValueError, match=f"^history line 3: .*{message}"):
+        History.from_jsonl(f"{good}\n\n{line}\n")
+    parsed = History.from_jsonl(f"{good}\n\n")
+    assert len(parsed) == 1 and parsed[0] == Op(0, 0, "a", "k", {})
