@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from property_tests.toy_model import Toy, final_of, runner
-from raceproof.sim import Budget, prove
+from raceproof.sim import Budget, RunOutcome, prove
 from raceproof.sim.enumeration import Walk
 from raceproof.sim.exhaustive import ProofReport
 from raceproof.sim.proof_plan import estimate, merge, split
@@ -496,3 +496,36 @@ def test_a_proof_through_the_cache_cuts_repeated_states_and_its_debug_mode_cuts_
     # every such state is compared with its first visit.
     assert checked.state_cache_cuts >= cached.state_cache_cuts
     assert checked.state_cache_checked == checked.state_cache_cuts > 0
+
+
+def _finals(toy: Toy, reduction: bool) -> tuple[set[str], int]:
+    seen: set[str] = set()
+    report = prove(
+        lambda source: _seen(runner(toy)(source), seen), budget=Budget(), reduction=reduction
+    )
+    assert report.complete
+    return seen, report.schedules
+
+
+def _seen(outcome: RunOutcome, seen: set[str]) -> RunOutcome:
+    seen.add(final_of(outcome))
+    return outcome
+
+
+@pytest.mark.parametrize(
+    "scripts",
+    [
+        ((("E", True), ("X", True)), (("E", True),)),  # an ephemeral against an expiry
+        ((("T", True),), (("K", True),)),  # a timer armed against its cancel
+        ((("T", True), ("/c", True)), (("/c", True), ("K", True))),  # a firing writes /c
+        ((("/a", True), ("?", True)), (("/b", False), ("/a", False))),  # a drawn path
+    ],
+    ids=["ephemeral-expiry", "arm-cancel", "firing-write", "drawn-path"],
+)
+def test_the_reduction_reaches_every_final_state_of_small_session_models(scripts: tuple) -> None:
+    """The primitives' footprints (sessions, timers, the store) in fixed small cases."""
+    toy = Toy(scripts, sessions=True)
+    full, full_count = _finals(toy, reduction=False)
+    reduced, reduced_count = _finals(toy, reduction=True)
+    assert reduced == full and len(full) > 1
+    assert reduced_count <= full_count
