@@ -1,4 +1,4 @@
-"""Kernel helpers at their edges: ``every``, ``poll_until`` and the lagging cache.
+"""Kernel helpers at their edges: ``every``, ``poll_until``, the lagging cache, small API paths.
 
 ``make mutation`` showed these reached by the model tests but never pinned:
 a period of 0 accepted, a poll one interval late, a cache reacting to a path
@@ -33,11 +33,15 @@ from raceproof.sim import (
     SimRuntime,
     VersionedStore,
     World,
+    ZkClient,
     every,
     poll_until,
 )
 from raceproof.sim.choices import MAX_DRAWS, decode_blob, encode_blob
 from raceproof.sim.fs import _parent
+from raceproof.sim.store import BadVersion, SessionExpired, TransactionFailed
+from raceproof.sim.timers import Debounce, Timer
+from raceproof.sim.world import Bounds
 
 
 def _world(values: list[int] | None = None) -> World:
@@ -516,3 +520,164 @@ def test_the_edges_of_a_blob_are_accepted() -> None:
     assert len(decode_blob(f"{MAX_DRAWS}:")) == MAX_DRAWS
     with pytest.raises(ValueError, match="is not of the form LEN:POS=VAL,POS=VAL"):
         decode_blob("x")
+
+
+# -- small API paths the model tests never take ---------------------------------------------
+class _TouchLog(World):
+    """A World that lists every footprint entry its primitives record."""
+
+    def __init__(self) -> None:
+        super().__init__(ReplaySource([], strict=False))
+        self.touched: list[tuple[str, bool]] = []
+
+    def touch(self, resource: str, write: bool = True) -> None:
+        self.touched.append((resource, write))
+        super().touch(resource, write)
+
+
+def test_bounds_and_fault_plans_describe_themselves_as_json() -> None:
+    assert Bounds(max_time_ms=7, max_steps=9).to_json() == {"max_time_ms": 7, "max_steps": 9}
+    plan = FaultPlan(kinds=frozenset({"pause", "crash"}), max_faults=2, p=0.25)
+    assert plan.to_json() == {"kinds": ["crash", "pause"], "max_faults": 2, "p": 0.25}
+    FaultPlan(max_faults=0, p=0.0)
+    FaultPlan(p=1.0)
+    for bad in ({"max_faults": -1}, {"p": -0.01}, {"p": 1.01}):
+        with pytest.raises(AssertionError):
+            FaultPlan(**bad)  # type: ignore[arg-type]
+
+
+def test_the_runtime_names_the_models_own_state_in_the_footprint() -> None:
+    world = _TouchLog()
+    runtime = SimRuntime(world)
+    runtime.touch("ledger")
+    runtime.touch("ledger", write=False)
+    assert world.touched == [("ledger", True), ("ledger", False)]
+    world.untracked_primitive("socket")
+    world.untracked_primitive("pipe")
+    assert world.untracked == ["socket", "pipe"]
+
+
+def test_peek_sees_the_events_already_due_before_simpys_heap() -> None:
+    world = _world()
+    assert world.peek() == float("inf")  # nothing scheduled
+    world.spawn("a", _sleeper(world, 5))
+    world.spawn("b", _sleeper(world, 5))
+    world.step()
+    world.step()  # both started; each waits 5 ms
+    assert world.peek() == 5
+    world.step()  # one of the two due at 5 ms ran; the other is in the due list
+    assert world._due and world.peek() == 5
+
+
+def _sleeper(world: World, delay_ms: int) -> Generator[Any, Any, None]:
+    yield world.sleep(delay_ms)
+
+
+class _KeyedSource(ReplaySource):
+    """FIFO, remembering the actor names the world offers a keyed source (PCT's input)."""
+
+    uses_keys = True
+
+    def __init__(self) -> None:
+        super().__init__([], strict=False)
+        self.offered: list[list[str]] = []
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Any) -> int:
+        self.offered.append(list(keys))
+        return super()._pick(label, n, p_nonzero, keys)
+
+
+def test_a_keyed_source_is_offered_the_actor_each_due_event_resumes() -> None:
+    source = _KeyedSource()
+    world = World(source)
+    timer = Timer(world, "ticker", lambda: None)
+    world.spawn("alpha", _sleeper(world, 3))
+    world.spawn("beta", _sleeper(world, 3))
+    timer.start(3)
+    bare = world.sleep(3)
+    bare.callbacks.append(lambda _event: None)  # someone waits, but no actor: its type
+    world.run()
+    # In insertion order: the timer and the bare timeout were armed before the actors began.
+    assert source.offered[0] == ["ticker", "Timeout", "alpha", "beta"]
+
+
+def test_store_watches_transactions_and_caches_in_their_less_used_forms() -> None:
+    world = _TouchLog()
+    store = VersionedStore(world)
+    seen: list[tuple[str, str]] = []
+    store.watch("/w", lambda e: seen.append((e.kind, e.path)))
+    store.create("/w", 1)
+    world.run()
+    store.set("/w", 2)
+    world.run()
+    store.delete("/w")
+    world.run()
+    assert seen == [("created", "/w"), ("changed", "/w"), ("deleted", "/w")]  # re-armed each time
+    store.create("/t", 0)
+    with pytest.raises(TransactionFailed, match=r"op #1 \(delete /t\)"):
+        store.transaction().set_data("/t", 1).delete("/t", version=5).commit()
+    assert store.get("/t") == (0, 0)  # nothing applied
+    assert store.transaction().delete("/t", version=0).commit() == [None]
+    assert not store.exists("/t")
+    store.create("/c", None)
+    store.create("/c/x", "x")
+    cache = LaggingCache(world, store, "/c", name="view", auto_refresh=False)
+    assert cache.get("/c/x") == ("x", 0)
+    world.touched.clear()
+    cache.invalidate_all()
+    assert cache.entries == {} and world.touched == [("view", True)]
+
+
+def test_a_debounce_cancelled_mid_burst_never_fires_and_starts_a_new_burst() -> None:
+    world = _TouchLog()
+    fired: list[int] = []
+    debounce = Debounce(world, "d", 10, lambda: fired.append(world.now_ms), max_wait_ms=15)
+    assert debounce.cancel() is False  # nothing pending
+    debounce.trigger()
+    world.touched.clear()
+    assert debounce.cancel() is True and not debounce.pending
+    assert world.touched[0] == (debounce.timer.resource, True)
+    world.run()
+    assert fired == [] and debounce.fired == 0
+    world.spawn("later", _sleeper(world, 20))
+    world.run()
+    debounce.trigger()  # a new burst: max_wait counts from here, not from the cancelled one
+    world.run()
+    assert fired == [30]
+
+
+def test_a_session_client_removes_watches_deletes_and_checks_through_its_session() -> None:
+    world = _world()
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    seen: list[str] = []
+
+    def watcher(event: Any) -> None:
+        seen.append(f"{event.kind} {event.path}")
+
+    client.add_watch("/p", watcher)
+    assert client.remove_watch("/p", lambda e: None) is False  # another callback
+    assert client.remove_watch("/q", watcher) is False  # another path
+    client.create("/p", 0)
+    world.run()
+    assert seen == ["created /p"]
+    assert client.remove_watch("/p", watcher) is True
+    assert client.remove_watch("/p", watcher) is False  # gone already
+    client.set("/p", 1)
+    world.run()
+    assert seen == ["created /p"]
+    client.check("/p", 1)
+    with pytest.raises(BadVersion):
+        client.check("/p", 0)
+    with pytest.raises(BadVersion):
+        client.delete("/p", 0)
+    client.delete("/p", 1)
+    assert not store.exists("/p")
+    client.expire()
+    for call in (
+        lambda: client.check("/p"),
+        lambda: client.delete("/p"),
+        lambda: client.remove_watch("/p", watcher),
+    ):
+        with pytest.raises(SessionExpired):
+            call()
