@@ -529,3 +529,42 @@ def test_the_reduction_reaches_every_final_state_of_small_session_models(scripts
     reduced, reduced_count = _finals(toy, reduction=True)
     assert reduced == full and len(full) > 1
     assert reduced_count <= full_count
+
+
+def test_a_worker_walks_its_shard_with_the_options_it_was_given() -> None:
+    """What a pool worker runs, run here in the test's own process."""
+    from raceproof.sim import proof_plan
+
+    run = runner(Toy(THREE))
+    shards, _ = split(run, reduction=True)
+    saved = dict(proof_plan._WORKER)
+    try:
+        for reduction, cap in ((True, None), (False, 1)):
+            proof_plan._WORKER.update(
+                run=run, examples=10**6, seconds=None, clock=None, max_deviations=cap,
+                max_branch=None, reduction=reduction, state_cache=False, state_cache_check=False,
+            )  # fmt: skip
+            walked = proof_plan._walk_shard(shards[0])
+            direct = prove(run, budget=Budget(), reduction=reduction, shard=shards[0],
+                           max_deviations=cap)  # fmt: skip
+            assert walked == direct and walked.reduction is reduction
+        proof_plan._WORKER.update(examples=1)
+        assert proof_plan._walk_shard(shards[0]).runs == 1  # the budget is the worker's
+    finally:
+        proof_plan._WORKER.clear()
+        proof_plan._WORKER.update(saved)
+
+
+def test_a_worker_ignores_ctrl_c_and_dies_on_sigterm() -> None:
+    import signal
+
+    from raceproof.sim import proof_plan
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        proof_plan._worker_signals()
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])
