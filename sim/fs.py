@@ -103,9 +103,11 @@ class FileSystem:
 
     def rmtree(self, path: str) -> None:
         self.world.touch(self.name)
+        if path == "/":
+            raise FsError("the root directory cannot be removed")
         if path not in self.dirs:
             raise FsError(f"no such directory {path}")
-        prefix = path.rstrip("/") + "/"
+        prefix = path + "/"  # directory names never end with "/" (see _parent)
         for p in sorted(self.files):
             if p.startswith(prefix):
                 del self.files[p]

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from simpy.events import Event, Process
 
@@ -218,6 +218,7 @@ class ZkClient:
             watcher(event)
 
     def _set_state(self, state: SessionState) -> None:
+        assert state in get_args(SessionState), f"unknown session state {state!r}"
         self.world.touch(self.resource)
         self.state = state
         self.world.log(self.name, "zk.session", state=state, session=self.session)

@@ -128,6 +128,7 @@ class World(simpy.Environment):
         own instead, so the start is a scheduling decision among the events of
         that instant; choice 0 runs it where SimPy would run ``sleep(0)``.
         """
+        assert isinstance(actor, str) and actor, f"an actor needs a name, got {actor!r}"
         if interleave:
             generator = self._started_after_tie(generator)
         process = self.process(generator)
@@ -177,6 +178,9 @@ class World(simpy.Environment):
 
     def touch(self, resource: str, write: bool = True) -> None:
         """Record that the current step reads or writes ``resource`` (shared state)."""
+        assert isinstance(resource, str) and resource and isinstance(write, bool), (
+            f"a footprint entry is a resource name and a bool, got {resource!r}, {write!r}"
+        )
         footprint = self._footprint
         if footprint is not None:
             footprint[resource] = write or footprint.get(resource, False)

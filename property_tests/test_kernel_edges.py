@@ -1,0 +1,313 @@
+"""The kernel's preconditions, messages and less-used paths, each pinned by what it must do.
+
+A mutation run (docs/mutation.md) showed each of these changeable without a
+test noticing: a precondition's boundary (``quiet_ms > 0``), the message a
+user reads when one fails, an argument dropped on its way (a transaction's
+data, a timer's lateness), a stale cache entry reloaded, a watch list left
+as ``None``. Each test states the behaviour; the footprint keys a step
+records are pinned where the reduction's soundness depends on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any
+
+import pytest
+
+from raceproof.sim import (
+    Actor,
+    EventQueue,
+    FaultPlan,
+    FileSystem,
+    FsError,
+    LaggingCache,
+    Nemesis,
+    ReplaySource,
+    VersionedStore,
+    World,
+    ZkClient,
+    maybe_expire_session,
+    pause_with_session,
+)
+from raceproof.sim.choices import ReplayMisaligned
+from raceproof.sim.fs import DiskWriteError, _parent
+from raceproof.sim.history import History
+from raceproof.sim.store import NoNode, TransactionFailed, TxOp
+from raceproof.sim.timers import Debounce
+
+
+class _Log(World):
+    """FIFO, listing every footprint entry and every draw with its probability."""
+
+    def __init__(self, values: Sequence[int] = ()) -> None:
+        super().__init__(_Draws(values))
+        self.touched: list[tuple[str, bool]] = []
+
+    def touch(self, resource: str, write: bool = True) -> None:
+        self.touched.append((resource, write))
+        super().touch(resource, write)
+
+
+class _Draws(ReplaySource):
+    def __init__(self, values: Sequence[int]) -> None:
+        super().__init__(list(values), strict=False)
+        self.asked: list[tuple[str, int, float | None]] = []
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        self.asked.append((label, n, p_nonzero))
+        return super()._pick(label, n, p_nonzero, keys)
+
+
+def _after(world: World, delay_ms: int, action: Any) -> Generator[Any, Any, None]:
+    yield world.sleep(delay_ms)
+    action()
+
+
+# -- the kernel's own contracts ---------------------------------------------------------
+def test_footprint_entries_and_actor_names_are_checked_where_they_are_made() -> None:
+    world = World(ReplaySource([], strict=False))
+    with pytest.raises(AssertionError, match="a footprint entry is a resource name and a bool"):
+        world.touch(None)  # type: ignore[arg-type]
+    with pytest.raises(AssertionError, match="a footprint entry is a resource name and a bool"):
+        world.touch("r", write=None)  # type: ignore[arg-type]
+    with pytest.raises(AssertionError, match="a footprint entry is a resource name and a bool"):
+        world.touch("")
+    with pytest.raises(AssertionError, match="an actor needs a name, got None"):
+        world.spawn(None, iter(()))  # type: ignore[arg-type]
+    world.touch("r", write=False)  # outside an observed step: nothing to record, no error
+
+
+def test_a_draw_between_equal_bounds_is_that_bound() -> None:
+    source = ReplaySource([], strict=False)
+    assert source.draw_int("x", 4, 4) == 4
+    with pytest.raises(AssertionError, match=r"draw_int 'y': empty range \[5, 4\]"):
+        source.draw_int("y", 5, 4)
+
+
+def test_a_misaligned_replay_keeps_its_arguments() -> None:
+    error = ReplayMisaligned(3, "label a, recorded b")
+    assert error.args == (3, "label a, recorded b")
+
+
+def test_the_root_directory_is_not_removable_and_not_a_file_path() -> None:
+    world = World(ReplaySource([], strict=False))
+    fs = FileSystem(world, "disk")
+    fs.mkdir("/d")
+    with pytest.raises(FsError, match=r"^the root directory cannot be removed$"):
+        fs.rmtree("/")
+    assert fs.isdir("/d")
+    for bad in ("/", "d", "/d/"):
+        with pytest.raises(AssertionError, match=f"bad path {bad!r}"):
+            _parent(bad)
+    assert _parent("/d") == "/" and _parent("/d/e") == "/d"
+
+
+def test_a_disk_write_fault_is_drawn_at_five_percent_and_names_the_file() -> None:
+    world = _Log([1])
+    fs = FileSystem(world, "disk", fail_writes=True)
+    fs.mkdir("/d")
+    with pytest.raises(DiskWriteError) as failed:
+        fs.write("/d/f", 1)
+    assert str(failed.value) == "/d/f"
+    assert world.source.asked == [("disk.write-fails", 2, 0.05)]  # type: ignore[attr-defined]
+    assert not fs.exists("/d/f")
+    world.touched.clear()
+    fs.crash()
+    assert world.touched[0] == ("disk", True)
+
+
+def test_history_values_of_sixty_one_characters_are_cut() -> None:
+    history = History()
+    history.append(0, "a", "put", value="z" * 61)
+    assert history[0].describe().endswith("value=" + "z" * 57 + "...")
+
+
+# -- queues ----------------------------------------------------------------------------
+def test_a_queue_keeps_duplicates_unless_asked_to_drop_them() -> None:
+    world = World(ReplaySource([], strict=False))
+    plain = EventQueue(world, "plain")
+    assert plain.put("x") and plain.put("x") and list(plain.items) == ["x", "x"]
+    deduped = EventQueue(world, "dedupe", dedupe=True)
+    assert deduped.put("x") and not deduped.put("x") and deduped.dropped == 1
+
+
+# -- timers ----------------------------------------------------------------------------
+def test_a_debounce_checks_its_periods_with_their_names() -> None:
+    world = World(ReplaySource([], strict=False))
+    with pytest.raises(AssertionError, match=r"^quiet_ms must be > 0$"):
+        Debounce(world, "d", 0, lambda: None)
+    with pytest.raises(AssertionError, match=r"^max_wait_ms must be >= quiet_ms$"):
+        Debounce(world, "d", 10, lambda: None, max_wait_ms=9)
+    Debounce(world, "d", 1, lambda: None, max_wait_ms=1)  # the boundaries are allowed
+    debounce = Debounce(world, "d", 5, lambda: None, late_ms=(0, 3), resource="r")
+    assert (debounce.timer.actor, debounce.timer.late_ms) == ("d", (0, 3))
+    assert debounce.timer.resource == "timer:r"
+    assert Debounce(world, "e", 5, lambda: None).timer.resource == "timer:e"
+
+
+def test_a_debounce_past_its_max_wait_fires_at_once() -> None:
+    world = _Log([0, 1])  # the first firing is 3 ms late, past the max wait
+    fired: list[int] = []
+    debounce = Debounce(world, "d", 10, lambda: fired.append(world.now_ms),
+                        max_wait_ms=10, late_ms=(3, 0))  # fmt: skip
+    world.touched.clear()
+    debounce.trigger()  # at 0: due at 10 (+3 late)
+    assert world.touched[0] == ("timer:d", True)
+    world.spawn("t", _after(world, 12, debounce.trigger))  # 12 > 0 + max_wait: now
+    world.run()
+    assert fired == [12]
+
+
+# -- the store, its transactions and its cache ------------------------------------------
+def test_a_transaction_carries_every_argument_of_its_ops() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    store.create("/q", None)
+    tx = store.transaction().create("/q/item-", {"n": 1}, sequential=True).set_data("/q", 7, 0)
+    assert tx.ops == [
+        TxOp("create", "/q/item-", {"n": 1}, sequential=True),
+        TxOp("set", "/q", 7, 0),
+    ]
+    assert tx.commit() == ["/q/item-0000000000", 1]
+    assert store.get("/q/item-0000000000") == ({"n": 1}, 0) and store.get("/q") == (7, 1)
+    with pytest.raises(TransactionFailed) as failed:
+        store.transaction().set_data("/q", 8, 0).commit()  # version 0 is gone
+    assert str(failed.value) == "op #0 (set /q) failed: BadVersion: /q: expected version 0, found 1"
+    assert failed.value.op == TxOp("set", "/q", 8, 0) and failed.value.index == 0
+
+
+def test_ensure_path_creates_every_missing_parent() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    store.ensure_path("/a/b/c")
+    assert [store.exists(p) for p in ("/a", "/a/b", "/a/b/c")] == [True, True, True]
+    assert store.children("/a") == ["b"] and store.children("/a/b") == ["c"]
+    store.ensure_path("/a/b/c")  # idempotent
+    assert store.get("/a/b/c") == (None, 0)
+
+
+def test_removing_one_persistent_watch_leaves_the_others_on_the_path() -> None:
+    world = _Log()
+    store = VersionedStore(world)
+    seen: list[str] = []
+
+    def first(event: Any) -> None:
+        seen.append(f"first {event.kind}")
+
+    def second(event: Any) -> None:
+        seen.append(f"second {event.kind}")
+
+    assert store.remove_watch("/w", first) is False  # no watch on the path at all
+    store.add_watch("/w", first)
+    store.add_watch("/w", second)
+    world.touched.clear()
+    assert store.remove_watch("/w", first) is True
+    assert world.touched == [(f"{store.name}:/w", True)]
+    store.create("/w", 0)
+    world.run()
+    assert seen == ["second created"]
+    assert store.remove_watch("/w", second) is True and "/w" not in store.persistent_watches
+
+
+def test_a_cache_copies_what_it_hands_out_and_keeps_a_stale_view_until_refreshed() -> None:
+    world = _Log()
+    store = VersionedStore(world)
+    store.ensure_path("/jobX")  # a prefix ending in a character a mutant might strip
+    store.create("/jobX/a", {"rows": [1]})
+    cache = LaggingCache(world, store, "/jobX/", name="view", auto_refresh=False)
+    assert cache.prefix == "/jobX/"
+    world.touched.clear()
+    cache.refresh()
+    assert world.touched[0] == ("view", True)
+    store.set("/jobX/a", {"rows": [2]})
+    got = cache.get("/jobX/a")
+    assert got == ({"rows": [1]}, 0)  # stale: refreshed before the write
+    assert got is not None
+    got[0]["rows"].append(99)  # the caller's copy only
+    assert cache.get("/jobX/a") == ({"rows": [1]}, 0)
+    assert world.touched[-1] == ("view", True)
+    with pytest.raises(AssertionError, match="lag_ms needs at least one option"):
+        LaggingCache(world, store, "/jobX", lag_ms=())
+
+
+def test_an_auto_refreshed_cache_copies_the_change_and_forgets_a_deleted_node() -> None:
+    world = _Log()
+    store = VersionedStore(world)
+    store.create("/c", None)
+    store.create("/c/x", {"v": [0]})  # before the cache: never loaded into it
+    cache = LaggingCache(world, store, "/c", name="auto", lag_ms=(5,))
+    data = {"v": [1]}
+    store.set("/c/x", data)
+    data["v"].append(2)  # the writer's object changes after the write
+    world.run()
+    assert cache.entries["/c/x"] == ({"v": [1]}, 1)
+    store.delete("/c/x")
+    store.create("/c/y", 1)
+    store.delete("/c/y")  # deleted before its creation reached the cache
+    world.run()
+    assert cache.entries == {}
+    assert ("auto", True) in world.touched
+    with pytest.raises(NoNode):
+        store.get("/c/x")
+
+
+# -- faults ------------------------------------------------------------------------------
+class _Idle(Actor):
+    def main(self) -> Generator[Any, Any, None]:
+        yield from self.wait(self.world.sleep(50))
+        self.world.log(self.name, "done")
+
+
+def test_fault_helpers_say_whether_a_fault_struck() -> None:
+    world = _Log([0, 0])  # no fault strikes
+    nemesis = Nemesis(world, FaultPlan(kinds=frozenset({"pause", "session-expiry"}), p=0.5))
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    actor = _Idle(world, "worker")
+    assert actor.process is None and actor.interleave is False
+    world.touched.clear()
+    actor.start()
+    assert world.touched[0] == ("actor:worker", True)
+    assert actor.process is not None and actor.process.actor == "worker"  # type: ignore[attr-defined]
+    world.touched.clear()
+    assert maybe_expire_session(nemesis, client) is False
+    assert world.touched[0] == ("nemesis", True)
+    assert world.source.asked[0][0] == "fault.session-expiry.c1"  # type: ignore[attr-defined]
+    assert pause_with_session(nemesis, actor, client) == 0
+    assert client.live and client.state == "connected"
+    struck = _Log([1, 1])
+    hit = Nemesis(struck, FaultPlan(kinds=frozenset({"session-expiry"}), p=0.5))
+    other = ZkClient(struck, VersionedStore(struck), "c2")
+    assert maybe_expire_session(hit, other) is True and not other.live
+    with pytest.raises(AssertionError, match=r"unknown fault kinds \['bogus'\]"):
+        FaultPlan(kinds=frozenset({"bogus"}))
+
+
+def test_a_session_client_closes_and_reports_its_footprints() -> None:
+    world = _Log()
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    states: list[str] = []
+    world.touched.clear()
+    client.add_listener(lambda e: states.append(e.state))
+    assert world.touched == [(client.resource, True)]
+    client.create("/e", 1, ephemeral=True)
+
+    def ask() -> Generator[Any, Any, None]:
+        world.touched.clear()
+        result = yield from client.request(lambda: store.get("/e"))
+        assert result == (1, 0)
+        assert world.touched[-1] == (client.resource, False)
+
+    world.spawn("asker", ask())
+    world.run()
+    world.touched.clear()
+    client.close()
+    assert world.touched[0] == (client.resource, True)
+    assert client.state == "closed" and not store.exists("/e")
+    world.run()
+    assert states == ["closed"]
+    client.close()  # closing twice changes nothing more
+    world.run()
+    assert states == ["closed", "closed"] and client.state == "closed"
