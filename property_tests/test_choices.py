@@ -135,3 +135,72 @@ def test_pct_runs_the_highest_priority_actor_until_a_change_point() -> None:
     source2 = PCTSource(seed=1, depth=2, expected_steps=1)  # a change point at draw 0
     first = source2.schedule(3, lambda: keys)
     assert keys[first] != favourite  # the favourite was demoted at once
+
+
+@given(
+    st.integers(0, 2**64 - 1),
+    st.integers(1, 4),
+    st.integers(1, 6),
+    st.lists(st.lists(st.sampled_from("abcd"), min_size=2, max_size=4), min_size=1, max_size=10),
+)
+def test_pct_runs_the_top_priority_and_demotes_it_at_each_change_point(
+    seed: int, depth: int, expected_steps: int, offered: list[list[str]]
+) -> None:
+    """PCT's rule, draw by draw: first sight gives a priority in [10^6, 2*10^6); each
+    schedule draw runs the highest (the earliest offered of equals); at a change point
+    the actor it would run drops below every priority given so far, and the next runs."""
+    source = PCTSource(seed=seed, depth=depth, expected_steps=expected_steps)
+    points = sorted(source.change_points)
+    assert len(points) <= depth - 1 and all(0 <= p < expected_steps for p in points)
+    assert source.low == 0 and source.schedule_draws == 0
+    demoted: list[int] = []
+    for draw, keys in enumerate(offered):
+        before = dict(source.priority)
+        pick = source.schedule(len(keys), lambda keys=keys: keys)  # type: ignore[misc]
+        for key in keys:
+            if key in before:
+                assert source.priority[key] == before[key] or source.priority[key] < 0
+            else:
+                assert 1_000_000 <= source.priority.get(key, -1) < 2_000_000 or (
+                    source.priority[key] < 0
+                )
+        # Ranks before this draw's change point, if any: a key seen first now and demoted
+        # at once was the top one.
+        ranked = {
+            k: before[k] if k in before else source.priority[k] if source.priority[k] >= 0
+            else 10**9
+            for k in keys
+        }  # fmt: skip
+        top = max(range(len(keys)), key=lambda i: (ranked[keys[i]], -i))
+        if draw in points:
+            demoted.append(source.priority[keys[top]])
+            assert source.priority[keys[top]] == -len(demoted)  # below all given so far
+            assert keys[pick] != keys[top] or len(set(keys)) == 1
+        else:
+            assert pick == top
+        assert source.schedule_draws == draw + 1
+    assert source.low == -len(demoted)
+    assert source.change_points == [p for p in sorted(points, reverse=True) if p >= len(offered)]
+
+
+def test_pct_leaves_other_draws_to_its_seeded_generator() -> None:
+    source = PCTSource(seed=3, depth=2, expected_steps=5)
+    points = list(source.change_points)
+    reference = SplitMix64(3)
+    for _ in range(1):  # the change points were drawn first
+        reference.below(5)
+    assert source.draw_bool("fault", 0.0) is False and source.draw_bool("fault", 1.0) is True
+    reference.next64()
+    reference.next64()
+    assert source.choose("delay", (10, 20, 30)) == (10, 20, 30)[reference.below(3)]
+    assert source.draw_int("n", 0, 1) == reference.below(2)  # n == 2 with no p: below(2)
+    assert source.priority == {} and source.schedule_draws == 0 and source.change_points == points
+    assert source.schedule(2, lambda: ["x", "x"]) in (0, 1)
+    # A first sight takes 10^6 plus the generator's next draw below 10^6, in offer order.
+    fresh, generator = PCTSource(seed=9, depth=1, expected_steps=1), SplitMix64(9)
+    fresh.schedule(2, lambda: ["p", "q"])
+    assert fresh.priority == {k: 1_000_000 + generator.below(1_000_000) for k in ("p", "q")}
+    with pytest.raises(AssertionError):
+        PCTSource(seed=0, depth=0, expected_steps=1)
+    with pytest.raises(AssertionError):
+        PCTSource(seed=0, depth=1, expected_steps=0)

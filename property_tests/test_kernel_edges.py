@@ -34,7 +34,7 @@ from raceproof.sim.choices import ReplayMisaligned
 from raceproof.sim.fs import DiskWriteError, _parent
 from raceproof.sim.history import History
 from raceproof.sim.store import NoNode, TransactionFailed, TxOp
-from raceproof.sim.timers import Debounce
+from raceproof.sim.timers import Debounce, Timer
 
 
 class _Log(World):
@@ -311,3 +311,54 @@ def test_a_session_client_closes_and_reports_its_footprints() -> None:
     client.close()  # closing twice changes nothing more
     world.run()
     assert states == ["closed", "closed"] and client.state == "closed"
+
+
+def test_draw_bool_takes_probabilities_from_zero_to_one_inclusive() -> None:
+    source = ReplaySource([], strict=False)
+    assert source.draw_bool("never", 0.0) is False and source.draw_bool("always", 1.0) is False
+    for bad in (-0.1, 1.5):
+        with pytest.raises(AssertionError, match=f"draw_bool 'x': p={bad} is not a probability"):
+            source.draw_bool("x", bad)
+
+
+def test_a_watch_in_flight_when_its_session_dies_is_dropped_and_no_watch_is_none() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world, watch_delay_ms=(5,))
+    client = ZkClient(world, store, "c1")
+    seen: list[str] = []
+    assert client.exists("/p") is False  # no watcher: nothing registered
+    assert store.data_watches == {}
+    client.exists("/p", watch=lambda e: seen.append(e.kind))
+    store.create("/p", 0)  # notification due at 5 ms
+    world.spawn("killer", _after(world, 1, client.expire))
+    world.run()
+    assert seen == [] and not client.live
+
+
+def test_fault_ops_are_logged_by_the_nemesis() -> None:
+    world = World(ReplaySource([1], strict=False))
+    nemesis = Nemesis(world, FaultPlan(kinds=frozenset({"crash"}), p=0.5))
+    assert nemesis.strikes("crash", "host1") is True
+    (op,) = world.history.of_kind("fault.crash")
+    assert (op.actor, op.get("target")) == ("nemesis", "host1")
+
+
+def test_what_a_timer_spawns_is_named_after_the_timer_and_its_firing() -> None:
+    from raceproof.sim.reduction import SleepSetSource
+
+    world = World(SleepSetSource((), None, reduce=True))
+    world.declare_footprints()
+    names: list[str] = []
+
+    def work() -> Generator[Any, Any, None]:
+        names.append(world.active_process.rp_id)  # type: ignore[union-attr]
+        yield world.sleep(0)
+
+    timer = Timer(world, "ticker", work)
+    timer.start(1)
+    world.run()
+    timer.start(1)
+    world.run()
+    assert names == ["timer:ticker#1/ticker#0", "timer:ticker#2/ticker#0"]
+    assert world._context == ""  # restored after each firing
+    world.touch("r")  # footprint entries are checked in an observed world too
