@@ -33,7 +33,7 @@ from raceproof.sim import (
 from raceproof.sim.choices import ReplayMisaligned
 from raceproof.sim.fs import DiskWriteError, _parent
 from raceproof.sim.history import History
-from raceproof.sim.store import NoNode, TransactionFailed, TxOp
+from raceproof.sim.store import BadVersion, NoNode, NotEmpty, TransactionFailed, TxOp
 from raceproof.sim.timers import Debounce, Timer
 
 
@@ -362,3 +362,72 @@ def test_what_a_timer_spawns_is_named_after_the_timer_and_its_firing() -> None:
     assert names == ["timer:ticker#1/ticker#0", "timer:ticker#2/ticker#0"]
     assert world._context == ""  # restored after each firing
     world.touch("r")  # footprint entries are checked in an observed world too
+
+
+# -- the store's errors, children and multi-ops ---------------------------------------------
+def test_store_errors_name_the_node_and_versions_from_zero_are_checked() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    for call in (lambda: store.check("/none"), lambda: store.children("/none"),
+                 lambda: store.delete("/none")):  # fmt: skip
+        with pytest.raises(NoNode, match=r"^/none$"):
+            call()
+    store.create("/n", 0)
+    store.set("/n", 1)  # version 1
+    with pytest.raises(BadVersion, match=r"^/n: expected version 0, found 1$"):
+        store.check("/n", 0)
+    with pytest.raises(BadVersion, match=r"^/n: expected version 0, found 1$"):
+        store.delete("/n", 0)
+    store.check("/n", 1)
+    store.create("/n/child", 0)
+    with pytest.raises(NotEmpty, match=r"^/n$"):
+        store.delete("/n", 1)
+    store.delete("/n/child", 0)
+    store.delete("/n", 1)
+    assert not store.exists("/n")
+
+
+def test_children_are_the_direct_ones_sorted_and_a_watch_makes_the_read_a_write() -> None:
+    world = _Log()
+    store = VersionedStore(world)
+    store.ensure_path("/a/b/c")
+    store.create("/a/x", 0)
+    store.create("/z", 0)
+    assert store.children("/") == ["a", "z"]
+    assert store.children("/a") == ["b", "x"]  # not the grandchild /a/b/c
+    world.touched.clear()
+    store.children("/a")
+    store.children("/a", watch=lambda e: None)
+    assert world.touched == [("zk:/a", False), ("zk:/a", True)]
+
+
+def test_a_multi_op_applies_every_argument_and_rolls_back_ephemerals_and_sequences() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    session = store.open_session()
+    store.create("/q", "q")
+    results = store.multi(
+        [
+            TxOp("create", "/q/s-", "one", sequential=True),
+            TxOp("create", "/q/e", "eph", ephemeral=True),
+            TxOp("set", "/q", "q2", version=0),
+            TxOp("check", "/q", version=1),
+        ],
+        session=session,
+    )
+    assert results == ["/q/s-0000000000", "/q/e", 1, None]
+    assert store.get("/q/s-0000000000") == ("one", 0) and store.get("/q") == ("q2", 1)
+    assert store.nodes["/q/e"].ephemeral_session == session
+    with pytest.raises(TransactionFailed):
+        store.multi(
+            [TxOp("create", "/q/s-", "two", sequential=True), TxOp("delete", "/q", version=0)],
+            session=session,
+        )
+    assert store.nodes["/q/e"].ephemeral_session == session  # rolled back intact
+    assert store.create("/q/s-", "three", sequential=True) == "/q/s-0000000001"
+    store.multi([TxOp("delete", "/q/s-0000000001", version=0)])
+    assert not store.exists("/q/s-0000000001")
+    with pytest.raises(TransactionFailed, match="BadVersion"):
+        store.multi([TxOp("delete", "/q/s-0000000000", version=3)])
+    with pytest.raises(AssertionError, match=r"^an ephemeral create needs a session$"):
+        store.multi([TxOp("create", "/q/f", ephemeral=True)])

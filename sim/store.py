@@ -258,8 +258,8 @@ class VersionedStore:
         return sorted(
             p[len(prefix) :]
             for p in self.nodes
-            if p.startswith(prefix) and "/" not in p[len(prefix) :]
-        )
+            if p != path and p.startswith(prefix) and "/" not in p[len(prefix) :]
+        )  # p != path: the root "/" is not its own child
 
     def watch(self, path: str, callback: Watcher) -> None:
         """A persistent watch on ``path`` (kazoo's DataWatch): re-armed each time it fires.
