@@ -133,7 +133,7 @@ def schedule_draws_of_fifo_run(run: Runner) -> int:
 
 
 def explore_pct(
-    run: Runner, seed: int, budget: Budget, progress: Progress | None = None, depth: int = 3
+    run: Runner, seed: int, budget: Budget, progress: Progress | None, depth: int
 ) -> SearchReport:
     budget.start()
     steps = max(1, schedule_draws_of_fifo_run(run))
@@ -151,8 +151,10 @@ def explore_pct(
 
 
 class _Found(Exception):
+    """Carries a violating outcome out of Hypothesis' test function (never shown)."""
+
     def __init__(self, outcome: RunOutcome) -> None:
-        super().__init__(outcome.violation.message if outcome.violation else "violation")
+        super().__init__()
         self.outcome = outcome
 
 
