@@ -441,3 +441,25 @@ def test_quiescent_reads_the_last_run_end(reasons: list[str | None]) -> None:
     for reason in reasons:
         history.append(0, "kernel", "run.end", reason=reason)
     assert quiescent(history) == (bool(reasons) and reasons[-1] in ("quiescent", "finished"))
+
+
+def test_replay_equivalence_counts_unread_keys_as_zero_and_unknown_files_as_empty() -> None:
+    history, _ = _replayed([[("w", "a")]], [[0]])
+    history.append(1, "spark", "checkpoint.batch", batch=1, files=["f0", "f9"])  # f9: no such op
+    history.append(2, "spark", "state.row", batch=1, key=["w", "a"], count=2)
+    assert state_matches_inputs()(history).status == "ok"  # f9 adds nothing
+    history.append(2, "spark", "state.row", batch=1, key=["w", "z"], count=1)  # never read
+    verdict = state_matches_inputs()(history)
+    assert verdict.message == (
+        "after batch 1 the store holds count 1 for w z; the inputs read so far give 0"
+    )
+
+
+def test_a_row_counts_as_emitted_from_its_first_emission_on() -> None:
+    history, states = _replayed([[("w", "a")], [("w", "b")]], [[0], [1], [1]])
+    for state in states:
+        state.pop(("w", "a"))  # gone from the store after batch 0 ...
+    _store(history, states)
+    _sink(history, 3, 0, {"window": "w", "key": "a", "count": 1})  # ... emitted in batch 0
+    _sink(history, 3, 2, {"window": "w", "key": "a", "count": 1})  # ... and again in batch 2
+    assert state_matches_inputs()(history).status == "ok"

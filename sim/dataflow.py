@@ -127,11 +127,12 @@ def state_matches_inputs(name: str = "replay-equivalence") -> Checker:
         emitted_at: dict[RowKey, int] = {}
         for op in history.of_kind("sink.row"):
             key = row_key(row_of(op), fields)
-            emitted_at[key] = min(emitted_at.get(key, 1 << 60), int(op.get("batch")))
+            batch = int(op.get("batch"))
+            emitted_at[key] = min(emitted_at.get(key, batch), batch)  # its first emission
         if not state:
             return unknown(name, "no state was read")
         expected: dict[RowKey, int] = {}
-        for batch in range(max(max(files_of, default=-1), max(state)) + 1):
+        for batch in range(max([*files_of, *state]) + 1):
             for file in files_of.get(batch, []):
                 for key in keys_of.get(str(file), []):
                     expected[key] = expected.get(key, 0) + 1
@@ -144,7 +145,8 @@ def state_matches_inputs(name: str = "replay-equivalence") -> Checker:
                                     f"{' '.join(key)}; the inputs read so far give "
                                     f"{expected.get(key, 0)}")  # fmt: skip
             for key, count in sorted(expected.items()):
-                if key not in stored and emitted_at.get(key, 1 << 60) > batch:
+                emitted = emitted_at.get(key)
+                if key not in stored and (emitted is None or emitted > batch):
                     return violated(name, len(history) - 1, f"after batch {batch} {' '.join(key)} "
                                     f"({count} records read) is neither in the store nor emitted")  # fmt: skip
         return ok(name)
