@@ -463,3 +463,8 @@ def test_a_row_counts_as_emitted_from_its_first_emission_on() -> None:
     _sink(history, 3, 0, {"window": "w", "key": "a", "count": 1})  # ... emitted in batch 0
     _sink(history, 3, 2, {"window": "w", "key": "a", "count": 1})  # ... and again in batch 2
     assert state_matches_inputs()(history).status == "ok"
+
+
+def test_the_dataflow_checkers_are_named_by_default_as_the_catalogue_lists_them() -> None:
+    assert drain_emits_every_window()(History()) == ok("drain-completeness")
+    assert state_matches_inputs()(History()).checker == "replay-equivalence"
