@@ -200,6 +200,15 @@ def test_a_lost_resume_names_the_culprit_and_the_trail() -> None:
     verdict = acknowledged_resume_holds("resume", "READY")(bare)
     assert (verdict.status, verdict.op_index) == ("violated", 1)
     assert "it ends None (set by observer); its writes: " in verdict.message
+    # Entities are judged in order: one that holds does not end the check; the write that
+    # undid the resume may come right after its acknowledgement.
+    two = History()
+    two.append(0, "rest", "resume.ack", entity="a")
+    two.append(0, "rest", "resume.ack", entity="b")
+    two.append(1, "leader", "status.write", entity="b", to="STOPPED")
+    two.append(3, "observer", "final", statuses={"a": "READY", "b": "STOPPED"})
+    verdict = acknowledged_resume_holds("resume", "READY")(two)
+    assert (verdict.status, verdict.op_index) == ("violated", 2)
 
 
 # -- processed-once ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ below its end offset must be in the store.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -107,6 +108,13 @@ def test_every_record_below_the_end_must_be_restored(
         f"the restored store lacks {len(lost)} of {len(owed)} records (offsets {lost[0][1:]}.."
         f"{lost[-1][1:]}: {shown}); it restored from checkpoint 3"
     )
+
+
+@pytest.mark.parametrize("lost", [8, 9])
+def test_more_than_eight_lost_records_are_shown_as_eight_and_dots(lost: int) -> None:
+    verdict = no_record_lost(_restored(12, 12, [f"k{o}" for o in range(lost, 12)]))
+    shown = ", ".join(f"k{o}" for o in range(8)) + (" ..." if lost > 8 else "")
+    assert f": {shown}); it restored" in verdict.message
 
 
 def test_no_restore_is_unknown() -> None:
