@@ -560,17 +560,22 @@ def test_the_runtime_names_the_models_own_state_in_the_footprint() -> None:
 def test_peek_sees_the_events_already_due_before_simpys_heap() -> None:
     world = _world()
     assert world.peek() == float("inf")  # nothing scheduled
-    world.spawn("a", _sleeper(world, 5))
-    world.spawn("b", _sleeper(world, 5))
+    world.spawn("a", _twice(world))
+    world.spawn("b", _twice(world))
     world.step()
     world.step()  # both started; each waits 5 ms
     assert world.peek() == 5
-    world.step()  # one of the two due at 5 ms ran; the other is in the due list
-    assert world._due and world.peek() == 5
+    world.step()  # a ran at 5 ms and waits until 15; b is still due at 5, in the due list
+    assert world._due and world._queue[0][0] == 15 and world.peek() == 5
 
 
 def _sleeper(world: World, delay_ms: int) -> Generator[Any, Any, None]:
     yield world.sleep(delay_ms)
+
+
+def _twice(world: World) -> Generator[Any, Any, None]:
+    yield world.sleep(5)
+    yield world.sleep(10)
 
 
 class _KeyedSource(ReplaySource):

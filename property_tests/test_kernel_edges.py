@@ -227,7 +227,7 @@ def test_a_cache_copies_what_it_hands_out_and_keeps_a_stale_view_until_refreshed
     got[0]["rows"].append(99)  # the caller's copy only
     assert cache.get("/jobX/a") == ({"rows": [1]}, 0)
     assert world.touched[-1] == ("view", True)
-    with pytest.raises(AssertionError, match="lag_ms needs at least one option"):
+    with pytest.raises(AssertionError, match=r"^lag_ms needs at least one option$"):
         LaggingCache(world, store, "/jobX", lag_ms=())
 
 
@@ -236,6 +236,7 @@ def test_an_auto_refreshed_cache_copies_the_change_and_forgets_a_deleted_node() 
     store = VersionedStore(world)
     store.create("/c", None)
     store.create("/c/x", {"v": [0]})  # before the cache: never loaded into it
+    store.create("/c/w", 0)  # likewise, and deleted without ever being cached
     cache = LaggingCache(world, store, "/c", name="auto", lag_ms=(5,))
     data = {"v": [1]}
     store.set("/c/x", data)
@@ -243,6 +244,7 @@ def test_an_auto_refreshed_cache_copies_the_change_and_forgets_a_deleted_node() 
     world.run()
     assert cache.entries["/c/x"] == ({"v": [1]}, 1)
     store.delete("/c/x")
+    store.delete("/c/w")
     store.create("/c/y", 1)
     store.delete("/c/y")  # deleted before its creation reached the cache
     world.run()
@@ -431,3 +433,19 @@ def test_a_multi_op_applies_every_argument_and_rolls_back_ephemerals_and_sequenc
         store.multi([TxOp("delete", "/q/s-0000000000", version=3)])
     with pytest.raises(AssertionError, match=r"^an ephemeral create needs a session$"):
         store.multi([TxOp("create", "/q/f", ephemeral=True)])
+
+
+class _Waiting(Actor):
+    def main(self) -> Generator[Any, Any, None]:
+        yield from self.wait(self.world.sleep(50))
+
+
+def test_an_actor_sits_out_a_pause_but_not_another_interrupt() -> None:
+    world = World(ReplaySource([], strict=False))
+    actor = _Waiting(world, "w")
+    actor.start()
+    assert actor.process is not None
+    world.run(until=1)
+    actor.process.interrupt(("resume", 5))  # a tuple, but not a pause
+    with pytest.raises(AssertionError, match=r"unexpected interrupt \('resume', 5\)"):
+        world.run()

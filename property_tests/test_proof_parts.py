@@ -535,19 +535,29 @@ def test_a_worker_walks_its_shard_with_the_options_it_was_given() -> None:
     """What a pool worker runs, run here in the test's own process."""
     from raceproof.sim import proof_plan
 
-    run = runner(Toy(THREE))
+    run = runner(Toy(SAMPLE, state="right"))
     shards, _ = split(run, reduction=True)
     saved = dict(proof_plan._WORKER)
+    ticks = iter(range(10**6))
     try:
-        for reduction, cap in ((True, None), (False, 1)):
+        for reduction, cap, branch, cache, check in (
+            (True, None, None, False, False), (False, 1, None, False, False),
+            (False, None, 2, False, False), (False, None, None, True, False),
+            (False, None, None, True, True),
+        ):  # fmt: skip
             proof_plan._WORKER.update(
                 run=run, examples=10**6, seconds=None, clock=None, max_deviations=cap,
-                max_branch=None, reduction=reduction, state_cache=False, state_cache_check=False,
+                max_branch=branch, reduction=reduction, state_cache=cache,
+                state_cache_check=check,
             )  # fmt: skip
             walked = proof_plan._walk_shard(shards[0])
             direct = prove(run, budget=Budget(), reduction=reduction, shard=shards[0],
-                           max_deviations=cap)  # fmt: skip
+                           max_deviations=cap, max_branch=branch, state_cache=cache,
+                           state_cache_check=check)  # fmt: skip
             assert walked == direct and walked.reduction is reduction
+        proof_plan._WORKER.update(seconds=3.0, clock=lambda: float(next(ticks)))
+        timed = proof_plan._walk_shard(shards[0])  # one tick a reading: out of time soon
+        assert timed.pruned.get("budget", 0) > 0 and timed.runs < direct.runs
         proof_plan._WORKER.update(examples=1)
         assert proof_plan._walk_shard(shards[0]).runs == 1  # the budget is the worker's
     finally:

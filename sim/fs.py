@@ -39,7 +39,7 @@ class DirEntry:
 
 
 def _parent(path: str) -> str:
-    assert path.startswith("/") and path != "/" and not path.endswith("/"), f"bad path {path!r}"
+    assert path.startswith("/") and not path.endswith("/"), f"bad path {path!r}"  # so not "/"
     return path.rsplit("/", 1)[0] or "/"
 
 
@@ -95,7 +95,7 @@ class FileSystem:
             raise FsError(f"no such directory {path}")
         prefix = path.rstrip("/") + "/"
         names = {
-            p[len(prefix) :].split("/", 1)[0]
+            p[len(prefix) :].partition("/")[0]
             for p in [*self.dirs, *self.files]
             if p.startswith(prefix) and p != path
         }

@@ -153,8 +153,8 @@ def op_from_json(raw: Mapping[str, JSONValue]) -> Op:
 
 def first_divergence(left: History, right: History) -> int | None:
     """Index of the first op that differs (or where one history ends), None if equal."""
-    for index, (a, b) in enumerate(zip(left.ops, right.ops, strict=False)):
-        if a.line() != b.line():
+    for index in range(min(len(left), len(right))):
+        if left.ops[index].line() != right.ops[index].line():
             return index
     if len(left) != len(right):
         return min(len(left), len(right))

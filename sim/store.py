@@ -330,9 +330,9 @@ class VersionedStore:
 
     def ensure_path(self, path: str) -> None:
         """Create ``path`` and its missing parents with no data."""
-        parts = [p for p in path.split("/") if p]
-        for depth in range(1, len(parts) + 1):
-            sub = "/" + "/".join(parts[:depth])
+        sub = ""
+        for part in [p for p in path.split("/") if p]:
+            sub += "/" + part
             if sub not in self.nodes:
                 self.create(sub)
 
@@ -517,7 +517,8 @@ class LaggingCache:
     def _on_change(self, path: str, node: Node | None) -> None:
         if not path.startswith(self.prefix):
             return
-        value = None if node is None else (copy.deepcopy(node.data), node.version)
+        # No copy needed: the store copies data in and out and never changes a node's in place.
+        value = None if node is None else (node.data, node.version)
         lag_ms = self.world.source.choose(f"{self.name}.lag", self.lag_ms)
         self.world.spawn(f"{self.name}-refresh", self._apply_later(path, value, lag_ms))
 
