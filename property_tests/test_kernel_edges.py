@@ -449,3 +449,16 @@ def test_an_actor_sits_out_a_pause_but_not_another_interrupt() -> None:
     actor.process.interrupt(("resume", 5))  # a tuple, but not a pause
     with pytest.raises(AssertionError, match=r"unexpected interrupt \('resume', 5\)"):
         world.run()
+
+
+def test_a_multi_op_cannot_start_inside_another() -> None:
+    """Notifications of a multi-op run after it, so no model can nest one; the guard stays."""
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    heard: list[bool] = []
+    store.listeners.append(lambda path, node: heard.append(store._deferred is None))
+    store.multi([TxOp("create", "/m", 1)])
+    assert heard == [True]  # the listener ran once the multi-op was over
+    store._deferred = []  # as if inside one
+    with pytest.raises(AssertionError, match=r"^a multi-op cannot nest$"):
+        store.multi([TxOp("check", "/")])
