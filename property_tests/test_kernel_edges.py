@@ -10,6 +10,7 @@ records are pinned where the reduction's soundness depends on them.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Generator, Sequence
 from typing import Any
 
@@ -462,3 +463,46 @@ def test_a_multi_op_cannot_start_inside_another() -> None:
     store._deferred = []  # as if inside one
     with pytest.raises(AssertionError, match=r"^a multi-op cannot nest$"):
         store.multi([TxOp("check", "/")])
+
+
+def test_a_closed_session_renews_and_a_live_one_does_not() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    with pytest.raises(AssertionError, match=r"^c1 renews a connected session$"):
+        client.renew()
+    first = client.session
+    client.close()
+    client.renew()
+    assert client.state == "connected" and client.session != first and client.live
+    client.create("/v", 0)
+    with pytest.raises(BadVersion):
+        client.set("/v", 1, version=3)
+    assert client.set("/v", 1, version=0) == 1
+
+
+def test_pct_is_told_the_fifo_runs_schedule_draws_at_least_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from property_tests.toy_model import Toy, runner
+    from raceproof.sim import Budget
+
+    explore_module = importlib.import_module("raceproof.sim.explore")  # not the function
+    from raceproof.sim.choices import PCTSource
+
+    told: list[int] = []
+
+    class Told(PCTSource):
+        def __init__(self, seed: int, depth: int, expected_steps: int) -> None:
+            told.append(expected_steps)
+            super().__init__(seed, depth, expected_steps)
+
+    monkeypatch.setattr(explore_module, "PCTSource", Told)
+    alone = ((("/a", True),),)  # one actor: no tie, no schedule draw
+    pair = ((("/a", True),), (("/a", True),))  # two writers: one schedule draw
+    for scripts, draws in ((alone, 0), (pair, 1)):
+        told.clear()
+        explore_module.explore_pct(runner(Toy(scripts)), 0, Budget(examples=2), None, 2)
+        assert told == [max(1, draws)] * 2
+    with pytest.raises(AssertionError, match="a schedule draw of 2 options names 1 actors"):
+        PCTSource(0, 1, 1).schedule(2, lambda: ["a"])

@@ -258,10 +258,11 @@ class PCTSource(ChoiceSource):
         self.schedule_draws = 0
 
     def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
-        if label != SCHEDULE_LABEL or not keys:
+        if label != SCHEDULE_LABEL:
             if p_nonzero is not None and n == 2:
                 return 1 if self.rng.chance(p_nonzero) else 0
             return self.rng.below(n)
+        assert len(keys) == n, f"a schedule draw of {n} options names {len(keys)} actors"
         for key in keys:
             if key not in self.priority:
                 self.priority[key] = 1_000_000 + self.rng.below(1_000_000)

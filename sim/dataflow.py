@@ -45,7 +45,8 @@ def row_key(row: dict[str, Any], fields: tuple[str, ...]) -> RowKey:
 
 
 def describe(key: RowKey, fields: tuple[str, ...]) -> str:
-    return " ".join(f"{f}={v}" for f, v in zip(fields, key, strict=True))
+    assert len(fields) == len(key), f"a row key {key} for the fields {fields}"
+    return " ".join(f"{field}={key[i]}" for i, field in enumerate(fields))
 
 
 def no_duplicate_emission(name: str = "no-duplicate-emission") -> Checker:
