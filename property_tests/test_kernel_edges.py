@@ -506,3 +506,43 @@ def test_pct_is_told_the_fifo_runs_schedule_draws_at_least_one(
         assert told == [max(1, draws)] * 2
     with pytest.raises(AssertionError, match="a schedule draw of 2 options names 1 actors"):
         PCTSource(0, 1, 1).schedule(2, lambda: ["a"])
+
+
+def test_a_session_clients_creates_and_watches_take_their_defaults() -> None:
+    world = _Log()
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    other = ZkClient(world, store, "c2")
+    client.create("/plain", 0)  # not ephemeral by default
+    assert client.create("/q-", 0, sequential=True) == "/q-0000000000"
+    assert client.create("/e", 0, ephemeral=True) == "/e"
+    seen: list[str] = []
+    client.add_watch("/plain", lambda e: seen.append(f"c1 {e.kind} {e.path}"))  # not recursive
+    other.add_watch("/plain", lambda e: seen.append(f"c2 {e.kind} {e.path}"), recursive=True)
+    other.exists("/e", watch=lambda e: seen.append(f"c2 {e.kind} {e.path}"))
+    client.exists("/e", watch=lambda e: seen.append(f"c1 {e.kind} {e.path}"))
+    world.touched.clear()
+    client.expire()  # the server drops c1's watches and its ephemeral /e
+    assert world.touched[:2] == [(client.resource, True), (client.resource, False)]
+    assert (f"{store.name}:sessions", True) in world.touched
+    assert (f"{store.name}:/e", True) in world.touched
+    assert store.exists("/plain") and not store.exists("/e")
+    other.create("/plain/child", 1)
+    world.run()
+    assert sorted(seen) == ["c2 created /plain/child", "c2 deleted /e"]
+
+
+def test_one_shot_watches_are_delivered_after_their_own_delays_only() -> None:
+    world = World(ReplaySource([1, 0], strict=False))  # 50 ms for the first, 0 for the second
+    store = VersionedStore(world, watch_delay_ms=(0, 50))
+    seen: list[str] = []
+
+    def watcher(event: Any) -> None:
+        seen.append(f"{world.now_ms} {event.path}")
+
+    store.exists("/a", watch=watcher)
+    store.exists("/b", watch=watcher)  # the same watcher, a second one-shot watch
+    store.create("/a", 0)
+    store.create("/b", 0)
+    world.run()
+    assert seen == ["0 /b", "50 /a"]  # one-shot deliveries do not queue behind each other

@@ -178,8 +178,7 @@ class ZkClient:
             return
         self._expiry.cancel()
         self._server_expires()
-        if self.state == "connected":
-            self._held = []
+        if self.state == "connected":  # nothing is held while connected
             self._set_state("expired")
 
     def close(self) -> None:
