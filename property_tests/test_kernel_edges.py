@@ -18,6 +18,7 @@ import pytest
 
 from raceproof.sim import (
     Actor,
+    ChoiceSource,
     EventQueue,
     FaultPlan,
     FileSystem,
@@ -34,15 +35,22 @@ from raceproof.sim import (
 from raceproof.sim.choices import ReplayMisaligned
 from raceproof.sim.fs import DiskWriteError, _parent
 from raceproof.sim.history import History
-from raceproof.sim.store import BadVersion, NoNode, NotEmpty, TransactionFailed, TxOp
+from raceproof.sim.store import (
+    BadVersion,
+    NoNode,
+    NotEmpty,
+    SessionExpired,
+    TransactionFailed,
+    TxOp,
+)
 from raceproof.sim.timers import Debounce, Timer
 
 
 class _Log(World):
     """FIFO, listing every footprint entry and every draw with its probability."""
 
-    def __init__(self, values: Sequence[int] = ()) -> None:
-        super().__init__(_Draws(values))
+    def __init__(self, values: Sequence[int] = (), source: ChoiceSource | None = None) -> None:
+        super().__init__(source or _Draws(values))
         self.touched: list[tuple[str, bool]] = []
 
     def touch(self, resource: str, write: bool = True) -> None:
@@ -58,6 +66,11 @@ class _Draws(ReplaySource):
     def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
         self.asked.append((label, n, p_nonzero))
         return super()._pick(label, n, p_nonzero, keys)
+
+
+def _done() -> Generator[Any, Any, None]:
+    return
+    yield  # a generator that ends at once
 
 
 def _after(world: World, delay_ms: int, action: Any) -> Generator[Any, Any, None]:
@@ -546,3 +559,88 @@ def test_one_shot_watches_are_delivered_after_their_own_delays_only() -> None:
     store.create("/b", 0)
     world.run()
     assert seen == ["0 /b", "50 /a"]  # one-shot deliveries do not queue behind each other
+
+
+# -- footprints, exactly: what each operation reads and writes ------------------------------
+def test_each_client_and_store_operation_records_exactly_its_footprint() -> None:
+    """The reduction treats two steps as commuting when these entries allow it: a read
+    recorded as a write only costs schedules, a write recorded as a read hides some."""
+    world = _Log()
+    store = VersionedStore(world)
+    store.create("/x", 0)
+    client = ZkClient(world, store, "c1")
+    x, table = ("zk:/x", True), ("zk:sessions", False)
+    read_x = ("zk:/x", False)
+    # A request reads the client's state (connected?) and, through ``live``, the session table.
+    asks = [(client.resource, False), (client.resource, False), table]
+    cases: list[tuple[Any, list[tuple[str, bool]]]] = [
+        (lambda: client.get("/x"), [*asks, read_x]),
+        (lambda: client.exists("/x"), [*asks, read_x]),
+        (lambda: client.children("/x"), [*asks, read_x]),
+        (lambda: client.set("/x", 1), [*asks, x]),
+        (lambda: client.check("/x"), [*asks, read_x]),
+        (lambda: store.session_live(client.session), [table]),
+        (lambda: store.add_watch("/x", lambda e: None), [x]),
+        (lambda: store.get("/x", watch=lambda e: None), [x]),
+    ]
+    for operation, footprint in cases:
+        world.touched.clear()
+        operation()
+        assert world.touched == footprint, operation
+    assert store.session_live(12345) is False  # an unknown session is not live
+
+
+def test_a_session_logs_its_changes_with_the_session_and_tells_its_listeners() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    heard: list[tuple[str, int]] = []
+    client.add_listener(lambda e: heard.append((e.state, e.session)))
+    client.pause(10)
+    world.run()
+    assert (client.state, heard) == ("connected", [("disconnected", 1), ("connected", 1)])
+    paused = world.history.of_kind("zk.paused")[0]
+    assert dict(paused.fields) == {"session": 1, "duration_ms": 10}
+    changes = [dict(op.fields) for op in world.history.of_kind("zk.session")]
+    assert changes == [
+        {"state": "disconnected", "session": 1},
+        {"state": "connected", "session": 1},
+    ]
+    with pytest.raises(SessionExpired, match=r"^c1: session 1 is expired$"):
+        client.expire()
+        client.get("/")
+
+
+def test_a_client_checks_its_settings() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    assert ZkClient(world, store, "d").session_timeout_ms == 30_000
+    for bad in ({"session_timeout_ms": 0}, {"latency_ms": ()}, {"notice_ms": ()}):
+        with pytest.raises(AssertionError):
+            ZkClient(world, store, "c", **bad)  # type: ignore[arg-type]
+
+
+def test_alive_reads_a_named_process_end_and_an_unnamed_one_touches_everything() -> None:
+    from raceproof.sim.reduction import SleepSetSource
+
+    world = _Log(source=SleepSetSource((), None, reduce=True))
+    world.declare_footprints()  # processes get names that do not depend on interleavings
+    process = world.spawn("p", _done())
+
+    def probe() -> Generator[Any, Any, None]:
+        yield world.sleep(1)
+        world.touched.clear()
+        assert world.alive(process) is False
+        assert world.touched == [("proc:/p#0", False)]
+
+    world.spawn("q", probe())
+    world.run()
+    plain = _Log()
+    unnamed = plain.spawn("p", _done())
+    plain.alive(unnamed)
+    assert plain.touched == []  # not recorded by name: it touches everything instead
+    timer_event = plain.sleep(5)
+    plain.touched.clear()
+    assert plain.unschedule(timer_event, "timer:t") is True
+    assert plain.touched == [("timer:t", True)]
+    assert plain.unschedule(timer_event, "timer:t") is False  # gone already

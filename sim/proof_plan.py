@@ -23,7 +23,6 @@ ship the same shards to its executors.
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import signal
 from collections.abc import Callable, Sequence
@@ -166,11 +165,10 @@ def _probe(run: Runner, prefix: tuple[int, ...]) -> Footprint:
     """The footprint of the step the last draw of ``prefix`` chose (everything if it drew)."""
     position = len(prefix) - 1
     source = SleepSetSource(prefix, None, reduce=False)
-    with contextlib.suppress(SleepBlocked):
-        run(source)
-    if source.step_drew.get(position, True):
-        return None
-    return source.step_footprints.get(position)
+    run(source)  # nothing sleeps in the full walk's source, so nothing cuts this run
+    if source.step_drew.get(position) is False:
+        return source.step_footprints.get(position)
+    return None  # it drew a model-level choice, or never finished: dependent on everything
 
 
 def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
