@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from raceproof.sim import (
     Choice,
+    HypothesisSource,
     PCTSource,
     RandomSource,
     ReplayMisaligned,
@@ -204,3 +209,36 @@ def test_pct_leaves_other_draws_to_its_seeded_generator() -> None:
         PCTSource(seed=0, depth=0, expected_steps=1)
     with pytest.raises(AssertionError):
         PCTSource(seed=0, depth=1, expected_steps=0)
+
+
+class _FakeData:
+    """Stands in for Hypothesis' ``data``: answers each draw with ``answer(top)``."""
+
+    def __init__(self, answer: Callable[[int], int]) -> None:
+        self.answer = answer
+        self.asked: list[tuple[int, int]] = []  # (min, max) of each integers() drawn from
+
+    def draw(self, strategy: Any) -> int:
+        low, top = (int(v) for v in re.findall(r"-?\d+", repr(strategy)))
+        self.asked.append((low, top))
+        return self.answer(top)
+
+
+@pytest.mark.parametrize(("p", "top"), [(0.1, 9), (0.25, 3), (0.4, 1), (0.49, 1), (0.01, 99)])
+def test_a_rare_draw_is_nonzero_only_at_the_top_of_a_wider_range(p: float, top: int) -> None:
+    at_top = HypothesisSource(_FakeData(lambda t: t))
+    assert at_top.draw_bool("rare", p) is True
+    assert at_top.data.asked == [(0, top)]  # type: ignore[attr-defined]
+    below = HypothesisSource(_FakeData(lambda t: t - 1))
+    assert below.draw_bool("rare", p) is False
+    zero = HypothesisSource(_FakeData(lambda t: 0))
+    assert zero.draw_bool("rare", p) is False
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 0.9, 1.0])
+def test_other_draws_are_plain_integers_over_the_options(p: float) -> None:
+    source = HypothesisSource(_FakeData(lambda t: t))
+    assert source.draw_bool("b", p) is True  # the top of integers(0, 1)
+    assert source.choose("c", ("x", "y", "z")) == "z"
+    assert source.data.asked == [(0, 1), (0, 2)]  # type: ignore[attr-defined]
+    assert source._strategy(2) is source._strategy(2)  # built once per width

@@ -578,3 +578,37 @@ def test_a_worker_ignores_ctrl_c_and_dies_on_sigterm() -> None:
     finally:
         signal.signal(signal.SIGINT, before[0])
         signal.signal(signal.SIGTERM, before[1])
+
+
+def test_a_parallel_proof_passes_every_option_to_its_workers() -> None:
+    from raceproof.sim.proof_plan import prove_parallel
+
+    run = runner(Toy(SAMPLE, state="right"))
+
+    def counts(report: ProofReport) -> tuple[object, ...]:
+        return (report.verdict, report.schedules, report.runs, report.pruned,
+                report.skipped_equivalent, report.sleep_blocked)  # fmt: skip
+
+    for options in (
+        {"reduction": True}, {"reduction": False},
+        {"reduction": False, "max_deviations": 1}, {"reduction": False, "max_branch": 2},
+    ):  # fmt: skip
+        one = prove(run, budget=Budget(), **options)  # type: ignore[arg-type]
+        seen: list[dict[str, object]] = []
+        two = prove_parallel(run, 2, budget=Budget(), progress=seen.append, **options)  # type: ignore[arg-type]
+        assert counts(two) == counts(one), options
+        assert seen and set(seen[-1]) == {"shards", "schedules", "runs", "skipped_equivalent"}
+        assert seen[-1]["schedules"] == two.schedules and seen[-1]["runs"] == two.runs
+        done, total = str(seen[-1]["shards"]).split("/")
+        assert done == total == str(two.shards)
+    cached = prove_parallel(run, 2, budget=Budget(), reduction=False, state_cache=True)
+    assert cached.verdict == "ok" and cached.state_cache_cuts > 0
+    checked = prove_parallel(run, 2, budget=Budget(), reduction=False, state_cache=True,
+                             state_cache_check=True)  # fmt: skip
+    assert checked.state_cache_checked > 0
+    short = prove_parallel(run, 2, budget=Budget(examples=1), reduction=False)
+    assert short.verdict == "inconclusive" and short.pruned.get("budget", 0) > 0
+    full = prove(run, budget=Budget(), reduction=False)
+    assert counts(prove_parallel(run, 1, budget=Budget(), reduction=False)) == counts(full)
+    with pytest.raises(AssertionError):
+        prove_parallel(run, 0, budget=Budget())

@@ -171,7 +171,7 @@ def explore_hypothesis(
     from hypothesis import strategies as st
 
     budget.start()
-    counts = {"examples": 0, "inconclusive": 0, "first": 0, "shrink": 0}
+    counts = {"examples": 0, "inconclusive": 0, "shrink": 0}
     first: list[RunOutcome] = []
     chunk_index = 0
     while counts["examples"] < budget.examples:
