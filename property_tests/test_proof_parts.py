@@ -393,6 +393,7 @@ counted = st.builds(
     state_cache_checked=st.integers(0, 5),
     frontier_left=st.integers(0, 5),
     max_deviations_seen=st.integers(0, 4),
+    reduction=st.booleans(),
 )
 
 

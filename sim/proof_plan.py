@@ -172,35 +172,37 @@ def _probe(run: Runner, prefix: tuple[int, ...]) -> Footprint:
 
 
 def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
-    """Add shard reports up in shard order: the first violation in walk order wins."""
-    total = ProofReport(
-        first.verdict, False, first.schedules, first.runs, first.max_deviations_seen,
-        dict(first.pruned), first.found, first.shrunk, reduction=first.reduction,
-        skipped_equivalent=first.skipped_equivalent, shards=len(reports),
-    )  # fmt: skip
-    for report in reports:
-        total.schedules += report.schedules
-        total.runs += report.runs
-        total.max_deviations_seen = max(total.max_deviations_seen, report.max_deviations_seen)
+    """Add shard reports up in shard order: the first violation in walk order wins.
+
+    ``first`` is the split's own run (its counts of the walk's first path); the
+    counts only a walk makes (sleep-blocked runs, the state cache's) come from
+    the shards.
+    """
+    everything = [first, *reports]
+    pruned: dict[str, int] = {}
+    for report in everything:
         for bound, count in report.pruned.items():
-            total.pruned[bound] = total.pruned.get(bound, 0) + count
-        total.skipped_equivalent += report.skipped_equivalent
-        total.sleep_blocked += report.sleep_blocked
-        total.state_cache_cuts += report.state_cache_cuts
-        total.states_seen += report.states_seen
-        total.state_cache_checked += report.state_cache_checked
-        total.frontier_left += report.frontier_left
-        if report.verdict == "violated" and total.found is None:
-            total.found, total.shrunk = report.found, report.shrunk
-    verdict: ProofVerdict
-    if total.found is not None:
-        verdict = "violated"
-    elif total.pruned:
-        verdict = "inconclusive"
-    else:
-        verdict = "ok"
-    total.verdict, total.complete = verdict, verdict == "ok"
-    return total
+            pruned[bound] = pruned.get(bound, 0) + count
+    winner = next((report for report in everything if report.found is not None), None)
+    verdict: ProofVerdict = "violated" if winner is not None else "inconclusive" if pruned else "ok"
+    return ProofReport(
+        verdict,
+        verdict == "ok",
+        schedules=sum(report.schedules for report in everything),
+        runs=sum(report.runs for report in everything),
+        max_deviations_seen=max(report.max_deviations_seen for report in everything),
+        pruned=pruned,
+        found=None if winner is None else winner.found,
+        shrunk=None if winner is None else winner.shrunk,
+        frontier_left=sum(report.frontier_left for report in reports),
+        reduction=first.reduction,
+        skipped_equivalent=sum(report.skipped_equivalent for report in everything),
+        sleep_blocked=sum(report.sleep_blocked for report in reports),
+        shards=len(reports),
+        state_cache_cuts=sum(report.state_cache_cuts for report in reports),
+        states_seen=sum(report.states_seen for report in reports),
+        state_cache_checked=sum(report.state_cache_checked for report in reports),
+    )
 
 
 # -- walking the shards on worker processes -------------------------------------------
