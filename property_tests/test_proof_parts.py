@@ -613,3 +613,14 @@ def test_a_parallel_proof_passes_every_option_to_its_workers() -> None:
     assert counts(prove_parallel(run, 1, budget=Budget(), reduction=False)) == counts(full)
     with pytest.raises(AssertionError):
         prove_parallel(run, 0, budget=Budget())
+
+
+def test_an_estimate_rounds_each_figure_for_its_reader() -> None:
+    from raceproof.sim.proof_plan import Estimate
+
+    plan = Estimate(schedules=123.456, samples=3, seconds_per_run=0.123456789, depth_mean=2.36)
+    assert plan.seconds == 123.456 * 0.123456789
+    assert plan.to_json() == {
+        "schedules_estimate": 123, "samples": 3, "seconds_per_run": 0.123457,
+        "seconds_estimate": 15.2, "draws_per_run_mean": 2.4,
+    }  # fmt: skip
