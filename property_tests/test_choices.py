@@ -181,6 +181,8 @@ def test_pct_runs_the_top_priority_and_demotes_it_at_each_change_point(
             demoted.append(source.priority[keys[top]])
             assert source.priority[keys[top]] == -len(demoted)  # below all given so far
             assert keys[pick] != keys[top] or len(set(keys)) == 1
+            now = source.priority
+            assert pick == max(range(len(keys)), key=lambda i: (now[keys[i]], -i))
         else:
             assert pick == top
         assert source.schedule_draws == draw + 1
