@@ -468,3 +468,12 @@ def test_a_row_counts_as_emitted_from_its_first_emission_on() -> None:
 def test_the_dataflow_checkers_are_named_by_default_as_the_catalogue_lists_them() -> None:
     assert drain_emits_every_window()(History()) == ok("drain-completeness")
     assert state_matches_inputs()(History()).checker == "replay-equivalence"
+
+
+def test_an_op_without_a_row_object_has_an_empty_row() -> None:
+    from raceproof.sim.dataflow import row_of
+
+    history = History()
+    for row in (None, "text", ["pairs"], {"k": 1}):
+        history.append(0, "spark", "sink.row", row=row)
+    assert [row_of(op) for op in history] == [{}, {}, {}, {"k": 1}]

@@ -238,9 +238,8 @@ def test_a_rare_draw_is_nonzero_only_at_the_top_of_a_wider_range(p: float, top: 
 
 
 @pytest.mark.parametrize("p", [0.0, 0.5, 0.9, 1.0])
-def test_other_draws_are_plain_integers_over_the_options(p: float) -> None:
+def test_other_draws_are_integers_over_the_options(p: float) -> None:
     source = HypothesisSource(_FakeData(lambda t: t))
     assert source.draw_bool("b", p) is True  # the top of integers(0, 1)
     assert source.choose("c", ("x", "y", "z")) == "z"
     assert source.data.asked == [(0, 1), (0, 2)]  # type: ignore[attr-defined]
-    assert source._strategy(2) is source._strategy(2)  # built once per width

@@ -283,25 +283,17 @@ class HypothesisSource(ChoiceSource):
         super().__init__()
         from hypothesis import strategies as st
 
-        self._st = st
+        self._st = st  # its integers() are cached by Hypothesis: one object per range
         self.data = data
-        self._cache: dict[int, object] = {}
-
-    def _strategy(self, top: int) -> object:
-        strategy = self._cache.get(top)
-        if strategy is None:
-            strategy = self._st.integers(0, top)
-            self._cache[top] = strategy
-        return strategy
 
     def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
         draw = self.data.draw  # type: ignore[attr-defined]
-        if p_nonzero is not None and n == 2 and 0.0 < p_nonzero < 0.5:
-            # A rare event: nonzero only at the top of a wider range, so it
-            # fires about p of the time and still shrinks to "no".
+        if p_nonzero is not None and n == 2 and p_nonzero > 0.0:
+            # Nonzero only at the top of a range about 1/p wide, so it fires about p of
+            # the time and still shrinks to "no"; from p = 0.5 on the range is [0, 1].
             top = max(1, round(1 / p_nonzero) - 1)
-            return 1 if draw(self._strategy(top)) == top else 0
-        return int(draw(self._strategy(n - 1)))
+            return 1 if draw(self._st.integers(0, top)) == top else 0
+        return int(draw(self._st.integers(0, n - 1)))
 
 
 # -- blobs: the copy-pasteable text form of a recording ------------------------

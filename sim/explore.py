@@ -74,39 +74,31 @@ class SearchReport:
     notes: list[str] = field(default_factory=list)
 
 
-def _finish(
-    strategy: str,
-    run: Runner,
-    examples: int,
-    inconclusive: int,
-    found: RunOutcome | None,
-    budget: Budget,
-    stopped_by: str | None,
+def _violated(
+    strategy: str, run: Runner, examples: int, inconclusive: int, found: RunOutcome,
     shrink_runs: int = 0,
-) -> SearchReport:
-    if found is not None:
-        result = shrink(run, found)
-        return SearchReport(
-            strategy,
-            "violated",
-            examples,
-            inconclusive,
-            stopped_by,
-            found,
-            result.outcome,
-            shrink_runs + result.runs,
-        )
-    verdict: Verdict = "ok"
+) -> SearchReport:  # fmt: skip
+    """The search found ``found``: shrink it (``run`` replays candidates)."""
+    result = shrink(run, found)
+    return SearchReport(
+        strategy, "violated", examples, inconclusive, None, found, result.outcome,
+        shrink_runs + result.runs,
+    )  # fmt: skip
+
+
+def _out_of_time(strategy: str, examples: int, inconclusive: int, budget: Budget) -> SearchReport:
+    note = f"the {budget.seconds}s budget ran out after {examples} of {budget.examples} examples"
+    return SearchReport(strategy, "inconclusive", examples, inconclusive, "seconds", notes=[note])
+
+
+def _no_violation(strategy: str, examples: int, inconclusive: int) -> SearchReport:
+    """Every example of the budget ran; inconclusive if any of them hit a bound."""
     notes = [f"no violation in {examples} examples (a search, not a proof)"]
-    if stopped_by == "seconds":
-        verdict = "inconclusive"
-        notes = [
-            f"the {budget.seconds}s budget ran out after {examples} of {budget.examples} examples"
-        ]
-    elif inconclusive:
+    verdict: Verdict = "ok"
+    if inconclusive:
         verdict = "inconclusive"
         notes.append(f"{inconclusive} runs hit a bound before finishing")
-    return SearchReport(strategy, verdict, examples, inconclusive, stopped_by, notes=notes)
+    return SearchReport(strategy, verdict, examples, inconclusive, "examples", notes=notes)
 
 
 def explore_random(
@@ -116,14 +108,14 @@ def explore_random(
     inconclusive = 0
     for example in range(budget.examples):
         if budget.out_of_time():
-            return _finish("random", run, example, inconclusive, None, budget, "seconds")
+            return _out_of_time("random", example, inconclusive, budget)
         outcome = run(RandomSource(derive_seed(seed, example)))
         inconclusive += outcome.status == "inconclusive"
         if progress:
             progress({"examples": example + 1, "status": outcome.status})
         if outcome.status == "violated":
-            return _finish("random", run, example + 1, inconclusive, outcome, budget, None)
-    return _finish("random", run, budget.examples, inconclusive, None, budget, "examples")
+            return _violated("random", run, example + 1, inconclusive, outcome)
+    return _no_violation("random", budget.examples, inconclusive)
 
 
 def schedule_draws_of_fifo_run(run: Runner) -> int:
@@ -140,14 +132,14 @@ def explore_pct(
     inconclusive = 0
     for example in range(budget.examples):
         if budget.out_of_time():
-            return _finish("pct", run, example, inconclusive, None, budget, "seconds")
+            return _out_of_time("pct", example, inconclusive, budget)
         outcome = run(PCTSource(derive_seed(seed, example), depth, steps))
         inconclusive += outcome.status == "inconclusive"
         if progress:
             progress({"examples": example + 1, "status": outcome.status})
         if outcome.status == "violated":
-            return _finish("pct", run, example + 1, inconclusive, outcome, budget, None)
-    return _finish("pct", run, budget.examples, inconclusive, None, budget, "examples")
+            return _violated("pct", run, example + 1, inconclusive, outcome)
+    return _no_violation("pct", budget.examples, inconclusive)
 
 
 class _Found(Exception):
@@ -176,15 +168,7 @@ def explore_hypothesis(
     chunk_index = 0
     while counts["examples"] < budget.examples:
         if budget.out_of_time():
-            return _finish(
-                "hypothesis",
-                run,
-                counts["examples"],
-                counts["inconclusive"],
-                None,
-                budget,
-                "seconds",
-            )
+            return _out_of_time("hypothesis", counts["examples"], counts["inconclusive"], budget)
         size = min(chunk, budget.examples - counts["examples"])
 
         @settings(
@@ -217,22 +201,14 @@ def explore_hypothesis(
             probe()
         except _Found as found:
             # Hypothesis re-raises for its shrunk example: replay-ready choices.
-            report = _finish(
-                "hypothesis",
-                run,
-                counts["examples"],
-                counts["inconclusive"],
-                found.outcome,
-                budget,
-                None,
+            report = _violated(
+                "hypothesis", run, counts["examples"], counts["inconclusive"], found.outcome,
                 counts["shrink"],
-            )
+            )  # fmt: skip
             report.found = first[0]
             return report
         chunk_index += 1
-    return _finish(
-        "hypothesis", run, counts["examples"], counts["inconclusive"], None, budget, "examples"
-    )
+    return _no_violation("hypothesis", counts["examples"], counts["inconclusive"])
 
 
 def explore(
