@@ -644,3 +644,71 @@ def test_alive_reads_a_named_process_end_and_an_unnamed_one_touches_everything()
     assert plain.unschedule(timer_event, "timer:t") is True
     assert plain.touched == [("timer:t", True)]
     assert plain.unschedule(timer_event, "timer:t") is False  # gone already
+
+
+# -- timers, the shrinker's swap, the proof's estimate ------------------------------------
+def test_a_timer_checks_its_lateness_and_delays_and_cancels_by_its_resource() -> None:
+    world = _Log()
+    for late in ((), (-1,), (1.5,)):
+        with pytest.raises(AssertionError):
+            Timer(world, "t", lambda: None, late_ms=late)  # type: ignore[arg-type]
+    timer = Timer(world, "t", lambda: None)
+    assert timer.due_ms is None and not timer.active
+    for bad in (-1, 1.5):
+        with pytest.raises(AssertionError, match=f"^delay_ms must be >= 0, got {bad}$"):
+            timer.start(bad)  # type: ignore[arg-type]
+    timer.start(5)
+    assert timer.due_ms == 5 and timer.active
+    world.touched.clear()
+    assert timer.cancel() is True
+    assert world.touched == [("timer:t", True), ("timer:t", True)]  # its own, and unschedule's
+    assert timer.due_ms is None
+
+
+def test_swapping_one_deviation_tries_every_other_draw_and_value_in_order() -> None:
+    from types import SimpleNamespace
+
+    from raceproof.sim.choices import Choice
+    from raceproof.sim.shrink import _swap_one
+
+    best = SimpleNamespace(
+        choices=[Choice("s", 2, 1), Choice("s", 3, 0), Choice("d", 2, 0), Choice("s", 2, 1)]
+    )
+    tried: list[dict[tuple[str, int], int]] = []
+
+    def refuse(candidate: dict[tuple[str, int], int]) -> bool:
+        tried.append(candidate)
+        return False
+
+    assert _swap_one(best, refuse) is False  # type: ignore[arg-type]
+    # Deviations at (s,0) and (s,2); free draws (s,1) with values 1..2 and (d,0) with 1.
+    assert tried == [
+        {("s", 2): 1, ("s", 1): 1}, {("s", 2): 1, ("s", 1): 2}, {("s", 2): 1, ("d", 0): 1},
+        {("s", 0): 1, ("s", 1): 1}, {("s", 0): 1, ("s", 1): 2}, {("s", 0): 1, ("d", 0): 1},
+    ]  # fmt: skip
+    tried.clear()
+    assert _swap_one(best, lambda c: refuse(c) or len(tried) == 2) is True  # type: ignore[arg-type]
+    assert len(tried) == 2
+
+
+def test_an_estimate_samples_paths_seeded_from_its_seed_with_capped_widths() -> None:
+    from property_tests.toy_model import Toy, runner
+    from raceproof.sim.proof_plan import _UniformSource, estimate
+
+    run = runner(Toy(((("/a", True), ("/b", False)), (("/b", True),), (("/a", False),))))
+    for seed, cap in ((0, None), (5, 2)):
+        products = []
+        for index in range(4):
+            source = _UniformSource(seed * 1_000_003 + index, cap)
+            run(source)
+            assert cap is None or max(source.widths) <= cap
+            product = 1.0
+            for width in source.widths:
+                product *= width
+            products.append(product)
+        plan = estimate(run, samples=4, seed=seed, max_branch=cap)
+        assert plan.schedules == sum(products) / 4
+    assert (
+        estimate(run).samples == 30 and estimate(run).schedules == estimate(run, seed=0).schedules
+    )
+    assert estimate(run, samples=1).samples == 1
