@@ -1,0 +1,130 @@
+"""The shrinker and its keyed replay, on a model whose every draw is visible.
+
+The model draws four integers in [0, 2] under two labels and logs them; its
+checker fails on a predicate of the four. So what the shrinker tries, in
+which order, how many runs it spends and where it stops can be stated
+exactly, and the keyed replay (deviations named by label and occurrence) can
+be checked against the recording it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from raceproof.sim import (
+    Bounds,
+    ChoiceSource,
+    History,
+    KeyedReplaySource,
+    RandomSource,
+    ReplaySource,
+    RunOutcome,
+    Verdict,
+    World,
+    checker,
+    execute,
+    ok,
+    violated,
+)
+from raceproof.sim.choices import Choice, keyed_deviations
+from raceproof.sim.shrink import shrink, shrink_key
+
+Predicate = Callable[[list[int]], bool]
+
+
+def _model(predicate: Predicate) -> Callable[[ChoiceSource], RunOutcome]:
+    def build(world: World) -> None:
+        def actor() -> Generator[Any, Any, None]:
+            values = [world.source.draw_int(f"d{i % 2}", 0, 2) for i in range(4)]
+            world.log("a", "drew", values=values)
+            yield world.sleep(0)
+
+        world.spawn("a", actor())
+
+    @checker("pred")
+    def check(history: History) -> Verdict:
+        (op,) = history.of_kind("drew")
+        values = list(op.get("values"))
+        return violated("pred", op.index, f"{values}") if predicate(values) else ok("pred")
+
+    return lambda source: execute(build, source, [check], Bounds())
+
+
+def _recording(run: Callable[[ChoiceSource], RunOutcome], tried: list[object]) -> Any:
+    def recorded(source: ChoiceSource) -> RunOutcome:
+        tried.append(dict(source.keyed) if isinstance(source, KeyedReplaySource) else None)
+        return run(source)
+
+    return recorded
+
+
+# -- keyed deviations and their replay -------------------------------------------------
+records = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(2, 4), st.integers(0, 3)).map(
+        lambda t: Choice(t[0], t[1], t[2] % t[1])
+    ),
+    max_size=12,
+)
+
+
+@given(records)
+def test_keyed_deviations_name_each_nonzero_draw_by_label_and_occurrence(
+    record: list[Choice],
+) -> None:
+    keyed = keyed_deviations(record)
+    assert len(keyed) == sum(1 for c in record if c.value)
+    for (label, occurrence), value in keyed.items():
+        same = [c for c in record if c.label == label]
+        assert same[occurrence].value == value != 0
+    replay = KeyedReplaySource(keyed)
+    assert [replay._draw(c.label, c.n) for c in record] == [c.value for c in record]
+
+
+def test_a_keyed_replay_gives_zero_for_unnamed_or_out_of_range_draws() -> None:
+    replay = KeyedReplaySource({("x", 1): 2, ("y", 0): 5})
+    assert [replay._draw("x", 3), replay._draw("x", 3), replay._draw("x", 3)] == [0, 2, 0]
+    assert replay._draw("y", 3) == 0  # 5 does not fit 3 options
+    assert replay._draw("y", 6) == 0  # the first y was that occurrence
+    assert RandomSource(7).seed == 7
+
+
+# -- the shrinker ------------------------------------------------------------------------
+def test_only_a_violating_run_can_be_shrunk() -> None:
+    run = _model(lambda v: False)
+    with pytest.raises(AssertionError, match=r"^only a violating run can be shrunk$"):
+        shrink(run, run(ReplaySource([], strict=False)))
+
+
+def test_three_deviations_are_first_cut_to_each_one_and_each_pair() -> None:
+    run = _model(lambda v: v[0] > 0 and v[3] > 0)  # needs two: d0#0 and d1#1
+    found = run(ReplaySource([1, 1, 1, 1], strict=False))
+    tried: list[object] = []
+    result = shrink(_recording(run, tried), found, max_walk_runs=1)
+    singles = [{("d0", 0): 1}, {("d0", 1): 1}, {("d1", 0): 1}, {("d1", 1): 1}]
+    pairs = [{("d0", 0): 1, ("d0", 1): 1}, {("d0", 0): 1, ("d1", 0): 1},
+             {("d0", 0): 1, ("d1", 1): 1}]  # fmt: skip
+    assert tried[: len(singles) + len(pairs)] == singles + pairs  # stops at the first pair kept
+    assert result.outcome.values == [1, 0, 0, 1]
+    assert shrink_key(result.outcome) < shrink_key(found)
+
+
+def test_the_shrinker_counts_its_runs_and_stops_at_its_cap() -> None:
+    run = _model(lambda v: v[0] + v[2] >= 3)  # two deviations: 1 + 2 or 2 + 1
+    found = run(ReplaySource([2, 1, 2, 1], strict=False))
+    capped = shrink(run, found, max_runs=0, max_walk_runs=1)
+    assert (capped.runs, capped.exhausted, capped.outcome) == (1, True, found)
+    one = shrink(run, found, max_runs=1, max_walk_runs=1)
+    assert one.runs == 2 and one.exhausted
+    three = shrink(run, found, max_runs=3, max_walk_runs=1)  # three single deviations fail
+    assert three.runs == 4 and three.exhausted and three.outcome == found
+    full = shrink(run, found)
+    assert not full.exhausted and full.runs > one.runs
+    assert sorted(full.outcome.values) == [0, 0, 1, 2]  # the fewest deviations, the smallest sum
+    assert full.outcome.values[0] + full.outcome.values[2] == 3
+    again = shrink(run, full.outcome)  # a fixed point: nothing smaller violates
+    assert again.outcome.values == full.outcome.values
