@@ -57,7 +57,10 @@ def _model(predicate: Predicate) -> Callable[[ChoiceSource], RunOutcome]:
 
 def _recording(run: Callable[[ChoiceSource], RunOutcome], tried: list[object]) -> Any:
     def recorded(source: ChoiceSource) -> RunOutcome:
-        tried.append(dict(source.keyed) if isinstance(source, KeyedReplaySource) else None)
+        if isinstance(source, KeyedReplaySource):
+            tried.append(dict(source.keyed))
+        elif isinstance(source, ReplaySource):
+            tried.append(list(source.raw))
         return run(source)
 
     return recorded
@@ -128,3 +131,22 @@ def test_the_shrinker_counts_its_runs_and_stops_at_its_cap() -> None:
     assert full.outcome.values[0] + full.outcome.values[2] == 3
     again = shrink(run, full.outcome)  # a fixed point: nothing smaller violates
     assert again.outcome.values == full.outcome.values
+
+
+def test_two_deviations_go_through_the_cut_drop_and_lower_passes_in_order() -> None:
+    run = _model(lambda v: v[3] > 0)  # only the second d1 draw matters
+    found = run(ReplaySource([0, 1, 0, 2], strict=False))
+    tried: list[object] = []
+    result = shrink(_recording(run, tried), found, max_walk_runs=1)
+    assert result.outcome.values == [0, 0, 0, 1]
+    # Draws alternate d0, d1, d0, d1: the deviations are d1#0 = 1 and d1#1 = 2.
+    assert tried[:-1] == [
+        [0, 0, 0, 0], [0, 1, 0, 0],  # keep the first 0, then 1 deviations: no
+        [0, 1, 0, 0], {("d1", 0): 1},  # drop the last (at its place, then by key): no
+        [0, 0, 0, 2],  # drop the first: kept
+        [0, 0, 0, 1],  # lower what is left, 2 to 1: kept
+        [0, 0, 0, 0],  # next round: keep none: no
+        [0, 0, 0, 0], {},  # drop the one left: no; nothing lower than 1: done
+    ]  # fmt: skip
+    assert result.runs == len(tried) == 10
+    assert tried[-1] == []  # the walk's FIFO run (max_walk_runs=1)
