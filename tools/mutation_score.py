@@ -15,6 +15,10 @@ import json
 import sys
 from pathlib import Path
 
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
 KILLED = {1, 3, 36, 24, -24, 152, 255, 37}
 SURVIVED = {0}
 NO_TESTS = {5, 33}
@@ -44,10 +48,19 @@ def main() -> int:
         not_checked += unchecked
         if counted:
             rows.append((module, killed, len(counted), alive))
-    width = max(len(r[0]) for r in rows)
-    print(f"{'module':<{width}}  killed  total  score")
+    if not rows:
+        print(
+            f"no mutant checked yet ({not_checked} waiting): is `make mutation` still running?",
+            file=sys.stderr,
+        )
+        return 2
+    table = Table(box=box.SIMPLE_HEAD, title="mutation score per module")
+    table.add_column("module")
+    for column in ("killed", "total", "score"):
+        table.add_column(column, justify="right")
     for module, killed, total, _ in rows:
-        print(f"{module:<{width}}  {killed:>6}  {total:>5}  {100 * killed / total:5.1f}%")
+        table.add_row(module, str(killed), str(total), f"{100 * killed / total:.1f}%")
+    Console(width=max(100, Console().width)).print(table)
     survivors = [s for r in rows for s in r[3]]
     print(f"\nsurvivors ({len(survivors)}; `cd .mutation && mutmut show NAME` prints one):")
     for s in survivors:
