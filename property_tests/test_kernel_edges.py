@@ -440,9 +440,10 @@ def test_a_multi_op_applies_every_argument_and_rolls_back_ephemerals_and_sequenc
             session=session,
         )
     assert store.nodes["/q/e"].ephemeral_session == session  # rolled back intact
-    assert store.create("/q/s-", "three", sequential=True) == "/q/s-0000000001"
-    store.multi([TxOp("delete", "/q/s-0000000001", version=0)])
-    assert not store.exists("/q/s-0000000001")
+    # /q has had two children created: its sequence goes on from 2, as ZooKeeper's cversion does.
+    assert store.create("/q/s-", "three", sequential=True) == "/q/s-0000000002"
+    store.multi([TxOp("delete", "/q/s-0000000002", version=0)])
+    assert not store.exists("/q/s-0000000002")
     with pytest.raises(TransactionFailed, match="BadVersion"):
         store.multi([TxOp("delete", "/q/s-0000000000", version=3)])
     with pytest.raises(AssertionError, match=r"^an ephemeral create needs a session$"):
@@ -527,7 +528,8 @@ def test_a_session_clients_creates_and_watches_take_their_defaults() -> None:
     client = ZkClient(world, store, "c1")
     other = ZkClient(world, store, "c2")
     client.create("/plain", 0)  # not ephemeral by default
-    assert client.create("/q-", 0, sequential=True) == "/q-0000000000"
+    # The root has had one child created (/plain): the sequence under it goes on from 1.
+    assert client.create("/q-", 0, sequential=True) == "/q-0000000001"
     assert client.create("/e", 0, ephemeral=True) == "/e"
     seen: list[str] = []
     client.add_watch("/plain", lambda e: seen.append(f"c1 {e.kind} {e.path}"))  # not recursive

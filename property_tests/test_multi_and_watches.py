@@ -38,6 +38,7 @@ from raceproof.sim import (
 )
 
 PATHS = ("/a", "/a/b", "/a/c", "/d")
+SEQUENTIAL_PREFIXES = ("/a/s-", "/a/b/s-", "/d/s-")  # kazoo strips a trailing "/"
 
 tx_ops = st.lists(
     st.one_of(
@@ -45,6 +46,11 @@ tx_ops = st.lists(
             lambda p, v: TxOp("check", p, version=v), st.sampled_from(PATHS), st.integers(-1, 2)
         ),
         st.builds(lambda p, d: TxOp("create", p, d), st.sampled_from(PATHS), st.integers(0, 9)),
+        st.builds(  # named after the parent's cversion, on both stores
+            lambda p, d: TxOp("create", p, d, sequential=True),
+            st.sampled_from(SEQUENTIAL_PREFIXES),
+            st.integers(0, 9),
+        ),
         st.builds(
             lambda p, d, v: TxOp("set", p, d, v),
             st.sampled_from(PATHS),
@@ -68,7 +74,14 @@ def _fresh_store(seed: int = 0) -> VersionedStore:
 
 
 def _state(store: VersionedStore | KazooStore) -> dict[str, tuple[object, int]]:
-    return {path: store.get(path) for path in PATHS if store.exists(path)}
+    """Every node under /a and /d, sequential ones included, with its data and version."""
+    state: dict[str, tuple[object, int]] = {}
+    pending = [path for path in ("/a", "/d") if store.exists(path)]
+    while pending:
+        path = pending.pop()
+        state[path] = store.get(path)
+        pending.extend(f"{path}/{child}" for child in store.children(path))
+    return state
 
 
 def _one_by_one(

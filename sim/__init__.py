@@ -55,6 +55,7 @@ from raceproof.sim.runtime import ExecutorPort, QueuePort, Runtime, SimRuntime, 
 from raceproof.sim.session import SessionEvent, SessionState, ZkClient
 from raceproof.sim.shrink import shrink
 from raceproof.sim.store import (
+    BadArguments,
     BadVersion,
     ConnectionLoss,
     LaggingCache,
@@ -78,6 +79,7 @@ __all__ = [
     "SCHEDULE_LABEL",
     "STRATEGIES",
     "Actor",
+    "BadArguments",
     "BadVersion",
     "BoundHit",
     "Bounds",

@@ -22,6 +22,7 @@ a drawn lag (``auto_refresh``) or only when the model refreshes it explicitly
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,10 @@ class SessionExpired(StoreError):
     pass
 
 
+class BadArguments(StoreError):
+    """A request ZooKeeper refuses outright, such as deleting the root (BadArgumentsException)."""
+
+
 class ConnectionLoss(StoreError):
     """The client is disconnected: the request was not sent (ZooKeeper's ConnectionLossException)."""
 
@@ -77,6 +82,10 @@ class Node:
     data: JSONValue
     version: int
     ephemeral_session: int | None
+    # Children created under this node, ever: ZooKeeper's cversion, the next sequential suffix.
+    # PrepRequestProcessor (3.8.0) appends it to a sequential name and adds one on every create;
+    # a delete leaves it, so numbers are never reused under a parent that lives on.
+    cversion: int = 0
 
 
 @dataclass(frozen=True)
@@ -170,7 +179,6 @@ class VersionedStore:
         self.sessions: dict[int, bool] = {}
         self.on_touch: TouchHook | None = None
         self._next_session = 1
-        self._sequence = 0
         self._deferred: list[Callable[[], None]] | None = None  # notifications of a multi-op
         self._last_delivery: dict[Watcher, Process] = {}  # of each persistent watch
 
@@ -226,8 +234,9 @@ class VersionedStore:
                 del self.persistent_watches[path]
 
     def _check_session(self, session: int | None) -> None:
-        self.world.touch(f"{self.name}:sessions", write=False)
-        if session is not None and not self.sessions.get(session, False):
+        if session is None:
+            self.world.touch(f"{self.name}:sessions", write=False)  # as if it looked
+        elif not self.session_live(session):
             raise SessionExpired(f"session {session} has expired")
 
     # -- reads ---------------------------------------------------------------
@@ -310,12 +319,13 @@ class VersionedStore:
         ephemeral_session: int | None = None,
         sequential: bool = False,
     ) -> str:
+        """A sequential create appends the parent's count of children created so far ("/q/job-"
+        gives "/q/job-0000000003"; the server takes "/q/" too, which kazoo would send as "/q");
+        the created path is returned."""
         self._check_session(ephemeral_session)
-        if sequential:
-            self.world.touch(f"{self.name}:sequence")
-            path = f"{path}{self._sequence:010d}"
-            self._sequence += 1
-        parent = _parent(path)
+        parent = _parent(f"{path}0" if sequential else path)
+        if sequential and parent in self.nodes:
+            path = f"{path}{self.nodes[parent].cversion:010d}"
         self._touch("write", path)
         self._touch("write", parent)
         if parent not in self.nodes:
@@ -324,6 +334,7 @@ class VersionedStore:
             raise NodeExists(path)
         node = Node(copy.deepcopy(data), 0, ephemeral_session)
         self.nodes[path] = node
+        self.nodes[parent].cversion += 1
         self._notify(path, node, "created")
         self._children_changed(parent)
         return path
@@ -350,6 +361,8 @@ class VersionedStore:
         return node.version
 
     def delete(self, path: str, version: int = -1) -> None:
+        if path == "/":  # ZooKeeper's PrepRequestProcessor refuses the root as a special path
+            raise BadArguments("the root znode cannot be deleted")
         self._touch("write", path)
         self._touch("write", _parent(path))
         node = self.nodes.get(path)
@@ -388,8 +401,7 @@ class VersionedStore:
         them one by one. ``session`` owns the ephemeral nodes it creates.
         """
         assert self._deferred is None, "a multi-op cannot nest"
-        saved = {p: Node(n.data, n.version, n.ephemeral_session) for p, n in self.nodes.items()}
-        saved_sequence = self._sequence
+        saved = {p: dataclasses.replace(n) for p, n in self.nodes.items()}
         self._deferred = []
         results: list[JSONValue] = []
         try:
@@ -397,7 +409,7 @@ class VersionedStore:
                 try:
                     results.append(self._apply(op, session))
                 except StoreError as error:
-                    self.nodes, self._sequence = saved, saved_sequence
+                    self.nodes = saved
                     raise TransactionFailed(index, op, error) from None
             deferred = self._deferred
         finally:
@@ -422,7 +434,7 @@ class VersionedStore:
     # -- notification ----------------------------------------------------------
     def _notify(self, path: str, node: Node | None, kind: str) -> None:
         if self._deferred is not None:
-            frozen = None if node is None else Node(node.data, node.version, node.ephemeral_session)
+            frozen = None if node is None else dataclasses.replace(node)
             self._deferred.append(lambda: self._notify(path, frozen, kind))
             return
         for listener in list(self.listeners):
@@ -517,7 +529,7 @@ class LaggingCache:
     def _on_change(self, path: str, node: Node | None) -> None:
         if not path.startswith(self.prefix):
             return
-        # No copy needed: the store copies data in and out and never changes a node's in place.
+        # No copy needed: the store copies data in and out, and a set replaces a node's data object.
         value = None if node is None else (node.data, node.version)
         lag_ms = self.world.source.choose(f"{self.name}.lag", self.lag_ms)
         self.world.spawn(f"{self.name}-refresh", self._apply_later(path, value, lag_ms))

@@ -20,6 +20,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
+    BadArgumentsError,
     BadVersionError,
     NodeExistsError,
     NoNodeError,
@@ -31,6 +32,7 @@ from kazoo.exceptions import (
 from raceproof.sim import BadVersion, NodeExists, NoNode
 from raceproof.sim.history import JSONValue
 from raceproof.sim.store import (
+    BadArguments,
     NotEmpty,
     StoreError,
     Transaction,
@@ -45,6 +47,7 @@ _ERRORS: dict[type[Exception], type[StoreError]] = {
     NodeExistsError: NodeExists,
     BadVersionError: BadVersion,
     NotEmptyError: NotEmpty,
+    BadArgumentsError: BadArguments,
 }
 
 
