@@ -193,3 +193,17 @@ def test_a_fingerprint_sees_pending_events_relative_to_now_and_ignores_bare_ones
     assert kernel_fingerprint(with_bare, model) == kernel_fingerprint(at_3, model)
     assert kernel_fingerprint(with_bare, model) != kernel_fingerprint(_world_at(3, 6, 4), model)
     assert len(kernel_fingerprint(at_3, model) or "") == 32
+
+
+def test_a_sibling_sleeps_on_a_steps_footprint_only_if_it_finished_without_drawing() -> None:
+    source = SleepSetSource((), None, reduce=True)
+    source.schedule_steps(["/a#0@0", "/b#1@0"])
+    _step(source, "/a#0@0", {"r": True})  # position 0: finished, drew nothing
+    source.schedule_steps(["/b#1@0", "/c#2@0"])
+    source.before_step("/b#1@0")
+    source.choose("b.delay", (0, 5))
+    source.after_step("/b#1@0", {"s": True})  # position 1: drew a choice
+    source.schedule_steps(["/c#2@0", "/d#3@0"])  # position 3 (2 is b's draw): never finished
+    assert source.remembered_footprint(0) == {"r": True}
+    assert source.remembered_footprint(1) is None
+    assert source.remembered_footprint(3) is None

@@ -84,14 +84,9 @@ class ProofReport:
 
 
 def _explored(node: Node, key: str | None, source: SleepSetSource, position: int) -> None:
-    """Remember the footprint of the branch ``key`` took at ``node`` (for its later siblings).
-
-    A step that drew a model-level choice stands for one transition per value
-    and is remembered as touching everything: it never goes to sleep.
-    """
+    """Remember the footprint of the branch ``key`` took at ``node`` (for its later siblings)."""
     if key is not None:
-        drew = source.step_drew.get(position, True)
-        node.explored[key] = None if drew else source.step_footprints.get(position)
+        node.explored[key] = source.remembered_footprint(position)
 
 
 def _child_sleep(node: Node, reduce: bool) -> dict[str, Footprint]:

@@ -146,8 +146,7 @@ def split(
         explored: dict[str, Footprint] = {}
         keys = node.record.keys
         if reduction and keys is not None and keys[node.record.value] is not None:
-            drew = source.step_drew.get(node.position, True)
-            explored[keys[node.record.value]] = None if drew else node.record.footprint  # type: ignore[index]
+            explored[keys[node.record.value]] = source.remembered_footprint(node.position)  # type: ignore[index]
         for value in node.pending:
             prefix = (*recorded[: node.position], value)
             sleep: dict[str, Footprint] = {}
@@ -166,9 +165,7 @@ def _probe(run: Runner, prefix: tuple[int, ...]) -> Footprint:
     position = len(prefix) - 1
     source = SleepSetSource(prefix, None, reduce=False)
     run(source)  # nothing sleeps in the full walk's source, so nothing cuts this run
-    if source.step_drew.get(position) is False:
-        return source.step_footprints.get(position)
-    return None  # it drew a model-level choice, or never finished: dependent on everything
+    return source.remembered_footprint(position)
 
 
 def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:

@@ -220,6 +220,15 @@ class SleepSetSource(ChoiceSource):
         if self.tracking and self.sleep:
             self.sleep = {k: fp for k, fp in self.sleep.items() if not dependent(fp, footprint)}
 
+    def remembered_footprint(self, position: int) -> Footprint:
+        """What a later sibling of the step chosen at draw ``position`` may sleep on.
+
+        That step's footprint; None (dependent on everything) if it drew a
+        model-level choice, since it then stands for one transition per value,
+        or if it never finished.
+        """
+        return self.step_footprints.get(position) if self.step_drew.get(position) is False else None
+
     def _close_instant(self) -> None:
         """Time moved on: mark the draws of the instant just ended whose rest commutes.
 
