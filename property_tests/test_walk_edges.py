@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from raceproof.sim import RunOutcome, World, execute
+from property_tests.test_proof_parts import SAMPLE
+from property_tests.toy_model import Toy, final_of, runner
+from raceproof.sim import Budget, RunOutcome, World, execute, prove
 from raceproof.sim.enumeration import Walk
 from raceproof.sim.reduction import SleepSetSource
 from raceproof.sim.state_cache import kernel_fingerprint
@@ -207,3 +209,31 @@ def test_a_sibling_sleeps_on_a_steps_footprint_only_if_it_finished_without_drawi
     assert source.remembered_footprint(0) == {"r": True}
     assert source.remembered_footprint(1) is None
     assert source.remembered_footprint(3) is None
+
+
+def test_a_violation_reports_what_a_budget_of_as_many_runs_reports() -> None:
+    """The walk is the same up to the violating run, so every count must be too."""
+    run = runner(Toy(SAMPLE))
+    finals: list[str] = []
+
+    def recording(source: Any) -> RunOutcome:
+        outcome = run(source)
+        finals.append(final_of(outcome))
+        return outcome
+
+    prove(recording, budget=Budget(), reduction=True, max_deviations=2)
+    late = finals[-1]  # a final state reached only late in the reduced walk
+    assert finals.index(late) > 2
+    found = prove(
+        runner(Toy(SAMPLE, planted=late)), budget=Budget(), reduction=True, max_deviations=2
+    )
+    cut = prove(run, budget=Budget(examples=found.runs), reduction=True, max_deviations=2)
+    assert found.verdict == "violated" and cut.verdict == "inconclusive"
+    assert (found.runs, found.schedules, found.max_deviations_seen, found.frontier_left) == (
+        cut.runs, cut.schedules, cut.max_deviations_seen, cut.frontier_left,
+    )  # fmt: skip
+    assert (found.skipped_equivalent, found.sleep_blocked, found.reduction) == (
+        cut.skipped_equivalent, cut.sleep_blocked, True,
+    )  # fmt: skip
+    assert found.skipped_equivalent > 0 and found.max_deviations_seen == 2
+    assert {**found.pruned, "budget": cut.frontier_left} == cut.pruned and found.pruned

@@ -199,7 +199,7 @@ def prove(
         if not frontier:
             break
         if runs >= budget.examples or budget.out_of_time():
-            pruned["budget"] = pruned.get("budget", 0) + len(frontier)
+            pruned["budget"] = len(frontier)  # set once: the walk stops here
             break
         parent, value = frontier.popleft()
         prefix = (*parent.prefix, value)
