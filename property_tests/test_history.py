@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raceproof.sim import History, Verdict, checker, first_divergence, first_violation, ok, violated
-from raceproof.sim.history import Op
+from raceproof.sim.checkers import _named
+from raceproof.sim.history import Op, canonical_json, op_from_json
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=8),
@@ -190,3 +191,46 @@ def test_a_bad_history_line_is_named_with_what_is_wrong(line: str, message: str)
         History.from_jsonl(f"{good}\n\n{line}\n")
     parsed = History.from_jsonl(f"{good}\n\n")
     assert len(parsed) == 1 and parsed[0] == Op(0, 0, "a", "k", {})
+
+
+def test_an_op_read_from_a_file_is_checked_field_by_field() -> None:
+    good = {"index": 0, "time_ms": 5, "actor": "a", "kind": "k", "fields": {"x": 1}}
+    assert op_from_json(good).line() == Op(0, 5, "a", "k", {"x": 1}).line()
+    cases = [
+        ([], TypeError, r"^an op must be a JSON object$"),
+        ({"index": 0}, KeyError, r"op lacks \['actor', 'fields', 'kind', 'time_ms'\]"),
+        ({**good, "time_ms": "5"}, TypeError, r"^op index and time_ms must be integers$"),
+        ({**good, "fields": [1]}, TypeError, r"^op fields must be an object$"),
+    ]
+    for raw, error, message in cases:
+        with pytest.raises(error, match=message):
+            op_from_json(raw)  # type: ignore[arg-type]
+
+
+def test_a_history_keeps_text_as_written_and_refuses_ops_out_of_order() -> None:
+    assert canonical_json({"b": "é", "a": [1]}) == '{"a":[1],"b":"é"}'
+    history = History()
+    history.append(5, "a", "k")
+    with pytest.raises(AssertionError, match=r"^history time went backwards"):
+        history.append(4, "a", "k")
+    with pytest.raises(AssertionError, match=r"^an op needs an actor and a kind"):
+        history.append(5, "", "k")
+    with pytest.raises(AssertionError, match=r"^op 'k': floats in a history must be finite"):
+        history.append(5, "a", "k", x=float("-inf"))
+
+
+def test_a_checker_is_named_from_its_function_and_keeps_names_it_was_given() -> None:
+    @checker
+    def _lost_update_(history: History) -> Verdict:
+        return violated("lost", 0)
+
+    @checker("outer")
+    def delegating(history: History) -> Verdict:
+        return violated("inner", 0, "found by a checker it calls")
+
+    assert _lost_update_(History()).checker == "lost-update"
+    with pytest.raises(AssertionError, match=r"^checker outer returned Verdict\(checker='inner'"):
+        delegating(History())  # a verdict under another checker's name is a bug in the checker
+    for bad in ("", 5):
+        with pytest.raises(AssertionError, match=r"^a checker needs a name"):
+            _named(bad)  # type: ignore[arg-type]

@@ -112,7 +112,7 @@ def _named(name: str) -> Callable[[CheckFunction], Checker]:
             assert isinstance(verdict, Verdict) and verdict.checker in ("", name), (
                 f"checker {name} returned {verdict!r}"
             )
-            return replace(verdict, checker=name) if not verdict.checker else verdict
+            return replace(verdict, checker=name)  # it may have left its name blank
 
         run.checker_name = name  # type: ignore[attr-defined]
         run.__name__ = fn.__name__
