@@ -28,6 +28,7 @@ from raceproof.sim import (
     VersionedStore,
     WatchEvent,
     World,
+    ZkClient,
 )
 
 
@@ -36,6 +37,18 @@ def _store(
 ) -> tuple[World, VersionedStore]:
     world = World(ReplaySource(list(draws), strict=False))
     return world, VersionedStore(world, watch_delay_ms=delays_ms)
+
+
+class _Touches(World):
+    """FIFO, listing every footprint entry in the order it is made."""
+
+    def __init__(self) -> None:
+        super().__init__(ReplaySource([], strict=False))
+        self.touched: list[tuple[str, bool]] = []
+
+    def touch(self, resource: str, write: bool = True) -> None:
+        self.touched.append((resource, write))
+        super().touch(resource, write)
 
 
 class _SessionWatcher:
@@ -222,3 +235,28 @@ def test_a_sequence_counts_the_children_ever_created_under_its_parent(steps: lis
     assert sorted(alive) == sorted(
         f"{parent}/{name}" for parent in ("/q", "/r") for name in store.children(parent)
     )
+
+
+def test_the_servers_expiry_of_a_paused_client_reads_the_client_and_is_the_servers_step() -> None:
+    world = _Touches()
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1", session_timeout_ms=1)  # the shortest timeout there is
+    assert (client._expiry.actor, client._expiry.resource) == (
+        "zk-server",
+        "timer:zk-client:c1:expiry",
+    )
+    client.pause(5)  # longer than the timeout: the server expires the session at 1 ms
+    world.touched.clear()
+    world.run()
+    client_read, client_write = ("zk-client:c1", False), ("zk-client:c1", True)
+    assert world.touched == [
+        client_read,  # the client's state-change notice reads its listeners (connection lost)
+        ("timer:zk-client:c1:expiry", True),  # the server's timer fires
+        client_read,  # which session
+        ("zk:sessions", True),
+        client_write, client_read, ("zk:sessions", False),  # the client resumes, finds it expired
+        client_write, client_read,  # and tells its listeners
+    ]  # fmt: skip
+    assert [(op.actor, op.kind) for op in world.history.ops] == [
+        ("c1", "zk.paused"), ("c1", "zk.session"), ("zk-server", "zk.session-expired"), ("c1", "zk.session"),
+    ]  # fmt: skip
