@@ -126,7 +126,11 @@ def test_the_shrinker_counts_its_runs_and_stops_at_its_cap() -> None:
     three = shrink(run, found, max_runs=3, max_walk_runs=1)  # three single deviations fail
     assert three.runs == 4 and three.exhausted and three.outcome == found
     full = shrink(run, found)
-    assert not full.exhausted and full.runs > one.runs
+    assert not full.exhausted and full.runs == 53  # 20 in the passes, 33 in the final walk
+    roomy = shrink(run, found, max_runs=21)  # the passes' cap: the walk's runs do not count
+    assert (roomy.runs, roomy.exhausted) == (53, False)
+    cut_walk = shrink(run, found, max_walk_runs=2)  # schedules were left: not a fixed point
+    assert (cut_walk.runs, cut_walk.exhausted) == (22, True)
     assert sorted(full.outcome.values) == [0, 0, 1, 2]  # the fewest deviations, the smallest sum
     assert full.outcome.values[0] + full.outcome.values[2] == 3
     again = shrink(run, full.outcome)  # a fixed point: nothing smaller violates
@@ -150,3 +154,80 @@ def test_two_deviations_go_through_the_cut_drop_and_lower_passes_in_order() -> N
     ]  # fmt: skip
     assert result.runs == len(tried) == 10
     assert tried[-1] == []  # the walk's FIFO run (max_walk_runs=1)
+
+
+def test_every_pass_of_the_shrinker_in_order_on_a_worked_example() -> None:
+    """[2, 1, 2, 1] violates "v0 + v2 >= 3"; the draws are d0, d1, d0, d1."""
+    run = _model(lambda v: v[0] + v[2] >= 3)
+    found = run(ReplaySource([2, 1, 2, 1], strict=False))
+    tried: list[object] = []
+    result = shrink(_recording(run, tried), found, max_walk_runs=1)
+    assert tried == [
+        # 0. four deviations: each alone, then pairs until one violates ([2, 0, 2, 0])
+        {("d0", 0): 2}, {("d0", 1): 2}, {("d1", 0): 1}, {("d1", 1): 1},
+        {("d0", 0): 2, ("d0", 1): 2},
+        # 1. keep the first k deviations: none, then the first
+        [0, 0, 0, 0], [2, 0, 0, 0],
+        # 2. drop one, last first, by position and then by (label, occurrence)
+        [2, 0, 0, 0], {("d0", 0): 2}, [0, 0, 2, 0], {("d0", 1): 2},
+        # 3. lower: v0 to 1 violates (kept, next draw); v2 to 1 does not
+        [1, 0, 2, 0], [1, 0, 1, 0],
+        # the same passes again from [1, 0, 2, 0]: nothing is kept, a fixed point
+        [0, 0, 0, 0], [1, 0, 0, 0],
+        [1, 0, 0, 0], {("d0", 0): 1}, [0, 0, 2, 0], {("d0", 1): 2},
+        [1, 0, 1, 0],
+        # 5. the final walk, cut to its first run (FIFO)
+        [],
+    ]  # fmt: skip
+    assert (result.runs, result.outcome.values, result.exhausted) == (21, [1, 0, 2, 0], True)
+    assert shrink(run, found, max_runs=1).exhausted  # the passes' cap, the walk complete
+
+
+KEEP_FIRST = [  # [1, 1, 0, 0] violates "v0 >= 1": pass 1 keeps the first deviation only
+    [0, 0, 0, 0], [1, 0, 0, 0],
+    [0, 0, 0, 0], [0, 0, 0, 0], {}, [],  # again from [1, 0, 0, 0]: a fixed point; the walk
+]  # fmt: skip
+DROP_ONE = [  # [1, 0, 1, 0] violates "v2 >= 1": pass 2 drops the first deviation
+    [0, 0, 0, 0], [1, 0, 0, 0],  # pass 1 fails
+    [1, 0, 0, 0], {("d0", 0): 1}, [0, 0, 1, 0],  # the last dropped fails; the first, kept
+    [0, 0, 0, 0], [0, 0, 0, 0], {}, [],
+]  # fmt: skip
+THREE_NEEDED = [  # [1, 1, 1, 0] violates "v0, v1 and v2": nothing smaller does
+    {("d0", 0): 1}, {("d0", 1): 1}, {("d1", 0): 1},
+    {("d0", 0): 1, ("d0", 1): 1}, {("d0", 0): 1, ("d1", 0): 1}, {("d0", 1): 1, ("d1", 0): 1},
+    [0, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0],
+    [1, 1, 0, 0], {("d0", 0): 1, ("d1", 0): 1}, [1, 0, 1, 0], {("d0", 0): 1, ("d0", 1): 1},
+    [0, 1, 1, 0], {("d1", 0): 1, ("d0", 1): 1},
+    # 4. three deviations left: move each onto the one draw that has none, d1#1, as 1 or 2
+    {("d1", 0): 1, ("d0", 1): 1, ("d1", 1): 1}, {("d1", 0): 1, ("d0", 1): 1, ("d1", 1): 2},
+    {("d0", 0): 1, ("d1", 0): 1, ("d1", 1): 1}, {("d0", 0): 1, ("d1", 0): 1, ("d1", 1): 2},
+    {("d0", 0): 1, ("d0", 1): 1, ("d1", 1): 1}, {("d0", 0): 1, ("d0", 1): 1, ("d1", 1): 2},
+    [],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("predicate", "start", "expected", "best"),
+    [
+        (lambda v: v[0] >= 1, [1, 1, 0, 0], KEEP_FIRST, [1, 0, 0, 0]),
+        (lambda v: v[2] >= 1, [1, 0, 1, 0], DROP_ONE, [0, 0, 1, 0]),
+        (lambda v: v[0] and v[1] and v[2], [1, 1, 1, 0], THREE_NEEDED, [1, 1, 1, 0]),
+    ],
+    ids=["keep-first", "drop-one", "three-needed"],
+)
+def test_each_pass_that_succeeds_restarts_the_passes(
+    predicate: Predicate, start: list[int], expected: list[object], best: list[int]
+) -> None:
+    run = _model(predicate)
+    tried: list[object] = []
+    result = shrink(_recording(run, tried), run(ReplaySource(start, strict=False)), max_walk_runs=1)
+    assert tried == expected
+    assert (result.outcome.values, result.runs) == (best, len(expected))
+
+
+def test_the_final_walk_stays_within_two_deviations_even_from_three() -> None:
+    run = _model(lambda v: v[0] and v[1] and v[2])
+    result = shrink(run, run(ReplaySource([1, 1, 1, 0], strict=False)))
+    # 21 runs of passes, then every schedule of four three-option draws with at most two
+    # deviations: 1 + 4 * 2 + 6 * 2 * 2 = 33 (three deviations would add 4 * 2 ** 3 = 32).
+    assert (result.runs, result.exhausted) == (21 + 33, False)

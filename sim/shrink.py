@@ -38,8 +38,8 @@ def violates(outcome: RunOutcome, checker: str) -> bool:
 @dataclass
 class ShrinkResult:
     outcome: RunOutcome
-    runs: int
-    exhausted: bool  # the run cap stopped it before a fixed point
+    runs: int  # the passes' and the final walk's
+    exhausted: bool  # a cap stopped it before a fixed point (max_runs or max_walk_runs)
 
 
 def shrink(
@@ -122,16 +122,18 @@ def shrink(
     # 5. walk every schedule with at most two deviations (races rarely need more),
     #    keeping the shortest violation of the same checker. From two or fewer this
     #    is exact; from more, it finds a smaller counterexample the passes missed.
-    limit = min(deviations(best.values), 2)
+    passes_capped = runs >= max_runs
+    walk = Walk(run, min(deviations(best.values), 2), None, None)
     walked = 0
-    for candidate, _ in Walk(run, limit, None, None):
+    for candidate, _ in walk:
         walked += 1
         if violates(candidate, target) and shrink_key(candidate) < shrink_key(best):
             best = candidate
         if walked >= max_walk_runs:
             break
-    runs += walked
-    return ShrinkResult(best, runs, runs >= max_runs)
+    # Before a fixed point: the passes ran out of runs, or the walk stopped with schedules left.
+    exhausted = passes_capped or (walked >= max_walk_runs and bool(walk.frontier))
+    return ShrinkResult(best, runs + walked, exhausted)
 
 
 def _swap_one(best: RunOutcome, attempt: Callable[[dict[tuple[str, int], int]], bool]) -> bool:
