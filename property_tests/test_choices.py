@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from raceproof.sim import (
     Choice,
     HypothesisSource,
+    KeyedReplaySource,
     PCTSource,
     RandomSource,
     ReplayMisaligned,
@@ -243,3 +244,41 @@ def test_other_draws_are_integers_over_the_options(p: float) -> None:
     assert source.draw_bool("b", p) is True  # the top of integers(0, 1)
     assert source.choose("c", ("x", "y", "z")) == "z"
     assert source.data.asked == [(0, 1), (0, 2)]  # type: ignore[attr-defined]
+
+
+def test_a_replay_names_where_and_how_it_no_longer_fits() -> None:
+    strict = ReplaySource([1, 2])
+    assert strict.choose("a", (0, 1)) == 1
+    with pytest.raises(ReplayMisaligned) as misfit:  # 2 of two options: out of range
+        strict.choose("b", (0, 1))
+    assert misfit.value.args == (1, "recorded value 2 but draw 'b' has only 2 options")
+    short = ReplaySource([1])
+    short.choose("a", (0, 1))
+    with pytest.raises(ReplayMisaligned) as misfit:
+        short.choose("b", (0, 1, 2))
+    assert misfit.value.args == (
+        1, "the model asked for draw 'b' (3 options) but the recording holds only 1 draws",
+    )  # fmt: skip
+    unused = ReplaySource([1, 1])
+    unused.choose("a", (0, 1))
+    with pytest.raises(ReplayMisaligned) as misfit:
+        unused.finish()
+    assert misfit.value.args == (1, "the model made 1 draws, the recording holds 2")
+    prefix = ReplaySource([2], strict=False)  # a prefix: out of range becomes the boring 0
+    assert prefix.choose("b", (0, 1)) == 0
+    assert KeyedReplaySource({("b", 0): 2, ("b", 1): 1}).choose("b", (0, 1)) == 0
+
+
+def test_a_draw_needs_a_text_label_an_integer_count_and_an_answer_in_range() -> None:
+    source = ReplaySource([], strict=False)
+    with pytest.raises(AssertionError, match=r"^a draw needs a label"):
+        source.choose(5, (0, 1))  # type: ignore[arg-type]
+    with pytest.raises(AssertionError, match=r"^draw 'x' needs at least one option, got 1.5"):
+        source._draw("x", 1.5)  # type: ignore[arg-type]
+
+    class Broken(ReplaySource):
+        def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Any) -> int:
+            return n
+
+    with pytest.raises(AssertionError, match=r"^provider returned 2 for 2 options"):
+        Broken([]).choose("x", (0, 1))
