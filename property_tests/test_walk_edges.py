@@ -21,9 +21,10 @@ from property_tests.test_proof_parts import SAMPLE
 from property_tests.toy_model import Toy, final_of, runner
 from raceproof.sim import Budget, RunOutcome, World, execute, prove
 from raceproof.sim.enumeration import Walk
+from raceproof.sim.proof_plan import split
 from raceproof.sim.reduction import SleepSetSource
 from raceproof.sim.state_cache import kernel_fingerprint
-from raceproof.sim.world import SleepBlocked
+from raceproof.sim.world import Bounds, SleepBlocked
 
 
 # -- the walk's caps -------------------------------------------------------------------
@@ -237,3 +238,32 @@ def test_a_violation_reports_what_a_budget_of_as_many_runs_reports() -> None:
     )  # fmt: skip
     assert found.skipped_equivalent > 0 and found.max_deviations_seen == 2
     assert {**found.pruned, "budget": cut.frontier_left} == cut.pruned and found.pruned
+
+
+@pytest.mark.parametrize("reduction", [True, False])
+@pytest.mark.parametrize("case", ["ok", "violated", "bound"])
+def test_a_splits_first_report_counts_what_one_run_of_the_walk_counts(
+    reduction: bool, case: str
+) -> None:
+    toy, bounds = Toy(SAMPLE), Bounds(max_time_ms=10, max_steps=10_000)
+    if case == "violated":  # the FIFO run's own final state: the first run violates
+        toy = Toy(SAMPLE, planted=final_of(runner(toy)(SleepSetSource((), None, reduce=False))))
+    elif case == "bound":
+        bounds = Bounds(max_time_ms=10, max_steps=3)
+    run = runner(toy, bounds)
+    _, first = split(run, reduction=reduction, max_deviations=2, max_branch=2)
+    one = prove(run, budget=Budget(examples=1), reduction=reduction, max_deviations=2, max_branch=2)
+    # A budget of one run leaves the rest unwalked ("inconclusive"); the split hands it to shards.
+    assert first.verdict == ("violated" if case == "violated" else "ok")
+    assert (first.schedules, first.runs, first.max_deviations_seen) == (
+        one.schedules, one.runs, one.max_deviations_seen,
+    )  # fmt: skip
+    assert first.schedules == (0 if case == "bound" else 1)
+    assert (first.reduction, first.skipped_equivalent) == (reduction, one.skipped_equivalent)
+    assert first.pruned == {k: v for k, v in one.pruned.items() if k != "budget"}
+    assert (first.found is not None) == (case == "violated")
+    if case != "bound":
+        assert first.pruned.get("max_branch", 0) > 0
+        shards, fifo_only = split(run, reduction=reduction, max_deviations=0)
+        assert shards == [] and fifo_only.pruned.get("max_deviations", 0) > 0
+    assert split(run)[1].reduction is True  # the reduction is on unless turned off
