@@ -260,3 +260,14 @@ def test_the_servers_expiry_of_a_paused_client_reads_the_client_and_is_the_serve
     assert [(op.actor, op.kind) for op in world.history.ops] == [
         ("c1", "zk.paused"), ("c1", "zk.session"), ("zk-server", "zk.session-expired"), ("c1", "zk.session"),
     ]  # fmt: skip
+
+
+def test_a_clients_persistent_watch_is_not_recursive_unless_asked() -> None:
+    world, store = _store()
+    client = ZkClient(world, store, "c1")
+    seen: list[tuple[str, str]] = []
+    store.create("/p")
+    client.add_watch("/p", lambda event: seen.append((event.kind, event.path)))
+    store.create("/p/c")
+    world.run()
+    assert seen == [("children", "/p")]  # a recursive watch would see ("created", "/p/c")

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from raceproof.sim import History, ReplaySource, World, execute
 from raceproof.sim.checkers import checker, unknown, violated
+from raceproof.sim.timers import Timer
 from raceproof.sim.world import ALL, BoundHit, Bounds
 
 Footprint = dict[str, bool] | None
@@ -263,3 +264,13 @@ def test_a_cancelled_event_leaves_the_others_in_time_order(
         (i for i in range(len(delays_ms)) if i != cancelled), key=lambda i: (delays_ms[i], i)
     )
     assert [t for t, _ in fired] == sorted(t for t, _ in fired)
+
+
+def test_a_late_timer_is_due_at_its_delay_plus_the_drawn_lateness() -> None:
+    world = World(ReplaySource([1], strict=False))
+    fired: list[int] = []
+    timer = Timer(world, "t", lambda: fired.append(world.now_ms), late_ms=(0, 5))
+    timer.start(10)
+    assert timer.due_ms == 15
+    world.run()
+    assert fired == [15]
