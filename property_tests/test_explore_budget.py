@@ -96,6 +96,8 @@ def test_a_found_violation_stops_the_count_where_it_was_found(strategy: str) -> 
     assert [p["examples"] for p in progress] == list(range(1, report.examples + 1))
     assert report.inconclusive_runs == sum(p["status"] == "inconclusive" for p in progress)
     assert report.shrink_runs >= 1
+    # Every run is accounted for: an example, or a shrink step (pct first runs the FIFO schedule).
+    assert len(log) == (strategy == "pct") + report.examples + report.shrink_runs
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

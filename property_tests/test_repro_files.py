@@ -153,6 +153,10 @@ def test_the_file_itself_is_checked(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe{")
     with pytest.raises(CounterexampleError, match=r"bin\.json: cannot read it \("):
         load(binary)
+    with pytest.raises(
+        CounterexampleError, match=r"bin\.json/x: cannot read it \(Not a directory\)$"
+    ):
+        load(binary / "x")  # its stat fails: a file is not a folder
 
 
 def test_the_json_is_checked(tmp_path: Path) -> None:

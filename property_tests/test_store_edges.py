@@ -271,3 +271,25 @@ def test_a_clients_persistent_watch_is_not_recursive_unless_asked() -> None:
     store.create("/p/c")
     world.run()
     assert seen == [("children", "/p")]  # a recursive watch would see ("created", "/p/c")
+
+
+def test_paths_are_absolute_without_a_trailing_slash_and_the_root_exists() -> None:
+    _, store = _store()
+    for bad in ("relative", "/a/"):
+        with pytest.raises(AssertionError, match=f"bad path {bad!r}"):
+            store.create(bad)
+    with pytest.raises(NodeExists, match=r"^/$"):
+        store.create("/")
+    store.create("/q")
+    assert store.create("/q/", sequential=True) == "/q/0000000000"  # a prefix may end in "/"
+
+
+def test_a_data_watch_fired_by_a_multi_op_gets_the_kind_of_change() -> None:
+    world, store = _store()
+    seen: list[tuple[str, str]] = []
+    store.exists("/a", watch=lambda event: seen.append((event.kind, event.path)))
+    store.create("/b")
+    store.get("/b", watch=lambda event: seen.append((event.kind, event.path)))
+    store.multi([TxOp("create", "/a", 1), TxOp("set", "/b", 2)])
+    world.run()
+    assert seen == [("created", "/a"), ("changed", "/b")]

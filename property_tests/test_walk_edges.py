@@ -230,6 +230,7 @@ def test_a_violation_reports_what_a_budget_of_as_many_runs_reports() -> None:
     )
     cut = prove(run, budget=Budget(examples=found.runs), reduction=True, max_deviations=2)
     assert found.verdict == "violated" and cut.verdict == "inconclusive"
+    assert found.complete is False and cut.complete is False
     assert (found.runs, found.schedules, found.max_deviations_seen, found.frontier_left) == (
         cut.runs, cut.schedules, cut.max_deviations_seen, cut.frontier_left,
     )  # fmt: skip

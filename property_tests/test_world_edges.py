@@ -274,3 +274,23 @@ def test_a_late_timer_is_due_at_its_delay_plus_the_drawn_lateness() -> None:
     assert timer.due_ms == 15
     world.run()
     assert fired == [15]
+
+
+def test_a_third_step_is_counted_and_joining_an_untracked_process_names_nothing() -> None:
+    recorder = _Recorder()
+    world = World(recorder)
+    world.declare_footprints()
+
+    def stepper() -> Generator[Any, Any, None]:
+        yield world.sleep(1)
+        yield world.sleep(1)
+
+    def joiner() -> Generator[Any, Any, None]:
+        yield world.process(_child(world, "u"))  # started without spawn: no identity to name
+
+    world.spawn("s", stepper())
+    world.spawn("j", joiner())
+    world.run_to_end()
+    steps = _steps(recorder)
+    assert steps[:2] == [("/s#0@0", {}), ("/j#1@0", {})]  # no entry for the untracked child's end
+    assert ("/s#0@2", {"proc:/s#0": True}) in steps  # the third step, counted as such
