@@ -144,6 +144,19 @@ def test_an_instant_commutes_only_from_where_its_rest_does() -> None:
     assert [draw.commutes for draw in source.draws if draw.keys] == [False]
 
 
+def test_the_steps_after_one_that_touched_everything_can_still_commute() -> None:
+    source = SleepSetSource((), None, reduce=True)
+    clock = _Clock()
+    source.schedule_steps(["/a#0@1", "/b#1@1", "/c#2@1"], clock)  # type: ignore[arg-type]
+    _step(source, "/a#0@1", None)  # touched everything: the instant cannot commute from here
+    source.schedule_steps(["/b#1@1", "/c#2@1"], clock)  # type: ignore[arg-type]
+    _step(source, "/b#1@1", {"s": True})
+    _step(source, "/c#2@1", {"t": True})  # but b and c commute: the second draw is marked
+    clock.now_ms = 10
+    _step(source, "/d#3@0", {})
+    assert [draw.commutes for draw in source.draws] == [False, True]
+
+
 def test_a_step_outside_any_draw_is_not_charged_to_one() -> None:
     source = SleepSetSource((), None, reduce=True)
     assert source.choose("setup", (1, 2)) == 1  # drawn while building: no step is running
