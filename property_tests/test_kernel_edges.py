@@ -149,9 +149,9 @@ def test_a_queue_keeps_duplicates_unless_asked_to_drop_them() -> None:
 # -- timers ----------------------------------------------------------------------------
 def test_a_debounce_checks_its_periods_with_their_names() -> None:
     world = World(ReplaySource([], strict=False))
-    with pytest.raises(AssertionError, match=r"^quiet_ms must be > 0$"):
+    with pytest.raises(AssertionError, match=r"^quiet_ms must be > 0(\n|$)"):
         Debounce(world, "d", 0, lambda: None)
-    with pytest.raises(AssertionError, match=r"^max_wait_ms must be >= quiet_ms$"):
+    with pytest.raises(AssertionError, match=r"^max_wait_ms must be >= quiet_ms(\n|$)"):
         Debounce(world, "d", 10, lambda: None, max_wait_ms=9)
     Debounce(world, "d", 1, lambda: None, max_wait_ms=1)  # the boundaries are allowed
     debounce = Debounce(world, "d", 5, lambda: None, late_ms=(0, 3), resource="r")
@@ -241,7 +241,7 @@ def test_a_cache_copies_what_it_hands_out_and_keeps_a_stale_view_until_refreshed
     got[0]["rows"].append(99)  # the caller's copy only
     assert cache.get("/jobX/a") == ({"rows": [1]}, 0)
     assert world.touched[-1] == ("view", True)
-    with pytest.raises(AssertionError, match=r"^lag_ms needs at least one option$"):
+    with pytest.raises(AssertionError, match=r"^lag_ms needs at least one option(\n|$)"):
         LaggingCache(world, store, "/jobX", lag_ms=())
 
 
@@ -446,7 +446,7 @@ def test_a_multi_op_applies_every_argument_and_rolls_back_ephemerals_and_sequenc
     assert not store.exists("/q/s-0000000002")
     with pytest.raises(TransactionFailed, match="BadVersion"):
         store.multi([TxOp("delete", "/q/s-0000000000", version=3)])
-    with pytest.raises(AssertionError, match=r"^an ephemeral create needs a session$"):
+    with pytest.raises(AssertionError, match=r"^an ephemeral create needs a session(\n|$)"):
         store.multi([TxOp("create", "/q/f", ephemeral=True)])
 
 
@@ -475,7 +475,7 @@ def test_a_multi_op_cannot_start_inside_another() -> None:
     store.multi([TxOp("create", "/m", 1)])
     assert heard == [True]  # the listener ran once the multi-op was over
     store._deferred = []  # as if inside one
-    with pytest.raises(AssertionError, match=r"^a multi-op cannot nest$"):
+    with pytest.raises(AssertionError, match=r"^a multi-op cannot nest(\n|$)"):
         store.multi([TxOp("check", "/")])
 
 
@@ -483,7 +483,7 @@ def test_a_closed_session_renews_and_a_live_one_does_not() -> None:
     world = World(ReplaySource([], strict=False))
     store = VersionedStore(world)
     client = ZkClient(world, store, "c1")
-    with pytest.raises(AssertionError, match=r"^c1 renews a connected session$"):
+    with pytest.raises(AssertionError, match=r"^c1 renews a connected session(\n|$)"):
         client.renew()
     first = client.session
     client.close()
@@ -657,7 +657,7 @@ def test_a_timer_checks_its_lateness_and_delays_and_cancels_by_its_resource() ->
     timer = Timer(world, "t", lambda: None)
     assert timer.due_ms is None and not timer.active
     for bad in (-1, 1.5):
-        with pytest.raises(AssertionError, match=f"^delay_ms must be >= 0, got {bad}$"):
+        with pytest.raises(AssertionError, match=f"^delay_ms must be >= 0, got {bad}(\n|$)"):
             timer.start(bad)  # type: ignore[arg-type]
     timer.start(5)
     assert timer.due_ms == 5 and timer.active
