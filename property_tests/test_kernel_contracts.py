@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from property_tests.touch_log import TouchLog
 from raceproof.sim import (
     BoundHit,
     DiskWriteError,
@@ -523,18 +524,6 @@ def test_the_edges_of_a_blob_are_accepted() -> None:
 
 
 # -- small API paths the model tests never take ---------------------------------------------
-class _TouchLog(World):
-    """A World that lists every footprint entry its primitives record."""
-
-    def __init__(self) -> None:
-        super().__init__(ReplaySource([], strict=False))
-        self.touched: list[tuple[str, bool]] = []
-
-    def touch(self, resource: str, write: bool = True) -> None:
-        self.touched.append((resource, write))
-        super().touch(resource, write)
-
-
 def test_bounds_and_fault_plans_describe_themselves_as_json() -> None:
     assert Bounds(max_time_ms=7, max_steps=9).to_json() == {"max_time_ms": 7, "max_steps": 9}
     plan = FaultPlan(kinds=frozenset({"pause", "crash"}), max_faults=2, p=0.25)
@@ -547,7 +536,7 @@ def test_bounds_and_fault_plans_describe_themselves_as_json() -> None:
 
 
 def test_the_runtime_names_the_models_own_state_in_the_footprint() -> None:
-    world = _TouchLog()
+    world = TouchLog()
     runtime = SimRuntime(world)
     runtime.touch("ledger")
     runtime.touch("ledger", write=False)
@@ -607,7 +596,7 @@ def test_a_keyed_source_is_offered_the_actor_each_due_event_resumes() -> None:
 
 
 def test_store_watches_transactions_and_caches_in_their_less_used_forms() -> None:
-    world = _TouchLog()
+    world = TouchLog()
     store = VersionedStore(world)
     seen: list[tuple[str, str]] = []
     store.watch("/w", lambda e: seen.append((e.kind, e.path)))
@@ -634,7 +623,7 @@ def test_store_watches_transactions_and_caches_in_their_less_used_forms() -> Non
 
 
 def test_a_debounce_cancelled_mid_burst_never_fires_and_starts_a_new_burst() -> None:
-    world = _TouchLog()
+    world = TouchLog()
     fired: list[int] = []
     debounce = Debounce(world, "d", 10, lambda: fired.append(world.now_ms), max_wait_ms=15)
     assert debounce.cancel() is False  # nothing pending

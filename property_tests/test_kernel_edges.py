@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from property_tests.touch_log import TouchLog
 from raceproof.sim import (
     Actor,
     ChoiceSource,
@@ -46,16 +47,11 @@ from raceproof.sim.store import (
 from raceproof.sim.timers import Debounce, Timer
 
 
-class _Log(World):
+class _Log(TouchLog):
     """FIFO, listing every footprint entry and every draw with its probability."""
 
     def __init__(self, values: Sequence[int] = (), source: ChoiceSource | None = None) -> None:
         super().__init__(source or _Draws(values))
-        self.touched: list[tuple[str, bool]] = []
-
-    def touch(self, resource: str, write: bool = True) -> None:
-        self.touched.append((resource, write))
-        super().touch(resource, write)
 
 
 class _Draws(ReplaySource):

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from property_tests.touch_log import TouchLog
 from raceproof.sim import (
     BadArguments,
     NodeExists,
@@ -37,18 +38,6 @@ def _store(
 ) -> tuple[World, VersionedStore]:
     world = World(ReplaySource(list(draws), strict=False))
     return world, VersionedStore(world, watch_delay_ms=delays_ms)
-
-
-class _Touches(World):
-    """FIFO, listing every footprint entry in the order it is made."""
-
-    def __init__(self) -> None:
-        super().__init__(ReplaySource([], strict=False))
-        self.touched: list[tuple[str, bool]] = []
-
-    def touch(self, resource: str, write: bool = True) -> None:
-        self.touched.append((resource, write))
-        super().touch(resource, write)
 
 
 class _SessionWatcher:
@@ -238,7 +227,7 @@ def test_a_sequence_counts_the_children_ever_created_under_its_parent(steps: lis
 
 
 def test_the_servers_expiry_of_a_paused_client_reads_the_client_and_is_the_servers_step() -> None:
-    world = _Touches()
+    world = TouchLog()
     store = VersionedStore(world)
     client = ZkClient(world, store, "c1", session_timeout_ms=1)  # the shortest timeout there is
     assert (client._expiry.actor, client._expiry.resource) == (
