@@ -46,7 +46,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	@mkdir -p $(TYPECHECK)/raceproof
-	@for f in __init__.py py.typed; do ln -sfn $(CURDIR)/raceproof/$$f $(TYPECHECK)/raceproof/$$f; done
+	@for f in $(CURDIR)/raceproof/*; do ln -sfn $$f $(TYPECHECK)/raceproof/$$(basename $$f); done
 	@for d in $(SUBPACKAGES); do ln -sfn $(CURDIR)/$$d $(TYPECHECK)/raceproof/$$d; done
 	cd $(TYPECHECK) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml
 

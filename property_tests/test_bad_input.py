@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from raceproof.scenarios import runner
-from raceproof.scenarios.cli import main
-from raceproof.scenarios.validation import BadInput, apply_overrides, limits
+from raceproof.cli.main import main
+from raceproof.cli.validation import BadInput, apply_overrides, limits
+from raceproof.runs import runner
 
 
 def _counterexample(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]

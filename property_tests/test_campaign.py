@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from raceproof.cli.main import main
 from raceproof.reports import campaign as report
 from raceproof.scenarios.catalogue import get
-from raceproof.scenarios.cli import main
 from raceproof.sim import Budget
 from raceproof.sim.proof_plan import split
 from raceproof.spark_integration import campaign

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from raceproof.cli.main import main
 from raceproof.scenarios.catalogue import all_scenarios
-from raceproof.scenarios.cli import main
 
 RACEPROOF = shutil.which("raceproof") or str(Path(sys.executable).parent / "raceproof")
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from raceproof.cli.main import main
+from raceproof.measure import compare
 from raceproof.models.group_coordinator import CoordinatorConfig
-from raceproof.scenarios import compare
 from raceproof.scenarios.catalogue import get
-from raceproof.scenarios.cli import main
 from raceproof.sim import Budget, KeyedReplaySource, deviations, explore
 
 SCENARIO = get("coordinator-async-append")

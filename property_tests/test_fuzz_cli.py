@@ -4,7 +4,7 @@ Hypothesis generates command lines for every command (each option with valid,
 borderline and malformed values, unknown options and stray words) and
 counterexample files (a valid one mutated field by field, truncated, given
 wrong types, huge and deeply nested values), runs them in-process through
-``raceproof.scenarios.cli.main``, and asserts the contract:
+``raceproof.cli.main.main``, and asserts the contract:
 
 * the exit code is one of 0, 1, 2, 3 (argparse's own usage errors exit 2);
 * no traceback on stderr;
@@ -32,7 +32,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from raceproof.scenarios.cli import main
+from raceproof.cli.main import main
 from raceproof.sim import CounterexampleError
 from raceproof.sim import repro as repro_files
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from raceproof.scenarios import gate
+from raceproof.cli.main import main
+from raceproof.gate import expectations as gate
 from raceproof.scenarios.catalogue import CATALOGUE, RegistrationError, Scenario, get, register
-from raceproof.scenarios.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,7 +105,7 @@ def test_replay_on_another_variant_holds_or_is_not_reached(
 
 
 def test_replay_of_deviations_that_never_come_up_is_not_reached(tmp_path: Path) -> None:
-    from raceproof.scenarios import counterexamples, runner
+    from raceproof.runs import counterexamples, runner
 
     scenario = get("lost-update")
     outcome = scenario.runner("buggy", scenario.config)(
@@ -157,12 +157,17 @@ def test_the_wheel_installs_raceproof_as_its_only_top_level_package(tmp_path: Pa
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"raceproof"}
-    for module in ("sim/world.py", "scenarios/pytest_plugin.py", "scenarios/commands/check.py"):
+    for module in (
+        "sim/world.py",
+        "gate/pytest_plugin.py",
+        "cli/commands/check.py",
+        "scenarios/library.py",
+    ):
         assert f"raceproof/{module}" in names
     info = next(t for t in tops if t.endswith(".dist-info"))
     entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
     assert "[raceproof.scenarios]\nbuiltin = raceproof.scenarios.library" in entry_points
-    assert "[pytest11]\nraceproof = raceproof.scenarios.pytest_plugin" in entry_points
+    assert "[pytest11]\nraceproof = raceproof.gate.pytest_plugin" in entry_points
 
 
 def test_the_built_in_catalogue_registers_through_its_entry_point() -> None:

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from raceproof.cli.main import main
 from raceproof.scenarios.catalogue import Scenario
-from raceproof.scenarios.cli import main
-from raceproof.scenarios.zookeeper.server import _four_letter
+from raceproof.zookeeper.server import _four_letter
 
 RACEPROOF = shutil.which("raceproof") or str(Path(sys.executable).parent / "raceproof")
 

@@ -21,9 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kazoo.client import KazooClient
 
-from raceproof.scenarios.zookeeper import ZooKeeperServer
-from raceproof.scenarios.zookeeper.kazoo_store import KazooStore
-from raceproof.scenarios.zookeeper.server import CONF_DIRS, ZOOKEEPER_JAR
 from raceproof.sim import (
     BadVersion,
     RandomSource,
@@ -36,6 +33,9 @@ from raceproof.sim import (
     World,
     ZkClient,
 )
+from raceproof.zookeeper import ZooKeeperServer
+from raceproof.zookeeper.kazoo_store import KazooStore
+from raceproof.zookeeper.server import CONF_DIRS, ZOOKEEPER_JAR
 
 PATHS = ("/a", "/a/b", "/a/c", "/d")
 SEQUENTIAL_PREFIXES = ("/a/s-", "/a/b/s-", "/d/s-")  # kazoo strips a trailing "/"

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from property_tests.browser import load, render_mermaid
+from raceproof.cli.main import main
 from raceproof.reports import (
     Story,
     VerdictView,
@@ -29,10 +30,9 @@ from raceproof.reports import (
     render_markdown,
     timeline_text,
 )
+from raceproof.runs.runner import repro_line
+from raceproof.runs.stories import story_of_outcome
 from raceproof.scenarios.catalogue import get
-from raceproof.scenarios.cli import main
-from raceproof.scenarios.runner import repro_line
-from raceproof.scenarios.stories import story_of_outcome
 from raceproof.sim import History, KeyedReplaySource
 
 pytestmark = pytest.mark.xdist_group("browser")
@@ -217,7 +217,7 @@ def check_real_run_reports(history: History, name: str, out_dir: Path) -> None:
 def test_progress_says_rate_estimate_and_time_left_and_stays_silent_off_a_terminal(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from raceproof.scenarios.commands.common import Progress
+    from raceproof.cli.commands.common import Progress
 
     progress = Progress("prove lost-update/fix-cas", True, count_key="runs")
     assert not progress.enabled, "stderr under pytest is not a terminal"
@@ -237,7 +237,7 @@ def test_progress_says_rate_estimate_and_time_left_and_stays_silent_off_a_termin
 def test_a_status_line_shows_steps_on_a_terminal_and_logs_them_elsewhere(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from raceproof.scenarios.commands.common import StatusLine
+    from raceproof.cli.commands.common import StatusLine
 
     logged = StatusLine("check", True, total=3)
     assert not logged.progress.enabled, "stderr under pytest is not a terminal"

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from raceproof.cli.main import main
 from raceproof.scenarios.catalogue import get
-from raceproof.scenarios.cli import main
 from raceproof.sim import Budget, KeyedReplaySource, ReplaySource, explore
 
 SCENARIO = get("samza-drain")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from property_tests.test_reports import check_real_run_reports
-from raceproof.scenarios.cli import main
+from raceproof.cli.main import main
 from raceproof.sim import dataflow
 from raceproof.sim import lifecycle as sim_lifecycle
 from raceproof.spark_integration import experiments, lifecycle

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from raceproof.scenarios.cli import main
+from raceproof.cli.main import main
 from raceproof.sim.dataflow import state_matches_inputs
 from raceproof.sim.history import History
 from raceproof.sim.lifecycle import no_uncaught_error
@@ -128,7 +128,7 @@ def test_an_unknown_experiment_exits_2_naming_the_valid_ones(
 
 def test_spark_that_cannot_start_is_a_clear_error_with_what_the_jvm_said() -> None:
     env = {**os.environ, "JAVA_HOME": "/nonexistent-java"}
-    done = subprocess.run([sys.executable, "-m", "raceproof.scenarios.cli", "spark-check", "--experiment", "drain"],
+    done = subprocess.run([sys.executable, "-m", "raceproof.cli.main", "spark-check", "--experiment", "drain"],
                           env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "cannot run spark-check: Spark did not start" in done.stderr

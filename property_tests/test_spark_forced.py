@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from raceproof.scenarios.cli import main
+from raceproof.cli.main import main
 from raceproof.sim import History
 from raceproof.spark_integration.session import session_running
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from raceproof.scenarios.cli import main
+from raceproof.cli.main import main
 from raceproof.spark_integration.experiments import DISABLE_GUARDS_ENV, EXPERIMENTS
 
 pytestmark = pytest.mark.xdist_group("spark")

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from raceproof.cli.main import main
 from raceproof.scenarios.catalogue import get
-from raceproof.scenarios.cli import main
-from raceproof.scenarios.zookeeper import ZooKeeperServer
-from raceproof.scenarios.zookeeper.brooklin import run_forced
-from raceproof.scenarios.zookeeper.kazoo_store import KazooStore
 from raceproof.sim import BadVersion, Budget, History, KeyedReplaySource, NoNode, explore
+from raceproof.zookeeper import ZooKeeperServer
+from raceproof.zookeeper.brooklin import run_forced
+from raceproof.zookeeper.kazoo_store import KazooStore
 
 SCENARIO = get("brooklin-double-stop")
 RESUME = "acknowledged-resume-holds"
@@ -133,7 +133,7 @@ def test_a_scenario_without_the_backend_exits_2(capsys: pytest.CaptureFixture[st
 
 
 def test_a_missing_zookeeper_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from raceproof.scenarios.zookeeper import ZooKeeperUnavailable, server
+    from raceproof.zookeeper import ZooKeeperUnavailable, server
 
     monkeypatch.setattr(server, "ZOOKEEPER_JAR", tmp_path / "absent.jar")
     with pytest.raises(ZooKeeperUnavailable, match="make zookeeper"):
@@ -142,7 +142,7 @@ def test_a_missing_zookeeper_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, t
 
 def test_an_actor_past_its_part_of_the_order_waits_for_the_rest() -> None:
     """The leader's extra refresh must not overtake a slow stop task still in the script."""
-    from raceproof.scenarios.zookeeper.threads import Sequencer
+    from raceproof.zookeeper.threads import Sequencer
 
     sequencer = Sequencer([("leader", "refresh", None), ("task", "write", "A")], timeout_s=10)
     passed: list[str] = []

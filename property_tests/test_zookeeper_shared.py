@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from raceproof.scenarios.cli import main
-from raceproof.scenarios.zookeeper import ZooKeeperServer, run_chroot, run_id
+from raceproof.cli.main import main
+from raceproof.zookeeper import ZooKeeperServer, run_chroot, run_id
 
 SAME_PID = """
 import os, socket, sys
 os.getpid = lambda: 4242
 socket.gethostname = lambda: "same"
-from raceproof.scenarios.cli import main
+from raceproof.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -4,10 +4,13 @@
 primitives, faults, History and checkers, the Scenario a model is wrapped in
 and ``register`` to make it known to the command line, the pytest plugin and
 the gate, and ``explore`` / ``prove`` to run it from code. The subpackages
-(``raceproof.sim``, ``raceproof.models``, ``raceproof.scenarios``,
-``raceproof.reports``, ``raceproof.spark_integration``) are the folders of the
-repository, mapped by ``pyproject.toml``. ``docs/writing-a-scenario.md`` is the
-guide.
+``raceproof.sim`` (the kernel), ``raceproof.models``, ``raceproof.scenarios``
+(the catalogue), ``raceproof.reports`` and ``raceproof.spark_integration`` are
+folders at the top of the repository, mapped by ``pyproject.toml``; this
+folder holds the rest: ``cli`` (the commands), ``gate`` (the gate and the
+pytest plugin), ``runs`` (results and counterexample files), ``measure``
+(bench, compare) and ``zookeeper`` (the real backend).
+``docs/writing-a-scenario.md`` is the guide.
 """
 
 from raceproof.scenarios.catalogue import RegistrationError, Scenario, register

@@ -3,7 +3,7 @@
 Every renderer takes a :class:`Story` (a history and what is known about it);
 this package reads counterexample and history files through ``raceproof.sim``
 only. Placing deviations by replay and computing the counterpart run is done by
-``raceproof.scenarios.stories``.
+``raceproof.runs.stories``.
 """
 
 from raceproof.reports.html import render_html

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from raceproof.scenarios import validation
 from raceproof.sim import (
     Bounds,
     Budget,
@@ -32,6 +31,7 @@ from raceproof.sim import (
     execute,
     prove,
 )
+from raceproof.sim import configs as validation
 from raceproof.sim.explore import Progress
 from raceproof.sim.proof_plan import prove_parallel
 
@@ -75,7 +75,7 @@ class Scenario:
         """The search (or proof) configuration with ``overrides`` checked and applied.
 
         Every value is checked against the configuration dataclass's own
-        declarations (``raceproof.scenarios.validation``); a bad one raises
+        declarations (``raceproof.sim.configs``); a bad one raises
         ``BadInput`` naming the field, the value and what is allowed.
         """
         base = self.prove_config if purpose == "prove" else self.config

@@ -12,8 +12,8 @@ from typing import Any
 
 from raceproof.models import brooklin, counter, group_coordinator, kafka_streams, samza
 from raceproof.scenarios.catalogue import Scenario, register
-from raceproof.scenarios.zookeeper import brooklin as zookeeper_brooklin
 from raceproof.sim import Bounds
+from raceproof.zookeeper import brooklin as zookeeper_brooklin
 
 
 def _on_spark(name: str) -> Callable[..., Any]:

@@ -33,6 +33,7 @@ from raceproof.sim.choices import (
     encode_blob,
     keyed_deviations,
 )
+from raceproof.sim.configs import BadInput, limits
 from raceproof.sim.exhaustive import ProofReport, prove
 from raceproof.sim.explore import STRATEGIES, Budget, SearchReport, explore
 from raceproof.sim.faults import (
@@ -80,6 +81,7 @@ __all__ = [
     "STRATEGIES",
     "Actor",
     "BadArguments",
+    "BadInput",
     "BadVersion",
     "BoundHit",
     "Bounds",
@@ -150,6 +152,7 @@ __all__ = [
     "first_violation",
     "invariant_checker",
     "keyed_deviations",
+    "limits",
     "maybe_expire_session",
     "maybe_pause",
     "ok",

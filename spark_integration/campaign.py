@@ -211,7 +211,7 @@ def _write_rows(spark: Any, out: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def _write_manifest(out: Path, options: Options, summary: Summary) -> None:
-    from raceproof.scenarios import runner
+    from raceproof.runs import runner
 
     manifest = {
         "format": "raceproof-campaign",

@@ -164,7 +164,7 @@ class _Recorder:
 
 
 def _identity() -> tuple[str, str]:
-    from raceproof.scenarios import runner
+    from raceproof.runs import runner
 
     return runner.tool_version(), runner.git_commit()
 
@@ -199,7 +199,7 @@ def counterexample_text(
     scenario: Any, variant: str, config: Any, outcome: RunOutcome, strategy: str
 ) -> str:
     """The counterexample file's text (the driver writes it: executors may be other machines)."""
-    from raceproof.scenarios import runner
+    from raceproof.runs import runner
 
     counterexample = runner.counterexample_of(scenario, variant, config, outcome, strategy)
     return json.dumps(counterexample.to_json(), indent=1, sort_keys=True) + "\n"

@@ -58,7 +58,7 @@ def spark_session() -> Any:
         from pyspark import java_gateway
         from pyspark.sql import SparkSession
 
-        from raceproof.scenarios.processes import dying_with_parent
+        from raceproof.runs.processes import dying_with_parent
 
         # The JVM must not outlive us (SIGKILL, an interrupt during start-up): parent-death signal.
         if not getattr(java_gateway.Popen, "raceproof_dies_with_parent", False):

@@ -71,9 +71,8 @@ def stage(dest: Path) -> int:
         shutil.rmtree(dest)
     package = dest / "raceproof"
     package.mkdir(parents=True)
-    for name in ("__init__.py", "py.typed"):
-        shutil.copy2(ROOT / "raceproof" / name, package / name)
     ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "raceproof", package, ignore=ignore, dirs_exist_ok=True)
     for sub in SUBPACKAGES:
         shutil.copytree(ROOT / sub, package / sub, ignore=ignore)
     for name in ALSO:

@@ -8,19 +8,19 @@ import json
 import time
 from typing import Any
 
-from raceproof.scenarios import runner
-from raceproof.scenarios.catalogue import (
-    get,
-)
-from raceproof.scenarios.commands.common import (
+from raceproof.cli.commands.common import (
     UsageError,
     add_command,
 )
-from raceproof.scenarios.validation import int_in, non_empty, prepare_output_dir
+from raceproof.cli.validation import int_in, non_empty, prepare_output_dir
+from raceproof.runs import runner
+from raceproof.scenarios.catalogue import (
+    get,
+)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from raceproof.scenarios import compare
+    from raceproof.measure import compare
 
     scenario = get(args.scenario)
     if scenario.name not in compare.COMPARISONS:

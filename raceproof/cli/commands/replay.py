@@ -2,7 +2,7 @@
 
 Without ``--variant`` (or with its own) the file replays strictly and must give
 the recorded trace hash. With another variant it replays keyed by (label,
-occurrence) (``raceproof.scenarios.counterexamples`` defines it): ``ok`` means
+occurrence) (``raceproof.runs.counterexamples`` defines it): ``ok`` means
 the fix holds against this counterexample, ``not-reached`` (exit 3, never a
 pass) that the run did not follow it into the race window.
 """
@@ -13,14 +13,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from raceproof.scenarios import counterexamples, runner
-from raceproof.scenarios.commands.common import (
+from raceproof.cli.commands.common import (
     UsageError,
     add_command,
     emit,
     outcome_story,
     print_outcome,
 )
+from raceproof.runs import counterexamples, runner
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

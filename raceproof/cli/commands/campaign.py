@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from raceproof.scenarios import runner
-from raceproof.scenarios.commands.common import StatusLine, UsageError, add_command
+from raceproof.cli.commands.common import StatusLine, UsageError, add_command
+from raceproof.runs import runner
 from raceproof.sim import STRATEGIES
 
 EXIT_INTERRUPTED = 130
@@ -135,7 +135,7 @@ def _render_counterexamples(folder: Path) -> list[Path]:
     """Each distinct counterexample's own timeline (the reports' HTML renderer), beside its file."""
     from raceproof.reports import ReportInputError, render_html
     from raceproof.reports.campaign import distinct_counterexamples, read_rows
-    from raceproof.scenarios.stories import load_for_report
+    from raceproof.runs.stories import load_for_report
     from raceproof.sim import repro as repro_files
 
     written = []

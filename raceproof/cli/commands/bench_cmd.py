@@ -6,16 +6,16 @@ import argparse
 import json
 from typing import Any
 
-from raceproof.scenarios import runner
-from raceproof.scenarios.commands.common import (
+from raceproof.cli.commands.common import (
     add_command,
     scenario_and_variant,
 )
-from raceproof.scenarios.validation import int_in, non_empty, positive_seconds
+from raceproof.cli.validation import int_in, non_empty, positive_seconds
+from raceproof.runs import runner
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from raceproof.scenarios import bench
+    from raceproof.measure import bench
 
     say = None if args.json else print
     if args.campaign:

@@ -1,6 +1,6 @@
 """The ``raceproof`` commands, one module each; ``COMMANDS`` is the order ``--help`` lists them in."""
 
-from raceproof.scenarios.commands import (
+from raceproof.cli.commands import (
     bench_cmd,
     campaign,
     check,

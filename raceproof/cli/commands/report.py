@@ -18,6 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from raceproof.cli.commands import campaign
+from raceproof.cli.commands.common import UsageError, add_command
+from raceproof.cli.validation import prepare_output_dir
 from raceproof.reports import (
     ReportInputError,
     inputs_in,
@@ -28,12 +31,9 @@ from raceproof.reports import (
     timeline_text,
 )
 from raceproof.reports.story import Story
-from raceproof.scenarios import runner
+from raceproof.runs import runner
+from raceproof.runs.stories import load_for_report
 from raceproof.scenarios.catalogue import UnknownName
-from raceproof.scenarios.commands import campaign
-from raceproof.scenarios.commands.common import UsageError, add_command
-from raceproof.scenarios.stories import load_for_report
-from raceproof.scenarios.validation import prepare_output_dir
 from raceproof.sim import first_divergence
 from raceproof.sim import repro as repro_files
 

@@ -16,7 +16,7 @@ handler for both signals:
 2. a second signal is noted on stderr and otherwise ignored, so the clean-up
    finishes;
 3. a third forces the exit: every registered child process is killed
-   (``raceproof.scenarios.processes``) and the process exits at once.
+   (``raceproof.runs.processes``) and the process exits at once.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-from raceproof.scenarios import processes
+from raceproof.runs import processes
 from raceproof.sim import RunOutcome, deviations
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)

@@ -12,11 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from raceproof.scenarios import discovery, runner
-from raceproof.scenarios.catalogue import (
-    Scenario,
-)
-from raceproof.scenarios.commands.common import (
+from raceproof.cli.commands.common import (
     UsageError,
     add_command,
     emit,
@@ -26,12 +22,17 @@ from raceproof.scenarios.commands.common import (
     scenario_and_variant,
     scenario_args,
 )
-from raceproof.scenarios.validation import (
+from raceproof.cli.validation import (
     int_in,
     non_empty,
     prepare_output_dir,
     prepare_output_file,
     zk_hosts,
+)
+from raceproof.runs import runner
+from raceproof.scenarios import discovery
+from raceproof.scenarios.catalogue import (
+    Scenario,
 )
 from raceproof.sim import (
     History,
@@ -181,7 +182,7 @@ def run_real_backend(
         raise UsageError(f"{scenario.name} has no {args.backend} backend; valid: {valid}")
     real = _spark_run(backend, variant, config, simulated) if args.backend == "spark" else None
     if real is None:
-        from raceproof.scenarios.zookeeper import ZooKeeperServer, ZooKeeperUnavailable, reachable
+        from raceproof.zookeeper import ZooKeeperServer, ZooKeeperUnavailable, reachable
 
         try:
             if args.zk_hosts:
@@ -258,7 +259,7 @@ def check_determinism(
             command = [
                 sys.executable,
                 "-m",
-                "raceproof.scenarios.cli",
+                "raceproof.cli.main",
                 "repro",
                 scenario,
                 "--variant",

@@ -2,7 +2,7 @@
 
 import logging
 
-from raceproof.scenarios.zookeeper.server import (
+from raceproof.zookeeper.server import (
     ZooKeeperServer,
     ZooKeeperUnavailable,
     reachable,

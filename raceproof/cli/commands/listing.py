@@ -6,12 +6,12 @@ import argparse
 import json
 from typing import Any
 
-from raceproof.scenarios import runner
+from raceproof.cli.commands.common import (
+    add_command,
+)
+from raceproof.runs import runner
 from raceproof.scenarios.catalogue import (
     all_scenarios,
-)
-from raceproof.scenarios.commands.common import (
-    add_command,
 )
 
 

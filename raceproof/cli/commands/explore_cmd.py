@@ -6,8 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from raceproof.scenarios import runner
-from raceproof.scenarios.commands.common import (
+from raceproof.cli.commands.common import (
     Progress,
     UsageError,
     add_command,
@@ -19,13 +18,14 @@ from raceproof.scenarios.commands.common import (
     scenario_and_variant,
     scenario_args,
 )
-from raceproof.scenarios.signals import Coverage
-from raceproof.scenarios.validation import (
+from raceproof.cli.signals import Coverage
+from raceproof.cli.validation import (
     int_in,
     non_empty,
     positive_seconds,
     prepare_output_dir,
 )
+from raceproof.runs import runner
 from raceproof.sim import (
     STRATEGIES,
     Budget,

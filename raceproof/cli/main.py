@@ -8,7 +8,7 @@ raceproof itself (the message says so, with the version and the command),
 printed). No traceback reaches a user except for a bug in raceproof. Every
 command takes ``--json`` for one machine-readable object on stdout; human
 output and progress go to stderr when it is a terminal. Each command lives in
-its own module under ``raceproof.scenarios.commands``.
+its own module under ``raceproof.cli.commands``.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from raceproof.scenarios import discovery, runner, signals
+from raceproof.cli import signals
+from raceproof.cli.commands import COMMANDS
+from raceproof.cli.commands.common import UsageError
+from raceproof.cli.validation import BadInput
+from raceproof.runs import runner
+from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
-from raceproof.scenarios.commands import COMMANDS
-from raceproof.scenarios.commands.common import UsageError
-from raceproof.scenarios.validation import BadInput
 from raceproof.sim import CounterexampleError
 
 __all__ = ["UsageError", "build_parser", "main"]

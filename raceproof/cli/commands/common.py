@@ -1,7 +1,7 @@
 """What every command shares: the usage error, JSON-or-human output, progress, the scenario arguments.
 
 One command per module lives beside this one; each has an ``add(commands)`` that
-registers its parser with its handler, so ``raceproof.scenarios.cli`` only
+registers its parser with its handler, so ``raceproof.cli.main`` only
 assembles them.
 """
 
@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from raceproof.scenarios import runner, signals
+from raceproof.cli import signals
+from raceproof.cli.validation import non_empty
+from raceproof.runs import runner
 from raceproof.scenarios.catalogue import (
     Scenario,
     get,
 )
-from raceproof.scenarios.validation import non_empty
 from raceproof.sim import (
     RunOutcome,
 )
@@ -217,7 +218,7 @@ def outcome_story(
     scenario: Scenario, variant: str, config: Any, outcome: RunOutcome, title: str
 ) -> Story:
     """The story of a run for the terminal: its deviations placed where they were drawn."""
-    from raceproof.scenarios.stories import story_of_outcome
+    from raceproof.runs.stories import story_of_outcome
 
     story = story_of_outcome(scenario, variant, config, outcome, repro=None, counterpart=False)
     story.title = title

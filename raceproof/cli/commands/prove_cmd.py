@@ -8,8 +8,7 @@ import sys
 import time
 from typing import Any
 
-from raceproof.scenarios import runner
-from raceproof.scenarios.commands.common import (
+from raceproof.cli.commands.common import (
     Progress,
     add_command,
     emit,
@@ -20,13 +19,14 @@ from raceproof.scenarios.commands.common import (
     scenario_and_variant,
     scenario_args,
 )
-from raceproof.scenarios.signals import Coverage
-from raceproof.scenarios.validation import (
+from raceproof.cli.signals import Coverage
+from raceproof.cli.validation import (
     int_in,
     non_empty,
     positive_seconds,
     prepare_output_dir,
 )
+from raceproof.runs import runner
 from raceproof.sim import (
     Budget,
 )

@@ -17,9 +17,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from raceproof.scenarios import discovery, gate, runner
+from raceproof.cli.commands.common import StatusLine, UsageError, add_command
+from raceproof.gate import expectations as gate
+from raceproof.runs import runner
+from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import all_scenarios, get
-from raceproof.scenarios.commands.common import StatusLine, UsageError, add_command
 
 
 def _init_worker(entries: list[str]) -> None:

@@ -9,7 +9,7 @@ removes its folder. Nothing is mocked and nothing is skipped: if ZooKeeper
 cannot start, the caller gets a ``ZooKeeperUnavailable`` error.
 
 Nothing is left behind: the JVM is started through
-``raceproof.scenarios.processes.spawn`` (its own process group, killed by the
+``raceproof.runs.processes.spawn`` (its own process group, killed by the
 kernel if we die), ``start`` stops it and removes its folder when it fails or
 is interrupted half-way, and the port is checked to be *ours*: a free port is
 picked by binding port 0 and closing it, which leaves a window in which
@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
-from raceproof.scenarios import processes
+from raceproof.runs import processes
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 CONF_DIRS = (Path("/etc/zookeeper/conf"), Path("/etc/zookeeper/conf_example"))

@@ -13,9 +13,10 @@ import json
 import time
 from typing import Any
 
-from raceproof.scenarios import runner, signals
-from raceproof.scenarios.commands.common import StatusLine, UsageError, add_command
-from raceproof.scenarios.validation import int_in
+from raceproof.cli import signals
+from raceproof.cli.commands.common import StatusLine, UsageError, add_command
+from raceproof.cli.validation import int_in
+from raceproof.runs import runner
 
 DEFAULT_PIPELINE = "windowed-count"
 

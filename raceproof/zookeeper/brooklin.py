@@ -14,9 +14,6 @@ from dataclasses import dataclass
 from kazoo.client import KazooClient
 
 from raceproof.models.brooklin import CHECKERS, BrooklinConfig, Cluster
-from raceproof.scenarios.zookeeper.kazoo_store import KazooStore
-from raceproof.scenarios.zookeeper.server import run_chroot
-from raceproof.scenarios.zookeeper.threads import Checkpoint, Sequencer, ThreadRuntime
 from raceproof.sim import (
     SCHEDULE_LABEL,
     RunOutcome,
@@ -26,6 +23,9 @@ from raceproof.sim import (
     run_checkers,
 )
 from raceproof.sim.history import History
+from raceproof.zookeeper.kazoo_store import KazooStore
+from raceproof.zookeeper.server import run_chroot
+from raceproof.zookeeper.threads import Checkpoint, Sequencer, ThreadRuntime
 
 
 @dataclass

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raceproof.scenarios import runner
+from raceproof.runs import runner
 from raceproof.scenarios.catalogue import Scenario, UnknownName, get
 from raceproof.sim import STRATEGIES, Budget, RunOutcome, explore
 

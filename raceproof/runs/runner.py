@@ -18,7 +18,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from raceproof.scenarios import discovery, validation
+from raceproof.cli import validation
+from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import Scenario, config_to_json
 from raceproof.sim import Counterexample, RunOutcome, deviations, encode_blob
 from raceproof.sim import repro as repro_files
@@ -57,7 +58,7 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     """``key=value`` pairs; a value is read as JSON when it parses, else as a string.
 
     Checking the values against a configuration is ``Scenario.config_for``'s job
-    (through ``raceproof.scenarios.validation``); a malformed pair is ``BadInput``.
+    (through ``raceproof.cli.validation``); a malformed pair is ``BadInput``.
     """
     return validation.parse_overrides(items)
 
@@ -191,7 +192,7 @@ def write_reports(
 ) -> dict[str, str]:  # fmt: skip
     """Write ``NAME.md`` and ``NAME.html`` beside the counterexample file ``NAME.json``."""
     from raceproof.reports import render_html, render_markdown
-    from raceproof.scenarios.stories import story_of_outcome
+    from raceproof.runs.stories import story_of_outcome
 
     story = story_of_outcome(scenario, variant, config, outcome, repro=repro,
                              source=str(counterexample))  # fmt: skip

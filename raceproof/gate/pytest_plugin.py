@@ -6,7 +6,7 @@ A test asks for the ``raceproof`` fixture and states what it expects::
         raceproof.explore("stale-cache", variant="fix-lease", expect="ok")
         raceproof.prove("stale-cache", variant="fix-lease", expect="ok")
 
-How hard it looks is the *profile* (``raceproof.scenarios.gate``): ``ci``
+How hard it looks is the *profile* (``raceproof.gate.expectations``): ``ci``
 (the default: examples only, seed 0, no wall budget, so no machine's speed
 can change a verdict), ``dev`` or ``thorough``, chosen by
 ``--raceproof-profile`` or ``$RACEPROOF_PROFILE``. A failure's message holds
@@ -32,7 +32,9 @@ from typing import Any
 
 import pytest
 
-from raceproof.scenarios import counterexamples, discovery, gate
+from raceproof.gate import expectations as gate
+from raceproof.runs import counterexamples
+from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.sim import CounterexampleError
 

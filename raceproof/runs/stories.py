@@ -198,7 +198,7 @@ def _enrich_counterexample(path: Path, story: Story) -> Story:
     if outcome.trace_hash != cx.trace_hash:
         story.counterpart_note = "(not replayed: the model changed since this file was written)"
         return story
-    from raceproof.scenarios.runner import repro_line
+    from raceproof.runs.runner import repro_line
 
     return story_of_outcome(
         scenario, cx.variant, config, outcome,

@@ -1,0 +1,170 @@
+"""Validation at the edge: every value a user gives is checked here, before any work starts.
+
+Why one module: a bad value used to travel into the model and come back as an
+``AssertionError`` traceback, a ``model-crash`` "violation" (exit 1, the code
+for a found race) or a counterexample file written for it. Every command-line
+value and every field read from a file now goes through the checks below, so
+bad input ends in one line naming the field, the value and what is allowed,
+exit 2, and nothing written. Assertions inside the kernel and the models stay
+for what only a bug can break.
+
+**Configurations** (any scenario's dataclass, the user's own included) are
+checked by ``raceproof.sim.configs`` from their own declarations, never from
+rules kept in the CLI; this module re-exports its names.
+
+**Options** of the command line use the argparse types below
+(``int_in``, ``positive_seconds``, ``non_empty``, ``zk_hosts``); **outputs**
+(``--out``, ``--history-out``) are created or checked writable by
+``prepare_output_dir`` / ``prepare_output_file`` before the search runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from raceproof.sim.configs import (
+    BadInput,
+    apply_overrides,
+    config_from_json,
+    limits,
+)
+
+__all__ = [
+    "BadInput",
+    "apply_overrides",
+    "config_from_json",
+    "int_in",
+    "limits",
+    "non_empty",
+    "parse_overrides",
+    "positive_seconds",
+    "prepare_output_dir",
+    "prepare_output_file",
+    "zk_hosts",
+]
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; a value is read as JSON when it parses, else as a string."""
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise BadInput(f"--set takes KEY=VALUE, got {item!r}")
+        try:
+            value = json.loads(text, parse_constant=_no_constant)
+        except (json.JSONDecodeError, RecursionError):
+            value = text
+        except BadInput as exc:
+            raise BadInput(f"--set {key}: {exc}") from None
+        overrides[key] = value
+    return overrides
+
+
+def _no_constant(name: str) -> Any:
+    raise BadInput(f"{name} is not a number raceproof accepts")
+
+
+# -- command-line option types (argparse ``type=``) -----------------------------------
+def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An integer option in ``[low, high]``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            span = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"must be {span}, got {value}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def positive_seconds(text: str) -> float:
+    """A wall budget: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number of seconds above 0, got {text!r}"
+        )
+    return value
+
+
+def non_empty(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def zk_hosts(text: str) -> str:
+    """``HOST:PORT[,HOST:PORT...]`` with ports in 1..65535 (a chroot suffix is not allowed)."""
+    if not text or "/" in text:
+        raise argparse.ArgumentTypeError(f"must be HOST:PORT[,HOST:PORT...], got {text!r}")
+    for part in text.split(","):
+        host, sep, port = part.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise argparse.ArgumentTypeError(
+                f"must be HOST:PORT[,HOST:PORT...] with a port in 1..65535, got {part!r}"
+            )
+    return text
+
+
+# -- outputs ------------------------------------------------------------------------------
+def _probe_writable(folder: Path, option: str) -> None:
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".raceproof-probe-", dir=folder)
+    except OSError as exc:
+        raise BadInput(f"{option}: cannot write in {folder} ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _existing_ancestor(path: Path, option: str) -> Path:
+    for parent in [path, *path.parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                raise BadInput(f"{option}: {parent} is a file, not a folder")
+            return parent
+    return Path(".")
+
+
+def prepare_output_dir(text: str, option: str = "--out") -> Path:
+    """Check that the folder ``text`` exists and is writable, or can be created; create nothing.
+
+    A folder that does not exist yet is checked through its nearest existing
+    ancestor, so a search that finds nothing leaves nothing behind.
+    """
+    if not text.strip():
+        raise BadInput(f"{option}: must name a folder")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise BadInput(f"{option}: {path} exists and is not a folder")
+    _probe_writable(_existing_ancestor(path, option), option)
+    return path
+
+
+def prepare_output_file(text: str, option: str) -> Path:
+    """Check that the file ``text`` can be written (its folder writable or creatable)."""
+    if not text.strip():
+        raise BadInput(f"{option}: must name a file")
+    path = Path(text)
+    if path.is_dir() or text.endswith(os.sep):
+        raise BadInput(f"{option}: {path} is a folder, not a file")
+    if path.exists() and not path.is_file():
+        raise BadInput(f"{option}: {path} is not a regular file")
+    _probe_writable(_existing_ancestor(path.parent, option), option)
+    return path
