@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean zookeeper browser mutation
+.PHONY: demo test lint docs bench clean zookeeper browser mutation
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -50,7 +50,12 @@ lint: $(STAMP)
 	@for d in $(SUBPACKAGES); do ln -sfn $(CURDIR)/$$d $(TYPECHECK)/raceproof/$$d; done
 	cd $(TYPECHECK) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml
 
-test: lint zookeeper browser
+# The manual (Sphinx + MyST, docs/): warnings are errors, every page re-read (-E) so the CLI
+# reference, generated from the argparse definitions, and the API pages are never stale.
+docs: $(STAMP)
+	$(VENV)/bin/sphinx-build -E -W --keep-going -q -b html docs docs/_build/html
+
+test: lint docs zookeeper browser
 	$(VENV)/bin/pytest -n auto --dist loadgroup -q
 
 bench: $(STAMP)
