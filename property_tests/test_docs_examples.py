@@ -1,0 +1,107 @@
+"""Every example of the README and the manual runs, as printed (see ``doc_examples.py``).
+
+One test per page: its python blocks run, its console sessions run through the installed
+``raceproof`` in a fresh folder and print what the page shows, its ``sh`` listings parse.
+The README gets its own checks: at most 250 lines, and no code block the suite cannot run or
+parse. The parsers themselves are tested on small pages that must fail, so a page that
+passes means something.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from sybil.example import SybilFailure
+
+from property_tests import doc_examples
+from property_tests.doc_examples import DOCS, ROOT
+
+PAGES = doc_examples.pages()
+
+
+def run_page(page: Path) -> int:
+    """Evaluate every example of ``page`` in order; the number evaluated."""
+    count = 0
+    for example in doc_examples.parse(page):
+        example.evaluate()
+        count += 1
+    return count
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_every_example_of_the_page_runs(page: Path) -> None:
+    run_page(page)
+
+
+def test_the_readme_is_a_front_door() -> None:
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 250
+    fences = re.findall(r"^```(\S*)", text, flags=re.MULTILINE)
+    languages = set(fences[::2])  # every other fence opens a block
+    assert languages <= {"python", "console", "sh"}, languages
+    assert "console" in languages and "sh" in languages
+    assert "$ raceproof prove" in text and "$ raceproof check" in text
+    for target in ("make demo", "make test"):
+        assert target in text
+
+
+def test_the_pages_carry_examples() -> None:
+    # kernel-primitives.md: one complete program per primitive, each run alone.
+    examples = list(doc_examples.parse(DOCS / "kernel-primitives.md"))
+    assert len(examples) == 11
+    counted = {p.name: len(list(doc_examples.parse(p))) for p in PAGES}
+    assert counted["README.md"] >= 9
+    assert counted["first-race.md"] >= 6
+
+
+def page(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "page.md"
+    path.write_text(text)
+    return path
+
+
+def failures(path: Path) -> list[str]:
+    said = []
+    for example in doc_examples.parse(path):
+        try:
+            example.evaluate()
+        except (SybilFailure, Exception) as exc:
+            said.append(str(exc))
+    return said
+
+
+def test_a_drifted_session_fails(tmp_path: Path) -> None:
+    ok = "```console\n$ raceproof prove lost-update --variant fix-cas\nlost-update / fix-cas: PROVEN: ...\n```\n"
+    assert failures(page(tmp_path, ok)) == []
+    drifted = ok.replace("PROVEN", "VIOLATED")
+    assert "expected line not printed" in failures(page(tmp_path, drifted))[0]
+    bad_option = "```console\n$ raceproof prove lost-update --no-such-option\n```\n"
+    assert "exit 2 (bad input)" in failures(page(tmp_path, bad_option))[0]
+
+
+def test_a_listing_that_does_not_parse_fails(tmp_path: Path) -> None:
+    ok = "```sh\nraceproof campaign --seeds 20 --out out/c1   # a comment\nmake demo\n```\n"
+    assert failures(page(tmp_path, ok)) == []
+    for wrong, said in [
+        ("raceproof campaign --seedz 20", "refused by the parser"),
+        ("make deploy", "no such Makefile target"),
+        ("pytest -q", "raceproof and make commands only"),
+    ]:
+        assert said in failures(page(tmp_path, f"```sh\n{wrong}\n```\n"))[0]
+
+
+def test_a_broken_python_block_fails_and_a_skipped_one_does_not_run(tmp_path: Path) -> None:
+    assert failures(page(tmp_path, "```python\nassert 1 + 1 == 3\n```\n"))
+    assert failures(page(tmp_path, "```python\nx = undefined_name\n```\n"))
+    skipped = "<!-- skip: next -->\n\n```python\nassert False\n```\n"
+    assert failures(page(tmp_path, skipped)) == []
+
+
+def test_the_output_matcher() -> None:
+    actual = ["first line", "verdict: ok   trace abc", "last"]
+    assert doc_examples._missing(["first line", "...", "last"], actual) is None
+    assert doc_examples._missing(["verdict: ok ...", "last"], actual) is None
+    assert doc_examples._missing(["last", "first line"], actual) == "first line"  # order
+    assert doc_examples._missing(["verdict: violated ..."], actual) == "verdict: violated ..."
