@@ -17,6 +17,8 @@ blocks are evaluated in order, one temporary folder per page:
 - ```` ```sh ````: a command listing, parsed, not run (some start Spark or take minutes): a
   ``raceproof ...`` line must be accepted by ``build_parser()`` as printed, a ``make X`` must
   name a target of the Makefile, and nothing else may appear.
+- ``<!-- session: FOLDER -->`` (relative to the page) copies FOLDER into the page's folder,
+  so the sessions after it run in a project of their own (the guide's ``stale_cache``).
 - ``<!-- skip: next -->`` skips the next block (Sybil's own skip parser).
 """
 
@@ -28,12 +30,14 @@ import io
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-from sybil import Document, Example, Sybil
+from sybil import Document, Example, Region, Sybil
 from sybil.parsers.myst import CodeBlockParser, SkipParser
 
 from raceproof.cli.main import build_parser
@@ -62,6 +66,24 @@ def pages() -> list[Path]:
         if parts[0] not in ("_build", "examples"):
             found.append(page)
     return found
+
+
+SESSION = re.compile(r"^<!-- session: (?P<folder>\S+) -->$", flags=re.MULTILINE)
+
+
+def parse_sessions(document: Document) -> Iterator[Region]:
+    """``<!-- session: FOLDER -->``: the page's sessions after it run in a copy of FOLDER."""
+    for found in SESSION.finditer(document.text):
+        yield Region(found.start(), found.end(), found.group("folder"), evaluate_session)
+
+
+def evaluate_session(example: Example) -> str | None:
+    source = Path(example.path).parent / str(example.parsed)
+    if not source.is_dir():
+        return f"no folder {source} to start the session in"
+    ignore = shutil.ignore_patterns("__pycache__", "counterexamples", ".pytest_cache")
+    shutil.copytree(source, session_dir(example), ignore=ignore, dirs_exist_ok=True)
+    return None
 
 
 def session_dir(example: Example) -> Path:
@@ -111,8 +133,19 @@ def evaluate_python(example: Example) -> str | None:
 
 
 def _line_matches(expected: str, actual: str) -> bool:
-    pattern = ".*".join(re.escape(piece) for piece in expected.split("..."))
-    return re.fullmatch(pattern, actual) is not None
+    """``...`` matches any text, and a run of spaces any run of spaces (tables realign)."""
+    parts = []
+    for piece in expected.strip().split("..."):
+        words = piece.split()
+        core = r"\s+".join(map(re.escape, words))
+        if words:
+            lead = r"\s+" if piece[0].isspace() else ""
+            trail = r"\s+" if piece[-1].isspace() else ""
+            core = lead + core + trail
+        elif piece:
+            core = r"\s+"
+        parts.append(core)
+    return re.fullmatch(".*".join(parts), actual.strip()) is not None
 
 
 def _missing(expected: list[str], actual: list[str]) -> str | None:
@@ -206,6 +239,7 @@ def evaluate_sh(example: Example) -> str | None:
 SYBIL = Sybil(
     parsers=[
         SkipParser(),
+        parse_sessions,
         CodeBlockParser("python", evaluate_python),
         CodeBlockParser("console", evaluate_console),
         CodeBlockParser("sh", evaluate_sh),

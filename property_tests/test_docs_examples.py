@@ -105,3 +105,24 @@ def test_the_output_matcher() -> None:
     assert doc_examples._missing(["verdict: ok ...", "last"], actual) is None
     assert doc_examples._missing(["last", "first line"], actual) == "first line"  # order
     assert doc_examples._missing(["verdict: violated ..."], actual) == "verdict: violated ..."
+    # columns realign: a run of spaces matches any run of spaces, never none
+    assert doc_examples._line_matches("a  b ...s  c", "a b    12.5s c")
+    assert not doc_examples._line_matches("a b", "ab")
+    assert not doc_examples._line_matches("ok@300 ...s", "ok@3000 1.0s")
+
+
+def test_every_shell_session_is_a_console_block_so_it_runs() -> None:
+    """A ``$ `` session in an unlabelled or ``text`` block would never run: it must be console."""
+    stray = []
+    for path in PAGES:
+        inside = False
+        lines = path.read_text().splitlines()
+        for number, line in enumerate(lines):
+            if line.lstrip().startswith("```"):
+                language = line.strip()[3:]
+                if not inside and language in ("", "text", "shell", "bash"):
+                    following = lines[number + 1] if number + 1 < len(lines) else ""
+                    if following.startswith("$ "):
+                        stray.append(f"{path.relative_to(ROOT)}:{number + 1}")
+                inside = not inside
+    assert stray == []
