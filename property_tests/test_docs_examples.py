@@ -21,18 +21,20 @@ from property_tests.doc_examples import DOCS, ROOT
 PAGES = doc_examples.pages()
 
 
-def run_page(page: Path) -> int:
-    """Evaluate every example of ``page`` in order; the number evaluated."""
+def run_page(page: Path, folder: Path) -> int:
+    """Evaluate every example of ``page`` in order, its sessions in ``folder``; how many ran."""
     count = 0
-    for example in doc_examples.parse(page):
+    document = doc_examples.parse(page)
+    document.namespace["session_dir"] = folder
+    for example in document:
         example.evaluate()
         count += 1
     return count
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
-def test_every_example_of_the_page_runs(page: Path) -> None:
-    run_page(page)
+def test_every_example_of_the_page_runs(page: Path, tmp_path: Path) -> None:
+    assert run_page(page, tmp_path) == len(list(doc_examples.parse(page)))
 
 
 def test_the_readme_is_a_front_door() -> None:
@@ -64,7 +66,9 @@ def page(tmp_path: Path, text: str) -> Path:
 
 def failures(path: Path) -> list[str]:
     said = []
-    for example in doc_examples.parse(path):
+    document = doc_examples.parse(path)
+    document.namespace["session_dir"] = path.parent
+    for example in document:
         try:
             example.evaluate()
         except (SybilFailure, Exception) as exc:
