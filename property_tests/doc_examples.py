@@ -220,8 +220,13 @@ def parse_command(words: list[str]) -> str | None:
 
 
 def evaluate_sh(example: Example) -> str | None:
+    return check_listing(example.parsed)
+
+
+def check_listing(block: str) -> str | None:
+    """None if every command of ``block`` parses as printed, else what is wrong with one."""
     targets = makefile_targets()
-    for words in listed_commands(example.parsed):
+    for words in listed_commands(block):
         line = shlex.join(words)
         if words[0] == "raceproof":
             said = parse_command(words[1:])

@@ -130,3 +130,18 @@ def test_every_shell_session_is_a_console_block_so_it_runs() -> None:
                         stray.append(f"{path.relative_to(ROOT)}:{number + 1}")
                 inside = not inside
     assert stray == []
+
+
+def test_every_command_quoted_in_the_readme_text_parses() -> None:
+    """Commands quoted inline (``raceproof repro ... --report-timeline``) parse as printed too."""
+    text = (ROOT / "README.md").read_text()
+    quoted = re.findall(r"`(raceproof [^`]+|make [^`]+)`", text)
+    checked = 0
+    for command in quoted:
+        words = command.split()
+        if len(words) == 2 and words[0] == "raceproof":
+            continue  # the name of a command, not a command line
+        said = doc_examples.check_listing(command)
+        assert said is None, said
+        checked += 1
+    assert checked >= 3
