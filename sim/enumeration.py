@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from raceproof.sim.choices import ReplaySource
+from raceproof.sim.errors import contract
 from raceproof.sim.world import Runner, RunOutcome
 
 Prune = Callable[[str, int], None]
@@ -40,8 +41,9 @@ class Walk:
             prefix = (*parent[:position], value) if depth else ()
             outcome = self.run(ReplaySource(prefix, strict=False))
             recorded = tuple(outcome.values)
-            assert recorded[: len(prefix)] == prefix, (
-                f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}"
+            contract(
+                recorded[: len(prefix)] == prefix,
+                f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}",
             )
             self._expand(outcome, recorded, len(prefix), depth)
             yield outcome, depth

@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
+from raceproof.sim.errors import KernelError
 from raceproof.sim.state_cache import StateCache, StateSeen, Visit, kernel_fingerprint
 from raceproof.sim.world import SleepBlocked, World
 
@@ -182,7 +183,8 @@ class SleepSetSource(ChoiceSource):
 
     def _look_up(self, world: World, model: Callable[[], str], index: int) -> None:
         """Cut the run here if the state cache covers this state (``StateSeen``)."""
-        assert self.cache is not None
+        if self.cache is None:
+            raise KernelError("a state look-up without a state cache")
         fingerprint = kernel_fingerprint(world, model)
         if fingerprint is None:
             return

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from raceproof.sim.errors import KernelError
 from raceproof.sim.world import SleepBlocked, _step_key
 
 
@@ -40,7 +41,7 @@ class StateSeen(SleepBlocked):
     """The state was explored before: the rest of this run is covered."""
 
 
-class StateCacheMismatch(AssertionError):
+class StateCacheMismatch(KernelError):
     """The debug mode found two runs from one fingerprint that went different ways."""
 
 
