@@ -9,6 +9,9 @@ name: ``violated("why", op_index)``, ``ok()`` and ``unknown("why")`` leave it
 blank and the decorator fills in the checker's name (returning ``None`` is
 ``ok``). Outside one, the named forms ``violated(name, op_index, why)``,
 ``ok(name)`` and ``unknown(name, why)`` are used.
+
+No plain ``assert``: a checker used wrongly (no name, no reason, a verdict of
+another checker) raises ``TypeError``/``ValueError``, also under ``python -O``.
 """
 
 from __future__ import annotations

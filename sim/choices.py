@@ -10,6 +10,10 @@ recording reads as "FIFO except for these deviations" and shrinking moves
 toward fewer of them. The compact text form of a recording, the *blob*, lists
 only the deviations: ``57:12=1,40=2`` is 57 draws, all 0 but draw 12 (1) and
 draw 40 (2).
+
+No plain ``assert``: a provider's out-of-range value or a schedule draw naming
+the wrong actors is a ``KernelError`` (exit 70); a draw a model asks wrongly for
+(no label, no options, an empty range, ``p`` outside [0, 1]) is a ``ValueError``.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ looks for the shortest counterexample among those with the fewest
 deviations). A schedule's children are its recording cut at a position past
 its own prefix, with one more nonzero value there; so each schedule is run
 once, and all schedules with d deviations come before any with d + 1.
+
+A prefix that replays differently (a nondeterministic model) raises
+``KernelError``, also under ``python -O``: the walk's count depends on it.
 """
 
 from __future__ import annotations

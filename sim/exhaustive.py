@@ -23,6 +23,10 @@ deviations or on options per draw, or a budget spent with branches left. Each
 of those is named in ``pruned`` with how much it cut. What the reduction
 skipped is counted apart (``skipped_equivalent``, ``sleep_blocked``): it is
 sound, so it does not make a proof incomplete.
+
+No plain ``assert``: a prefix that replays differently (a nondeterministic
+model) or a repeat without its first visit breaks the proof's accounting and
+raises ``KernelError`` (exit 70), also under ``python -O``.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ Kinds: ``crash`` (an actor dies and restarts after a drawn delay), ``pause``
 ``disk-write`` (see ``FileSystem(fail_writes=True)``). ``pause_with_session``
 pauses an actor together with its ZooKeeper client, so a drawn pause longer
 than the session timeout expires the session.
+
+No plain ``assert``: a ``FaultPlan`` refuses bad values with ``require`` (bad
+input, exit 2); a live actor without its process is a ``KernelError``; an
+unknown fault kind or interrupt is a ``ValueError``.
 """
 
 from __future__ import annotations

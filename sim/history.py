@@ -4,6 +4,10 @@ An op is (index, time_ms, actor, kind, fields). A history is append-only and
 is written as canonical JSON Lines (sorted keys, no spaces, UTF-8); the SHA-256
 of those bytes is the run's trace hash. Nothing here knows about SimPy: the
 real ZooKeeper and Spark runs produce histories of the very same shape.
+
+No plain ``assert``: time going backwards or off integers is a ``KernelError``;
+a model's non-JSON field is a ``TypeError``/``ValueError``, and ops out of order
+(a file read back) a ``ValueError``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Each is the least a model needs to say what the real system does (a Brooklin
 event queue that drops duplicates, a Streams lock file owner, a 16-thread
 stop pool) without hiding a decision: whatever could happen in another order
 happens through World events, whose ties are choices.
+
+No plain ``assert``: a lock released by another owner, a nameless owner, no
+workers or a period of 0 are ``ValueError`` errors, kept under ``python -O``.
 """
 
 from __future__ import annotations

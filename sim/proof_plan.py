@@ -19,6 +19,9 @@ the same verdict when complete. ``prove_parallel`` walks the shards on
 worker processes and ``merge`` adds their reports up in shard order, so the
 result does not depend on which worker finished first. A Spark campaign can
 ship the same shards to its executors.
+
+A first run cut by the reduction is a ``KernelError`` (exit 70); bad
+``samples``/``jobs`` are ``ValueError`` errors.
 """
 
 from __future__ import annotations

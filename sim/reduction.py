@@ -30,6 +30,8 @@ representative), so a reduced proof that is otherwise unpruned is complete.
 A branch is named by data alone: its choice prefix and the sleep set it
 starts with (``Shard``), so the same walk can be split across processes or a
 Spark campaign (``raceproof.sim.sharding``).
+
+No plain ``assert``: a state look-up without a cache is a ``KernelError``.
 """
 
 from __future__ import annotations

@@ -34,6 +34,9 @@ expiring and closing sessions). The server's expiry clock is a ``Timer`` of
 its own resource, so one client's expiry commutes with other clients' steps
 that touch neither its session table entry nor its znodes. Ephemeral nodes
 die in the expiring step, which writes each of their paths.
+
+No plain ``assert``: an unknown session state is a ``KernelError``; bad
+settings, a negative pause and renewing a live session are ``ValueError`` errors.
 """
 
 from __future__ import annotations

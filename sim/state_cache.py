@@ -24,6 +24,9 @@ first visit's (compared when both had the same sleep set), else
 ``StateCacheMismatch`` names the fingerprint. The cache is per walk (per
 shard under ``prove -j``), so with a cache the counts of ``-j N`` may differ
 from ``-j 1``; the verdict does not.
+
+``StateCacheMismatch`` is a ``KernelError``: a reduction that is not sound is a
+bug in raceproof (exit 70), never a verdict.
 """
 
 from __future__ import annotations

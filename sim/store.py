@@ -17,6 +17,10 @@ step's footprint.
 The cache is a client-side view that learns about changes late: either after
 a drawn lag (``auto_refresh``) or only when the model refreshes it explicitly
 (Brooklin's datastream cache).
+
+No plain ``assert``: a nested multi-op is a ``KernelError``; bad paths,
+unknown sessions, an ephemeral create without a session and empty option
+lists are ``ValueError`` errors naming the call.
 """
 
 from __future__ import annotations

@@ -20,6 +20,10 @@ with are never taken to commute. Cancelling names that resource to
 timer's event. What the callback spawns is named after the timer and its
 firing count (``World.spawning_as``), so process names do not depend on the
 order of the steps of that instant.
+
+One plain ``assert`` stays (a fresh timeout has its callbacks list: it only
+narrows the type, losing it changes no verdict); bad lateness, delays and
+quiet periods are ``ValueError`` errors.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ run that would otherwise go on; a run stopped by a bound is inconclusive.
 
 ``execute`` is the one way a model is run: build the actors, run to the end,
 close the history, apply the checkers.
+
+Its checks survive ``python -O``: virtual time staying integer is a ``KernelError``
+(exit 70, and ``execute`` never turns one into a finding); a model's bad delay,
+actor name or footprint entry is a ``ValueError``/``TypeError`` naming the call.
 """
 
 from __future__ import annotations
