@@ -254,3 +254,13 @@ def test_no_assert_in_the_built_in_configurations() -> None:
         assert asserts_in_configurations(source) == [], path
         configs += source.count("require(")
     assert configs >= 20  # every model states its rules with require (not vacuous)
+
+
+def test_the_guides_require_example_runs() -> None:
+    """docs/writing-a-scenario.md shows ``require`` in a configuration: that example runs as shown."""
+    text = (ROOT / "docs" / "writing-a-scenario.md").read_text()
+    block = text.split("<!-- optimize:require-example -->", 1)[1]
+    code = block.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {"__name__": "guide_example"}
+    exec(compile(code, "writing-a-scenario.md", "exec", dont_inherit=True), namespace)
+    assert namespace["message"].endswith("of the last reader's start")
