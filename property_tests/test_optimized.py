@@ -174,6 +174,53 @@ def test_a_kernel_error_is_never_a_finding_but_a_model_error_is() -> None:
     assert outcome.status in ("violated", "error")
 
 
+PLANTED = """
+from dataclasses import dataclass
+
+import raceproof
+from raceproof import Scenario, checker
+from raceproof.sim.errors import KernelError
+
+
+@dataclass(frozen=True)
+class Cfg:
+    error: str = "kernel"
+
+
+@checker("fine")
+def fine(history):
+    return None
+
+
+def build(world, variant, config):
+    def actor():
+        yield world.sleep(world.source.choose("a.delay", (1, 2)))
+        if world.now_ms == 2:
+            raise (KernelError if config.error == "kernel" else ValueError)("planted")
+
+    world.spawn("a", actor())
+
+
+raceproof.register(Scenario(name="planted", summary="a planted failure", variants={"v": "v"},
+    expect_violation=frozenset(), checkers=(fine,), build=build, config=Cfg(), prove_config=Cfg()))
+"""
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_a_kernel_error_in_a_run_is_exit_70_and_a_model_error_is_not(
+    optimize: bool, tmp_path: Path
+) -> None:
+    (tmp_path / "planted.py").write_text(PLANTED)
+    load = ["--scenarios", "planted.py"]
+    for argv in (["explore", "planted", "--examples", "20"], ["check", "planted"]):
+        done = _run([*argv, *load], optimize=optimize, cwd=tmp_path)
+        assert done.returncode == 70, done.stdout + done.stderr
+        assert "KernelError: planted" in done.stderr.splitlines()[-1]
+    model = ["explore", "planted", "--examples", "20", "--set", 'error="model"', *load]
+    done = _run(model, optimize=optimize, cwd=tmp_path)
+    assert done.returncode not in (0, 70), done.stdout + done.stderr  # the model's: a finding
+
+
 # -- require, and a refusal's message stays one line whatever raised it ----------------------
 def test_require_is_exported_and_refuses_with_bad_input() -> None:
     assert raceproof.require is require
