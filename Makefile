@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint docs bench clean zookeeper browser mutation
+.PHONY: demo test test-optimized lint docs bench clean zookeeper browser mutation
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -55,8 +55,21 @@ lint: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/sphinx-build -E -W --keep-going -q -b html docs docs/_build/html
 
+# Python drops every `assert` under -O/PYTHONOPTIMIZE (some CI images set it): the CLI's contract,
+# the catalogue's verdicts and the gate must not change (issue 28). Test modules' own asserts are
+# still rewritten by pytest, hence its warning. `python -m pytest` rewrites more: a refusal's
+# message must still be one line there.
+OPTIMIZED_TESTS := property_tests/test_bad_input.py property_tests/test_cli.py \
+	property_tests/test_catalogue.py property_tests/test_gate.py property_tests/test_optimized.py
+
 test: lint docs zookeeper browser
 	$(VENV)/bin/pytest -n auto --dist loadgroup -q
+	$(MAKE) test-optimized
+
+test-optimized: $(STAMP)
+	PYTHONOPTIMIZE=1 $(VENV)/bin/pytest -n auto --dist loadgroup -q -p no:cacheprovider \
+		-W ignore::pytest.PytestConfigWarning $(OPTIMIZED_TESTS)
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider property_tests/test_bad_input.py
 
 bench: $(STAMP)
 	$(VENV)/bin/raceproof bench

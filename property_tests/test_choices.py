@@ -23,6 +23,7 @@ from raceproof.sim import (
     derive_seed,
     encode_blob,
 )
+from raceproof.sim.errors import KernelError
 
 
 def test_splitmix_is_the_published_sequence() -> None:
@@ -208,9 +209,9 @@ def test_pct_leaves_other_draws_to_its_seeded_generator() -> None:
     fresh, generator = PCTSource(seed=9, depth=1, expected_steps=1), SplitMix64(9)
     fresh.schedule(2, lambda: ["p", "q"])
     assert fresh.priority == {k: 1_000_000 + generator.below(1_000_000) for k in ("p", "q")}
-    with pytest.raises(AssertionError):
+    with pytest.raises(ValueError):
         PCTSource(seed=0, depth=0, expected_steps=1)
-    with pytest.raises(AssertionError):
+    with pytest.raises(ValueError):
         PCTSource(seed=0, depth=1, expected_steps=0)
 
 
@@ -271,14 +272,14 @@ def test_a_replay_names_where_and_how_it_no_longer_fits() -> None:
 
 def test_a_draw_needs_a_text_label_an_integer_count_and_an_answer_in_range() -> None:
     source = ReplaySource([], strict=False)
-    with pytest.raises(AssertionError, match=r"^a draw needs a label"):
+    with pytest.raises(ValueError, match=r"^a draw needs a label"):
         source.choose(5, (0, 1))  # type: ignore[arg-type]
-    with pytest.raises(AssertionError, match=r"^draw 'x' needs at least one option, got 1.5"):
+    with pytest.raises(ValueError, match=r"^draw 'x' needs at least one option, got 1.5"):
         source._draw("x", 1.5)  # type: ignore[arg-type]
 
     class Broken(ReplaySource):
         def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Any) -> int:
             return n
 
-    with pytest.raises(AssertionError, match=r"^provider returned 2 for 2 options"):
+    with pytest.raises(KernelError, match=r"^provider returned 2 for 2 options"):
         Broken([]).choose("x", (0, 1))

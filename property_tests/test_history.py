@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from raceproof.sim import History, Verdict, checker, first_divergence, first_violation, ok, violated
 from raceproof.sim.checkers import _named
+from raceproof.sim.errors import KernelError
 from raceproof.sim.history import Op, canonical_json, op_from_json
 
 json_values = st.recursive(
@@ -48,12 +49,12 @@ def test_jsonl_round_trips_to_the_same_hash(rows: list[tuple[int, str, object]])
 
 def test_history_rejects_what_is_not_json_or_goes_back_in_time() -> None:
     history = History()
-    with pytest.raises(AssertionError, match="not a JSON value"):
+    with pytest.raises(TypeError, match="not a JSON value"):
         history.append(0, "a", "op", value={1, 2})
-    with pytest.raises(AssertionError, match="must be an int"):
+    with pytest.raises(KernelError, match="must be an int"):
         history.append(1.5, "a", "op")  # type: ignore[arg-type]
     history.append(10, "a", "op")
-    with pytest.raises(AssertionError, match="went backwards"):
+    with pytest.raises(KernelError, match="went backwards"):
         history.append(9, "a", "op")
 
 
@@ -97,7 +98,7 @@ def test_checkers_name_themselves_and_the_earliest_violation_wins() -> None:
     def liar(history: History) -> Verdict:
         return ok("someone-else")
 
-    with pytest.raises(AssertionError, match="checker liar returned"):
+    with pytest.raises(TypeError, match="checker liar returned"):
         liar(History())
 
 
@@ -122,7 +123,7 @@ def test_files_written_atomically_get_the_mode_of_any_new_file(tmp_path: Path) -
 def test_only_finite_floats_go_into_a_history(value: float) -> None:
     history = History()
     if value != value or value in (float("inf"), float("-inf")):
-        with pytest.raises(AssertionError, match=r"^op 'op': floats in a history must be finite"):
+        with pytest.raises(ValueError, match=r"^op 'op': floats in a history must be finite"):
             history.append(0, "a", "op", nested=[{"v": value}])
         assert len(history) == 0
     else:
@@ -132,19 +133,19 @@ def test_only_finite_floats_go_into_a_history(value: float) -> None:
 
 def test_what_is_not_json_is_named_wherever_it_is_nested() -> None:
     history = History()
-    with pytest.raises(AssertionError, match=r"^op 'w': dict keys must be strings, got 1"):
+    with pytest.raises(TypeError, match=r"^op 'w': dict keys must be strings, got 1"):
         history.append(0, "a", "w", d={"ok": {1: "x"}})
-    with pytest.raises(AssertionError, match=r"^op 'w': set is not a JSON value: \{3\}"):
+    with pytest.raises(TypeError, match=r"^op 'w': set is not a JSON value: \{3\}"):
         history.append(0, "a", "w", items=[1, (2, {3})])
-    with pytest.raises(AssertionError, match="needs an actor and a kind"):
+    with pytest.raises(ValueError, match="needs an actor and a kind"):
         history.append(0, "", "w")
-    with pytest.raises(AssertionError, match="needs an actor and a kind"):
+    with pytest.raises(ValueError, match="needs an actor and a kind"):
         history.append(0, "a", "")
-    with pytest.raises(AssertionError, match="must be an int"):
+    with pytest.raises(KernelError, match="must be an int"):
         history.append(-1, "a", "w")
     assert len(history) == 0
     history.append(0, "a", "w", flag=True, none=None, text="t", number=-3)
-    with pytest.raises(AssertionError, match="op index 1 out of order"):
+    with pytest.raises(ValueError, match="op index 1 out of order"):
         History([history[0], Op(1, 0, "a", "w", {}), Op(1, 0, "a", "w", {})])
 
 
@@ -211,11 +212,11 @@ def test_a_history_keeps_text_as_written_and_refuses_ops_out_of_order() -> None:
     assert canonical_json({"b": "é", "a": [1]}) == '{"a":[1],"b":"é"}'
     history = History()
     history.append(5, "a", "k")
-    with pytest.raises(AssertionError, match=r"^history time went backwards"):
+    with pytest.raises(KernelError, match=r"^history time went backwards"):
         history.append(4, "a", "k")
-    with pytest.raises(AssertionError, match=r"^an op needs an actor and a kind"):
+    with pytest.raises(ValueError, match=r"^an op needs an actor and a kind"):
         history.append(5, "", "k")
-    with pytest.raises(AssertionError, match=r"^op 'k': floats in a history must be finite"):
+    with pytest.raises(ValueError, match=r"^op 'k': floats in a history must be finite"):
         history.append(5, "a", "k", x=float("-inf"))
 
 
@@ -229,8 +230,8 @@ def test_a_checker_is_named_from_its_function_and_keeps_names_it_was_given() -> 
         return violated("inner", 0, "found by a checker it calls")
 
     assert _lost_update_(History()).checker == "lost-update"
-    with pytest.raises(AssertionError, match=r"^checker outer returned Verdict\(checker='inner'"):
+    with pytest.raises(TypeError, match=r"^checker outer returned Verdict\(checker='inner'"):
         delegating(History())  # a verdict under another checker's name is a bug in the checker
     for bad in ("", 5):
-        with pytest.raises(AssertionError, match=r"^a checker needs a name"):
+        with pytest.raises(ValueError, match=r"^a checker needs a name"):
             _named(bad)  # type: ignore[arg-type]

@@ -34,6 +34,7 @@ from raceproof.sim import (
     pause_with_session,
 )
 from raceproof.sim.choices import ReplayMisaligned
+from raceproof.sim.errors import KernelError
 from raceproof.sim.fs import DiskWriteError, _parent
 from raceproof.sim.history import History
 from raceproof.sim.store import (
@@ -77,13 +78,13 @@ def _after(world: World, delay_ms: int, action: Any) -> Generator[Any, Any, None
 # -- the kernel's own contracts ---------------------------------------------------------
 def test_footprint_entries_and_actor_names_are_checked_where_they_are_made() -> None:
     world = World(ReplaySource([], strict=False))
-    with pytest.raises(AssertionError, match="a footprint entry is a resource name and a bool"):
+    with pytest.raises(TypeError, match="a footprint entry is a resource name and a bool"):
         world.touch(None)  # type: ignore[arg-type]
-    with pytest.raises(AssertionError, match="a footprint entry is a resource name and a bool"):
+    with pytest.raises(TypeError, match="a footprint entry is a resource name and a bool"):
         world.touch("r", write=None)  # type: ignore[arg-type]
-    with pytest.raises(AssertionError, match="a footprint entry is a resource name and a bool"):
+    with pytest.raises(TypeError, match="a footprint entry is a resource name and a bool"):
         world.touch("")
-    with pytest.raises(AssertionError, match="an actor needs a name, got None"):
+    with pytest.raises(ValueError, match="an actor needs a name, got None"):
         world.spawn(None, iter(()))  # type: ignore[arg-type]
     world.touch("r", write=False)  # outside an observed step: nothing to record, no error
 
@@ -91,7 +92,7 @@ def test_footprint_entries_and_actor_names_are_checked_where_they_are_made() -> 
 def test_a_draw_between_equal_bounds_is_that_bound() -> None:
     source = ReplaySource([], strict=False)
     assert source.draw_int("x", 4, 4) == 4
-    with pytest.raises(AssertionError, match=r"draw_int 'y': empty range \[5, 4\]"):
+    with pytest.raises(ValueError, match=r"draw_int 'y': empty range \[5, 4\]"):
         source.draw_int("y", 5, 4)
 
 
@@ -108,7 +109,7 @@ def test_the_root_directory_is_not_removable_and_not_a_file_path() -> None:
         fs.rmtree("/")
     assert fs.isdir("/d")
     for bad in ("/", "d", "/d/"):
-        with pytest.raises(AssertionError, match=f"bad path {bad!r}"):
+        with pytest.raises(ValueError, match=f"bad path {bad!r}"):
             _parent(bad)
     assert _parent("/d") == "/" and _parent("/d/e") == "/d"
 
@@ -145,9 +146,9 @@ def test_a_queue_keeps_duplicates_unless_asked_to_drop_them() -> None:
 # -- timers ----------------------------------------------------------------------------
 def test_a_debounce_checks_its_periods_with_their_names() -> None:
     world = World(ReplaySource([], strict=False))
-    with pytest.raises(AssertionError, match=r"^quiet_ms must be > 0(\n|$)"):
+    with pytest.raises(ValueError, match=r"^quiet_ms must be > 0(\n|$)"):
         Debounce(world, "d", 0, lambda: None)
-    with pytest.raises(AssertionError, match=r"^max_wait_ms must be >= quiet_ms(\n|$)"):
+    with pytest.raises(ValueError, match=r"^max_wait_ms must be >= quiet_ms(\n|$)"):
         Debounce(world, "d", 10, lambda: None, max_wait_ms=9)
     Debounce(world, "d", 1, lambda: None, max_wait_ms=1)  # the boundaries are allowed
     debounce = Debounce(world, "d", 5, lambda: None, late_ms=(0, 3), resource="r")
@@ -237,7 +238,7 @@ def test_a_cache_copies_what_it_hands_out_and_keeps_a_stale_view_until_refreshed
     got[0]["rows"].append(99)  # the caller's copy only
     assert cache.get("/jobX/a") == ({"rows": [1]}, 0)
     assert world.touched[-1] == ("view", True)
-    with pytest.raises(AssertionError, match=r"^lag_ms needs at least one option(\n|$)"):
+    with pytest.raises(ValueError, match=r"^lag_ms needs at least one option(\n|$)"):
         LaggingCache(world, store, "/jobX", lag_ms=())
 
 
@@ -292,7 +293,7 @@ def test_fault_helpers_say_whether_a_fault_struck() -> None:
     hit = Nemesis(struck, FaultPlan(kinds=frozenset({"session-expiry"}), p=0.5))
     other = ZkClient(struck, VersionedStore(struck), "c2")
     assert maybe_expire_session(hit, other) is True and not other.live
-    with pytest.raises(AssertionError, match=r"unknown fault kinds \['bogus'\]"):
+    with pytest.raises(ValueError, match=r"unknown fault kinds \['bogus'\]"):
         FaultPlan(kinds=frozenset({"bogus"}))
 
 
@@ -329,7 +330,7 @@ def test_draw_bool_takes_probabilities_from_zero_to_one_inclusive() -> None:
     source = ReplaySource([], strict=False)
     assert source.draw_bool("never", 0.0) is False and source.draw_bool("always", 1.0) is False
     for bad in (-0.1, 1.5):
-        with pytest.raises(AssertionError, match=f"draw_bool 'x': p={bad} is not a probability"):
+        with pytest.raises(ValueError, match=f"draw_bool 'x': p={bad} is not a probability"):
             source.draw_bool("x", bad)
 
 
@@ -442,7 +443,7 @@ def test_a_multi_op_applies_every_argument_and_rolls_back_ephemerals_and_sequenc
     assert not store.exists("/q/s-0000000002")
     with pytest.raises(TransactionFailed, match="BadVersion"):
         store.multi([TxOp("delete", "/q/s-0000000000", version=3)])
-    with pytest.raises(AssertionError, match=r"^an ephemeral create needs a session(\n|$)"):
+    with pytest.raises(ValueError, match=r"^an ephemeral create needs a session(\n|$)"):
         store.multi([TxOp("create", "/q/f", ephemeral=True)])
 
 
@@ -458,7 +459,7 @@ def test_an_actor_sits_out_a_pause_but_not_another_interrupt() -> None:
     assert actor.process is not None
     world.run(until=1)
     actor.process.interrupt(("resume", 5))  # a tuple, but not a pause
-    with pytest.raises(AssertionError, match=r"unexpected interrupt \('resume', 5\)"):
+    with pytest.raises(ValueError, match=r"unexpected interrupt \('resume', 5\)"):
         world.run()
 
 
@@ -471,7 +472,7 @@ def test_a_multi_op_cannot_start_inside_another() -> None:
     store.multi([TxOp("create", "/m", 1)])
     assert heard == [True]  # the listener ran once the multi-op was over
     store._deferred = []  # as if inside one
-    with pytest.raises(AssertionError, match=r"^a multi-op cannot nest(\n|$)"):
+    with pytest.raises(KernelError, match=r"^a multi-op cannot nest(\n|$)"):
         store.multi([TxOp("check", "/")])
 
 
@@ -479,7 +480,7 @@ def test_a_closed_session_renews_and_a_live_one_does_not() -> None:
     world = World(ReplaySource([], strict=False))
     store = VersionedStore(world)
     client = ZkClient(world, store, "c1")
-    with pytest.raises(AssertionError, match=r"^c1 renews a connected session(\n|$)"):
+    with pytest.raises(ValueError, match=r"^c1 renews a connected session(\n|$)"):
         client.renew()
     first = client.session
     client.close()
@@ -514,7 +515,7 @@ def test_pct_is_told_the_fifo_runs_schedule_draws_at_least_one(
         told.clear()
         explore_module.explore_pct(runner(Toy(scripts)), 0, Budget(examples=2), None, 2)
         assert told == [max(1, draws)] * 2
-    with pytest.raises(AssertionError, match="a schedule draw of 2 options names 1 actors"):
+    with pytest.raises(KernelError, match="a schedule draw of 2 options names 1 actors"):
         PCTSource(0, 1, 1).schedule(2, lambda: ["a"])
 
 
@@ -614,7 +615,7 @@ def test_a_client_checks_its_settings() -> None:
     store = VersionedStore(world)
     assert ZkClient(world, store, "d").session_timeout_ms == 30_000
     for bad in ({"session_timeout_ms": 0}, {"latency_ms": ()}, {"notice_ms": ()}):
-        with pytest.raises(AssertionError):
+        with pytest.raises(ValueError):
             ZkClient(world, store, "c", **bad)  # type: ignore[arg-type]
 
 
@@ -648,12 +649,12 @@ def test_alive_reads_a_named_process_end_and_an_unnamed_one_touches_everything()
 def test_a_timer_checks_its_lateness_and_delays_and_cancels_by_its_resource() -> None:
     world = _Log()
     for late in ((), (-1,), (1.5,)):
-        with pytest.raises(AssertionError):
+        with pytest.raises(ValueError):
             Timer(world, "t", lambda: None, late_ms=late)  # type: ignore[arg-type]
     timer = Timer(world, "t", lambda: None)
     assert timer.due_ms is None and not timer.active
     for bad in (-1, 1.5):
-        with pytest.raises(AssertionError, match=f"^delay_ms must be >= 0, got {bad}(\n|$)"):
+        with pytest.raises(ValueError, match=f"^delay_ms must be >= 0, got {bad}(\n|$)"):
             timer.start(bad)  # type: ignore[arg-type]
     timer.start(5)
     assert timer.due_ms == 5 and timer.active

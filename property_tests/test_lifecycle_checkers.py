@@ -339,7 +339,7 @@ def test_an_invariant_logs_its_first_violation_once(
 
 
 def test_an_invariant_needs_a_name() -> None:
-    with pytest.raises(AssertionError, match=r"^an invariant needs a name(\n|$)"):
+    with pytest.raises(ValueError, match=r"^an invariant needs a name(\n|$)"):
         always(World(ReplaySource([], strict=False)), "", lambda: True)
 
 

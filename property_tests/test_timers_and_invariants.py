@@ -240,7 +240,7 @@ def test_checker_fills_in_its_name() -> None:
     def wrong(history: History) -> Verdict:
         return ok("someone-else")
 
-    with pytest.raises(AssertionError, match="checker mine returned"):
+    with pytest.raises(TypeError, match="checker mine returned"):
         wrong(history)
 
 

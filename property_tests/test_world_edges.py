@@ -240,7 +240,7 @@ def test_an_unknown_verdict_makes_the_run_inconclusive() -> None:
 
 def test_a_spawn_needs_an_actor_name_that_is_text() -> None:
     world = World(ReplaySource([], strict=False))
-    with pytest.raises(AssertionError, match="an actor needs a name, got 5"):
+    with pytest.raises(ValueError, match="an actor needs a name, got 5"):
         world.spawn(5, iter(()))  # type: ignore[arg-type]
     assert ALL == "*"
 

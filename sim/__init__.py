@@ -33,7 +33,7 @@ from raceproof.sim.choices import (
     encode_blob,
     keyed_deviations,
 )
-from raceproof.sim.configs import BadInput, limits
+from raceproof.sim.configs import BadInput, limits, require
 from raceproof.sim.exhaustive import ProofReport, prove
 from raceproof.sim.explore import STRATEGIES, Budget, SearchReport, explore
 from raceproof.sim.faults import (
@@ -160,6 +160,7 @@ __all__ = [
     "poll_until",
     "prove",
     "quiescent",
+    "require",
     "run_checkers",
     "shrink",
     "unknown",

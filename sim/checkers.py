@@ -9,6 +9,9 @@ name: ``violated("why", op_index)``, ``ok()`` and ``unknown("why")`` leave it
 blank and the decorator fills in the checker's name (returning ``None`` is
 ``ok``). Outside one, the named forms ``violated(name, op_index, why)``,
 ``ok(name)`` and ``unknown(name, why)`` are used.
+
+No plain ``assert``: a checker used wrongly (no name, no reason, a verdict of
+another checker) raises ``TypeError``/``ValueError``, also under ``python -O``.
 """
 
 from __future__ import annotations
@@ -59,14 +62,15 @@ def violated(*args: Any) -> Verdict:
     if len(args) == 2:
         (message, op_index), name = args, ""
     else:
-        assert len(args) == 3, (
-            f"violated takes (message, op_index) or (checker, op_index, message), got {args!r}"
-        )
+        if len(args) != 3:
+            raise TypeError(
+                f"violated takes (message, op_index) or (checker, op_index, message), got {args!r}"
+            )
         name, op_index, message = args
-    assert isinstance(message, str) and message, "a violation must say why"
-    assert op_index is None or isinstance(op_index, int), (
-        f"op_index must be an int, got {op_index!r}"
-    )
+    if not (isinstance(message, str) and message):
+        raise ValueError("a violation must say why")
+    if not (op_index is None or isinstance(op_index, int)):
+        raise TypeError(f"op_index must be an int, got {op_index!r}")
     return Verdict(name, "violated", op_index, message)
 
 
@@ -76,7 +80,8 @@ def unknown(message: str, /) -> Verdict: ...
 def unknown(checker: str, message: str, /) -> Verdict: ...
 def unknown(*args: str) -> Verdict:
     """The history cannot tell. ``unknown(message)`` inside a ``@checker``; ``unknown(name, message)`` outside."""
-    assert len(args) in (1, 2), f"unknown takes (message) or (checker, message), got {args!r}"
+    if len(args) not in (1, 2):
+        raise TypeError(f"unknown takes (message) or (checker, message), got {args!r}")
     name, message = ("", args[0]) if len(args) == 1 else args
     return Verdict(name, "unknown", None, message)
 
@@ -102,16 +107,16 @@ def checker(name: str | CheckFunction) -> Callable[[CheckFunction], Checker] | C
 
 
 def _named(name: str) -> Callable[[CheckFunction], Checker]:
-    assert isinstance(name, str) and name, "a checker needs a name"
+    if not (isinstance(name, str) and name):
+        raise ValueError("a checker needs a name")
 
     def wrap(fn: CheckFunction) -> Checker:
         def run(history: History) -> Verdict:
             verdict = fn(history)
             if verdict is None:
                 return ok(name)
-            assert isinstance(verdict, Verdict) and verdict.checker in ("", name), (
-                f"checker {name} returned {verdict!r}"
-            )
+            if not (isinstance(verdict, Verdict) and verdict.checker in ("", name)):
+                raise TypeError(f"checker {name} returned {verdict!r}")
             return replace(verdict, checker=name)  # it may have left its name blank
 
         run.checker_name = name  # type: ignore[attr-defined]

@@ -10,6 +10,10 @@ recording reads as "FIFO except for these deviations" and shrinking moves
 toward fewer of them. The compact text form of a recording, the *blob*, lists
 only the deviations: ``57:12=1,40=2`` is 57 draws, all 0 but draw 12 (1) and
 draw 40 (2).
+
+No plain ``assert``: a provider's out-of-range value or a schedule draw naming
+the wrong actors is a ``KernelError`` (exit 70); a draw a model asks wrongly for
+(no label, no options, an empty range, ``p`` outside [0, 1]) is a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, TypeVar
+
+from raceproof.sim.errors import KernelError, contract
 
 T = TypeVar("T")
 
@@ -63,29 +69,35 @@ class ChoiceSource:
     def _draw(
         self, label: str, n: int, p_nonzero: float | None = None, keys: Sequence[str] = ()
     ) -> int:
-        assert isinstance(label, str) and label, "a draw needs a label"
-        assert isinstance(n, int) and n >= 1, f"draw {label!r} needs at least one option, got {n}"
+        if not (isinstance(label, str) and label):  # inline checks: the hot path
+            raise ValueError("a draw needs a label")
+        if not (isinstance(n, int) and n >= 1):
+            raise ValueError(f"draw {label!r} needs at least one option, got {n}")
         if n == 1:
             return 0  # no decision to make: not recorded, so recordings stay minimal
         value = self._pick(label, n, p_nonzero, keys)
-        assert 0 <= value < n, f"provider returned {value} for {n} options"
+        if not 0 <= value < n:
+            raise KernelError(f"provider returned {value} for {n} options")
         self.record.append(Choice(label, n, value))
         return value
 
     # -- the public interface ----------------------------------------------
     def choose(self, label: str, options: Sequence[T]) -> T:
         """One of ``options``; option 0 is the boring one."""
-        assert len(options) >= 1, f"choose {label!r} from no options"
+        if not options:
+            raise ValueError(f"choose {label!r} from no options")
         return options[self._draw(label, len(options))]
 
     def draw_int(self, label: str, lo: int, hi: int) -> int:
         """An integer in ``[lo, hi]``; ``lo`` is the boring one."""
-        assert lo <= hi, f"draw_int {label!r}: empty range [{lo}, {hi}]"
+        if not lo <= hi:
+            raise ValueError(f"draw_int {label!r}: empty range [{lo}, {hi}]")
         return lo + self._draw(label, hi - lo + 1)
 
     def draw_bool(self, label: str, p: float = 0.5) -> bool:
         """True with probability about ``p`` under random providers; False is boring."""
-        assert 0.0 <= p <= 1.0, f"draw_bool {label!r}: p={p} is not a probability"
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"draw_bool {label!r}: p={p} is not a probability")
         return self._draw(label, 2, p_nonzero=p) == 1
 
     uses_keys = False  # True for providers that look at which actor each event resumes
@@ -117,7 +129,8 @@ class SplitMix64:
         return z ^ (z >> 31)
 
     def below(self, n: int) -> int:
-        assert n >= 1
+        if n < 1:  # inline: every random draw
+            raise KernelError(f"SplitMix64.below: no value below {n}")
         return (self.next64() * n) >> 64
 
     def chance(self, p: float) -> bool:
@@ -248,7 +261,10 @@ class PCTSource(ChoiceSource):
 
     def __init__(self, seed: int, depth: int, expected_steps: int) -> None:
         super().__init__()
-        assert depth >= 1 and expected_steps >= 1
+        if not (depth >= 1 and expected_steps >= 1):
+            raise ValueError(
+                f"PCTSource: depth {depth} and expected_steps {expected_steps} must be >= 1"
+            )
         self.rng = SplitMix64(seed)
         self.priority: dict[str, int] = {}
         self.change_points = sorted(
@@ -262,7 +278,7 @@ class PCTSource(ChoiceSource):
             if p_nonzero is not None and n == 2:
                 return 1 if self.rng.chance(p_nonzero) else 0
             return self.rng.below(n)
-        assert len(keys) == n, f"a schedule draw of {n} options names {len(keys)} actors"
+        contract(len(keys) == n, f"a schedule draw of {n} options names {len(keys)} actors")
         for key in keys:
             if key not in self.priority:
                 self.priority[key] = 1_000_000 + self.rng.below(1_000_000)

@@ -16,8 +16,11 @@ one error of bad input: every command reports it in one line with exit 2.
 * optional per-field limits declared once with the field:
   ``clients: int = field(default=2, metadata=limits(min=1))``;
 * the dataclass's own ``__post_init__`` and an optional ``validate(self)``
-  hook that raises ``ValueError``: a refusal there is reported as bad input
-  naming the fields that were set.
+  hook, which state their rules with ``require(condition, message)`` (or
+  raise ``ValueError``): a refusal there is reported as bad input naming the
+  fields that were set, in one line. ``require`` is code, not ``assert``: it
+  holds under ``python -O`` and pytest's assertion rewriting leaves its
+  message alone.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ __all__ = [
     "check_value",
     "config_from_json",
     "limits",
+    "require",
 ]
 
 MAX_COUNT = 10_000  # a unitless integer (clients, followers, workers, ...) unless declared
@@ -47,6 +51,17 @@ DURATION_SUFFIXES = ("_ms", "_s", "_us", "_ns", "_seconds")
 
 class BadInput(ValueError):
     """A value from the command line or a file that cannot be used: exit 2 with this message."""
+
+
+def require(condition: object, message: str) -> None:
+    """Refuse a configuration: raise ``BadInput(message)`` unless ``condition`` holds.
+
+    The way a configuration's ``__post_init__`` (or ``validate``) states a rule
+    across fields, e.g. ``require(self.clients >= 1, "clients must be >= 1")``.
+    Unlike ``assert`` it is kept under ``python -O``.
+    """
+    if not condition:
+        raise BadInput(message)
 
 
 def limits(
@@ -195,7 +210,10 @@ def apply_overrides(template: Any, overrides: Mapping[str, Any], *, source: str 
         if callable(hook):
             hook()
     except (AssertionError, ValueError, TypeError) as exc:
-        reason = str(exc) or "its own checks fail"
+        # One line whatever raised it: pytest's rewriting of a user's own ``assert``
+        # appends its explanation on further lines.
+        lines = str(exc).strip().splitlines()
+        reason = lines[0].strip() if lines and lines[0].strip() else "its own checks fail"
         raise BadInput(f"{source}: {cls.__name__} refuses {shown}: {reason}") from None
     return config
 

@@ -45,7 +45,8 @@ def row_key(row: dict[str, Any], fields: tuple[str, ...]) -> RowKey:
 
 
 def describe(key: RowKey, fields: tuple[str, ...]) -> str:
-    assert len(fields) == len(key), f"a row key {key} for the fields {fields}"
+    if len(fields) != len(key):
+        raise ValueError(f"describe: a row key {key} for the fields {fields}")
     return " ".join(f"{field}={key[i]}" for i, field in enumerate(fields))
 
 

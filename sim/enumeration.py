@@ -5,6 +5,9 @@ looks for the shortest counterexample among those with the fewest
 deviations). A schedule's children are its recording cut at a position past
 its own prefix, with one more nonzero value there; so each schedule is run
 once, and all schedules with d deviations come before any with d + 1.
+
+A prefix that replays differently (a nondeterministic model) raises
+``KernelError``, also under ``python -O``: the walk's count depends on it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from raceproof.sim.choices import ReplaySource
+from raceproof.sim.errors import contract
 from raceproof.sim.world import Runner, RunOutcome
 
 Prune = Callable[[str, int], None]
@@ -40,8 +44,9 @@ class Walk:
             prefix = (*parent[:position], value) if depth else ()
             outcome = self.run(ReplaySource(prefix, strict=False))
             recorded = tuple(outcome.values)
-            assert recorded[: len(prefix)] == prefix, (
-                f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}"
+            contract(
+                recorded[: len(prefix)] == prefix,
+                f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}",
             )
             self._expand(outcome, recorded, len(prefix), depth)
             yield outcome, depth

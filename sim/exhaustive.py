@@ -23,6 +23,10 @@ deviations or on options per draw, or a budget spent with branches left. Each
 of those is named in ``pruned`` with how much it cut. What the reduction
 skipped is counted apart (``skipped_equivalent``, ``sleep_blocked``): it is
 sound, so it does not make a proof incomplete.
+
+No plain ``assert``: a prefix that replays differently (a nondeterministic
+model) or a repeat without its first visit breaks the proof's accounting and
+raises ``KernelError`` (exit 70), also under ``python -O``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
+from raceproof.sim.errors import KernelError, contract
 from raceproof.sim.explore import Budget, Progress
 from raceproof.sim.reduction import (
     Footprint,
@@ -141,8 +146,9 @@ def prove(
             outcome, blocked = None, blocked + 1
         runs += 1
         recorded = tuple(source.values)
-        assert recorded[: len(prefix)] == prefix, (
-            f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}"
+        contract(
+            recorded[: len(prefix)] == prefix,
+            f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}",
         )
         draws = source.draws
         if prefix:
@@ -207,7 +213,8 @@ def prove(
         depth = parent.depth + 1
     if cache is not None and cache.check and not pruned:
         for node in repeats:
-            assert node.visit is not None and node.repeats is not None
+            if node.visit is None or node.repeats is None:
+                raise KernelError("a repeated state without its first visit")
             compare(node.visit[2], node.repeats, node.visit[0])
             cache.checked += 1
     complete = not pruned

@@ -11,6 +11,10 @@ Kinds: ``crash`` (an actor dies and restarts after a drawn delay), ``pause``
 ``disk-write`` (see ``FileSystem(fail_writes=True)``). ``pause_with_session``
 pauses an actor together with its ZooKeeper client, so a drawn pause longer
 than the session timeout expires the session.
+
+No plain ``assert``: a ``FaultPlan`` refuses bad values with ``require`` (bad
+input, exit 2); a live actor without its process is a ``KernelError``; an
+unknown fault kind or interrupt is a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any
 import simpy
 from simpy.events import Event, Process
 
+from raceproof.sim.configs import require
+from raceproof.sim.errors import KernelError
 from raceproof.sim.session import ZkClient
 from raceproof.sim.world import ProcessGenerator, World
 
@@ -40,8 +46,9 @@ class FaultPlan:
 
     def __post_init__(self) -> None:
         unknown = sorted(self.kinds - set(FAULT_KINDS))
-        assert not unknown, f"unknown fault kinds {unknown}; known: {FAULT_KINDS}"
-        assert self.max_faults >= 0 and 0.0 <= self.p <= 1.0
+        require(not unknown, f"unknown fault kinds {unknown}; known: {FAULT_KINDS}")
+        require(self.max_faults >= 0, f"max_faults must be >= 0, got {self.max_faults}")
+        require(0.0 <= self.p <= 1.0, f"p must be a probability, got {self.p}")
 
     def to_json(self) -> dict[str, Any]:
         return {"kinds": sorted(self.kinds), "max_faults": self.max_faults, "p": self.p}
@@ -57,7 +64,8 @@ class Nemesis:
 
     def strikes(self, kind: str, target: str) -> bool:
         """True if a ``kind`` fault strikes ``target`` now. No draw if it cannot."""
-        assert kind in FAULT_KINDS, f"unknown fault kind {kind}"
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"Nemesis.strikes: unknown fault kind {kind}")
         if kind not in self.plan.kinds:
             return False
         self.world.touch("nemesis")  # the count of faults fired is shared by every actor
@@ -107,7 +115,8 @@ class Actor:
         try:
             yield from self.main()
         except simpy.Interrupt as interrupt:
-            assert interrupt.cause == "crash", f"unexpected interrupt {interrupt.cause!r}"
+            if interrupt.cause != "crash":
+                raise ValueError(f"unexpected interrupt {interrupt.cause!r}") from None
             self.world.log(self.name, "actor.crashed", incarnation=self.incarnation)
             self.on_crash()
 
@@ -129,12 +138,14 @@ class Actor:
 
     def crash(self) -> None:
         if self.alive:
-            assert self.process is not None
+            if self.process is None:
+                raise KernelError(f"{self.name} is alive without a process")
             self.process.interrupt("crash")
 
     def pause(self, duration_ms: int) -> None:
         if self.alive:
-            assert self.process is not None
+            if self.process is None:
+                raise KernelError(f"{self.name} is alive without a process")
             self.world.log(self.name, "actor.paused", duration_ms=duration_ms)
             self.process.interrupt(("pause", duration_ms))
 
@@ -187,7 +198,8 @@ class Network:
     """Message delivery with latency and the drop / duplicate / delay faults."""
 
     def __init__(self, world: World, nemesis: Nemesis, latency_ms: Sequence[int] = (1,)) -> None:
-        assert latency_ms
+        if not latency_ms:
+            raise ValueError("Network: latency_ms needs at least one option")
         self.world = world
         self.nemesis = nemesis
         self.latency_ms = tuple(latency_ms)

@@ -39,7 +39,8 @@ class DirEntry:
 
 
 def _parent(path: str) -> str:
-    assert path.startswith("/") and not path.endswith("/"), f"bad path {path!r}"  # so not "/"
+    if not (path.startswith("/") and not path.endswith("/")):  # so not "/"
+        raise ValueError(f"bad path {path!r}")
     return path.rsplit("/", 1)[0] or "/"
 
 

@@ -4,6 +4,10 @@ An op is (index, time_ms, actor, kind, fields). A history is append-only and
 is written as canonical JSON Lines (sorted keys, no spaces, UTF-8); the SHA-256
 of those bytes is the run's trace hash. Nothing here knows about SimPy: the
 real ZooKeeper and Spark runs produce histories of the very same shape.
+
+No plain ``assert``: time going backwards or off integers is a ``KernelError``;
+a model's non-JSON field is a ``TypeError``/``ValueError``, and ops out of order
+(a file read back) a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from raceproof.sim.errors import contract
 
 JSONValue = Any
 
@@ -26,9 +32,8 @@ def _check_json_value(value: JSONValue, where: str) -> None:
     if value is None or isinstance(value, bool | int | str):
         return
     if isinstance(value, float):
-        assert value == value and value not in (float("inf"), float("-inf")), (
-            f"{where}: floats in a history must be finite"
-        )
+        if not (value == value and value not in (float("inf"), float("-inf"))):
+            raise ValueError(f"{where}: floats in a history must be finite")
         return
     if isinstance(value, list | tuple):
         for item in value:
@@ -36,10 +41,11 @@ def _check_json_value(value: JSONValue, where: str) -> None:
         return
     if isinstance(value, dict):
         for key, item in value.items():
-            assert isinstance(key, str), f"{where}: dict keys must be strings, got {key!r}"
+            if not isinstance(key, str):
+                raise TypeError(f"{where}: dict keys must be strings, got {key!r}")
             _check_json_value(item, where)
         return
-    raise AssertionError(f"{where}: {type(value).__name__} is not a JSON value: {value!r}")
+    raise TypeError(f"{where}: {type(value).__name__} is not a JSON value: {value!r}")
 
 
 @dataclass(frozen=True)
@@ -84,13 +90,17 @@ class History:
     def __init__(self, ops: Iterable[Op] = ()) -> None:
         self.ops: list[Op] = []
         for op in ops:
-            assert op.index == len(self.ops), f"op index {op.index} out of order"
+            if op.index != len(self.ops):  # ops read from a file: bad input, not a kernel bug
+                raise ValueError(f"op index {op.index} out of order")
             self.ops.append(op)
 
     def append(self, time_ms: int, actor: str, kind: str, **fields: JSONValue) -> Op:
-        assert isinstance(time_ms, int) and time_ms >= 0, f"time_ms must be an int, got {time_ms!r}"
-        assert not self.ops or time_ms >= self.ops[-1].time_ms, "history time went backwards"
-        assert actor and kind, "an op needs an actor and a kind"
+        contract(
+            isinstance(time_ms, int) and time_ms >= 0, f"time_ms must be an int, got {time_ms!r}"
+        )
+        contract(not self.ops or time_ms >= self.ops[-1].time_ms, "history time went backwards")
+        if not (actor and kind):
+            raise ValueError("an op needs an actor and a kind")
         _check_json_value(fields, f"op {kind!r}")
         op = Op(len(self.ops), time_ms, actor, kind, fields)
         self.ops.append(op)

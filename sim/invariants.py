@@ -33,7 +33,8 @@ def always(
     The checker returned is ``invariant_checker(name)``: put it (or an equal
     one, built from the same name) in the scenario's checkers.
     """
-    assert name, "an invariant needs a name"
+    if not name:
+        raise ValueError("an invariant needs a name")
 
     def after_step() -> None:
         if predicate():

@@ -4,6 +4,9 @@ Each is the least a model needs to say what the real system does (a Brooklin
 event queue that drops duplicates, a Streams lock file owner, a 16-thread
 stop pool) without hiding a decision: whatever could happen in another order
 happens through World events, whose ties are choices.
+
+No plain ``assert``: a lock released by another owner, a nameless owner, no
+workers or a period of 0 are ``ValueError`` errors, kept under ``python -O``.
 """
 
 from __future__ import annotations
@@ -74,7 +77,8 @@ class Lock:
         self.waiters: deque[tuple[str, Event]] = deque()
 
     def try_acquire(self, owner: str) -> bool:
-        assert owner, "a lock owner needs a name"
+        if not owner:
+            raise ValueError("a lock owner needs a name")
         self.world.touch(f"lock:{self.name}")
         if self.owner is None:
             self.owner = owner
@@ -92,7 +96,8 @@ class Lock:
 
     def release(self, owner: str) -> None:
         self.world.touch(f"lock:{self.name}")
-        assert self.owner == owner, f"{owner} releases {self.name} held by {self.owner}"
+        if self.owner != owner:  # a verdict depends on it: kept under python -O
+            raise ValueError(f"{owner} releases {self.name} held by {self.owner}")
         self.owner = None
         if self.waiters:
             next_owner, event = self.waiters.popleft()
@@ -109,7 +114,8 @@ class Executor:
     """A pool of ``workers`` threads: tasks beyond the pool size wait in FIFO order."""
 
     def __init__(self, world: World, name: str, workers: int) -> None:
-        assert workers >= 1
+        if workers < 1:
+            raise ValueError(f"Executor {name!r}: workers must be >= 1, got {workers}")
         self.world = world
         self.name = name
         self.workers = workers
@@ -150,7 +156,8 @@ def every(
     first_delay_ms: int | None = None,
 ) -> Process:
     """Call ``tick()`` every ``period_ms`` until it returns False or the run finishes."""
-    assert period_ms > 0
+    if not period_ms > 0:
+        raise ValueError(f"every: period_ms must be > 0, got {period_ms}")
 
     def loop() -> ProcessGenerator:
         yield world.sleep(period_ms if first_delay_ms is None else first_delay_ms)

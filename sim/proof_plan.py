@@ -19,6 +19,9 @@ the same verdict when complete. ``prove_parallel`` walks the shards on
 worker processes and ``merge`` adds their reports up in shard order, so the
 result does not depend on which worker finished first. A Spark campaign can
 ship the same shards to its executors.
+
+A first run cut by the reduction is a ``KernelError`` (exit 70); bad
+``samples``/``jobs`` are ``ValueError`` errors.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from statistics import mean
 from typing import Any
 
 from raceproof.sim.choices import ChoiceSource, SplitMix64
+from raceproof.sim.errors import KernelError
 from raceproof.sim.exhaustive import ProofReport, ProofVerdict, prove
 from raceproof.sim.explore import Budget
 from raceproof.sim.reduction import (
@@ -90,7 +94,8 @@ def estimate(
     clock: Callable[[], float] | None = None,
 ) -> Estimate:
     """Knuth's estimate of the number of schedules, and the mean seconds per run."""
-    assert samples >= 1
+    if samples < 1:
+        raise ValueError(f"estimate: samples must be >= 1, got {samples}")
     products: list[float] = []
     depths: list[int] = []
     started = clock() if clock else 0.0
@@ -123,7 +128,7 @@ def split(
     try:
         outcome = run(source)
     except SleepBlocked:  # cannot happen on the first run: nothing sleeps yet
-        raise AssertionError("the first run of a walk was cut by the reduction") from None
+        raise KernelError("the first run of a walk was cut by the reduction") from None
     recorded = tuple(source.values)
     nodes: list[Node] = []
     skipped = 0
@@ -242,7 +247,8 @@ def prove_parallel(
 
     Each shard gets the whole budget of seconds and of runs, and its own state cache.
     """
-    assert jobs >= 1
+    if jobs < 1:
+        raise ValueError(f"prove_parallel: jobs must be >= 1, got {jobs}")
     shards, first = split(
         run, reduction=reduction, max_deviations=max_deviations, max_branch=max_branch
     )

@@ -30,6 +30,8 @@ representative), so a reduced proof that is otherwise unpruned is complete.
 A branch is named by data alone: its choice prefix and the sleep set it
 starts with (``Shard``), so the same walk can be split across processes or a
 Spark campaign (``raceproof.sim.sharding``).
+
+No plain ``assert``: a state look-up without a cache is a ``KernelError``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
+from raceproof.sim.errors import KernelError
 from raceproof.sim.state_cache import StateCache, StateSeen, Visit, kernel_fingerprint
 from raceproof.sim.world import SleepBlocked, World
 
@@ -182,7 +185,8 @@ class SleepSetSource(ChoiceSource):
 
     def _look_up(self, world: World, model: Callable[[], str], index: int) -> None:
         """Cut the run here if the state cache covers this state (``StateSeen``)."""
-        assert self.cache is not None
+        if self.cache is None:
+            raise KernelError("a state look-up without a state cache")
         fingerprint = kernel_fingerprint(world, model)
         if fingerprint is None:
             return

@@ -98,7 +98,10 @@ def poll_until(
 
     Use as ``ok = yield from poll_until(rt, ready, 1000, 90000)``.
     """
-    assert interval_ms > 0 and timeout_ms >= 0
+    if not (interval_ms > 0 and timeout_ms >= 0):
+        raise ValueError(
+            f"poll_until: interval_ms {interval_ms} must be > 0, timeout_ms {timeout_ms} >= 0"
+        )
     start_ms = rt.now_ms()
     while True:
         if ready():

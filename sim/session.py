@@ -34,6 +34,9 @@ expiring and closing sessions). The server's expiry clock is a ``Timer`` of
 its own resource, so one client's expiry commutes with other clients' steps
 that touch neither its session table entry nor its znodes. Ephemeral nodes
 die in the expiring step, which writes each of their paths.
+
+No plain ``assert``: an unknown session state is a ``KernelError``; bad
+settings, a negative pause and renewing a live session are ``ValueError`` errors.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from simpy.events import Event, Process
 
+from raceproof.sim.errors import contract
 from raceproof.sim.history import JSONValue
 from raceproof.sim.store import (
     ConnectionLoss,
@@ -104,7 +108,10 @@ class ZkClient:
         latency_ms: Sequence[int] = (0,),
         notice_ms: Sequence[int] = (0,),
     ) -> None:
-        assert session_timeout_ms > 0 and latency_ms and notice_ms
+        if not (session_timeout_ms > 0 and latency_ms and notice_ms):
+            raise ValueError(
+                f"ZkClient {name!r}: session_timeout_ms must be > 0, latency_ms and notice_ms non-empty"
+            )
         self.world = world
         self.store = store
         self.name = name
@@ -166,7 +173,8 @@ class ZkClient:
 
     def pause(self, duration_ms: int) -> None:
         """The process stops for ``duration_ms`` (a GC pause): no heartbeats, then it reconnects."""
-        assert duration_ms >= 0
+        if duration_ms < 0:
+            raise ValueError(f"ZkClient.pause: duration_ms must be >= 0, got {duration_ms}")
         self.world.log(self.name, "zk.paused", session=self.session, duration_ms=duration_ms)
         self.disconnect()
         self.world.spawn(f"{self.name}-resume", self._resume_after(duration_ms))
@@ -193,7 +201,8 @@ class ZkClient:
     def renew(self) -> None:
         """After ``expired``: a new session (as kazoo does after LOST); ephemerals must be re-created."""
         self.world.touch(self.resource)
-        assert self.state in ("expired", "closed"), f"{self.name} renews a {self.state} session"
+        if self.state not in ("expired", "closed"):
+            raise ValueError(f"{self.name} renews a {self.state} session")
         self.session = self.store.open_session()
         self._persistent = []
         self._set_state("connected")
@@ -217,7 +226,7 @@ class ZkClient:
             watcher(event)
 
     def _set_state(self, state: SessionState) -> None:
-        assert state in get_args(SessionState), f"unknown session state {state!r}"
+        contract(state in get_args(SessionState), f"unknown session state {state!r}")
         self.world.touch(self.resource)
         self.state = state
         self.world.log(self.name, "zk.session", state=state, session=self.session)

@@ -46,7 +46,8 @@ def shrink(
     run: Runner, outcome: RunOutcome, *, max_runs: int = 2000, max_walk_runs: int = 5000
 ) -> ShrinkResult:
     violation = outcome.violation
-    assert violation is not None, "only a violating run can be shrunk"
+    if violation is None:
+        raise ValueError("only a violating run can be shrunk")
     target = violation.checker
     best = outcome
     runs = 0

@@ -24,6 +24,9 @@ first visit's (compared when both had the same sleep set), else
 ``StateCacheMismatch`` names the fingerprint. The cache is per walk (per
 shard under ``prove -j``), so with a cache the counts of ``-j N`` may differ
 from ``-j 1``; the verdict does not.
+
+``StateCacheMismatch`` is a ``KernelError``: a reduction that is not sound is a
+bug in raceproof (exit 70), never a verdict.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from raceproof.sim.errors import KernelError
 from raceproof.sim.world import SleepBlocked, _step_key
 
 
@@ -40,7 +44,7 @@ class StateSeen(SleepBlocked):
     """The state was explored before: the rest of this run is covered."""
 
 
-class StateCacheMismatch(AssertionError):
+class StateCacheMismatch(KernelError):
     """The debug mode found two runs from one fingerprint that went different ways."""
 
 

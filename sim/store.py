@@ -17,6 +17,10 @@ step's footprint.
 The cache is a client-side view that learns about changes late: either after
 a drawn lag (``auto_refresh``) or only when the model refreshes it explicitly
 (Brooklin's datastream cache).
+
+No plain ``assert``: a nested multi-op is a ``KernelError``; bad paths,
+unknown sessions, an ephemeral create without a session and empty option
+lists are ``ValueError`` errors naming the call.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 
 from simpy.events import Process
 
+from raceproof.sim.errors import contract
 from raceproof.sim.history import JSONValue
 from raceproof.sim.world import ProcessGenerator, World
 
@@ -110,7 +115,8 @@ class TxOp:
     sequential: bool = False
 
     def __post_init__(self) -> None:
-        assert self.kind in ("check", "create", "set", "delete"), f"unknown multi op {self.kind!r}"
+        if self.kind not in ("check", "create", "set", "delete"):
+            raise ValueError(f"unknown multi op {self.kind!r}")
 
 
 class Transaction:
@@ -156,7 +162,8 @@ Listener = Callable[[str, "Node | None"], None]
 
 
 def _parent(path: str) -> str:
-    assert path.startswith("/") and (path == "/" or not path.endswith("/")), f"bad path {path!r}"
+    if not (path.startswith("/") and (path == "/" or not path.endswith("/"))):
+        raise ValueError(f"bad path {path!r}")
     head = path.rsplit("/", 1)[0]
     return head or "/"
 
@@ -167,7 +174,8 @@ class VersionedStore:
     def __init__(
         self, world: World, name: str = "zk", watch_delay_ms: Sequence[int] = (0,)
     ) -> None:
-        assert watch_delay_ms, "watch_delay_ms needs at least one option"
+        if not watch_delay_ms:
+            raise ValueError("watch_delay_ms needs at least one option")
         self.world = world
         self.name = name
         self.watch_delay_ms = tuple(watch_delay_ms)
@@ -202,7 +210,8 @@ class VersionedStore:
         Watches the session set (watchers with a ``session`` attribute, as a
         ``ZkClient`` registers them) are removed first: they never fire.
         """
-        assert session in self.sessions, f"unknown session {session}"
+        if session not in self.sessions:
+            raise ValueError(f"unknown session {session}")
         self.world.touch(f"{self.name}:sessions")
         self.sessions[session] = False
         self._drop_watches_of(session)  # its watchers read the sessions table when they fire
@@ -400,7 +409,7 @@ class VersionedStore:
         names the op. Otherwise the watches fire as the ops would have fired
         them one by one. ``session`` owns the ephemeral nodes it creates.
         """
-        assert self._deferred is None, "a multi-op cannot nest"
+        contract(self._deferred is None, "a multi-op cannot nest")
         saved = {p: dataclasses.replace(n) for p, n in self.nodes.items()}
         self._deferred = []
         results: list[JSONValue] = []
@@ -424,7 +433,8 @@ class VersionedStore:
             return None
         if op.kind == "create":
             owner = session if op.ephemeral else None
-            assert not op.ephemeral or session is not None, "an ephemeral create needs a session"
+            if op.ephemeral and session is None:
+                raise ValueError("an ephemeral create needs a session")
             return self.create(op.path, op.data, ephemeral_session=owner, sequential=op.sequential)
         if op.kind == "set":
             return self.set(op.path, op.data, op.version)
@@ -516,7 +526,8 @@ class LaggingCache:
         auto_refresh: bool = True,
         lag_ms: Sequence[int] = (0,),
     ) -> None:
-        assert lag_ms, "lag_ms needs at least one option"
+        if not lag_ms:
+            raise ValueError("lag_ms needs at least one option")
         self.world = world
         self.store = store
         self.prefix = prefix.rstrip("/") + "/"
@@ -548,7 +559,8 @@ class LaggingCache:
 
     def get(self, path: str) -> tuple[JSONValue, int] | None:
         """The cached (data, version), loading a miss from the store; None if absent there."""
-        assert path.startswith(self.prefix), f"{path} is outside {self.prefix}"
+        if not path.startswith(self.prefix):
+            raise ValueError(f"{path} is outside {self.prefix}")
         self.world.touch(self.name)
         cached = self.entries.get(path)
         if cached is None:

@@ -20,6 +20,10 @@ with are never taken to commute. Cancelling names that resource to
 timer's event. What the callback spawns is named after the timer and its
 firing count (``World.spawning_as``), so process names do not depend on the
 order of the steps of that instant.
+
+One plain ``assert`` stays (a fresh timeout has its callbacks list: it only
+narrows the type, losing it changes no verdict); bad lateness, delays and
+quiet periods are ``ValueError`` errors.
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ class Timer:
         late_ms: Sequence[int] = (0,),
         resource: str | None = None,
     ) -> None:
-        assert late_ms and all(isinstance(v, int) and v >= 0 for v in late_ms)
+        if not (late_ms and all(isinstance(v, int) and v >= 0 for v in late_ms)):
+            raise ValueError(f"Timer {actor!r}: late_ms needs integer delays >= 0, got {late_ms!r}")
         self.world = world
         self.actor = actor  # read by World._actor_of: the firing is this actor's step
         self.callback = callback
@@ -79,7 +84,8 @@ class Timer:
 
     def start(self, delay_ms: int) -> None:
         """Arm the timer ``delay_ms`` from now, replacing any deadline it had."""
-        assert isinstance(delay_ms, int) and delay_ms >= 0, f"delay_ms must be >= 0, got {delay_ms}"
+        if not (isinstance(delay_ms, int) and delay_ms >= 0):
+            raise ValueError(f"delay_ms must be >= 0, got {delay_ms}")
         self.cancel()
         late_ms = self.world.source.choose(f"timer.{self.actor}.late", self.late_ms)
         event = self.world.timeout(delay_ms + late_ms)
@@ -132,8 +138,10 @@ class Debounce:
         late_ms: Sequence[int] = (0,),
         resource: str | None = None,
     ) -> None:
-        assert quiet_ms > 0, "quiet_ms must be > 0"
-        assert max_wait_ms is None or max_wait_ms >= quiet_ms, "max_wait_ms must be >= quiet_ms"
+        if not quiet_ms > 0:
+            raise ValueError("quiet_ms must be > 0")
+        if not (max_wait_ms is None or max_wait_ms >= quiet_ms):
+            raise ValueError("max_wait_ms must be >= quiet_ms")
         self.world = world
         self.quiet_ms = quiet_ms
         self.max_wait_ms = max_wait_ms

@@ -9,6 +9,10 @@ run that would otherwise go on; a run stopped by a bound is inconclusive.
 
 ``execute`` is the one way a model is run: build the actors, run to the end,
 close the history, apply the checkers.
+
+Its checks survive ``python -O``: virtual time staying integer is a ``KernelError``
+(exit 70, and ``execute`` never turns one into a finding); a model's bad delay,
+actor name or footprint entry is a ``ValueError``/``TypeError`` naming the call.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from simpy.events import NORMAL, URGENT, Event, EventPriority, Interruption, Pro
 
 from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
 from raceproof.sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
+from raceproof.sim.errors import KernelError
 from raceproof.sim.history import History, JSONValue
 
 ProcessGenerator = Generator[Event, Any, Any]
@@ -83,11 +88,13 @@ class World(simpy.Environment):
     @property
     def now_ms(self) -> int:
         now = self._now
-        assert isinstance(now, int), f"virtual time must stay integer ms, got {now!r}"
+        if not isinstance(now, int):  # inline: the hot path
+            raise KernelError(f"virtual time must stay integer ms, got {now!r}")
         return now
 
     def schedule(self, event: Event, priority: EventPriority = NORMAL, delay: Any = 0) -> None:
-        assert isinstance(delay, int) and delay >= 0, f"delays are integer ms >= 0, got {delay!r}"
+        if not (isinstance(delay, int) and delay >= 0):  # inline: the hot path
+            raise ValueError(f"World.schedule: delays are integer ms >= 0, got {delay!r}")
         if self._footprint is not None and isinstance(event, Interruption):
             self._footprint[ALL] = True  # an interrupt changes what another process waits on
         super().schedule(event, priority, delay)
@@ -128,7 +135,8 @@ class World(simpy.Environment):
         own instead, so the start is a scheduling decision among the events of
         that instant; choice 0 runs it where SimPy would run ``sleep(0)``.
         """
-        assert isinstance(actor, str) and actor, f"an actor needs a name, got {actor!r}"
+        if not (isinstance(actor, str) and actor):
+            raise ValueError(f"World.spawn: an actor needs a name, got {actor!r}")
         if interleave:
             generator = self._started_after_tie(generator)
         process = self.process(generator)
@@ -178,9 +186,10 @@ class World(simpy.Environment):
 
     def touch(self, resource: str, write: bool = True) -> None:
         """Record that the current step reads or writes ``resource`` (shared state)."""
-        assert isinstance(resource, str) and resource and isinstance(write, bool), (
-            f"a footprint entry is a resource name and a bool, got {resource!r}, {write!r}"
-        )
+        if not (isinstance(resource, str) and resource and isinstance(write, bool)):
+            raise TypeError(
+                f"World.touch: a footprint entry is a resource name and a bool, got {resource!r}, {write!r}"
+            )
         footprint = self._footprint
         if footprint is not None:
             footprint[resource] = write or footprint.get(resource, False)
@@ -430,7 +439,7 @@ def execute(
         reason = world.run_to_end()
     except BoundHit as hit:
         bound, reason = hit.bound, f"bound:{hit.bound}"
-    except (ReplayMisaligned, SleepBlocked):
+    except (ReplayMisaligned, SleepBlocked, KernelError):  # a kernel bug is never a finding
         raise
     except Exception as exc:
         reason = "crash"

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from raceproof.sim import BadVersion, NoNode, Runtime, SimRuntime, VersionedStore, World, poll_until
+from raceproof.sim.configs import require
 from raceproof.sim.history import JSONValue
 from raceproof.sim.store import Watcher
 
@@ -144,14 +145,15 @@ class BrooklinConfig:
     settle_poll_ms: int = 1_000
 
     def __post_init__(self) -> None:
-        assert self.followers >= 1 and self.streams, "need followers and streams"
-        assert set(self.resumed) <= set(self.streams), "resumed streams must be streams"
-        assert set(self.restopped) <= set(self.streams), "restopped streams must be streams"
+        require(self.followers >= 1, "followers must be >= 1")
+        require(self.streams, "streams must name at least one stream")
+        require(set(self.resumed) <= set(self.streams), "resumed streams must be streams")
+        require(set(self.restopped) <= set(self.streams), "restopped streams must be streams")
         for name in ("stop_gap_ms", "resume_think_ms", "leader_notify_ms", "follower_notify_ms",
                      "task_stop_ms", "gc_pause_ms", "zk_connection_loss_ms"):  # fmt: skip
             options = getattr(self, name)
-            assert options and all(d >= 0 for d in options), f"{name} needs delays >= 0"
-        assert self.zk_rtt_ms >= 0, "zk_rtt_ms must be >= 0"
+            require(options and all(d >= 0 for d in options), f"{name} needs delays >= 0")
+        require(self.zk_rtt_ms >= 0, "zk_rtt_ms must be >= 0")
 
 
 def entity_op(rt: Runtime, actor: str, kind: str, entities: Sequence[str], **fields: Any) -> None:
@@ -682,7 +684,7 @@ class Cluster:
     clients_done: int = 0
 
     def __post_init__(self) -> None:
-        assert self.variant in VARIANTS, f"unknown variant {self.variant}"
+        require(self.variant in VARIANTS, f"unknown variant {self.variant}")
         self.leader = Leader(self.rt, self.zk, self.variant, self.config)
         self.followers = [
             Follower(self.rt, self.zk, f, self.config) for f in range(self.config.followers)

@@ -22,6 +22,7 @@ from raceproof.sim import (
     World,
     checker,
     ok,
+    require,
     unknown,
     violated,
 )
@@ -43,12 +44,13 @@ class CounterConfig:
     think_ms: int = 10
 
     def __post_init__(self) -> None:
-        assert self.clients >= 1 and self.increments >= 1, "need at least one client and increment"
-        assert self.rpc_ms and all(d >= 0 for d in self.rpc_ms), "rpc_ms needs delays >= 0"
+        require(self.clients >= 1, "clients must be >= 1: need at least one client")
+        require(self.increments >= 1, "increments must be >= 1: need at least one increment")
+        require(self.rpc_ms and all(d >= 0 for d in self.rpc_ms), "rpc_ms needs delays >= 0")
 
 
 def build(world: World, variant: str, config: CounterConfig) -> None:
-    assert variant in VARIANTS, f"unknown variant {variant}"
+    require(variant in VARIANTS, f"unknown variant {variant}")
     store = VersionedStore(world)
     store.create(COUNTER, 0)
     finished = [world.event() for _ in range(config.clients)]

@@ -48,7 +48,7 @@ from typing import Any
 
 from simpy.events import Event
 
-from raceproof.sim import World
+from raceproof.sim import World, require
 
 VARIANTS = {
     "sync-assumption": "hypothetical design argued in PR #14705 (never shipped): verification "
@@ -94,13 +94,11 @@ class CoordinatorConfig:
     quiet_log: bool = False  # performance runs keep only what the figures need
 
     def __post_init__(self) -> None:
-        assert self.threads >= 1 and self.partitions >= 1 and self.writes >= 0
-        assert (
-            self.arrival_gap_ms
-            and self.transactional
-            and self.verification_ms
-            and self.replication_ms
-        )
+        require(self.threads >= 1, "threads must be >= 1")
+        require(self.partitions >= 1, "partitions must be >= 1")
+        require(self.writes >= 0, "writes must be >= 0")
+        for name in ("arrival_gap_ms", "transactional", "verification_ms", "replication_ms"):
+            require(getattr(self, name), f"{name} needs at least one option")
 
 
 @dataclass
@@ -141,7 +139,7 @@ class WriteTimeout:
 
 class Coordinator:
     def __init__(self, world: World, variant: str, config: CoordinatorConfig) -> None:
-        assert variant in VARIANTS, f"unknown variant {variant}"
+        require(variant in VARIANTS, f"unknown variant {variant}")
         self.world = world
         self.variant = variant
         self.config = config

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from raceproof.models.kafka_streams.state_dir import LOCKS, Gen, StateDirectory
-from raceproof.sim import World
+from raceproof.sim import World, require
 
 CHANGELOG, THREAD_STATES, TASKS = "streams:changelog", "streams:threads", "streams:tasks"
 
@@ -90,11 +90,21 @@ class StreamsConfig:
     promote_after_ms: int = 120_000  # after the second rebalance, the task turns active here
 
     def __post_init__(self) -> None:
-        assert self.cleanup_delay_ms > 0 and self.poll_ms > 0 and self.commit_interval_ms > 0
-        assert set(self.first_assignment) <= {"B", "away"}, "1_0 goes to thread B or away"
-        assert set(self.second_assignment) <= {"A", "B"}, "1_0 comes back to thread A or B"
-        assert min(self.second_rebalance_at_ms) > max(self.first_rebalance_ms) + self.join_ms
-        assert all(ms > 0 for ms in self.delete_ms)
+        for name in ("cleanup_delay_ms", "poll_ms", "commit_interval_ms"):
+            require(getattr(self, name) > 0, f"{name} must be > 0")
+        require(
+            set(self.first_assignment) <= {"B", "away"},
+            "first_assignment: 1_0 goes to thread B or away",
+        )
+        require(
+            set(self.second_assignment) <= {"A", "B"},
+            "second_assignment: 1_0 comes back to thread A or B",
+        )
+        require(
+            min(self.second_rebalance_at_ms) > max(self.first_rebalance_ms) + self.join_ms,
+            "second_rebalance_at_ms must come after first_rebalance_ms + join_ms",
+        )
+        require(all(ms > 0 for ms in self.delete_ms), "delete_ms needs delays > 0")
 
 
 @dataclass
@@ -116,7 +126,7 @@ class Instance:
     """One Kafka Streams instance: threads A and B, their tasks, the state directory."""
 
     def __init__(self, world: World, variant: str, config: StreamsConfig) -> None:
-        assert variant in VARIANTS, f"unknown variant {variant}"
+        require(variant in VARIANTS, f"unknown variant {variant}")
         self.world, self.variant, self.config = world, variant, config
         self.dirs = StateDirectory(world, config.cleanup_delay_ms, config.delete_ms)
         self.changelog: list[str] = []
@@ -363,7 +373,8 @@ class Instance:
         for task in (OTHER, TASK):
             standby = self.construct("A", task)
             locked = yield from self.initialize(standby)
-            assert locked, "nothing else holds a lock at start"
+            if not locked:  # the model's own check, kept under python -O
+                raise AssertionError("nothing else holds a lock at start")
             self.seek(standby)
         self.world.spawn("thread-A", self.thread_loop("A", self.config.thread_a_phase_ms))
         self.world.spawn("thread-B", self.thread_loop("B", self.config.thread_b_phase_ms))

@@ -64,7 +64,7 @@ from typing import Any
 
 from simpy.events import Event
 
-from raceproof.sim import World
+from raceproof.sim import World, require
 
 VARIANTS = {
     "kill": "the status quo: containers are stopped abruptly; in-flight intermediate data and "
@@ -117,7 +117,9 @@ class SamzaConfig:
         return self.intermediate_partitions or self.containers
 
     def __post_init__(self) -> None:
-        assert self.containers >= 1 and self.window_size >= 1 and self.process_ms > 0
+        require(self.containers >= 1, "containers must be >= 1")
+        require(self.window_size >= 1, "window_size must be >= 1")
+        require(self.process_ms > 0, "process_ms must be > 0")
 
 
 @dataclass
@@ -150,7 +152,7 @@ class Task:
 
 class Pipeline:
     def __init__(self, world: World, variant: str, config: SamzaConfig) -> None:
-        assert variant in VARIANTS, f"unknown variant {variant}"
+        require(variant in VARIANTS, f"unknown variant {variant}")
         self.world = world
         self.variant = variant
         self.config = config

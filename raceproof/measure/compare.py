@@ -53,7 +53,8 @@ class Grid:
 
 
 def percentile(values: Sequence[int], fraction: float) -> float:
-    assert values, "no values"
+    if not values:
+        raise ValueError("percentile of no values")
     ordered = sorted(values)
     return float(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))])
 
@@ -80,7 +81,8 @@ def one_run(design: str, config: CoordinatorConfig, seed: int) -> dict[str, floa
 def point_config(
     grid: Grid, verification_ms: int, write_cost_us: int, percent: int
 ) -> CoordinatorConfig:
-    assert write_cost_us % 100 == 0 and write_cost_us > 0, "write costs are multiples of 100 us"
+    if not (write_cost_us % 100 == 0 and write_cost_us > 0):  # kept under python -O: a figure
+        raise ValueError(f"write costs are multiples of 100 us, got {write_cost_us}")
     return CoordinatorConfig(
         threads=grid.threads,
         partitions=grid.partitions,

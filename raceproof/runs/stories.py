@@ -41,6 +41,7 @@ from raceproof.sim import (
     run_checkers,
 )
 from raceproof.sim import repro as repro_files
+from raceproof.sim.errors import contract
 
 
 class _Placing(ChoiceSource):
@@ -90,7 +91,7 @@ def story_of_outcome(
 ) -> Story:
     """The story of a simulated run: deviations placed, and (if it violated) its counterpart."""
     placed, positions = placed_run(scenario, variant, config, ReplaySource(outcome.choices))
-    assert placed.trace_hash == outcome.trace_hash, "a replay must give the same history"
+    contract(placed.trace_hash == outcome.trace_hash, "a replay must give the same history")
     story = Story(
         title=f"{scenario.name} / {variant}",
         history=outcome.history,
