@@ -121,6 +121,7 @@ class Scenario:
         jobs: int = 1,
         state_cache: bool = False,
         state_cache_check: bool = False,
+        check_footprints: bool = False,
     ) -> ProofReport:
         """Bounded exhaustive exploration on the proof configuration and the scenario's caps.
 
@@ -135,12 +136,12 @@ class Scenario:
             return prove_parallel(
                 run, jobs, budget=budget, reduction=reduction, progress=progress,
                 max_deviations=max_dev, max_branch=branch, state_cache=state_cache,
-                state_cache_check=state_cache_check,
+                state_cache_check=state_cache_check, check_footprints=check_footprints,
             )  # fmt: skip
         return prove(
             run, budget=budget, progress=progress, reduction=reduction,
             max_deviations=max_dev, max_branch=branch, state_cache=state_cache,
-            state_cache_check=state_cache_check,
+            state_cache_check=state_cache_check, check_footprints=check_footprints,
         )  # fmt: skip
 
     @property

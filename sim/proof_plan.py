@@ -199,6 +199,10 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
         state_cache_cuts=sum(report.state_cache_cuts for report in reports),
         states_seen=sum(report.states_seen for report in reports),
         state_cache_checked=sum(report.state_cache_checked for report in reports),
+        footprints_checked=None
+        if first.footprints_checked is None
+        else sum(report.footprints_checked or 0 for report in everything),
+        footprints_unverified=sum(report.footprints_unverified for report in everything),
     )
 
 
@@ -223,6 +227,7 @@ def _walk_shard(shard: Shard) -> ProofReport:
         options["run"], budget=budget, max_deviations=options["max_deviations"],
         max_branch=options["max_branch"], reduction=options["reduction"], shard=shard,
         state_cache=options["state_cache"], state_cache_check=options["state_cache_check"],
+        check_footprints=options.get("check_footprints", False),
     )  # fmt: skip
 
 
@@ -237,6 +242,7 @@ def prove_parallel(
     progress: Callable[[dict[str, Any]], None] | None = None,
     state_cache: bool = False,
     state_cache_check: bool = False,
+    check_footprints: bool = False,
 ) -> ProofReport:
     """``prove`` split over ``jobs`` worker processes (forked, so ``run`` needs no pickling).
 
@@ -254,6 +260,7 @@ def prove_parallel(
         run=run, examples=budget.examples, seconds=budget.seconds, clock=budget.clock,
         max_deviations=max_deviations, max_branch=max_branch, reduction=reduction,
         state_cache=state_cache, state_cache_check=state_cache_check,
+        check_footprints=check_footprints,
     )  # fmt: skip
     reports: list[ProofReport] = []
     context = multiprocessing.get_context("fork")

@@ -26,6 +26,7 @@ from simpy.events import NORMAL, URGENT, Event, EventPriority, Interruption, Pro
 from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
 from raceproof.sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
 from raceproof.sim.history import History, JSONValue
+from raceproof.sim.shared import Shared
 
 ProcessGenerator = Generator[Event, Any, Any]
 
@@ -78,6 +79,7 @@ class World(simpy.Environment):
         self._footprint: dict[str, bool] | None = None
         self._spawned: dict[str, int] = {}
         self._context = ""  # who spawns when no process is active (a timer's firing)
+        self._shared: Shared | None = None
 
     # -- time ----------------------------------------------------------------
     @property
@@ -163,6 +165,13 @@ class World(simpy.Environment):
         on every other and the reduction skips nothing.
         """
         self.footprints_declared = True
+
+    @property
+    def shared(self) -> Shared:
+        """Tracked shared state (``raceproof.sim.shared``): it records its own footprints."""
+        if self._shared is None:
+            self._shared = Shared(self)
+        return self._shared
 
     def untracked_primitive(self, name: str) -> None:
         """A primitive that does not record footprints is in use: every step touches everything."""
