@@ -121,7 +121,11 @@ class World(simpy.Environment):
 
     # -- actors --------------------------------------------------------------
     def spawn(
-        self, actor: str, generator: ProcessGenerator, *, interleave: bool = False
+        self,
+        actor: str,
+        generator: ProcessGenerator | Callable[[], Any],
+        *,
+        interleave: bool = False,
     ) -> Process:
         """Start a process that acts as ``actor`` (the name shown in schedules).
 
@@ -129,8 +133,15 @@ class World(simpy.Environment):
         With ``interleave`` its first step waits for a zero-delay event of its
         own instead, so the start is a scheduling decision among the events of
         that instant; choice 0 runs it where SimPy would run ``sleep(0)``.
+        ``generator`` may also be a plain function of no arguments: a one-shot
+        actor whose whole body is one step (``spawn("stop", stop, interleave=True)``).
         """
         assert isinstance(actor, str) and actor, f"an actor needs a name, got {actor!r}"
+        if not isinstance(generator, Generator):
+            assert callable(generator), (
+                f"spawn {actor!r}: a generator or a function, got {generator!r}"
+            )
+            generator = _one_shot(generator)
         if interleave:
             generator = self._started_after_tie(generator)
         process = self.process(generator)
@@ -351,6 +362,15 @@ class World(simpy.Environment):
 
 
 ALL = "*"  # the footprint entry of a step dependent on every other
+
+
+def _one_shot(function: Callable[[], Any]) -> ProcessGenerator:
+    """A plain function as a process: one step (or the generator it returns)."""
+    result = function()
+    if isinstance(result, Generator):
+        return (yield from result)
+    return result
+    yield  # a generator function, whose body runs as the process's first step
 
 
 def _owners(callbacks: list[Any]) -> list[Process]:
