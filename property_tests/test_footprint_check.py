@@ -170,3 +170,40 @@ def test_every_built_in_scenario_passes_the_footprint_check(name: str, variant: 
     assert report.footprints_checked is not None
     if name.startswith(("brooklin", "samza")):  # these reach instants where steps commute
         assert report.footprints_checked > 0
+
+
+def test_the_check_catches_store_writes_recorded_as_reads_in_a_built_in_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A primitive slip (every ZooKeeper write recorded as a read) in Brooklin's fixed variant."""
+    record = World.touch
+
+    def as_read(self: World, resource: str, write: bool = True) -> None:
+        record(self, resource, False if resource.startswith("zk:") else write)
+
+    monkeypatch.setattr(World, "touch", as_read)
+    scenario = catalogue.get("brooklin-double-stop")
+    with pytest.raises(FootprintMismatch, match=r"zk:/brooklin/"):
+        scenario.prove("fix-conditional-write", Budget(examples=300), check_footprints=True)
+
+
+def test_prove_check_footprints_on_the_command_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from raceproof.cli.main import main
+
+    argv = ["prove", "brooklin-double-stop", "--variant", "fix-conditional-write",
+            "--max-schedules", "300", "--check-footprints"]  # fmt: skip
+    assert main([*argv, "--json"]) == 3  # a budget-capped walk: inconclusive, exit 3
+    out = capsys.readouterr().out
+    assert '"footprints_checked": ' in out and '"complete": false' in out
+    record = World.touch
+
+    def as_read(self: World, resource: str, write: bool = True) -> None:
+        record(self, resource, False if resource.startswith("zk:") else write)
+
+    monkeypatch.setattr(World, "touch", as_read)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert "footprints are wrong" in captured.err and "Traceback" not in captured.err
+    assert "PROVEN" not in captured.out
