@@ -1,0 +1,100 @@
+"""The small things a model author trips on, as a user meets them on the command line.
+
+A scenario registered without a configuration lists, explores and proves; a
+configuration whose defaults break the rules ``--set`` enforces (a negative
+duration, a flag where a count belongs) is refused at registration with exit
+2 and the field named, before any run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+NO_CONFIG = """
+import raceproof
+from raceproof import Scenario, World
+
+def build(world: World, variant: str, config: object) -> None:
+    acks = world.shared.counter("acks")
+
+    def client(name: str):
+        yield world.sleep(1)
+        seen = acks.value
+        yield world.sleep(1)
+        acks.set(seen + 1) if variant == "buggy" else acks.add(1)
+
+    def audit():
+        yield world.sleep(10)
+        world.log("audit", "final", acks=acks.value)
+
+    world.spawn("a", client("a"))
+    world.spawn("b", client("b"))
+    world.spawn("audit", audit())
+
+@raceproof.checker
+def both_counted(history):
+    finals = history.of_kind("final")
+    if finals and finals[-1].get("acks") != 2:
+        return raceproof.violated("an increment was lost", finals[-1].index)
+    return None
+
+raceproof.register(Scenario(
+    name="no-config", summary="two increments", variants={"buggy": "read then set", "fixed": "add"},
+    expect_violation=frozenset({"buggy"}), checkers=(both_counted,), build=build,
+))
+"""
+
+BAD_DEFAULT = """
+from dataclasses import dataclass
+import raceproof
+from raceproof import Scenario
+
+@dataclass(frozen=True)
+class Config:
+    readers: int = 2
+    db_read_ms: tuple[int, ...] = (1, 30)
+
+raceproof.register(Scenario(
+    name="bad-default", summary="s", variants={"v": "v"}, expect_violation=frozenset(),
+    checkers=(), build=lambda world, variant, config: None, config=Config(**OVERRIDE),
+))
+"""
+
+
+def run(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    command = [str(BIN / "raceproof"), *argv]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_a_scenario_registered_without_a_configuration_lists_and_runs(tmp_path: Path) -> None:
+    (tmp_path / "counting.py").write_text(NO_CONFIG)
+    listed = run(tmp_path, "list", "--json", "--scenarios", "counting.py")
+    assert listed.returncode == 0, listed.stderr
+    mine = [s for s in json.loads(listed.stdout)["scenarios"] if s["scenario"] == "no-config"]
+    assert mine and mine[0]["config"] == {} and mine[0]["prove_config"] == {}
+    found = run(
+        tmp_path, "explore", "no-config", "--variant", "buggy", "--scenarios", "counting.py"
+    )
+    assert found.returncode == 1, found.stderr + found.stdout
+    proven = run(tmp_path, "prove", "no-config", "--variant", "fixed", "--scenarios", "counting.py")
+    assert proven.returncode == 0, proven.stderr + proven.stdout
+    assert "PROVEN" in proven.stdout
+
+
+def test_a_default_configuration_is_checked_like_set_values(tmp_path: Path) -> None:
+    for override, field, why in (
+        ("{'db_read_ms': (-5, 30)}", "db_read_ms[0]", "between 0 and"),
+        ("{'readers': True}", "readers", "must be an integer"),
+    ):
+        (tmp_path / "bad.py").write_text(BAD_DEFAULT.replace("OVERRIDE", override))
+        listed = run(tmp_path, "list", "--scenarios", "bad.py")
+        assert listed.returncode == 2, listed.stdout
+        lines = listed.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in listed.stderr
+        assert f"Config.{field} must" in lines[0] and why in lines[0]
+        assert "scenario bad-default: config" in lines[0]
