@@ -207,3 +207,15 @@ def test_prove_check_footprints_on_the_command_line(
     captured = capsys.readouterr()
     assert "footprints are wrong" in captured.err and "Traceback" not in captured.err
     assert "PROVEN" not in captured.out
+
+
+def test_a_model_moved_onto_tracked_state_proves_no_larger_than_with_whole_object_touches() -> None:
+    """Kafka Streams' thread states moved from a hand-placed touch of them all to a tracked dict."""
+    from raceproof.sim.shared import whole_object_footprints
+
+    scenario = catalogue.get("streams-checkpoint-resurrection")
+    tracked = scenario.prove("fix-load-after-lock", Budget(examples=100_000))
+    with whole_object_footprints():
+        whole = scenario.prove("fix-load-after-lock", Budget(examples=100_000))
+    assert tracked.complete and whole.complete
+    assert tracked.schedules <= whole.schedules

@@ -27,10 +27,34 @@ cannot be tracked (an object the actors mutate in place) still takes
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, MutableMapping, MutableSet
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from raceproof.sim.world import World
+
+_granularity = {"whole_object": False}
+
+
+@contextmanager
+def whole_object_footprints() -> Iterator[None]:
+    """Record each container as one resource, as a hand-placed ``touch`` of it would.
+
+    For ``raceproof bench --proofs``: it compares the proofs of the models that
+    moved onto tracked state with the footprints their hand-placed touches had.
+    Only footprints change, never a run's history.
+    """
+    previous = _granularity["whole_object"]
+    _granularity["whole_object"] = True
+    try:
+        yield
+    finally:
+        _granularity["whole_object"] = previous
+
+
+def _part(resource: str, part: str) -> str:
+    return resource if _granularity["whole_object"] else f"{resource}{part}"
+
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -79,7 +103,7 @@ class TrackedDict(MutableMapping[K, V]):
         self._world, self._resource, self._data = world, resource, data
 
     def _key(self, key: Any) -> str:
-        return f"{self._resource}[{key!r}]"
+        return _part(self._resource, f"[{key!r}]")
 
     def __getitem__(self, key: K) -> V:
         self._world.touch(self._key(key), write=False)
@@ -120,7 +144,7 @@ class TrackedSet(MutableSet[T]):
         self._world, self._resource, self._data = world, resource, data
 
     def _element(self, element: Any) -> str:
-        return f"{self._resource}[{element!r}]"
+        return _part(self._resource, f"[{element!r}]")
 
     def __contains__(self, element: object) -> bool:
         self._world.touch(self._element(element), write=False)
@@ -189,13 +213,13 @@ class Record:
         fields = object.__getattribute__(self, "_fields")
         if name not in fields:
             raise AttributeError(f"{self._resource} has no field {name!r}")
-        self._world.touch(f"{self._resource}.{name}", write=False)
+        self._world.touch(_part(self._resource, f".{name}"), write=False)
         return fields[name]
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in self._fields:
             raise AttributeError(f"{self._resource} has no field {name!r} (declare it at creation)")
-        self._world.touch(f"{self._resource}.{name}")
+        self._world.touch(_part(self._resource, f".{name}"))
         self._fields[name] = value
 
     def __repr__(self) -> str:
