@@ -173,3 +173,23 @@ def test_check_all_takes_the_built_in_catalogue_too() -> None:
     assert "lost-update" in names
     # No project scenarios loaded here: the default falls back to everything.
     assert {s.name for s in _default_scenarios(argparse.Namespace(all=False))} == names
+
+
+def test_a_schedule_deviation_names_the_actor_that_ran_and_the_one_it_overtook() -> None:
+    from raceproof.reports.story import deviations_of
+    from raceproof.sim import ReplaySource, World, execute
+
+    def build(world: World) -> None:
+        for name in ("leader", "stop-task2"):
+            world.spawn(name, lambda name=name: world.log(name, "ran"), interleave=True)
+
+    fifo = execute(build, ReplaySource([], strict=False), [])
+    assert fifo.overtaken == {} and [op.actor for op in fifo.history.of_kind("ran")] == [
+        "leader", "stop-task2",
+    ]  # fmt: skip
+    swapped = execute(build, ReplaySource([1]), [])
+    assert [op.actor for op in swapped.history.of_kind("ran")] == ["stop-task2", "leader"]
+    assert swapped.overtaken == {0: ("stop-task2", "leader")}
+    (deviation,) = deviations_of(swapped.choices, None, swapped.overtaken)
+    assert deviation.sentence() == "schedule: stop-task2 ran before leader"
+    assert deviation.to_json()["ran"] == "stop-task2" and deviation.to_json()["overtook"] == "leader"

@@ -80,6 +80,8 @@ class World(simpy.Environment):
         self._spawned: dict[str, int] = {}
         self._context = ""  # who spawns when no process is active (a timer's firing)
         self._shared: Shared | None = None
+        # Per schedule draw that left FIFO: the actor that ran and the one it overtook.
+        self.overtaken: dict[int, tuple[str, str]] = {}
 
     # -- time ----------------------------------------------------------------
     @property
@@ -299,6 +301,9 @@ class World(simpy.Environment):
                     index = self.source.schedule(
                         len(due), lambda: [self._actor_of(e[3]) for e in due]
                     )
+                if index:  # a deviation: name who ran and whom it overtook (only here: cheap)
+                    ran, overtook = self._actor_of(due[index][3]), self._actor_of(due[0][3])
+                    self.overtaken[len(self.source.record) - 1] = (ran, overtook)
         if observer is None:
             self._process(due.pop(index))
         elif not (self.footprints_declared or self.state_fingerprint is not None):
@@ -421,6 +426,8 @@ class RunOutcome:
     end_reason: str
     bound: str | None = None
     extra: dict[str, JSONValue] = field(default_factory=dict)
+    # draw index -> (the actor that ran, the actor it overtook), per schedule deviation
+    overtaken: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def violation(self) -> Verdict | None:
@@ -489,4 +496,5 @@ def execute(
         virtual_ms=world.now_ms,
         end_reason=reason,
         bound=bound,
+        overtaken=dict(world.overtaken),
     )
