@@ -192,4 +192,6 @@ def test_a_schedule_deviation_names_the_actor_that_ran_and_the_one_it_overtook()
     assert swapped.overtaken == {0: ("stop-task2", "leader")}
     (deviation,) = deviations_of(swapped.choices, None, swapped.overtaken)
     assert deviation.sentence() == "schedule: stop-task2 ran before leader"
-    assert deviation.to_json()["ran"] == "stop-task2" and deviation.to_json()["overtook"] == "leader"
+    assert (
+        deviation.to_json()["ran"] == "stop-task2" and deviation.to_json()["overtook"] == "leader"
+    )
