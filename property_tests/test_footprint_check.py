@@ -219,3 +219,18 @@ def test_a_model_moved_onto_tracked_state_proves_no_larger_than_with_whole_objec
         whole = scenario.prove("fix-load-after-lock", Budget(examples=100_000))
     assert tracked.complete and whole.complete
     assert tracked.schedules <= whole.schedules
+
+
+def test_a_zombie_controller_on_session_clients_is_proven_small_with_checked_footprints() -> None:
+    """Issue 24 item 3's shape: ZkClient sessions (pause, expiry, notices) and a feeder reading
+    the controllers' tracked state; no touch, no declare_footprints in the model."""
+    from property_tests.zombie_model import ZombieConfig, runner
+
+    config = ZombieConfig(pause_ms=(0, 200, 300), notice_ms=(0, 50), polls=6, feed_ms=50, feeds=8)
+    found = prove(runner("buggy", config), budget=Budget(examples=10_000))
+    assert found.verdict == "violated"
+    fixed = prove(runner("fix", config), budget=Budget(examples=10_000), check_footprints=True)
+    full = prove(runner("fix", config), budget=Budget(examples=10_000), reduction=False)
+    assert fixed.complete and full.complete and fixed.verdict == full.verdict == "ok"
+    assert fixed.schedules < 1_500 and fixed.schedules < full.schedules
+    assert fixed.footprints_checked
