@@ -98,7 +98,9 @@ def no_stale_command(history: History) -> Verdict | None:
     for op in history.of_kind("command"):
         if op.get("accepted"):
             if op.get("epoch") < newest:
-                return violated("no-stale-command", op.index, f"{op.get('by')} applied a stale epoch")
+                return violated(
+                    "no-stale-command", op.index, f"{op.get('by')} applied a stale epoch"
+                )
             newest = op.get("epoch")
     return None
 
