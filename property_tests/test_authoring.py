@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 BIN = Path(sys.executable).parent
 
@@ -195,3 +196,25 @@ def test_a_schedule_deviation_names_the_actor_that_ran_and_the_one_it_overtook()
     assert (
         deviation.to_json()["ran"] == "stop-task2" and deviation.to_json()["overtook"] == "leader"
     )
+
+
+def test_expiry_is_logged_when_each_party_learns_of_it() -> None:
+    from raceproof.sim import ReplaySource, VersionedStore, World, ZkClient, execute
+
+    def build(world: World) -> None:
+        store = VersionedStore(world)
+        client = ZkClient(world, store, "c1", notice_ms=(50,))
+        heard: list[int] = []
+        client.add_listener(lambda event: heard.append(world.now_ms))
+
+        def expire_at_20() -> Any:
+            yield world.sleep(20)
+            client.expire()  # the server expires the session now
+
+        world.spawn("fault", expire_at_20())
+
+    outcome = execute(build, ReplaySource([], strict=False), [])
+    server = outcome.history.of_kind("zk.session-expired")
+    client = [op for op in outcome.history.of_kind("zk.session") if op.get("state") == "expired"]
+    assert [op.time_ms for op in server] == [20]  # the server acts at 20 ms
+    assert [op.time_ms for op in client] == [70]  # the client hears of it notice_ms later

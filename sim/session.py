@@ -9,8 +9,10 @@ it, holding one session, as a ZooKeeper or kazoo client does:
   request (``request``) whose session has gone is not applied;
 - it tells its listeners ``disconnected``, ``connected`` (reconnected),
   ``expired`` and ``closed`` (kazoo's SUSPENDED / CONNECTED / LOST), each
-  logged as a ``zk.session`` op and delivered after a drawn notice delay,
-  in the order they happened;
+  delivered after a drawn notice delay, in the order they happened, and
+  logged as a ``zk.session`` op at that moment: when the client's code hears
+  of it, not when the server acted (the server logs ``zk.session-expired``
+  when it expires a session);
 - ``connected`` is the client's own view, ``live`` the server's truth: a
   paused or partitioned process keeps believing in a session the server has
   already expired, which is the root of most ZooKeeper coordination races;
@@ -220,7 +222,6 @@ class ZkClient:
         assert state in get_args(SessionState), f"unknown session state {state!r}"
         self.world.touch(self.resource)
         self.state = state
-        self.world.log(self.name, "zk.session", state=state, session=self.session)
         notice_ms = self.world.source.choose(f"{self.name}.notice", self.notice_ms)
         event = SessionEvent(state, self.session)
         previous = self._last_tell
@@ -235,6 +236,9 @@ class ZkClient:
         yield self.world.sleep(notice_ms)
         if previous is not None and self.world.alive(previous):
             yield previous
+        # Logged when the client's code hears of it, ``notice_ms`` after the change (the
+        # server's own ``zk.session-expired`` is logged when it expires the session).
+        self.world.log(self.name, "zk.session", state=event.state, session=event.session)
         self.world.touch(self.resource, write=False)  # the listeners
         for listener in list(self.listeners):
             result = listener(event)
