@@ -234,3 +234,14 @@ def test_a_zombie_controller_on_session_clients_is_proven_small_with_checked_foo
     assert fixed.complete and full.complete and fixed.verdict == full.verdict == "ok"
     assert fixed.schedules < 1_500 and fixed.schedules < full.schedules
     assert fixed.footprints_checked
+
+
+def test_the_check_runs_in_every_shard_of_a_parallel_proof() -> None:
+    from raceproof.sim.proof_plan import prove_parallel
+
+    planted = Model((((0, "w", "x"), (0, "r", "y")), ((0, "inc", "x"),)), planted_at_ms=1)
+    with pytest.raises(FootprintMismatch, match="does not commute"):
+        prove_parallel(runner(planted), 2, budget=Budget(examples=10_000), check_footprints=True)
+    clean = dataclasses.replace(planted, planted_at_ms=None)
+    report = prove_parallel(runner(clean), 2, budget=Budget(examples=10_000), check_footprints=True)
+    assert report.complete and report.footprints_checked is not None

@@ -33,6 +33,7 @@ from typing import Any
 from raceproof.sim.choices import ChoiceSource, SplitMix64
 from raceproof.sim.exhaustive import ProofReport, ProofVerdict, prove
 from raceproof.sim.explore import Budget
+from raceproof.sim.footprint_check import FootprintChecker
 from raceproof.sim.reduction import (
     Footprint,
     Node,
@@ -200,7 +201,7 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
         states_seen=sum(report.states_seen for report in reports),
         state_cache_checked=sum(report.state_cache_checked for report in reports),
         footprints_checked=None
-        if first.footprints_checked is None
+        if all(report.footprints_checked is None for report in everything)
         else sum(report.footprints_checked or 0 for report in everything),
         footprints_unverified=sum(report.footprints_unverified for report in everything),
     )
@@ -231,6 +232,16 @@ def _walk_shard(shard: Shard) -> ProofReport:
     )  # fmt: skip
 
 
+def _check_first_run(run: Runner, reduction: bool, first: ProofReport) -> None:
+    """The footprint check of the walk's first run, which ``split`` runs and no shard repeats."""
+    source = SleepSetSource((), None, reduce=reduction, log_steps=True)
+    outcome = run(source)
+    checker = FootprintChecker(run)
+    if outcome is not None and source.steps is not None:
+        checker.check(source.steps, source.record)
+    first.footprints_checked, first.footprints_unverified = checker.checked, checker.unverified
+
+
 def prove_parallel(
     run: Runner,
     jobs: int,
@@ -254,6 +265,13 @@ def prove_parallel(
     )
     if first.found is not None and first.shrunk is None:  # the FIFO run violated: shrink it
         first.shrunk = shrink(run, first.found).outcome
+    if check_footprints and first.found is None:
+        if not shards:  # the whole walk is that one run's: walk it here, checked
+            return prove(
+                run, budget=budget, reduction=reduction, max_deviations=max_deviations,
+                max_branch=max_branch, check_footprints=True,
+            )  # fmt: skip
+        _check_first_run(run, reduction, first)
     if first.found is not None or not shards:
         return merge(first, [])
     _WORKER.update(
