@@ -18,7 +18,10 @@ Creating one declares the model's footprints (``World.declare_footprints``):
 create the shared state in ``build``, before spawning the actors that use
 it. Granularity: one resource per key, element and field; changing a dict's
 or set's keys (insert, delete) also writes the container, which any
-whole-container read (``len``, iteration) reads. Store immutable values (a
+whole-container read (``len``, iteration) reads, so two actors adding
+different keys are dependent: when the keys are known, create them up front
+(``world.shared.dict("offsets", {task: 0 for task in tasks})``) and only
+their values change. Store immutable values (a
 list stored in a dict is tracked when replaced, not when appended to). What
 cannot be tracked (an object the actors mutate in place) still takes
 ``world.touch``; ``prove --check-footprints`` finds what was missed.

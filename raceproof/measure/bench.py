@@ -250,8 +250,9 @@ def proof_bench(
         with whole_object_footprints():
             whole = _timed_proof(scenario.name, variant, budget_s, reduction=True, jobs=1)
         row["whole_object"] = whole
-        # Tracked state records a resource per key and field; the models' hand-placed touches
-        # named whole objects. Same schedules where a model has no tracked state.
+        # Tracked state records a resource per key and field; ``whole_object`` records each
+        # tracked container as one resource, as the coarsest hand-placed touch of it would.
+        # Same schedules where a model has no tracked state.
         row["tracked_no_larger"] = (
             reduced["complete"] and reduced["schedules"] <= whole["schedules"]
         )
