@@ -195,3 +195,24 @@ def test_a_state_explored_with_a_smaller_sleep_set_covers_it_and_not_the_other_w
     assert cache.look_up("s", frozenset({"a", "b"}), depth=0)[0] is None
     assert cache.look_up("s", frozenset({"a", "b"}), depth=2)[0] is not None
     assert cache.look_up("other", frozenset({"a"}), depth=1)[0] is None
+
+
+def test_a_watch_delivery_reads_the_client_and_writes_it_only_when_it_holds_the_event() -> None:
+    from raceproof.sim import VersionedStore, ZkClient
+
+    def deliver(disconnected: bool) -> list[tuple[str, bool]]:
+        world = TouchLog()
+        store = VersionedStore(world)
+        client = ZkClient(world, store, "c")
+        seen: list[object] = []
+        client.exists("/a", watch=seen.append)
+        if disconnected:
+            client.disconnect()
+        store.create("/a", 1)
+        start = len(world.touched)
+        world.run_to_end()
+        assert bool(seen) is not disconnected  # held while disconnected
+        return [entry for entry in world.touched[start:] if entry[0] == client.resource]
+
+    assert deliver(False) == [("zk-client:c", False)]
+    assert ("zk-client:c", True) in deliver(True)

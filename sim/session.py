@@ -30,7 +30,8 @@ watch delays. Choice 0 of each is the boring one (its first option).
 Footprints (for the proof's reduction): the client's own state (connection
 state, session id, held deliveries, persistent watches, listeners) is one
 resource, ``<store>-client:<name>``, written by every change of state and by
-every watch delivery (which may be held) and read by every request; whether
+a watch delivery it holds (while disconnected), read by every request and
+every other watch delivery; whether
 the session is live is the store's ``<store>:sessions`` (written by opening,
 expiring and closing sessions). The server's expiry clock is a ``Timer`` of
 its own resource, so one client's expiry commutes with other clients' steps
@@ -84,10 +85,11 @@ class _SessionWatcher:
 
     def __call__(self, event: WatchEvent) -> None:
         client = self.client
-        client.world.touch(client.resource)  # reads its state; may hold the event
+        client.world.touch(client.resource, write=False)  # reads its state
         if client.session != self.session or not client.store.session_live(self.session):
             return  # the session died while the notification was on its way
         if client.state == "disconnected":
+            client.world.touch(client.resource)  # holds the event: writes the client's state
             client._held.append((self, event))
             return
         self.callback(event)
