@@ -16,7 +16,7 @@ here once, so every renderer hides and orders the same way.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -44,13 +44,19 @@ class Deviation:
     option: int
     options: int
     before_op: int | None = None  # the index of the first op logged after the draw, if known
+    # A schedule deviation of a run replayed here: the actor that ran and the one it overtook.
+    ran: str | None = None
+    overtook: str | None = None
 
     def sentence(self) -> str:
+        if self.ran is not None:
+            return f"{self.label}: {self.ran} ran before {self.overtook}"
         return f"{self.label} took option {self.option} of {self.options}"
 
     def to_json(self) -> dict[str, Any]:
+        named = {} if self.ran is None else {"ran": self.ran, "overtook": self.overtook}
         return {"draw": self.draw, "label": self.label, "option": self.option,
-                "options": self.options, "before_op": self.before_op}  # fmt: skip
+                "options": self.options, "before_op": self.before_op, **named}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -162,14 +168,20 @@ def _value_text(value: Any) -> str:
 
 
 def deviations_of(
-    choices: Sequence[Choice], positions: Sequence[int] | None = None
+    choices: Sequence[Choice],
+    positions: Sequence[int] | None = None,
+    overtaken: Mapping[int, tuple[str, str]] | None = None,
 ) -> list[Deviation]:
-    """The nonzero draws of a recording, placed at ``positions`` (op index per draw) when known."""
+    """The nonzero draws of a recording, placed at ``positions`` (op index per draw) when known,
+    schedule deviations naming their actors when the run's ``overtaken`` is known."""
     found = []
     for draw, choice in enumerate(choices):
         if choice.value:
             where = positions[draw] if positions is not None and draw < len(positions) else None
-            found.append(Deviation(draw, choice.label, choice.value, choice.n, where))
+            ran, overtook = (overtaken or {}).get(draw, (None, None))
+            found.append(
+                Deviation(draw, choice.label, choice.value, choice.n, where, ran, overtook)
+            )
     return found
 
 

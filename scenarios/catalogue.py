@@ -41,6 +41,11 @@ class UnknownName(LookupError):
 
 
 @dataclass(frozen=True)
+class NoConfig:
+    """The configuration of a scenario registered without one: no fields to set."""
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     summary: str
@@ -48,8 +53,8 @@ class Scenario:
     expect_violation: frozenset[str]  # variants a correct harness must find violated
     checkers: Sequence[Checker]
     build: Callable[[World, str, Any], Any]
-    config: Any  # the model's configuration dataclass, for search
-    prove_config: Any  # a smaller configuration, for bounded exhaustive proofs
+    config: Any = None  # the model's configuration dataclass, for search (None: no fields)
+    prove_config: Any = None  # a smaller configuration, for proofs (None: ``config``)
     bounds: Bounds = field(default_factory=Bounds)
     prove_max_deviations: int | None = None
     prove_max_branch: int | None = None
@@ -64,6 +69,12 @@ class Scenario:
     default_examples: int = 10_000
     default_budget_s: float = 60.0
     notes: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.config is None:
+            object.__setattr__(self, "config", NoConfig())
+        if self.prove_config is None:
+            object.__setattr__(self, "prove_config", self.config)
 
     def check_variant(self, variant: str) -> None:
         if variant not in self.variants:
@@ -121,6 +132,7 @@ class Scenario:
         jobs: int = 1,
         state_cache: bool = False,
         state_cache_check: bool = False,
+        check_footprints: bool = False,
     ) -> ProofReport:
         """Bounded exhaustive exploration on the proof configuration and the scenario's caps.
 
@@ -135,12 +147,12 @@ class Scenario:
             return prove_parallel(
                 run, jobs, budget=budget, reduction=reduction, progress=progress,
                 max_deviations=max_dev, max_branch=branch, state_cache=state_cache,
-                state_cache_check=state_cache_check,
+                state_cache_check=state_cache_check, check_footprints=check_footprints,
             )  # fmt: skip
         return prove(
             run, budget=budget, progress=progress, reduction=reduction,
             max_deviations=max_dev, max_branch=branch, state_cache=state_cache,
-            state_cache_check=state_cache_check,
+            state_cache_check=state_cache_check, check_footprints=check_footprints,
         )  # fmt: skip
 
     @property
@@ -230,6 +242,7 @@ def register(scenario: Scenario | Callable[[], Scenario]) -> Scenario:
         raise RegistrationError(
             f"scenario {scenario.name}: report_variant {scenario.report_variant!r} is not a variant"
         )
+    _check_defaults(scenario)
     origin = _loading_origin[-1] if _loading_origin else "builtin"
     previous = CATALOGUE.get(scenario.name)
     if previous is not None and _source_file(previous) != _source_file(scenario):
@@ -241,6 +254,22 @@ def register(scenario: Scenario | Callable[[], Scenario]) -> Scenario:
     CATALOGUE[scenario.name] = scenario
     ORIGINS.setdefault(scenario.name, origin)
     return scenario
+
+
+def _check_defaults(scenario: Scenario) -> None:
+    """Both configurations are dataclass instances whose values pass the checks of ``--set``."""
+    for label, config in (("config", scenario.config), ("prove_config", scenario.prove_config)):
+        if not dataclasses.is_dataclass(config) or isinstance(config, type):
+            raise RegistrationError(
+                f"scenario {scenario.name}: {label} must be an instance of a configuration "
+                f"dataclass (or None), got {type(config).__name__}"
+            )
+        try:
+            validation.apply_overrides(
+                config, config_to_json(config), source=f"scenario {scenario.name}: {label}"
+            )
+        except validation.BadInput as exc:
+            raise RegistrationError(str(exc)) from None
 
 
 def get(name: str) -> Scenario:

@@ -50,7 +50,7 @@ from raceproof.sim.faults import (
 from raceproof.sim.fs import DiskWriteError, FileSystem, FsError
 from raceproof.sim.history import History, Op, canonical_json, first_divergence
 from raceproof.sim.invariants import INVARIANT_OP, always, invariant_checker
-from raceproof.sim.primitives import EventQueue, Executor, Lock, every
+from raceproof.sim.primitives import EventQueue, Executor, Lock, QueueEmpty, every
 from raceproof.sim.repro import Counterexample, CounterexampleError
 from raceproof.sim.runtime import ExecutorPort, QueuePort, Runtime, SimRuntime, poll_until
 from raceproof.sim.session import SessionEvent, SessionState, ZkClient
@@ -113,6 +113,7 @@ __all__ = [
     "Op",
     "PCTSource",
     "ProofReport",
+    "QueueEmpty",
     "QueuePort",
     "RandomSource",
     "ReplayMisaligned",

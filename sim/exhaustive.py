@@ -37,6 +37,7 @@ from typing import Literal
 
 from raceproof.sim.errors import KernelError, contract
 from raceproof.sim.explore import Budget, Progress
+from raceproof.sim.footprint_check import FootprintChecker
 from raceproof.sim.reduction import (
     Footprint,
     Node,
@@ -69,6 +70,8 @@ class ProofReport:
     state_cache_cuts: int = 0  # runs cut at a state the walk had explored before
     states_seen: int = 0  # distinct state fingerprints (with the state cache)
     state_cache_checked: int = 0  # debug mode: cuts run anyway and compared
+    footprints_checked: int | None = None  # --check-footprints: step pairs swapped and compared
+    footprints_unverified: int = 0  # pairs whose swap could not be followed (unnamed steps)
 
     def accounting(self) -> dict[str, object]:
         """The report's fields for JSON output."""
@@ -85,7 +88,14 @@ class ProofReport:
             "state_cache_cuts": self.state_cache_cuts,
             "states_seen": self.states_seen,
             "state_cache_checked": self.state_cache_checked,
-        }
+        } | (
+            {}
+            if self.footprints_checked is None
+            else {
+                "footprints_checked": self.footprints_checked,
+                "footprints_unverified": self.footprints_unverified,
+            }
+        )
 
 
 def _explored(node: Node, key: str | None, source: SleepSetSource, position: int) -> None:
@@ -117,6 +127,7 @@ def prove(
     shard: Shard | None = None,
     state_cache: bool = False,
     state_cache_check: bool = False,
+    check_footprints: bool = False,
 ) -> ProofReport:
     """Walk every schedule of ``run`` (within the named caps) and judge each one.
 
@@ -124,8 +135,12 @@ def prove(
     ``state_cache``: cut runs at states explored before, for a model that declares
     its state (``raceproof.sim.state_cache``); ``state_cache_check``: the debug mode,
     which cuts nothing and compares every subtree it would have cut with the first.
+    ``check_footprints``: swap-test every pair of adjacent steps the footprints call
+    independent in every run that ends (``raceproof.sim.footprint_check``); a pair that
+    does not commute raises ``FootprintMismatch`` (bad input: the model's footprints).
     """
     cache = StateCache(state_cache_check) if state_cache else None
+    checker = FootprintChecker(run) if check_footprints else None
     cache_cuts = 0
     budget.start()
     pruned: dict[str, int] = {}
@@ -136,7 +151,9 @@ def prove(
     prefix, sleep, depth = root.prefix, root.sleep_set(), root.depth
     parent: Node | None = None
     while True:
-        source = SleepSetSource(prefix, sleep, reduce=reduction, cache=cache, depth=depth)
+        source = SleepSetSource(
+            prefix, sleep, reduce=reduction, cache=cache, depth=depth, log_steps=check_footprints
+        )
         outcome: RunOutcome | None
         try:
             outcome = run(source)
@@ -178,6 +195,8 @@ def prove(
                     walk.visit[0].endings.add(ending(outcome, walk.visit[1]))
                 walk = walk.parent
         deepest = max(deepest, depth)
+        if checker is not None and outcome is not None and source.steps is not None:
+            checker.check(source.steps, source.record)
         if outcome is None:
             pass
         elif outcome.status == "violated":
@@ -228,4 +247,9 @@ def prove(
         if cache.check:
             report.state_cache_cuts = cache.hits  # what the cache would have cut
         report.states_seen = sum(len(v) for v in cache.visits.values())
+    if checker is not None:
+        report.footprints_checked, report.footprints_unverified = (
+            checker.checked,
+            checker.unverified,
+        )
     return report

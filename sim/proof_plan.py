@@ -37,6 +37,7 @@ from raceproof.sim.choices import ChoiceSource, SplitMix64
 from raceproof.sim.errors import KernelError
 from raceproof.sim.exhaustive import ProofReport, ProofVerdict, prove
 from raceproof.sim.explore import Budget
+from raceproof.sim.footprint_check import FootprintChecker
 from raceproof.sim.reduction import (
     Footprint,
     Node,
@@ -204,6 +205,10 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
         state_cache_cuts=sum(report.state_cache_cuts for report in reports),
         states_seen=sum(report.states_seen for report in reports),
         state_cache_checked=sum(report.state_cache_checked for report in reports),
+        footprints_checked=None
+        if all(report.footprints_checked is None for report in everything)
+        else sum(report.footprints_checked or 0 for report in everything),
+        footprints_unverified=sum(report.footprints_unverified for report in everything),
     )
 
 
@@ -228,7 +233,18 @@ def _walk_shard(shard: Shard) -> ProofReport:
         options["run"], budget=budget, max_deviations=options["max_deviations"],
         max_branch=options["max_branch"], reduction=options["reduction"], shard=shard,
         state_cache=options["state_cache"], state_cache_check=options["state_cache_check"],
+        check_footprints=options.get("check_footprints", False),
     )  # fmt: skip
+
+
+def _check_first_run(run: Runner, reduction: bool, first: ProofReport) -> None:
+    """The footprint check of the walk's first run, which ``split`` runs and no shard repeats."""
+    source = SleepSetSource((), None, reduce=reduction, log_steps=True)
+    outcome = run(source)
+    checker = FootprintChecker(run)
+    if outcome is not None and source.steps is not None:
+        checker.check(source.steps, source.record)
+    first.footprints_checked, first.footprints_unverified = checker.checked, checker.unverified
 
 
 def prove_parallel(
@@ -242,6 +258,7 @@ def prove_parallel(
     progress: Callable[[dict[str, Any]], None] | None = None,
     state_cache: bool = False,
     state_cache_check: bool = False,
+    check_footprints: bool = False,
 ) -> ProofReport:
     """``prove`` split over ``jobs`` worker processes (forked, so ``run`` needs no pickling).
 
@@ -254,12 +271,20 @@ def prove_parallel(
     )
     if first.found is not None and first.shrunk is None:  # the FIFO run violated: shrink it
         first.shrunk = shrink(run, first.found).outcome
+    if check_footprints and first.found is None:
+        if not shards:  # the whole walk is that one run's: walk it here, checked
+            return prove(
+                run, budget=budget, reduction=reduction, max_deviations=max_deviations,
+                max_branch=max_branch, check_footprints=True,
+            )  # fmt: skip
+        _check_first_run(run, reduction, first)
     if first.found is not None or not shards:
         return merge(first, [])
     _WORKER.update(
         run=run, examples=budget.examples, seconds=budget.seconds, clock=budget.clock,
         max_deviations=max_deviations, max_branch=max_branch, reduction=reduction,
         state_cache=state_cache, state_cache_check=state_cache_check,
+        check_footprints=check_footprints,
     )  # fmt: skip
     reports: list[ProofReport] = []
     context = multiprocessing.get_context("fork")

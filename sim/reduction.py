@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.errors import KernelError
+from raceproof.sim.footprint_check import StepRecord
 from raceproof.sim.state_cache import StateCache, StateSeen, Visit, kernel_fingerprint
 from raceproof.sim.world import SleepBlocked, World
 
@@ -117,9 +118,13 @@ class SleepSetSource(ChoiceSource):
         reduce: bool,
         cache: StateCache | None = None,
         depth: int = 0,
+        log_steps: bool = False,
     ) -> None:
         super().__init__()
         self.cache, self.depth = cache, depth
+        # ``log_steps``: every step of the run, for the footprint check (``footprint_check``).
+        self.steps: list[StepRecord] | None = [] if log_steps else None
+        self._options: tuple[str | None, ...] | None = None
         # Per schedule draw past the prefix, with the state cache: the visit made
         # there and its op index; in the debug mode also the earlier visit it repeats.
         self.visit_at: dict[int, tuple[Visit, int, str]] = {}
@@ -166,6 +171,7 @@ class SleepSetSource(ChoiceSource):
         n = len(keys)
         index = len(self.record)
         self._step_at = index
+        self._options = tuple(keys)
         if world is not None and self.reduce:
             self._world = world
         if index < len(self.prefix):
@@ -207,6 +213,9 @@ class SleepSetSource(ChoiceSource):
             raise SleepBlocked(f"step {key} is asleep")
 
     def after_step(self, key: str | None, footprint: Footprint) -> None:
+        if self.steps is not None:
+            self.steps.append(StepRecord(key, footprint, self._drew, self._options))
+        self._options = None
         if self._world is not None:
             now = self._world.now_ms
             if now != self._instant_ms:

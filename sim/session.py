@@ -9,8 +9,10 @@ it, holding one session, as a ZooKeeper or kazoo client does:
   request (``request``) whose session has gone is not applied;
 - it tells its listeners ``disconnected``, ``connected`` (reconnected),
   ``expired`` and ``closed`` (kazoo's SUSPENDED / CONNECTED / LOST), each
-  logged as a ``zk.session`` op and delivered after a drawn notice delay,
-  in the order they happened;
+  delivered after a drawn notice delay, in the order they happened, and
+  logged as a ``zk.session`` op at that moment: when the client's code hears
+  of it, not when the server acted (the server logs ``zk.session-expired``
+  when it expires a session);
 - ``connected`` is the client's own view, ``live`` the server's truth: a
   paused or partitioned process keeps believing in a session the server has
   already expired, which is the root of most ZooKeeper coordination races;
@@ -28,7 +30,8 @@ watch delays. Choice 0 of each is the boring one (its first option).
 Footprints (for the proof's reduction): the client's own state (connection
 state, session id, held deliveries, persistent watches, listeners) is one
 resource, ``<store>-client:<name>``, written by every change of state and by
-every watch delivery (which may be held) and read by every request; whether
+a watch delivery it holds (while disconnected), read by every request and
+every other watch delivery; whether
 the session is live is the store's ``<store>:sessions`` (written by opening,
 expiring and closing sessions). The server's expiry clock is a ``Timer`` of
 its own resource, so one client's expiry commutes with other clients' steps
@@ -86,10 +89,11 @@ class _SessionWatcher:
 
     def __call__(self, event: WatchEvent) -> None:
         client = self.client
-        client.world.touch(client.resource)  # reads its state; may hold the event
+        client.world.touch(client.resource, write=False)  # reads its state
         if client.session != self.session or not client.store.session_live(self.session):
             return  # the session died while the notification was on its way
         if client.state == "disconnected":
+            client.world.touch(client.resource)  # holds the event: writes the client's state
             client._held.append((self, event))
             return
         self.callback(event)
@@ -229,7 +233,6 @@ class ZkClient:
         contract(state in get_args(SessionState), f"unknown session state {state!r}")
         self.world.touch(self.resource)
         self.state = state
-        self.world.log(self.name, "zk.session", state=state, session=self.session)
         notice_ms = self.world.source.choose(f"{self.name}.notice", self.notice_ms)
         event = SessionEvent(state, self.session)
         previous = self._last_tell
@@ -244,6 +247,9 @@ class ZkClient:
         yield self.world.sleep(notice_ms)
         if previous is not None and self.world.alive(previous):
             yield previous
+        # Logged when the client's code hears of it, ``notice_ms`` after the change (the
+        # server's own ``zk.session-expired`` is logged when it expires the session).
+        self.world.log(self.name, "zk.session", state=event.state, session=event.session)
         self.world.touch(self.resource, write=False)  # the listeners
         for listener in list(self.listeners):
             result = listener(event)

@@ -31,6 +31,7 @@ from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checke
 from raceproof.sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
 from raceproof.sim.errors import KernelError
 from raceproof.sim.history import History, JSONValue
+from raceproof.sim.shared import Shared
 
 ProcessGenerator = Generator[Event, Any, Any]
 
@@ -83,6 +84,9 @@ class World(simpy.Environment):
         self._footprint: dict[str, bool] | None = None
         self._spawned: dict[str, int] = {}
         self._context = ""  # who spawns when no process is active (a timer's firing)
+        self._shared: Shared | None = None
+        # Per schedule draw that left FIFO: the actor that ran and the one it overtook.
+        self.overtaken: dict[int, tuple[str, str]] = {}
 
     # -- time ----------------------------------------------------------------
     @property
@@ -126,7 +130,11 @@ class World(simpy.Environment):
 
     # -- actors --------------------------------------------------------------
     def spawn(
-        self, actor: str, generator: ProcessGenerator, *, interleave: bool = False
+        self,
+        actor: str,
+        generator: ProcessGenerator | Callable[[], Any],
+        *,
+        interleave: bool = False,
     ) -> Process:
         """Start a process that acts as ``actor`` (the name shown in schedules).
 
@@ -134,9 +142,17 @@ class World(simpy.Environment):
         With ``interleave`` its first step waits for a zero-delay event of its
         own instead, so the start is a scheduling decision among the events of
         that instant; choice 0 runs it where SimPy would run ``sleep(0)``.
+        ``generator`` may also be a plain function of no arguments: a one-shot
+        actor whose whole body is one step (``spawn("stop", stop, interleave=True)``).
         """
         if not (isinstance(actor, str) and actor):
             raise ValueError(f"World.spawn: an actor needs a name, got {actor!r}")
+        if not isinstance(generator, Generator):
+            if not callable(generator):
+                raise TypeError(
+                    f"World.spawn({actor!r}): a generator or a function, got {generator!r}"
+                )
+            generator = _one_shot(generator)
         if interleave:
             generator = self._started_after_tie(generator)
         process = self.process(generator)
@@ -171,6 +187,13 @@ class World(simpy.Environment):
         on every other and the reduction skips nothing.
         """
         self.footprints_declared = True
+
+    @property
+    def shared(self) -> Shared:
+        """Tracked shared state (``raceproof.sim.shared``): it records its own footprints."""
+        if self._shared is None:
+            self._shared = Shared(self)
+        return self._shared
 
     def untracked_primitive(self, name: str) -> None:
         """A primitive that does not record footprints is in use: every step touches everything."""
@@ -288,6 +311,9 @@ class World(simpy.Environment):
                     index = self.source.schedule(
                         len(due), lambda: [self._actor_of(e[3]) for e in due]
                     )
+                if index:  # a deviation: name who ran and whom it overtook (only here: cheap)
+                    ran, overtook = self._actor_of(due[index][3]), self._actor_of(due[0][3])
+                    self.overtaken[len(self.source.record) - 1] = (ran, overtook)
         if observer is None:
             self._process(due.pop(index))
         elif not (self.footprints_declared or self.state_fingerprint is not None):
@@ -353,6 +379,15 @@ class World(simpy.Environment):
 ALL = "*"  # the footprint entry of a step dependent on every other
 
 
+def _one_shot(function: Callable[[], Any]) -> ProcessGenerator:
+    """A plain function as a process: one step (or the generator it returns)."""
+    result = function()
+    if isinstance(result, Generator):
+        return (yield from result)
+    return result
+    yield  # a generator function, whose body runs as the process's first step
+
+
 def _owners(callbacks: list[Any]) -> list[Process]:
     found = (getattr(callback, "__self__", None) for callback in callbacks)
     return [p for p in found if isinstance(p, Process) and hasattr(p, "rp_id")]
@@ -401,6 +436,8 @@ class RunOutcome:
     end_reason: str
     bound: str | None = None
     extra: dict[str, JSONValue] = field(default_factory=dict)
+    # draw index -> (the actor that ran, the actor it overtook), per schedule deviation
+    overtaken: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def violation(self) -> Verdict | None:
@@ -469,4 +506,5 @@ def execute(
         virtual_ms=world.now_ms,
         end_reason=reason,
         bound=bound,
+        overtaken=dict(world.overtaken),
     )

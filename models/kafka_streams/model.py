@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from raceproof.models.kafka_streams.state_dir import LOCKS, Gen, StateDirectory
 from raceproof.sim import World, require
 
-CHANGELOG, THREAD_STATES, TASKS = "streams:changelog", "streams:threads", "streams:tasks"
+CHANGELOG, TASKS = "streams:changelog", "streams:tasks"
 
 VARIANTS = {
     "buggy": "2.1.1: a thread goes RUNNING once its active tasks run; checkpoints are loaded "
@@ -130,21 +130,19 @@ class Instance:
         self.world, self.variant, self.config = world, variant, config
         self.dirs = StateDirectory(world, config.cleanup_delay_ms, config.delete_ms)
         self.changelog: list[str] = []
-        self.state = {thread: RUNNING for thread in THREADS}
+        # Each thread's state, tracked: a read or write of one thread's state is its footprint.
+        self.state = world.shared.dict("thread-states", {thread: RUNNING for thread in THREADS})
         self.tasks: dict[str, dict[str, StandbyTask]] = {thread: {} for thread in THREADS}
 
     def instance_running(self) -> bool:
         """KafkaStreams.state == RUNNING: every thread RUNNING (StreamStateListener)."""
-        self.world.touch(THREAD_STATES, write=False)
         return all(state == RUNNING for state in self.state.values())
 
     def running(self, thread: str, state: str = RUNNING) -> bool:
         """Is ``thread`` in ``state`` now."""
-        self.world.touch(THREAD_STATES, write=False)
         return self.state[thread] == state
 
     def set_state(self, thread: str, state: str) -> None:
-        self.world.touch(THREAD_STATES)
         self.state[thread] = state
         self.world.log(thread, "thread.state", state=state)
 

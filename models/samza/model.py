@@ -36,8 +36,9 @@ state, so every read and write of it names its resource with ``world.touch``
 
 - ``sourcing`` (the source's loop flag), ``notifications`` (the metadata
   store), ``topic:src/p`` and ``topic:int/p`` (each partition's log; an
-  append is a write, a poll a read), ``checkpoint:T`` and ``panes:T`` (task
-  T's checkpoint and window store, which outlive a restart);
+  append is a write, a poll a read), ``panes:T`` (task T's window store,
+  which outlives a restart); the checkpoints (task -> committed offset) are
+  tracked state (``world.shared``), recorded per task by the dict itself;
 - per container c: ``c<c>.incarnation``, ``c<c>.tasks`` (which Task objects
   it runs), ``c<c>.control`` (started, draining, deferred), ``c<c>.wake``
   (the RunLoop's wake-up event, a SimPy event two actors share);
@@ -176,7 +177,12 @@ class Pipeline:
         self.deferred: dict[int, bool] = {}
         self.wakeups: dict[int, Event] = {}
         self.incarnation: dict[int, int] = {}
-        self.checkpoints: dict[str, int] = {}  # task -> committed offset (survives restarts)
+        # task -> committed offset (survives restarts); tracked: it records its own footprints.
+        # Every task's key exists from the start (offset 0): inserting keys would write the
+        # dict's key set, which makes two first commits of different tasks dependent.
+        names = [f"src{c}" for c in range(config.containers)]
+        names += [f"agg{p}" for p in range(config.int_partitions)]
+        self.checkpoints = world.shared.dict("checkpoints", {name: 0 for name in names})
         self.panes: dict[
             str, dict[int, list[int]]
         ] = {}  # task -> window -> seqs (a changelog store)
@@ -237,7 +243,6 @@ class Pipeline:
         owned = range(c, self.config.int_partitions, self.config.containers)
         self.tasks[c] = [Task(f"src{c}", "src", c)] + [Task(f"agg{p}", "int", p) for p in owned]
         for task in self.tasks[c]:
-            self._reads(f"checkpoint:{task.name}")
             self._writes(
                 *(f"{task.name}.{part}" for part in ("queue", "state", "commit", "shutdown"))
             )
@@ -460,7 +465,7 @@ class Pipeline:
     def commit_sync(self, task: Task) -> Gen:
         yield self.world.sleep(self.config.commit_latency_ms)
         self._reads(f"{task.name}.state")
-        self._writes(f"{task.name}.commit", f"checkpoint:{task.name}")
+        self._writes(f"{task.name}.commit")
         task.committed = task.processed
         self.checkpoints[task.name] = task.committed
         self.world.log(task.name, "commit", mode="sync", offset=task.committed)
@@ -476,7 +481,7 @@ class Pipeline:
 
         def complete() -> Gen:
             yield self.world.sleep(self.config.commit_latency_ms)
-            self._writes(f"{task.name}.commit", f"checkpoint:{task.name}")
+            self._writes(f"{task.name}.commit")
             task.committed = max(task.committed, offset)
             self.checkpoints[task.name] = max(self.checkpoints.get(task.name, 0), offset)
             task.commit_pending = False

@@ -17,6 +17,7 @@ import simpy
 
 from raceproof.scenarios.catalogue import get
 from raceproof.sim import Bounds, Budget, RandomSource, World, explore
+from raceproof.sim.shared import whole_object_footprints
 
 Progress = Callable[[str], None] | None
 
@@ -246,6 +247,15 @@ def proof_bench(
             "j2_same_counts": (two["verdict"], two["schedules"], two["runs"])
             == (reduced["verdict"], reduced["schedules"], reduced["runs"]),
         }
+        with whole_object_footprints():
+            whole = _timed_proof(scenario.name, variant, budget_s, reduction=True, jobs=1)
+        row["whole_object"] = whole
+        # Tracked state records a resource per key and field; ``whole_object`` records each
+        # tracked container as one resource, as the coarsest hand-placed touch of it would.
+        # Same schedules where a model has no tracked state.
+        row["tracked_no_larger"] = (
+            reduced["complete"] and reduced["schedules"] <= whole["schedules"]
+        )
         rows[scenario.name] = row
         # A full walk cut by the budget ran fewer schedules than it has: the ratios are floors.
         row["ratios_are_lower_bounds"] = reduced["complete"] and not full["complete"]
@@ -255,5 +265,7 @@ def proof_bench(
             f"full {full['schedules']:>8} sched {full['seconds']:>7}s "
             f"{'complete' if full['complete'] else 'INCOMPLETE'} | {at_least}{row['seconds_full_over_reduced']} "
             f"faster, {at_least}{row['schedules_full_over_reduced']} fewer | -j 2: x{row['j2_speedup']} "
-            f"{'same counts' if row['j2_same_counts'] else 'DIFFERENT counts'}")  # fmt: skip
+            f"{'same counts' if row['j2_same_counts'] else 'DIFFERENT counts'} | whole-object "
+            f"footprints {whole['schedules']} sched: tracked "
+            f"{'no larger' if row['tracked_no_larger'] else 'LARGER or incomplete'}")  # fmt: skip
     return {"budget_s_per_proof": budget_s, "proofs": rows}

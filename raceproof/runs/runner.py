@@ -103,6 +103,11 @@ def outcome_fields(outcome: RunOutcome) -> dict[str, Any]:
         "bound": outcome.bound,
         "draws": len(outcome.choices),
         "deviations": deviations(outcome.values),
+        # each schedule deviation's actors: who ran, and whom it overtook
+        "overtaken": [
+            {"draw": draw, "ran": ran, "overtook": overtook}
+            for draw, (ran, overtook) in sorted(outcome.overtaken.items())
+        ],
         "blob": encode_blob(outcome.values),
         "timeline_ops": len(outcome.history),
     }

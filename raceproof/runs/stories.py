@@ -97,7 +97,7 @@ def story_of_outcome(
         history=outcome.history,
         clock="virtual",
         verdicts=_verdicts(outcome),
-        deviations=deviations_of(outcome.choices, positions),
+        deviations=deviations_of(outcome.choices, positions, placed.overtaken),
         repro=repro,
         source=source,
         scenario=scenario.name,
@@ -145,7 +145,7 @@ def attach_counterpart(
         history=run.history,
         clock="virtual",
         verdicts=_verdicts(run),
-        deviations=deviations_of(run.choices, positions),
+        deviations=deviations_of(run.choices, positions, run.overtaken),
         scenario=scenario.name,
         variant=variant,
     )

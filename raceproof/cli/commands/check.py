@@ -21,7 +21,7 @@ from raceproof.cli.commands.common import StatusLine, UsageError, add_command
 from raceproof.gate import expectations as gate
 from raceproof.runs import runner
 from raceproof.scenarios import discovery
-from raceproof.scenarios.catalogue import all_scenarios, get
+from raceproof.scenarios.catalogue import ORIGINS, all_scenarios, get
 
 
 def _init_worker(entries: list[str]) -> None:
@@ -34,9 +34,25 @@ def _run(
     return gate.run_job(job, profile, out_dir, examples)
 
 
+def _default_scenarios(args: argparse.Namespace) -> list[Any]:
+    """The user's own scenarios (their pyproject's, their ``--scenarios``) unless ``--all``.
+
+    Inside a project with ``[tool.raceproof] scenarios``, ``raceproof check`` is that
+    project's gate; the built-in catalogue is raceproof's own, checked with ``--all``.
+    """
+    everything = all_scenarios()
+    if getattr(args, "all", False):
+        return everything
+    own = [
+        s for s in everything
+        if ORIGINS.get(s.name, "").startswith(("pyproject:", "command-line:"))
+    ]  # fmt: skip
+    return own or everything
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     profile = gate.profile_named(args.profile or "ci")
-    scenarios = [get(name) for name in args.names] if args.names else all_scenarios()
+    scenarios = [get(name) for name in args.names] if args.names else _default_scenarios(args)
     if args.jobs < 1:
         raise UsageError("-j takes a positive number of processes")
     if args.examples is not None and args.examples < 1:
@@ -91,7 +107,14 @@ def add(commands: Any) -> None:
         "  raceproof check lost-update --junit out/raceproof.xml\n"
         "  raceproof check --scenarios my_races.py -j 2 --json",
     )
-    sub.add_argument("names", nargs="*", metavar="SCENARIO", help="only these (default: all)")
+    sub.add_argument(
+        "names", nargs="*", metavar="SCENARIO",
+        help="only these (default: the project's own scenarios if it has any, else all)",
+    )  # fmt: skip
+    sub.add_argument(
+        "--all", action="store_true",
+        help="every scenario, the built-in catalogue too (default inside a project: its own)",
+    )  # fmt: skip
     sub.add_argument(
         "--examples", type=int, help="examples per search (default: each scenario's own count)"
     )

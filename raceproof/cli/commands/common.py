@@ -193,7 +193,7 @@ def print_outcome(outcome: RunOutcome, title: str, story: Story | None = None) -
     from raceproof.reports.terminal import print_timeline
 
     if story is None:
-        story = _Story(title=title, history=outcome.history, deviations=deviations_of(outcome.choices),
+        story = _Story(title=title, history=outcome.history, deviations=deviations_of(outcome.choices, None, outcome.overtaken),
                        verdicts=[VerdictView(v.checker, v.status, v.op_index, v.message)
                                  for v in outcome.verdicts])  # fmt: skip
     print(title, flush=True)
@@ -204,6 +204,11 @@ def print_outcome(outcome: RunOutcome, title: str, story: Story | None = None) -
         print(f"  {verdict.status.upper():9} {verdict.checker}{where}  {verdict.message}")
     devs = [
         f"draw #{i} {c.label} = option {c.value} of {c.n}"
+        + (
+            f" ({outcome.overtaken[i][0]} ran before {outcome.overtaken[i][1]})"
+            if i in outcome.overtaken
+            else ""
+        )
         for i, c in enumerate(outcome.choices)
         if c.value
     ]

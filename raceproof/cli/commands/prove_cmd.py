@@ -94,7 +94,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
             max_branch=max_branch, progress=coverage.progress(progress),
             reduction=not args.no_reduction, jobs=args.jobs,
             state_cache=args.state_cache or args.check_state_cache,
-            state_cache_check=args.check_state_cache,
+            state_cache_check=args.check_state_cache, check_footprints=args.check_footprints,
         )  # fmt: skip
     except KeyboardInterrupt as exc:
         line.done()
@@ -169,6 +169,12 @@ def cmd_prove(args: argparse.Namespace) -> int:
                 f"cut at a state explored before ({report.state_cache_checked} compared)"
             )
         print(f"  configuration: {json.dumps(result['config'], sort_keys=True)}")
+        if report.footprints_checked is not None:
+            print(
+                f"  footprints: {report.footprints_checked} pairs of steps the reduction treats "
+                f"as commuting swapped and compared, all commute "
+                f"({report.footprints_unverified} could not be followed)"
+            )
         if report.pruned:
             print(
                 f"  pruned by: {', '.join(f'{k} ({v} branches)' for k, v in sorted(report.pruned.items()))}"
@@ -224,6 +230,11 @@ def add(commands: Any) -> None:
         "--check-state-cache",
         action="store_true",
         help="debug the state fingerprint: cut nothing, compare what would be cut",
+    )
+    sub.add_argument(
+        "--check-footprints",
+        action="store_true",
+        help="swap-test the steps the reduction treats as commuting (exit 2 if they do not)",
     )
     sub.add_argument(
         "--estimate",

@@ -1,0 +1,250 @@
+"""Footprints are checked, not trusted; tracked shared state needs no ``touch``.
+
+Random small models whose actors share state only through tracked containers
+(``world.shared``: a dict and a counter), with no ``touch`` and no
+``declare_footprints``: the reduced walk reaches exactly the final states of
+the full walk, and ``prove(check_footprints=True)`` swaps the steps it treats
+as commuting and finds they do. The same models with one object shared
+untracked (a plain dict one actor writes and another reads at the same
+instant) are caught by the check, which names both steps; a wrong footprint
+on a kernel primitive is caught the same way. Every built-in scenario's small
+(prove) configuration passes the check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from raceproof.scenarios import catalogue
+from raceproof.sim import Bounds, Budget, ChoiceSource, RunOutcome, World, execute, prove
+from raceproof.sim.footprint_check import FootprintMismatch
+from raceproof.sim.state_cache import ending
+from raceproof.sim.world import ProcessGenerator, Runner
+
+Op = tuple[int, str, str]  # (delay_ms before it, kind, key)
+ops = st.tuples(
+    st.sampled_from((0, 1)), st.sampled_from(("r", "w", "del", "inc", "len")), st.sampled_from("xy")
+)
+scripts = st.lists(st.lists(ops, min_size=1, max_size=3).map(tuple), min_size=2, max_size=3).filter(
+    lambda raw: sum(len(s) for s in raw) <= 6
+)
+BOUNDS = Bounds(max_time_ms=10_000, max_steps=300)
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    scripts: tuple[tuple[Op, ...], ...]
+    planted_at_ms: int | None = None  # an untracked dict written and read at this instant
+
+
+def build(world: World, model: Model) -> None:
+    table = world.shared.dict("table")
+    count = world.shared.counter("count")
+    hidden: dict[str, str] = {}  # shared untracked: the planted mistake
+
+    def actor(i: int, script: tuple[Op, ...]) -> ProcessGenerator:
+        for delay_ms, kind, key in script:
+            yield world.sleep(delay_ms)
+            if kind == "r":
+                world.log(f"a{i}", "read", key=key, value=table.get(key))
+            elif kind == "w":
+                table[key] = i
+            elif kind == "del":
+                table.pop(key, None)
+            elif kind == "inc":
+                count.add(1)
+            else:
+                world.log(f"a{i}", "len", n=len(table))
+
+    def writer(at_ms: int) -> ProcessGenerator:
+        yield world.sleep(at_ms)
+        hidden["x"] = "written"
+
+    def reader(at_ms: int) -> ProcessGenerator:
+        yield world.sleep(at_ms)
+        world.log("reader", "read", value=hidden.get("x"))
+
+    def audit() -> ProcessGenerator:
+        yield world.sleep(1_000)
+        world.log("audit", "final", table=sorted(table.items()), count=count.value)
+
+    for i, script in enumerate(model.scripts):
+        world.spawn(f"a{i}", actor(i, script))
+    if model.planted_at_ms is not None:
+        world.spawn("writer", writer(model.planted_at_ms))
+        world.spawn("reader", reader(model.planted_at_ms))
+    world.spawn("audit", audit())
+
+
+def runner(model: Model) -> Runner:
+    def run(source: ChoiceSource) -> RunOutcome:
+        return execute(lambda world: build(world, model), source, [], BOUNDS)
+
+    return run
+
+
+def _endings(model: Model, reduction: bool, check: bool = False) -> tuple[set[object], int]:
+    seen: set[object] = set()
+    run = runner(model)
+
+    def recording(source: ChoiceSource) -> RunOutcome:
+        outcome = run(source)
+        seen.add(ending(outcome, 0))
+        return outcome
+
+    report = prove(
+        recording, budget=Budget(examples=100_000), reduction=reduction, check_footprints=check
+    )
+    assert report.complete, report
+    return seen, report.runs
+
+
+@settings(max_examples=40, deadline=None)
+@given(scripts)
+def test_tracked_state_gets_the_reduction_and_reaches_the_full_walks_final_states(
+    raw: list[tuple[Op, ...]],
+) -> None:
+    model = Model(tuple(raw))
+    full, full_runs = _endings(model, reduction=False)
+    reduced, reduced_runs = _endings(model, reduction=True)
+    assert reduced == full
+    assert reduced_runs <= full_runs
+    # The footprint check's own reruns are not counted above: it runs apart, and passes.
+    checked = prove(runner(model), budget=Budget(examples=100_000), check_footprints=True)
+    assert checked.complete and checked.footprints_checked is not None
+
+
+def test_tracked_state_alone_makes_the_reduction_skip_something() -> None:
+    model = Model((((0, "w", "x"),), ((0, "w", "y"),), ((0, "inc", "x"),)))
+    report = prove(runner(model), budget=Budget(examples=10_000), check_footprints=True)
+    full = prove(runner(model), budget=Budget(examples=10_000), reduction=False)
+    assert report.complete and full.complete
+    assert report.schedules < full.schedules  # 3 independent writers: 1 class of 6 orders
+    assert report.footprints_checked and report.footprints_checked > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(scripts, st.sampled_from((0, 1, 2)))
+def test_the_check_catches_state_shared_untracked(raw: list[tuple[Op, ...]], at_ms: int) -> None:
+    model = Model(tuple(raw), planted_at_ms=at_ms)
+    with pytest.raises(FootprintMismatch) as caught:
+        prove(runner(model), budget=Budget(examples=100_000), check_footprints=True)
+    message = str(caught.value)
+    assert "(writer," in message and "(reader," in message and "does not commute" in message
+
+
+def test_without_the_check_the_planted_sharing_goes_unnoticed() -> None:
+    """Why the check exists: the reduced proof alone reports ok, complete."""
+    model = Model((((0, "w", "x"),), ((0, "r", "y"),)), planted_at_ms=0)
+    seen: set[object] = set()
+    run = runner(model)
+
+    def recording(source: ChoiceSource) -> RunOutcome:
+        outcome = run(source)
+        seen.add(str(outcome.history.of_kind("read")[-1].get("value")))
+        return outcome
+
+    report = prove(recording, budget=Budget(examples=10_000))
+    assert report.complete and seen == {"written"}  # the order where the reader sees None: skipped
+    seen.clear()
+    full = prove(recording, budget=Budget(examples=10_000), reduction=False)
+    assert full.complete and seen == {"written", "None"}
+
+
+HOLDING = [
+    (scenario.name, variant)
+    for scenario in catalogue.all_scenarios()
+    if scenario.declares_footprints
+    for variant in scenario.variants
+    if variant not in scenario.expect_violation
+]
+
+
+@pytest.mark.parametrize(("name", "variant"), HOLDING)
+def test_every_built_in_scenario_passes_the_footprint_check(name: str, variant: str) -> None:
+    scenario = catalogue.get(name)
+    # 150 runs: enough to reach the instants where steps commute, small enough for the suite.
+    report = scenario.prove(variant, Budget(examples=150), check_footprints=True)
+    assert report.verdict in ("ok", "inconclusive")
+    assert report.footprints_checked is not None
+    if name.startswith(("brooklin", "samza")):  # these reach instants where steps commute
+        assert report.footprints_checked > 0
+
+
+def test_the_check_catches_store_writes_recorded_as_reads_in_a_built_in_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A primitive slip (every ZooKeeper write recorded as a read) in Brooklin's fixed variant."""
+    record = World.touch
+
+    def as_read(self: World, resource: str, write: bool = True) -> None:
+        record(self, resource, False if resource.startswith("zk:") else write)
+
+    monkeypatch.setattr(World, "touch", as_read)
+    scenario = catalogue.get("brooklin-double-stop")
+    with pytest.raises(FootprintMismatch, match=r"zk:/brooklin/"):
+        scenario.prove("fix-conditional-write", Budget(examples=300), check_footprints=True)
+
+
+def test_prove_check_footprints_on_the_command_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from raceproof.cli.main import main
+
+    argv = ["prove", "brooklin-double-stop", "--variant", "fix-conditional-write",
+            "--max-schedules", "300", "--check-footprints"]  # fmt: skip
+    assert main([*argv, "--json"]) == 3  # a budget-capped walk: inconclusive, exit 3
+    out = capsys.readouterr().out
+    assert '"footprints_checked": ' in out and '"complete": false' in out
+    record = World.touch
+
+    def as_read(self: World, resource: str, write: bool = True) -> None:
+        record(self, resource, False if resource.startswith("zk:") else write)
+
+    monkeypatch.setattr(World, "touch", as_read)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert "footprints are wrong" in captured.err and "Traceback" not in captured.err
+    assert "PROVEN" not in captured.out
+
+
+def test_a_model_moved_onto_tracked_state_proves_no_larger_than_with_whole_object_touches() -> None:
+    """Kafka Streams' thread states moved from a hand-placed touch of them all to a tracked dict."""
+    from raceproof.sim.shared import whole_object_footprints
+
+    scenario = catalogue.get("streams-checkpoint-resurrection")
+    tracked = scenario.prove("fix-load-after-lock", Budget(examples=100_000))
+    with whole_object_footprints():
+        whole = scenario.prove("fix-load-after-lock", Budget(examples=100_000))
+    assert tracked.complete and whole.complete
+    assert tracked.schedules <= whole.schedules
+
+
+def test_a_zombie_controller_on_session_clients_is_proven_small_with_checked_footprints() -> None:
+    """Issue 24 item 3's shape: ZkClient sessions (pause, expiry, notices) and a feeder reading
+    the controllers' tracked state; no touch, no declare_footprints in the model."""
+    from property_tests.zombie_model import ZombieConfig, runner
+
+    config = ZombieConfig(pause_ms=(0, 200, 300), notice_ms=(0, 50), polls=6, feed_ms=50, feeds=8)
+    found = prove(runner("buggy", config), budget=Budget(examples=10_000))
+    assert found.verdict == "violated"
+    fixed = prove(runner("fix", config), budget=Budget(examples=10_000), check_footprints=True)
+    full = prove(runner("fix", config), budget=Budget(examples=10_000), reduction=False)
+    assert fixed.complete and full.complete and fixed.verdict == full.verdict == "ok"
+    assert fixed.schedules < 1_500 and fixed.schedules < full.schedules
+    assert fixed.footprints_checked
+
+
+def test_the_check_runs_in_every_shard_of_a_parallel_proof() -> None:
+    from raceproof.sim.proof_plan import prove_parallel
+
+    planted = Model((((0, "w", "x"), (0, "r", "y")), ((0, "inc", "x"),)), planted_at_ms=1)
+    with pytest.raises(FootprintMismatch, match="does not commute"):
+        prove_parallel(runner(planted), 2, budget=Budget(examples=10_000), check_footprints=True)
+    clean = dataclasses.replace(planted, planted_at_ms=None)
+    report = prove_parallel(runner(clean), 2, budget=Budget(examples=10_000), check_footprints=True)
+    assert report.complete and report.footprints_checked is not None

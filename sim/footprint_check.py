@@ -1,0 +1,284 @@
+"""Checking the footprints the reduction trusts: swap two "commuting" steps and compare.
+
+The partial-order reduction (``raceproof.sim.reduction``) skips schedules on
+the word of the footprints the steps record: two steps touching no common
+resource with a write are taken to commute. A footprint that misses a shared
+object (an untracked dict, a ``touch`` left out, a primitive recording a write
+as a read) silently makes a reduced proof unsound. This module checks the
+claim instead of trusting it (``prove --check-footprints``).
+
+For every run of the walk that ends, each step ``j`` that was already due
+when an earlier step ``i`` of its instant was chosen, and that the footprints
+call independent of every step from ``i`` to ``j - 1`` (other processes,
+no model-level choice drawn, nothing ``dependent``) is the claim sleep sets
+rest on: ``j`` could have run first, equivalently. It is tested: the run is
+repeated twice from scratch, once in its own order and once with ``j`` moved
+before ``i``, each following the original's steps by their
+interleaving-independent keys and replaying its model-level draws. If the
+claim holds, both reach the same state once those steps have run (the
+pending events relative to now, and the model's declared state when it has
+one) and the same ending (verdicts and the ops logged, up to their order).
+When they differ, ``FootprintMismatch`` names the two steps, what each
+recorded, and the first op or state that differs, which points at the object
+they share untracked. Each sequence of step keys is tested once per walk.
+
+A pair is only *unverified* (counted, never reported as wrong) when a run
+cannot be followed for reasons that do not show a dependency: a step with no
+key (a condition or callback the kernel cannot name) among several due.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
+from raceproof.sim.configs import BadInput
+from raceproof.sim.state_cache import ending, kernel_fingerprint
+from raceproof.sim.world import Runner, RunOutcome, SleepBlocked
+
+Footprint = dict[str, bool] | None
+
+
+class FootprintMismatch(BadInput):
+    """Two steps the footprints call independent do not commute: the model's footprints are wrong.
+
+    Bad input (exit 2): the model under test is wrong, not the kernel; a proof
+    that meets one claims nothing.
+    """
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One step of a run as the walk saw it."""
+
+    key: str | None
+    footprint: Footprint
+    drew: bool  # it drew a model-level choice
+    options: tuple[str | None, ...] | None  # the keys due at its schedule draw, if one chose it
+
+
+class _Diverged(SleepBlocked):  # passes through ``execute`` like the reduction's own cut
+    def __init__(self, position: int, detail: str, ambiguous: bool) -> None:
+        super().__init__(detail)
+        self.position, self.detail, self.ambiguous = position, detail, ambiguous
+
+
+class KeyFollowingSource(ChoiceSource):
+    """Runs the steps ``targets`` in that order, by key; replays ``model_values``.
+
+    At each schedule draw it picks the earliest step of ``targets`` not yet run
+    that is due (whether a step needs a draw at all depends on what else is due,
+    which reordering changes). ``snapshot_after``: at the first draw after the
+    first that many targets have all run, the kernel's state fingerprint.
+    """
+
+    observes_steps = True
+
+    def __init__(
+        self, targets: Sequence[str], model_values: Sequence[int], snapshot_after: int
+    ) -> None:
+        super().__init__()
+        self.targets, self.model_values = list(targets), list(model_values)
+        self.order = {key: n for n, key in enumerate(self.targets)}
+        self.waiting = set(self.targets[:snapshot_after])  # to run before the snapshot
+        self.run: set[str] = set()
+        self.model_draws = 0
+        self.ambiguous = False  # an unnamed step was due at a draw: the order may not be followed
+        self.snapshot: str | None = None
+        self.snapped = False
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        index = self.model_draws
+        self.model_draws += 1
+        if index >= len(self.model_values) or self.model_values[index] >= n:
+            raise _Diverged(index, f"model draw {label!r} #{index} differs", self.ambiguous)
+        return self.model_values[index]
+
+    def schedule_steps(self, keys: list[str | None], world: Any = None) -> int:
+        if not self.waiting and not self.snapped and world is not None:
+            self.snapped = True
+            self.snapshot = kernel_fingerprint(world, world.state_fingerprint or (lambda: ""))
+        if None in keys:
+            self.ambiguous = True
+        ranked = sorted(
+            (self.order[key], i)
+            for i, key in enumerate(keys)
+            if key in self.order and key not in self.run
+        )
+        if ranked:
+            value = ranked[0][1]
+        elif None in keys:
+            value = keys.index(None)
+        else:
+            raise _Diverged(
+                len(self.run),
+                f"none of the steps due ({', '.join(map(str, keys))}) is in the run",
+                self.ambiguous,
+            )
+        self.record.append(Choice(SCHEDULE_LABEL, len(keys), value))
+        return value
+
+    def before_step(self, key: str | None) -> None:
+        pass
+
+    def after_step(self, key: str | None, footprint: Footprint) -> None:
+        if key is not None:
+            self.run.add(key)
+            self.waiting.discard(key)
+
+
+def _dependent(a: Footprint, b: Footprint) -> bool:
+    from raceproof.sim.reduction import dependent
+
+    return dependent(a, b)
+
+
+def _process(key: str) -> str:
+    return key.rsplit("@", 1)[0]
+
+
+def _actor(key: str) -> str:
+    """The actor's name in a step key (``/leader#0/worker#1@3`` -> ``worker``)."""
+    return _process(key).rsplit("/", 1)[-1].split("#", 1)[0] or key
+
+
+def movable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
+    """``(i, j)``: step ``j`` was due when step ``i`` was chosen and commutes with steps ``i..j-1``.
+
+    That is the claim sleep sets rest on: the later step could have run first,
+    and running it first is equivalent.
+    """
+    found = []
+    for i, first in enumerate(steps):
+        if first.options is None:
+            continue
+        for j in range(i + 1, len(steps)):
+            moved = steps[j]
+            if moved.key is None or moved.key not in first.options:
+                continue
+            if moved.drew or moved.footprint is None:
+                continue
+            between = steps[i:j]
+            if all(
+                s.key is not None
+                and not s.drew
+                and _process(s.key) != _process(moved.key)
+                and not _dependent(s.footprint, moved.footprint)
+                for s in between
+            ):
+                found.append((i, j))
+    return found
+
+
+@dataclass
+class FootprintChecker:
+    """Per walk: the pairs checked so far and the counts for the report."""
+
+    run: Runner
+    checked: int = 0
+    unverified: int = 0
+    seen: set[tuple[str | None, ...]] = field(default_factory=set)
+
+    def check(self, steps: Sequence[StepRecord], record: Sequence[Choice]) -> None:
+        """Test every new "could have run first" claim of one ended run."""
+        model_values = [c.value for c in record if c.label != SCHEDULE_LABEL]
+        # Unnamed steps no draw chose (an event nobody waits on) carry no claim.
+        steps = [s for s in steps if s.key is not None or s.options is not None]
+        named = [n for n, s in enumerate(steps) if s.key is not None]
+        at = {n: d for d, n in enumerate(named)}  # step index -> its index among named steps
+        keys: list[str] = [s.key for s in steps if s.key is not None]
+        for i, j in movable_steps(steps):
+            a, b = steps[i], steps[j]
+            assert a.key is not None and b.key is not None
+            di, dj = at[i], at[j]
+            seen = tuple(s.key for s in steps[i : j + 1])
+            if seen in self.seen:
+                continue
+            self.seen.add(seen)
+            swapped = [*keys[:di], b.key, *keys[di:dj], *keys[dj + 1 :]]
+            first = self._follow(keys, model_values, dj + 1)
+            if first is None:
+                self.unverified += 1
+                continue
+            second = self._follow(swapped, model_values, dj + 1)
+            if second is None:
+                self.unverified += 1
+                continue
+            self.checked += 1
+            difference = self._difference(first, second)
+            if difference is None:
+                continue
+            if first[0].ambiguous or second[0].ambiguous:
+                self.unverified += 1
+                continue
+            k, difference = self._culprit(keys, model_values, first, di, dj, difference)
+            culprit = steps[named[k]]
+            assert culprit.key is not None
+            raise FootprintMismatch(
+                f"footprints are wrong: step {b.key} ({_actor(b.key)}, recorded "
+                f"{_show(b.footprint)}) does not commute with step {culprit.key} "
+                f"({_actor(culprit.key)}, recorded {_show(culprit.footprint)}): {difference}; "
+                f"they share an object no footprint records (track it, or world.touch it)"
+            )
+
+    def _culprit(
+        self,
+        keys: list[str],
+        model_values: list[int],
+        first: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+        i: int,
+        j: int,
+        difference: str,
+    ) -> tuple[int, str]:
+        """The step between ``i`` and ``j`` that ``j`` fails to commute with: move ``j`` one back at a time."""
+        for k in range(j - 1, i, -1):
+            moved = [*keys[:k], keys[j], *keys[k:j], *keys[j + 1 :]]
+            again = self._follow(moved, model_values, j + 1)
+            if again is None:
+                break
+            found = self._difference(first, again)
+            if found is not None:
+                return k, found
+        return i, difference
+
+    def _follow(
+        self, targets: list[str], model_values: list[int], snapshot_after: int
+    ) -> tuple[KeyFollowingSource, RunOutcome | None, str | None] | None:
+        source = KeyFollowingSource(targets, model_values, snapshot_after)
+        try:
+            outcome = self.run(source)
+        except _Diverged as diverged:
+            if diverged.ambiguous:
+                return None
+            return source, None, f"after the swap, {diverged.detail} (step #{diverged.position})"
+        return source, outcome, None
+
+    @staticmethod
+    def _difference(
+        first: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+        second: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+    ) -> str | None:
+        (src1, out1, err1), (src2, out2, err2) = first, second
+        if err1 is not None:
+            return None  # the original order itself could not be followed: say nothing
+        if err2 is not None:
+            return err2
+        assert out1 is not None and out2 is not None
+        if src1.snapshot != src2.snapshot:
+            return "the pending events (or the model's declared state) differ right after the pair"
+        end1, end2 = ending(out1, 0), ending(out2, 0)
+        if end1 == end2:
+            return None
+        if end1[:2] != end2[:2]:
+            return f"the verdicts differ ({end1[0]} in one order, {end2[0]} in the other)"
+        only = sorted(set(end1[2]) - set(end2[2])) or sorted(set(end2[2]) - set(end1[2]))
+        time_ms, actor, kind, fields = only[0]
+        return f"the ops differ, first {actor} {kind} {fields} at {time_ms} ms"
+
+
+def _show(footprint: Footprint) -> str:
+    if not footprint:
+        return "nothing"
+    return ", ".join(f"{'w' if w else 'r'}:{r}" for r, w in sorted(footprint.items()))
