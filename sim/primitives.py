@@ -14,6 +14,7 @@ from typing import Any
 
 from simpy.events import Event, Process
 
+from raceproof.sim.nodes import Node
 from raceproof.sim.world import ProcessGenerator, World
 
 
@@ -106,11 +107,15 @@ class Lock:
 
 
 class Executor:
-    """A pool of ``workers`` threads: tasks beyond the pool size wait in FIFO order."""
+    """A pool of ``workers`` threads: tasks beyond the pool size wait in FIFO order.
 
-    def __init__(self, world: World, name: str, workers: int) -> None:
+    On a ``node``, its threads pause and crash with that node.
+    """
+
+    def __init__(self, world: World, name: str, workers: int, *, node: Node | None = None) -> None:
         assert workers >= 1
         self.world = world
+        self.node = node
         self.name = name
         self.workers = workers
         self.busy = 0
@@ -130,7 +135,7 @@ class Executor:
         while self.backlog and self.busy < self.workers:
             actor, body, done = self.backlog.popleft()
             self.busy += 1
-            self.world.spawn(actor, self._run(body, done))
+            self.world.spawn(actor, self._run(body, done), node=self.node)
 
     def _run(self, body: Callable[[], ProcessGenerator], done: Event) -> ProcessGenerator:
         try:

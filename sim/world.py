@@ -26,6 +26,7 @@ from simpy.events import NORMAL, URGENT, Event, EventPriority, Interruption, Pro
 from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
 from raceproof.sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
 from raceproof.sim.history import History, JSONValue
+from raceproof.sim.nodes import Node, hold_paused
 
 ProcessGenerator = Generator[Event, Any, Any]
 
@@ -78,6 +79,8 @@ class World(simpy.Environment):
         self._footprint: dict[str, bool] | None = None
         self._spawned: dict[str, int] = {}
         self._context = ""  # who spawns when no process is active (a timer's firing)
+        self.nodes: dict[str, Node] = {}  # hosts / JVMs grouping processes (raceproof.sim.nodes)
+        self.paused_nodes: list[Node] = []  # nodes in a pause: their processes' events are held
 
     # -- time ----------------------------------------------------------------
     @property
@@ -118,8 +121,20 @@ class World(simpy.Environment):
         return False
 
     # -- actors --------------------------------------------------------------
+    def node(self, name: str) -> Node:
+        """The node (host, JVM) called ``name``, made on first use (``raceproof.sim.nodes``)."""
+        found = self.nodes.get(name)
+        if found is None:
+            found = self.nodes[name] = Node(self, name)
+        return found
+
     def spawn(
-        self, actor: str, generator: ProcessGenerator, *, interleave: bool = False
+        self,
+        actor: str,
+        generator: ProcessGenerator,
+        *,
+        interleave: bool = False,
+        node: Node | None = None,
     ) -> Process:
         """Start a process that acts as ``actor`` (the name shown in schedules).
 
@@ -127,12 +142,17 @@ class World(simpy.Environment):
         With ``interleave`` its first step waits for a zero-delay event of its
         own instead, so the start is a scheduling decision among the events of
         that instant; choice 0 runs it where SimPy would run ``sleep(0)``.
+        On a ``node`` it pauses, crashes and restarts with that node.
         """
         assert isinstance(actor, str) and actor, f"an actor needs a name, got {actor!r}"
         if interleave:
             generator = self._started_after_tie(generator)
+        if node is not None:
+            generator = node.guard(generator)
         process = self.process(generator)
         process.actor = actor  # type: ignore[attr-defined]
+        if node is not None:
+            node.adopt(process)
         if self.observer is not None and (
             self.footprints_declared or self.state_fingerprint is not None
         ):
@@ -326,6 +346,8 @@ class World(simpy.Environment):
         """
         self._now, _, _, event = entry
         callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
+        if self.paused_nodes:
+            callbacks = hold_paused(self, event, callbacks)
         for callback in callbacks:
             callback(event)
         if not event._ok and not hasattr(event, "_defused"):
