@@ -10,12 +10,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raceproof.models.brooklin import WORK_CHECKERS, BrooklinConfig
 from raceproof.scenarios.catalogue import get
 from raceproof.sim import (
     Budget,
     KeyedReplaySource,
+    RandomSource,
     ReplaySource,
     deviations,
     explore,
@@ -257,3 +260,21 @@ def test_the_redundant_stop_is_its_own_scenario() -> None:
         ReplaySource([], strict=False)
     )
     assert outcome.status == "violated"  # the fresh read skips the write, not the work
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from(sorted(SCENARIO.variants)))
+def test_a_run_with_leader_faults_replays_to_the_same_trace(seed: int, variant: str) -> None:
+    """Node pauses and connection losses are recorded choices: a random run replays exactly."""
+    run = SCENARIO.runner(variant, SCENARIO.config)
+    first = run(RandomSource(seed))
+    again = run(ReplaySource(first.values, strict=True))
+    assert again.trace_hash == first.trace_hash and again.status == first.status
+
+
+def test_random_runs_do_pause_the_jvm_and_drop_the_connection() -> None:
+    """...and no leader thread ever calls ZooKeeper while disconnected (that would raise)."""
+    run = SCENARIO.runner("fix-zk-lookup", SCENARIO.config)
+    kinds = {op.kind for seed in range(60) for op in run(RandomSource(seed)).history.ops}
+    assert {"node.paused", "zk.connection-lost", "zk.session"} <= kinds
+    assert "model.crash" not in kinds
