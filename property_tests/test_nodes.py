@@ -31,7 +31,6 @@ from raceproof.sim import (
     pause_with_session,
     stall_thread,
 )
-from raceproof.sim.errors import KernelError
 from raceproof.sim.history import History
 
 Gen = Generator[Any, Any, Any]
@@ -176,7 +175,7 @@ def test_a_node_crash_from_its_own_process_is_refused_naming_the_call() -> None:
         jvm.crash()
 
     jvm.spawn("worker", suicidal())
-    with pytest.raises(KernelError, match=r"Node\.crash\(\) of 'jvm' called from its own process"):
+    with pytest.raises(RuntimeError, match=r"Node\.crash\(\) of 'jvm' called from its own process"):
         world.run_to_end()
 
 
@@ -372,3 +371,23 @@ def test_node_faults_strike_under_random_search() -> None:
         kinds |= {op.kind for op in history.ops}
     assert {"node.paused", "node.crashed", "node.restarted", "node.clock-jump",
             "zk.connection-lost", "actor.paused"} <= kinds  # fmt: skip
+
+
+def test_an_actor_crashing_itself_is_refused_naming_the_call() -> None:
+    world = fifo_world()
+
+    class Suicidal(Actor):
+        def main(self) -> Gen:
+            yield from self.wait(self.world.sleep(1))
+            self.crash()
+
+    Suicidal(world, "s").start()
+    with pytest.raises(RuntimeError, match=r"Actor\.crash\(\) of 's' called from its own process"):
+        world.run_to_end()
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5])
+def test_a_bad_pause_is_refused_naming_the_call(bad: Any) -> None:
+    world = fifo_world()
+    with pytest.raises(ValueError, match=r"Node\.pause\("):
+        world.node("jvm").pause(bad)

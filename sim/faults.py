@@ -36,7 +36,6 @@ from typing import Any
 import simpy
 from simpy.events import Event, Process
 
-from raceproof.sim.errors import KernelError
 from raceproof.sim.nodes import NODE_CRASH, Node
 from raceproof.sim.session import ZkClient
 from raceproof.sim.world import ProcessGenerator, World
@@ -192,12 +191,17 @@ class Actor:
     def crash(self) -> None:
         if self.alive:
             assert self.process is not None
+            if self.world.active_process is self.process:
+                raise RuntimeError(
+                    f"Actor.crash() of {self.name!r} called from its own process: crash an "
+                    "actor from outside it (crash_and_restart from the nemesis)"
+                )
             self.process.interrupt("crash")
 
     def pause(self, duration_ms: int) -> None:
         """Stall this one thread for ``duration_ms`` (see the class docstring)."""
         if not (isinstance(duration_ms, int) and duration_ms >= 0):
-            raise KernelError(f"Actor.pause({duration_ms!r}) of {self.name!r}: an int >= 0 ms")
+            raise ValueError(f"Actor.pause({duration_ms!r}) of {self.name!r}: an int >= 0 ms")
         if not self.alive:
             return
         assert self.process is not None

@@ -31,6 +31,10 @@ Each fault is logged (``node.paused``, ``node.crashed``, ``node.restarted``,
 they replay and shrink, are in ``raceproof.sim.faults`` (``maybe_pause_node``,
 ``crash_and_restart_node``, ``maybe_jump_clock``).
 
+Misuse (a negative pause, a node crashing itself, a restart of a node that
+is up) raises ``ValueError`` / ``RuntimeError`` naming the call: it is the
+model's error (the verdict ``error``), not the kernel's.
+
 Footprints: a pause, a crash and a restart touch everything (they change
 what other processes can wait on); a step whose event is held reads the
 node's resource ``node:<name>``.
@@ -44,8 +48,6 @@ from typing import TYPE_CHECKING, Any
 import simpy
 from simpy.events import NORMAL, Event, Process
 
-from raceproof.sim.errors import KernelError
-
 if TYPE_CHECKING:
     from raceproof.sim.world import World
 
@@ -57,7 +59,7 @@ class Node:
 
     def __init__(self, world: World, name: str) -> None:
         if not (isinstance(name, str) and name):
-            raise KernelError(f"a node needs a name, got {name!r}")
+            raise ValueError(f"a node needs a name, got {name!r}")
         self.world = world
         self.name = name
         self.resource = f"node:{name}"
@@ -82,7 +84,7 @@ class Node:
     def adopt(self, process: Process) -> None:
         """Record ``process`` as one of this node's (``World.spawn`` calls it)."""
         if not self.up:
-            raise KernelError(f"spawn on node {self.name!r} while it is crashed: restart it first")
+            raise RuntimeError(f"spawn on node {self.name!r} while it is crashed: restart it first")
         process.rp_node = self  # type: ignore[attr-defined]
         self.processes = [p for p in self.processes if p.is_alive]
         self.processes.append(process)
@@ -112,7 +114,7 @@ class Node:
     def pause(self, duration_ms: int) -> None:
         """A stop-the-world pause: none of the node's processes steps for ``duration_ms``."""
         if not (isinstance(duration_ms, int) and duration_ms >= 0):
-            raise KernelError(f"Node.pause({duration_ms!r}): a duration is an int >= 0 ms")
+            raise ValueError(f"Node.pause({duration_ms!r}): a duration is an int >= 0 ms")
         self.world.touch_all()
         until_ms = self.world.now_ms + duration_ms
         self.world.log(self.name, "node.paused", duration_ms=duration_ms,
@@ -127,7 +129,7 @@ class Node:
         world = self.world
         active = world.active_process
         if active is not None and getattr(active, "rp_node", None) is self:
-            raise KernelError(
+            raise RuntimeError(
                 f"Node.crash() of {self.name!r} called from its own process "
                 f"{getattr(active, 'actor', active)!r}: crash a node from outside it "
                 "(the nemesis, another node)"
@@ -146,7 +148,7 @@ class Node:
     def restart(self) -> None:
         """The node comes back as a new incarnation and runs its start hooks."""
         if self.up:
-            raise KernelError(f"Node.restart() of {self.name!r}, which is up: crash it first")
+            raise RuntimeError(f"Node.restart() of {self.name!r}, which is up: crash it first")
         self.world.touch_all()
         self.up = True
         self.incarnation += 1
@@ -157,7 +159,7 @@ class Node:
     def jump_clock(self, delta_ms: int) -> None:
         """The node's wall clock moves by ``delta_ms`` (NTP step, VM migration); sleeps do not."""
         if not isinstance(delta_ms, int):
-            raise KernelError(f"Node.jump_clock({delta_ms!r}): a jump is an int of ms")
+            raise ValueError(f"Node.jump_clock({delta_ms!r}): a jump is an int of ms")
         self.world.touch(self.resource)
         self.clock_offset_ms += delta_ms
         self.world.log(self.name, "node.clock-jump", delta_ms=delta_ms,
