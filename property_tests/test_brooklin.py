@@ -8,18 +8,22 @@ check the verdicts the README states.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from property_tests.test_reduction_catalogue import history_fingerprint
 from raceproof.models.brooklin import WORK_CHECKERS, BrooklinConfig
 from raceproof.scenarios.catalogue import get
 from raceproof.sim import (
     Budget,
+    ChoiceSource,
     KeyedReplaySource,
     RandomSource,
     ReplaySource,
+    RunOutcome,
     deviations,
     explore,
     prove,
@@ -278,3 +282,36 @@ def test_random_runs_do_pause_the_jvm_and_drop_the_connection() -> None:
     kinds = {op.kind for seed in range(60) for op in run(RandomSource(seed)).history.ops}
     assert {"node.paused", "zk.connection-lost", "zk.session"} <= kinds
     assert "model.crash" not in kinds
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [{"gc_pause_ms": (0, 2_000)}, {"gc_pause_ms": (0,), "zk_connection_loss_ms": (0, 10_000)}],
+    ids=["jvm-pause", "connection-loss"],
+)
+def test_the_reduction_agrees_with_the_full_walk_under_leader_faults(
+    faults: dict[str, tuple[int, ...]],
+) -> None:
+    """Held events and blocked calls keep the proof's reduction sound: same final states."""
+    config = dataclasses.replace(
+        SCENARIO.prove_config, resume_think_ms=(8_000,), leader_notify_ms=(3_000,),
+        task_stop_ms=(500,), **faults,
+    )  # fmt: skip
+    run = SCENARIO.runner("fix-zk-lookup", config)
+    reached: dict[bool, set[Any]] = {True: set(), False: set()}
+    counts: dict[bool, int] = {}
+    for reduction in (True, False):
+
+        def recording(source: ChoiceSource, reduction: bool = reduction) -> RunOutcome:
+            outcome = run(source)
+            verdicts = tuple(sorted((v.checker, v.status) for v in outcome.verdicts))
+            reached[reduction].add((verdicts, history_fingerprint(outcome)))
+            return dataclasses.replace(outcome, status="ok")
+
+        report = prove(recording, budget=Budget(examples=20_000), reduction=reduction)
+        assert report.complete
+        counts[reduction] = report.schedules
+    assert reached[True] == reached[False]
+    kinds = {op[2] for _, history in reached[False] for op in history}
+    assert kinds & {"node.paused", "zk.connection-lost"}  # the faults were walked
+    assert counts[True] < counts[False]
