@@ -284,15 +284,14 @@ def test_random_runs_do_pause_the_jvm_and_drop_the_connection() -> None:
     assert "model.crash" not in kinds
 
 
-@pytest.mark.parametrize(
-    "faults",
-    [{"gc_pause_ms": (0, 2_000)}, {"gc_pause_ms": (0,), "zk_connection_loss_ms": (0, 10_000)}],
-    ids=["jvm-pause", "connection-loss"],
-)
-def test_the_reduction_agrees_with_the_full_walk_under_leader_faults(
-    faults: dict[str, tuple[int, ...]],
-) -> None:
-    """Held events and blocked calls keep the proof's reduction sound: same final states."""
+def test_the_reduction_agrees_with_the_full_walk_under_a_leader_jvm_pause() -> None:
+    """Held events keep the proof's reduction sound: the same final states as the full walk.
+
+    (With a 10 s connection loss instead, the full walk of this configuration is over 40,000
+    schedules: too long for the suite. Its first 40,000 reached exactly the final states of
+    the reduced walk's 64.)
+    """
+    faults = {"gc_pause_ms": (0, 2_000)}
     config = dataclasses.replace(
         SCENARIO.prove_config, resume_think_ms=(8_000,), leader_notify_ms=(3_000,),
         task_stop_ms=(500,), **faults,
@@ -313,5 +312,5 @@ def test_the_reduction_agrees_with_the_full_walk_under_leader_faults(
         counts[reduction] = report.schedules
     assert reached[True] == reached[False]
     kinds = {op[2] for _, history in reached[False] for op in history}
-    assert kinds & {"node.paused", "zk.connection-lost"}  # the faults were walked
+    assert "node.paused" in kinds  # the pauses were walked
     assert counts[True] < counts[False]
