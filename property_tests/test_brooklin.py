@@ -8,21 +8,28 @@ check the verdicts the README states.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from property_tests.test_reduction_catalogue import history_fingerprint
 from raceproof.models.brooklin import WORK_CHECKERS, BrooklinConfig
 from raceproof.scenarios.catalogue import get
 from raceproof.sim import (
     Budget,
+    ChoiceSource,
     KeyedReplaySource,
+    RandomSource,
     ReplaySource,
+    RunOutcome,
     deviations,
     explore,
     prove,
     run_checkers,
 )
-from raceproof.sim.history import History
+from raceproof.sim.history import History, Op
 
 SCENARIO = get("brooklin-double-stop")
 REDUNDANT = get("brooklin-redundant-stop")
@@ -156,22 +163,76 @@ def test_fact_the_merged_fix_holds_with_round_trips_alone() -> None:
     assert report.verdict == "ok" and report.complete and report.schedules > 200
 
 
-def test_fact_a_stall_between_read_and_write_opens_the_merged_fixs_window() -> None:
-    run = SCENARIO.runner("fix-zk-lookup", SCENARIO.prove_config, RESUME)
-    report = prove(run, budget=Budget(examples=50_000))
-    assert report.verdict == "violated" and report.shrunk is not None
-    ops = report.shrunk.history.ops
+LEADER_THREADS = ("leader", "leader-zk-events")  # and every stop-task<N>
+
+
+def on_leader(op: Op) -> bool:
+    return op.actor in LEADER_THREADS or op.actor.startswith("stop-task")
+
+
+def pause_window(ops: list[Op]) -> tuple[int, int]:
+    paused = next(op for op in ops if op.kind == "node.paused")
+    assert paused.actor == "leader-jvm"
+    return paused.time_ms, int(paused.get("until_ms"))  # type: ignore[arg-type]
+
+
+# Found by `raceproof explore brooklin-double-stop --variant fix-zk-lookup --strategy hypothesis`
+# (seed 0, 80 examples), shrunk: draws 3, 25 and 35 take option 1, every other draw option 0.
+JVM_PAUSE_OPENS_974 = {3: 1, 25: 1, 35: 1}
+
+
+def replay_positions(variant: str, positions: dict[int, int]):  # type: ignore[no-untyped-def]
+    values = [positions.get(i, 0) for i in range(max(positions) + 1)]
+    return SCENARIO.runner(variant, SCENARIO.config)(ReplaySource(values, strict=False))
+
+
+def test_fact_a_gc_pause_stops_every_leader_thread_and_no_other_host() -> None:
+    outcome = replay_positions("fix-zk-lookup", JVM_PAUSE_OPENS_974)
+    ops = outcome.history.ops
+    start_ms, end_ms = pause_window(ops)
+    inside = [op for op in ops if start_ms < op.time_ms < end_ms]
+    assert not [op for op in inside if on_leader(op)]  # the whole JVM stood still
+    assert {"rest@host1", "rest@host2"} <= {op.actor for op in inside}  # other JVMs did not
+
+
+def test_fact_a_connection_loss_blocks_every_leader_call_until_it_reconnects() -> None:
+    config = dataclasses.replace(SCENARIO.prove_config, gc_pause_ms=(0,),
+                                 zk_connection_loss_ms=(0, 10_000))  # fmt: skip
+    run = SCENARIO.runner("fix-zk-lookup", config)
+    source = KeyedReplaySource({("fault.zk-connection-loss.stop-task1", 0): 1})
+    ops = run(source).history.ops
+    lost = next(op for op in ops if op.kind == "zk.connection-lost")
+    back = next(op for op in ops[lost.index :] if op.get("state") == "connected")
+    assert back.time_ms == lost.time_ms + 10_000  # reconnected inside the 30 s session
+    calls = [op for op in ops[lost.index : back.index] if on_leader(op)
+             and op.kind in ("status.write", "zk.read", "cache.refresh", "assign")]  # fmt: skip
+    assert calls == [] and not any(op.kind == "zk.session-expired" for op in ops)
+    assert any(on_leader(op) and op.kind == "status.write" for op in ops[back.index :])
+
+
+def test_fact_974_holds_under_a_1s_jvm_pause_when_the_stop_tasks_do_not_overlap() -> None:
+    """Stops 10.333 s apart: the stop tasks' token polls never meet, so no pause separates
+    one task's fresh read from another task's write (the old per-thread stall did)."""
+    config = dataclasses.replace(SCENARIO.prove_config, gc_pause_ms=(0, 1_000))
+    report = prove(SCENARIO.runner("fix-zk-lookup", config, RESUME), budget=Budget(examples=50_000))
+    assert report.verdict == "ok" and report.complete
+
+
+def test_fact_a_jvm_pause_between_two_stop_tasks_writes_loses_the_resume_under_974() -> None:
+    outcome = replay_positions("fix-zk-lookup", JVM_PAUSE_OPENS_974)
+    assert outcome.status == "violated"
+    ops = outcome.history.ops
     culprit = next(op for op in ops if op.kind == "status.write" and op.get("from") == "READY"
                    and op.get("to") == "STOPPED")  # fmt: skip
-    read = max(
-        op.index for op in ops[: culprit.index]
-        if op.kind == "zk.read" and op.actor == culprit.actor and op.get("entity") == "A"
-    )  # fmt: skip
-    assert ops[read].get("status") == "STOPPING"
-    stalls = [op for op in ops[read : culprit.index] if op.kind.startswith("fault.")]
-    assert [op.actor for op in stalls] == [culprit.actor]
+    other = next(op for op in ops if op.kind == "status.write" and op.get("entity") == "A"
+                 and op.get("to") == "STOPPED")  # fmt: skip
+    assert other.actor.startswith("stop-task") and other.actor != culprit.actor
+    reads = [op for op in ops[: other.index] if op.kind == "zk.read" and op.get("entity") == "A"]
+    assert {op.actor for op in reads} == {culprit.actor, other.actor}  # both read STOPPING
+    assert all(op.get("status") == "STOPPING" for op in reads)
+    start_ms, end_ms = pause_window(ops)
     resume = next(op for op in ops if op.kind == "resume.ack")
-    assert read < stalls[0].index < resume.index < culprit.index
+    assert other.time_ms <= start_ms < resume.time_ms < end_ms <= culprit.time_ms
 
 
 @pytest.mark.parametrize("strategy", ["random", "hypothesis", "pct"])
@@ -181,10 +242,13 @@ def test_search_finds_the_lost_resume_from_scratch(variant: str, strategy: str) 
     report = explore(run, strategy, seed=0, budget=Budget(examples=2_000))
     assert report.verdict == "violated"
     assert report.shrunk is not None and report.shrunk.violation is not None
-    assert deviations(report.shrunk.values) <= deviations(report_outcome("buggy").values)
+    # The merged fix needs its stop tasks to meet and a fault between their writes (measured:
+    # hypothesis 3 deviations, random 5, pct 6); the buggy code, the report's 2.
+    bound = 6 if variant == "fix-zk-lookup" else deviations(report_outcome("buggy").values)
+    assert deviations(report.shrunk.values) <= bound
     assert trail(report.shrunk.history, "A") == ["STOPPING", "STOPPED", "READY", "STOPPED"]
     faults = [op for op in report.shrunk.history.ops if op.kind.startswith("fault.")]
-    assert (variant == "fix-zk-lookup") == bool(faults)  # the merged fix needs a stall
+    assert (variant == "fix-zk-lookup") == bool(faults)  # the merged fix needs a fault
 
 
 def test_without_tokens_the_buggy_code_is_proven_safe() -> None:
@@ -200,3 +264,53 @@ def test_the_redundant_stop_is_its_own_scenario() -> None:
         ReplaySource([], strict=False)
     )
     assert outcome.status == "violated"  # the fresh read skips the write, not the work
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from(sorted(SCENARIO.variants)))
+def test_a_run_with_leader_faults_replays_to_the_same_trace(seed: int, variant: str) -> None:
+    """Node pauses and connection losses are recorded choices: a random run replays exactly."""
+    run = SCENARIO.runner(variant, SCENARIO.config)
+    first = run(RandomSource(seed))
+    again = run(ReplaySource(first.values, strict=True))
+    assert again.trace_hash == first.trace_hash and again.status == first.status
+
+
+def test_random_runs_do_pause_the_jvm_and_drop_the_connection() -> None:
+    """...and no leader thread ever calls ZooKeeper while disconnected (that would raise)."""
+    run = SCENARIO.runner("fix-zk-lookup", SCENARIO.config)
+    kinds = {op.kind for seed in range(60) for op in run(RandomSource(seed)).history.ops}
+    assert {"node.paused", "zk.connection-lost", "zk.session"} <= kinds
+    assert "model.crash" not in kinds
+
+
+def test_the_reduction_agrees_with_the_full_walk_under_a_leader_jvm_pause() -> None:
+    """Held events keep the proof's reduction sound: the same final states as the full walk.
+
+    (With a 10 s connection loss instead, the full walk of this configuration is over 40,000
+    schedules: too long for the suite. Its first 40,000 reached exactly the final states of
+    the reduced walk's 64.)
+    """
+    faults = {"gc_pause_ms": (0, 2_000)}
+    config = dataclasses.replace(
+        SCENARIO.prove_config, resume_think_ms=(8_000,), leader_notify_ms=(3_000,),
+        task_stop_ms=(500,), **faults,
+    )  # fmt: skip
+    run = SCENARIO.runner("fix-zk-lookup", config)
+    reached: dict[bool, set[Any]] = {True: set(), False: set()}
+    counts: dict[bool, int] = {}
+    for reduction in (True, False):
+
+        def recording(source: ChoiceSource, reduction: bool = reduction) -> RunOutcome:
+            outcome = run(source)
+            verdicts = tuple(sorted((v.checker, v.status) for v in outcome.verdicts))
+            reached[reduction].add((verdicts, history_fingerprint(outcome)))
+            return dataclasses.replace(outcome, status="ok")
+
+        report = prove(recording, budget=Budget(examples=20_000), reduction=reduction)
+        assert report.complete
+        counts[reduction] = report.schedules
+    assert reached[True] == reached[False]
+    kinds = {op[2] for _, history in reached[False] for op in history}
+    assert "node.paused" in kinds  # the pauses were walked
+    assert counts[True] < counts[False]

@@ -459,7 +459,7 @@ def test_an_actor_sits_out_a_pause_but_not_another_interrupt() -> None:
     assert actor.process is not None
     world.run(until=1)
     actor.process.interrupt(("resume", 5))  # a tuple, but not a pause
-    with pytest.raises(ValueError, match=r"unexpected interrupt \('resume', 5\)"):
+    with pytest.raises(RuntimeError, match=r"unexpected interrupt \('resume', 5\)"):
         world.run()
 
 

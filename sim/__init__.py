@@ -43,13 +43,19 @@ from raceproof.sim.faults import (
     Nemesis,
     Network,
     crash_and_restart,
+    crash_and_restart_node,
     maybe_expire_session,
+    maybe_jump_clock,
+    maybe_lose_connection,
     maybe_pause,
+    maybe_pause_node,
     pause_with_session,
+    stall_thread,
 )
 from raceproof.sim.fs import DiskWriteError, FileSystem, FsError
 from raceproof.sim.history import History, Op, canonical_json, first_divergence
 from raceproof.sim.invariants import INVARIANT_OP, always, invariant_checker
+from raceproof.sim.nodes import Node
 from raceproof.sim.primitives import EventQueue, Executor, Lock, QueueEmpty, every
 from raceproof.sim.repro import Counterexample, CounterexampleError
 from raceproof.sim.runtime import ExecutorPort, QueuePort, Runtime, SimRuntime, poll_until
@@ -108,6 +114,7 @@ __all__ = [
     "Nemesis",
     "Network",
     "NoNode",
+    "Node",
     "NodeExists",
     "NotEmpty",
     "Op",
@@ -142,6 +149,7 @@ __all__ = [
     "checker",
     "checker_name",
     "crash_and_restart",
+    "crash_and_restart_node",
     "decode_blob",
     "derive_seed",
     "deviations",
@@ -155,7 +163,10 @@ __all__ = [
     "keyed_deviations",
     "limits",
     "maybe_expire_session",
+    "maybe_jump_clock",
+    "maybe_lose_connection",
     "maybe_pause",
+    "maybe_pause_node",
     "ok",
     "pause_with_session",
     "poll_until",
@@ -164,6 +175,7 @@ __all__ = [
     "require",
     "run_checkers",
     "shrink",
+    "stall_thread",
     "unknown",
     "violated",
 ]

@@ -5,16 +5,31 @@ most; the ``Nemesis`` asks the choice source, at each place a fault could
 strike, whether it does (choice 0: it does not). Faults are logged as history
 ops (``fault.<kind>``) so a counterexample shows them on its timeline.
 
-Kinds: ``crash`` (an actor dies and restarts after a drawn delay), ``pause``
-(an actor stops for a drawn while, then goes on), ``drop`` / ``duplicate`` /
-``delay`` of a message delivery, ``session-expiry`` (of a store session), and
-``disk-write`` (see ``FileSystem(fail_writes=True)``). ``pause_with_session``
-pauses an actor together with its ZooKeeper client, so a drawn pause longer
-than the session timeout expires the session.
+Faults act at the level where they happen (``raceproof.sim.nodes``):
+
+- on a **node** (a host, a JVM): ``node-pause`` (a stop-the-world GC pause:
+  every process of the node stops together, ``maybe_pause_node``),
+  ``node-crash`` (all of them die; the node restarts after a drawn delay,
+  ``crash_and_restart_node``), ``clock-jump`` (the node's wall clock moves,
+  ``maybe_jump_clock``);
+- on a **ZooKeeper connection** (``ZkClient``): ``connection-loss`` blocks
+  every actor that uses the client until it reconnects
+  (``maybe_lose_connection``; calls made through ``client.retrying`` wait, as
+  Helix's ``retryUntilConnected`` does), ``session-expiry``;
+- on **one thread** (an ``Actor``), where that is real: ``pause`` is
+  ``stall_thread`` (one thread blocked on I/O or descheduled while the rest of
+  its process runs), ``crash`` (an actor dies and restarts after a drawn
+  delay);
+- on the **network** and the **disk**: ``drop`` / ``duplicate`` / ``delay`` of
+  a message delivery, ``disk-write`` (see ``FileSystem(fail_writes=True)``).
+
+``pause_with_session`` stalls an actor together with its ZooKeeper client,
+so a drawn pause longer than the session timeout expires the session.
 
 No plain ``assert``: a ``FaultPlan`` refuses bad values with ``require`` (bad
 input, exit 2); a live actor without its process is a ``KernelError``; an
-unknown fault kind or interrupt is a ``ValueError``.
+unknown interrupt, or a crash or pause called wrongly, raises an error naming
+the call.
 """
 
 from __future__ import annotations
@@ -28,10 +43,23 @@ from simpy.events import Event, Process
 
 from raceproof.sim.configs import require
 from raceproof.sim.errors import KernelError
+from raceproof.sim.nodes import NODE_CRASH, Node
 from raceproof.sim.session import ZkClient
 from raceproof.sim.world import ProcessGenerator, World
 
-FAULT_KINDS = ("crash", "pause", "drop", "duplicate", "delay", "session-expiry", "disk-write")
+FAULT_KINDS = (
+    "crash",
+    "pause",
+    "drop",
+    "duplicate",
+    "delay",
+    "session-expiry",
+    "disk-write",
+    "node-pause",
+    "node-crash",
+    "clock-jump",
+    "connection-loss",
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +71,7 @@ class FaultPlan:
     p: float = 0.05
     delay_ms: tuple[int, ...] = (0, 100, 1000)
     restart_ms: tuple[int, ...] = (100, 5000)
+    clock_jump_ms: tuple[int, ...] = (-60_000, 60_000)
 
     def __post_init__(self) -> None:
         unknown = sorted(self.kinds - set(FAULT_KINDS))
@@ -90,14 +119,25 @@ class Actor:
     breaking the wait. ``on_crash`` drops the in-memory state. With
     ``interleave`` each (re)start is a drawn tie with the events of its
     instant (``World.spawn(interleave=True)``) instead of running at once.
+    On a ``node`` it pauses and crashes with that node.
+
+    ``pause`` is a stall of this one thread (``stall_thread``). A pause that
+    arrives while the actor sits out another extends it to the later end;
+    a pause the actor calls on itself (from its own process) is taken at its
+    next ``wait``.
     """
 
-    def __init__(self, world: World, name: str, *, interleave: bool = False) -> None:
+    def __init__(
+        self, world: World, name: str, *, interleave: bool = False, node: Node | None = None
+    ) -> None:
         self.world = world
         self.name = name
         self.interleave = interleave
+        self.node = node
         self.process: Process | None = None
         self.incarnation = 0
+        self.paused_until_ms = 0
+        self._pausing = False  # sitting out a pause inside ``wait``
 
     def main(self) -> ProcessGenerator:
         raise NotImplementedError
@@ -109,14 +149,20 @@ class Actor:
     def start(self) -> None:
         self.world.touch(f"actor:{self.name}")
         self.incarnation += 1
-        self.process = self.world.spawn(self.name, self._guarded(), interleave=self.interleave)
+        self.paused_until_ms = 0
+        self.process = self.world.spawn(
+            self.name, self._guarded(), interleave=self.interleave, node=self.node
+        )
 
     def _guarded(self) -> ProcessGenerator:
         try:
             yield from self.main()
         except simpy.Interrupt as interrupt:
-            if interrupt.cause != "crash":
-                raise ValueError(f"unexpected interrupt {interrupt.cause!r}") from None
+            if interrupt.cause not in ("crash", NODE_CRASH):
+                raise RuntimeError(
+                    f"unexpected interrupt {interrupt.cause!r} of actor {self.name!r}: only "
+                    "a crash ends an actor; pauses are sat out in `yield from self.wait(event)`"
+                ) from None
             self.world.log(self.name, "actor.crashed", incarnation=self.incarnation)
             self.on_crash()
 
@@ -126,7 +172,8 @@ class Actor:
         return self.process is not None and self.world.alive(self.process)
 
     def wait(self, event: Event) -> ProcessGenerator:
-        """Wait for ``event``, sitting out any pause that arrives meanwhile."""
+        """Wait for ``event``, sitting out any pause that arrives meanwhile (or was taken)."""
+        yield from self._sit_out_pause()
         while True:
             try:
                 return (yield event)
@@ -134,20 +181,49 @@ class Actor:
                 cause = interrupt.cause
                 if not (isinstance(cause, tuple) and cause[0] == "pause"):
                     raise
-                yield self.world.sleep(int(cause[1]))
+                yield from self._sit_out_pause()
+
+    def _sit_out_pause(self) -> ProcessGenerator:
+        """Sleep until the pause ends; a pause arriving meanwhile only moves the end."""
+        self._pausing = True
+        try:
+            while self.world.now_ms < self.paused_until_ms:
+                try:
+                    yield self.world.sleep(self.paused_until_ms - self.world.now_ms)
+                except simpy.Interrupt as interrupt:
+                    cause = interrupt.cause
+                    if not (isinstance(cause, tuple) and cause[0] == "pause"):
+                        raise
+        finally:
+            self._pausing = False
 
     def crash(self) -> None:
         if self.alive:
             if self.process is None:
                 raise KernelError(f"{self.name} is alive without a process")
+            if self.world.active_process is self.process:
+                raise RuntimeError(
+                    f"Actor.crash() of {self.name!r} called from its own process: crash an "
+                    "actor from outside it (crash_and_restart from the nemesis)"
+                )
             self.process.interrupt("crash")
 
     def pause(self, duration_ms: int) -> None:
-        if self.alive:
-            if self.process is None:
-                raise KernelError(f"{self.name} is alive without a process")
-            self.world.log(self.name, "actor.paused", duration_ms=duration_ms)
+        """Stall this one thread for ``duration_ms`` (see the class docstring)."""
+        if not (isinstance(duration_ms, int) and duration_ms >= 0):
+            raise ValueError(f"Actor.pause({duration_ms!r}) of {self.name!r}: an int >= 0 ms")
+        if not self.alive:
+            return
+        if self.process is None:
+            raise KernelError(f"{self.name} is alive without a process")
+        self.world.log(self.name, "actor.paused", duration_ms=duration_ms)
+        self.paused_until_ms = max(self.paused_until_ms, self.world.now_ms + duration_ms)
+        if self.world.active_process is self.process:
+            return  # its own call: the pause is taken at its next ``wait``
+        if not self._pausing:  # already sitting one out: the new end is enough
             self.process.interrupt(("pause", duration_ms))
+
+    stall_thread = pause
 
 
 def crash_and_restart(nemesis: Nemesis, actor: Actor) -> ProcessGenerator:
@@ -160,9 +236,71 @@ def crash_and_restart(nemesis: Nemesis, actor: Actor) -> ProcessGenerator:
     actor.start()
 
 
-def maybe_pause(nemesis: Nemesis, actor: Actor) -> None:
+def stall_thread(nemesis: Nemesis, actor: Actor) -> None:
+    """If a ``pause`` strikes ``actor``: stall that one thread for a drawn while.
+
+    Real only where one thread is held while the rest of its process runs
+    (blocked on its own I/O, descheduled); a GC pause is ``maybe_pause_node``.
+    """
     if nemesis.strikes("pause", actor.name):
         actor.pause(nemesis.world.source.choose(f"pause.{actor.name}", nemesis.plan.delay_ms))
+
+
+maybe_pause = stall_thread  # the name it had before nodes existed
+
+
+def maybe_pause_node(
+    nemesis: Nemesis, node: Node, durations_ms: Sequence[int] | None = None
+) -> int:
+    """If a ``node-pause`` strikes ``node``: every process of it stops for a drawn while.
+
+    A stop-the-world GC pause of a JVM. Returns the pause in ms (0 when none struck).
+    """
+    if not nemesis.strikes("node-pause", node.name):
+        return 0
+    options = tuple(durations_ms or nemesis.plan.delay_ms)
+    duration_ms = int(nemesis.world.source.choose(f"node-pause.{node.name}", options))
+    node.pause(duration_ms)
+    return duration_ms
+
+
+def crash_and_restart_node(nemesis: Nemesis, node: Node) -> ProcessGenerator:
+    """If a ``node-crash`` strikes ``node``: all its processes die; it restarts after a drawn delay.
+
+    Run it from a process that is not on ``node`` (the nemesis' own, or another node's).
+    """
+    if not nemesis.strikes("node-crash", node.name):
+        return
+    node.crash()
+    delay_ms = nemesis.world.source.choose(f"restart.{node.name}", nemesis.plan.restart_ms)
+    yield nemesis.world.sleep(delay_ms)
+    node.restart()
+
+
+def maybe_jump_clock(nemesis: Nemesis, node: Node, offsets_ms: Sequence[int] | None = None) -> int:
+    """If a ``clock-jump`` strikes ``node``: its wall clock moves by a drawn offset (ms)."""
+    if not nemesis.strikes("clock-jump", node.name):
+        return 0
+    options = tuple(offsets_ms or nemesis.plan.clock_jump_ms)
+    delta_ms = int(nemesis.world.source.choose(f"clock-jump.{node.name}", options))
+    node.jump_clock(delta_ms)
+    return delta_ms
+
+
+def maybe_lose_connection(
+    nemesis: Nemesis, client: ZkClient, durations_ms: Sequence[int] | None = None
+) -> int:
+    """If a ``connection-loss`` strikes ``client``: it is disconnected for a drawn while.
+
+    Every actor that uses ``client`` is blocked meanwhile (``ZkClient.retrying``);
+    longer than the session timeout, the session expires. Returns the loss in ms.
+    """
+    if not nemesis.strikes("connection-loss", client.name):
+        return 0
+    options = tuple(durations_ms or nemesis.plan.delay_ms)
+    duration_ms = int(nemesis.world.source.choose(f"connection-loss.{client.name}", options))
+    client.lose_connection(duration_ms)
+    return duration_ms
 
 
 def pause_with_session(

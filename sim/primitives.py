@@ -17,6 +17,7 @@ from typing import Any
 
 from simpy.events import Event, Process
 
+from raceproof.sim.nodes import Node
 from raceproof.sim.world import ProcessGenerator, World
 
 
@@ -130,12 +131,16 @@ class Lock:
 
 
 class Executor:
-    """A pool of ``workers`` threads: tasks beyond the pool size wait in FIFO order."""
+    """A pool of ``workers`` threads: tasks beyond the pool size wait in FIFO order.
 
-    def __init__(self, world: World, name: str, workers: int) -> None:
+    On a ``node``, its threads pause and crash with that node.
+    """
+
+    def __init__(self, world: World, name: str, workers: int, *, node: Node | None = None) -> None:
         if workers < 1:
             raise ValueError(f"Executor {name!r}: workers must be >= 1, got {workers}")
         self.world = world
+        self.node = node
         self.name = name
         self.workers = workers
         self.busy = 0
@@ -155,7 +160,7 @@ class Executor:
         while self.backlog and self.busy < self.workers:
             actor, body, done = self.backlog.popleft()
             self.busy += 1
-            self.world.spawn(actor, self._run(body, done))
+            self.world.spawn(actor, self._run(body, done), node=self.node)
 
     def _run(self, body: Callable[[], ProcessGenerator], done: Event) -> ProcessGenerator:
         try:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from raceproof.sim.history import JSONValue
+from raceproof.sim.nodes import Node
 from raceproof.sim.primitives import EventQueue, Executor
 from raceproof.sim.world import ProcessGenerator, World
 
@@ -53,10 +54,11 @@ class Runtime(Protocol):
 
 
 class SimRuntime:
-    """The runtime port on a World."""
+    """The runtime port on a World; with a ``node``, everything it spawns runs on that node."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, node: Node | None = None) -> None:
         self.world = world
+        self.node = node
 
     def now_ms(self) -> int:
         return self.world.now_ms
@@ -65,7 +67,7 @@ class SimRuntime:
         return self.world.sleep(delay_ms)
 
     def spawn(self, actor: str, body: ProcessGenerator) -> None:
-        self.world.spawn(actor, body)
+        self.world.spawn(actor, body, node=self.node)
 
     def log(self, actor: str, kind: str, **fields: JSONValue) -> None:
         self.world.log(actor, kind, **fields)
@@ -77,7 +79,7 @@ class SimRuntime:
         return EventQueue(self.world, name, dedupe=dedupe)
 
     def executor(self, name: str, workers: int) -> Executor:
-        return Executor(self.world, name, workers)
+        return Executor(self.world, name, workers, node=self.node)
 
     def checkpoint(self, actor: str, point: str, **fields: JSONValue) -> None:
         """A named place a real run can be held at: recorded, never a scheduling point."""

@@ -21,7 +21,13 @@ it, holding one session, as a ZooKeeper or kazoo client does:
   ``session_timeout_ms`` after the connection dropped (a cancellable timer),
   so a pause (``pause``, or the drawn fault ``pause_with_session``) longer
   than the timeout expires it and the client hears ``expired`` when it comes
-  back.
+  back;
+- a connection loss (``lose_connection``, or the drawn fault
+  ``maybe_lose_connection``) blocks every actor that calls through the client
+  with ``retrying`` (Helix/I0Itec ``ZkClient.retryUntilConnected``): each waits
+  until the client reconnects, and a call whose round trip the loss cut is
+  made again; ``until_connected`` is the wait alone (``waitUntilConnected``),
+  no step at all while connected.
 
 Every decision is a draw: request latencies (``latency_ms``), how late the
 client notices a change of its connection (``notice_ms``), and the store's
@@ -133,6 +139,9 @@ class ZkClient:
             world, f"{store.name}-server", self._server_expires, resource=f"{self.resource}:expiry"
         )
         self._last_tell: Process | None = None
+        self._reconnect_at_ms = 0  # the end of the latest pause or connection loss
+        self._drops = 0  # connections lost so far: a round trip cut by one is retried
+        self._waiting: list[Event] = []  # actors blocked until the client reconnects
 
     # -- the session -------------------------------------------------------------
     @property
@@ -157,6 +166,7 @@ class ZkClient:
         self.world.touch(self.resource)
         if self.state != "connected":
             return
+        self._drops += 1
         self._set_state("disconnected")
         self._expiry.start(self.session_timeout_ms)
 
@@ -165,6 +175,9 @@ class ZkClient:
         self.world.touch(self.resource)
         if self.state != "disconnected":
             return
+        waiting, self._waiting = self._waiting, []
+        for waiter in waiting:
+            waiter.succeed()
         if self.live:
             self._expiry.cancel()
             self._set_state("connected")
@@ -180,8 +193,51 @@ class ZkClient:
         if duration_ms < 0:
             raise ValueError(f"ZkClient.pause: duration_ms must be >= 0, got {duration_ms}")
         self.world.log(self.name, "zk.paused", session=self.session, duration_ms=duration_ms)
+        self._disconnect_for(duration_ms)
+
+    def lose_connection(self, duration_ms: int) -> None:
+        """The connection drops for ``duration_ms``; every actor calling through it is blocked."""
+        assert duration_ms >= 0
+        self.world.log(self.name, "zk.connection-lost", session=self.session,
+                       duration_ms=duration_ms)  # fmt: skip
+        self._disconnect_for(duration_ms)
+
+    def _disconnect_for(self, duration_ms: int) -> None:
         self.disconnect()
+        self._reconnect_at_ms = max(self._reconnect_at_ms, self.world.now_ms + duration_ms)
         self.world.spawn(f"{self.name}-resume", self._resume_after(duration_ms))
+
+    def until_connected(self) -> Generator[Event, Any, None]:
+        """``waitUntilConnected``: ``yield from client.until_connected()``; no step if connected.
+
+        Raises ``SessionExpired`` if the client comes back to an expired or closed session.
+        """
+        self.world.touch(self.resource, write=False)
+        while self.state == "disconnected":
+            waiter = self.world.event()
+            self._waiting.append(waiter)
+            yield waiter
+            self.world.touch(self.resource, write=False)
+        if self.state != "connected":
+            raise SessionExpired(f"{self.name}: session {self.session} is {self.state}")
+
+    def retrying(
+        self, round_trip_ms: int, operation: Callable[[], T] | None = None
+    ) -> Generator[Event, Any, T | None]:
+        """``retryUntilConnected``: wait for the connection, make the call, again if a loss cut it.
+
+        ``result = yield from client.retrying(rtt_ms, lambda: client.get(path))``:
+        the call takes one round trip and is applied at its end; a connection
+        lost meanwhile makes the caller wait for the reconnection and call
+        again. Every actor calling through one client is blocked by its loss.
+        """
+        while True:
+            yield from self.until_connected()
+            drops = self._drops
+            yield self.world.sleep(round_trip_ms)
+            self.world.touch(self.resource, write=False)
+            if self._drops == drops and self.state == "connected":
+                return None if operation is None else operation()
 
     def expire(self) -> None:
         """The server expires the session now (the ``session-expiry`` fault)."""
@@ -201,6 +257,9 @@ class ZkClient:
             self.store.expire_session(self.session)
         self._held = []
         self._set_state("closed")
+        waiting, self._waiting = self._waiting, []
+        for waiter in waiting:  # they wake to a closed session: SessionExpired
+            waiter.succeed()
 
     def renew(self) -> None:
         """After ``expired``: a new session (as kazoo does after LOST); ephemerals must be re-created."""
@@ -218,7 +277,8 @@ class ZkClient:
 
     def _resume_after(self, duration_ms: int) -> Generator[Event, Any, None]:
         yield self.world.sleep(duration_ms)
-        self.reconnect()
+        if self.world.now_ms >= self._reconnect_at_ms:  # a later loss keeps it down longer
+            self.reconnect()
 
     def _deliver_held(
         self, held: list[tuple[_SessionWatcher, WatchEvent]]
@@ -295,6 +355,18 @@ class ZkClient:
     def children(self, path: str, watch: Watcher | None = None) -> list[str]:
         self._require()
         return self.store.children(path, watch=self._wrap(watch))
+
+    def watch(self, path: str, callback: Watcher) -> None:
+        """A data watch re-armed at each firing (kazoo's DataWatch, ``VersionedStore.watch``).
+
+        Its notifications are held while the client is disconnected and die with the session.
+        """
+        self._require()
+        self.store.watch(path, _SessionWatcher(self, callback))
+
+    def ensure_path(self, path: str) -> None:
+        self._require()
+        self.store.ensure_path(path)
 
     def add_watch(self, path: str, callback: Watcher, *, recursive: bool = False) -> None:
         """A persistent (or persistent-recursive) watch that dies with the session."""

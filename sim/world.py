@@ -31,6 +31,7 @@ from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checke
 from raceproof.sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
 from raceproof.sim.errors import KernelError
 from raceproof.sim.history import History, JSONValue
+from raceproof.sim.nodes import Node, hold_paused
 from raceproof.sim.shared import Shared
 
 ProcessGenerator = Generator[Event, Any, Any]
@@ -87,6 +88,8 @@ class World(simpy.Environment):
         self._shared: Shared | None = None
         # Per schedule draw that left FIFO: the actor that ran and the one it overtook.
         self.overtaken: dict[int, tuple[str, str]] = {}
+        self.nodes: dict[str, Node] = {}  # hosts / JVMs grouping processes (raceproof.sim.nodes)
+        self.paused_nodes: list[Node] = []  # nodes in a pause: their processes' events are held
 
     # -- time ----------------------------------------------------------------
     @property
@@ -129,12 +132,20 @@ class World(simpy.Environment):
         return False
 
     # -- actors --------------------------------------------------------------
+    def node(self, name: str) -> Node:
+        """The node (host, JVM) called ``name``, made on first use (``raceproof.sim.nodes``)."""
+        found = self.nodes.get(name)
+        if found is None:
+            found = self.nodes[name] = Node(self, name)
+        return found
+
     def spawn(
         self,
         actor: str,
         generator: ProcessGenerator | Callable[[], Any],
         *,
         interleave: bool = False,
+        node: Node | None = None,
     ) -> Process:
         """Start a process that acts as ``actor`` (the name shown in schedules).
 
@@ -144,6 +155,7 @@ class World(simpy.Environment):
         that instant; choice 0 runs it where SimPy would run ``sleep(0)``.
         ``generator`` may also be a plain function of no arguments: a one-shot
         actor whose whole body is one step (``spawn("stop", stop, interleave=True)``).
+        On a ``node`` it pauses, crashes and restarts with that node.
         """
         if not (isinstance(actor, str) and actor):
             raise ValueError(f"World.spawn: an actor needs a name, got {actor!r}")
@@ -155,8 +167,12 @@ class World(simpy.Environment):
             generator = _one_shot(generator)
         if interleave:
             generator = self._started_after_tie(generator)
+        if node is not None:
+            generator = node.guard(generator)
         process = self.process(generator)
         process.actor = actor  # type: ignore[attr-defined]
+        if node is not None:
+            node.adopt(process)
         if self.observer is not None and (
             self.footprints_declared or self.state_fingerprint is not None
         ):
@@ -361,6 +377,8 @@ class World(simpy.Environment):
         """
         self._now, _, _, event = entry
         callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
+        if self.paused_nodes:
+            callbacks = hold_paused(self, event, callbacks)
         for callback in callbacks:
             callback(event)
         if not event._ok and not hasattr(event, "_defused"):

@@ -26,9 +26,12 @@ and 417d1f29 (PR #974 merged); ``docs/models/brooklin.md`` cites each fact.
   read's version, retried on BadVersion, writing the same data whatever it
   read, so it overwrites anything written since the caller decided.
 - Every ZooKeeper call costs a round trip (``zk_rtt_ms``). Long stalls are
-  faults, drawn and logged: a GC pause and a connection loss (the client
-  retries once reconnected, inside the 30 s session), both striking a stop
-  task between its decision and its write.
+  faults, drawn and logged where a stop task has decided and not yet
+  written, acting where they act in reality (``leader_jvm``): a GC pause
+  stops the whole leader JVM (the node ``leader-jvm``: event thread,
+  ZooKeeper event thread, every stop task), a connection loss blocks every
+  leader thread at its next call through the leader's one ZooKeeper client
+  (Helix ``retryUntilConnected``; reconnected inside the 30 s session).
 - Followers stop the tasks of removed streams and claim their tokens
   (checking every 10 s, up to 60 s).
 
@@ -55,7 +58,27 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from raceproof.sim import BadVersion, NoNode, Runtime, SimRuntime, VersionedStore, World, poll_until
+from raceproof.models.brooklin.leader_jvm import (
+    LEADER_CLIENT,
+    LEADER_NODE,
+    SESSION_TIMEOUT_MS,
+    ClientLink,
+    JvmFaults,
+    LeaderFaults,
+    LeaderLink,
+    NoLeaderFaults,
+    PlainLink,
+)
+from raceproof.sim import (
+    BadVersion,
+    NoNode,
+    Runtime,
+    SimRuntime,
+    VersionedStore,
+    World,
+    ZkClient,
+    poll_until,
+)
 from raceproof.sim.configs import require
 from raceproof.sim.history import JSONValue
 from raceproof.sim.store import Watcher
@@ -130,8 +153,8 @@ class BrooklinConfig:
     follower_notify_ms: tuple[int, ...] = (0, 1_000)  # assignment change to a follower
     task_stop_ms: tuple[int, ...] = (500, 12_000)  # a follower stopping one task
     zk_rtt_ms: int = 2  # one ZooKeeper request and its response
-    gc_pause_ms: tuple[int, ...] = (0, 1_000)  # fault: the leader JVM paused mid-mark
-    zk_connection_loss_ms: tuple[int, ...] = (0, 10_000)  # fault: reconnect, then retry
+    gc_pause_ms: tuple[int, ...] = (0, 1_000)  # fault: the whole leader JVM paused mid-mark
+    zk_connection_loss_ms: tuple[int, ...] = (0, 10_000)  # fault: the leader's client, < 30 s
     handler_ms: int = 5
     stop_poll_ms: int = 1_000
     stop_timeout_ms: int = 90_000
@@ -225,16 +248,16 @@ def rtt(rt: Runtime, config: BrooklinConfig) -> Any:
 
 
 def update_datastream(
-    rt: Runtime, zk: Store, config: BrooklinConfig, actor: str, ds: Datastream, version_read: int
+    rt: Runtime, zk: Store, link: LeaderLink, actor: str, ds: Datastream, version_read: int
 ) -> Generator[Any, Any, bool]:
     """``ZkAdapter.updateDatastream``: exists, then ``updateDataSerialized(path, old -> data)``."""
-    yield rtt(rt, config)
+    yield from link.round_trip()
     if not zk.exists(stream_path(ds.name)):
         return False
     while True:
-        yield rtt(rt, config)
+        yield from link.round_trip()
         _, version = zk.get(stream_path(ds.name))
-        yield rtt(rt, config)
+        yield from link.round_trip()
         rt.touch(DATASTREAMS, write=False)  # ds.data, shared with the cache
         rt.checkpoint(actor, "mark.write", entity=ds.name)
         try:
@@ -273,16 +296,16 @@ class DatastreamCache:
     is what the cache shows from then on.
     """
 
-    def __init__(self, rt: Runtime, zk: Store, config: BrooklinConfig) -> None:
-        self.rt, self.zk, self.config = rt, zk, config
+    def __init__(self, rt: Runtime, zk: Store, link: LeaderLink) -> None:
+        self.rt, self.zk, self.link = rt, zk, link
         self.objects: dict[str, Datastream] = {}
 
     def _read(self, name: str) -> Generator[Any, Any, Datastream | None]:
         """``getDatastreamFromZk``: exists, then readData."""
-        yield rtt(self.rt, self.config)
+        yield from self.link.round_trip()
         if not self.zk.exists(stream_path(name)):
             return None
-        yield rtt(self.rt, self.config)
+        yield from self.link.round_trip()
         try:
             data, version = self.zk.get(stream_path(name))
         except NoNode:
@@ -301,13 +324,14 @@ class DatastreamCache:
         return ds
 
     def refresh(self) -> Gen:
-        yield rtt(self.rt, self.config)
+        yield from self.link.round_trip()
         for name in self.zk.children(DMS):
             yield from self.get(name, flush=True)
 
     def with_status(self, *statuses: str) -> Generator[Any, Any, Snapshot]:
         """``fetchDatastreamGroupsWithStatus``: the cached objects (``getAllDatastreams(false)``)."""
         found = []
+        yield from self.link.ready()
         for name in self.zk.children(DMS):  # the child watch keeps the names fresh
             ds = yield from self.get(name)
             self.rt.touch(DATASTREAMS, write=False)
@@ -322,6 +346,8 @@ class Leader:
     zk: Store
     variant: str
     config: BrooklinConfig
+    link: LeaderLink
+    faults: LeaderFaults
     handled: set[tuple[str, int]] = field(default_factory=set)  # fix-stop-dedupe's record
     running_tasks: int = 0
     busy: bool = False
@@ -331,7 +357,7 @@ class Leader:
     def __post_init__(self) -> None:
         self.queue = self.rt.queue("leader-events", dedupe=True)
         self.zk_events = self.rt.queue("leader-zk-events")
-        self.cache = DatastreamCache(self.rt, self.zk, self.config)
+        self.cache = DatastreamCache(self.rt, self.zk, self.link)
         self.pool = self.rt.executor("stop-pool", self.config.executor_workers)
 
     def start(self) -> None:
@@ -447,12 +473,13 @@ class Leader:
         names = [ds.name for ds in snapshot]
         failed: set[str] = set()
         if config.tokens_enabled:
-            claimed = yield from poll_until(
-                self.rt,
-                lambda: not self._unclaimed(names),
-                config.token_poll_ms,
-                config.token_timeout_ms,
-            )
+            start_ms = self.rt.now_ms()
+            while True:  # poll_until, each check a call through the leader's client
+                yield from self.link.ready()
+                claimed = not self._unclaimed(names)
+                if claimed or self.rt.now_ms() - start_ms >= config.token_timeout_ms:
+                    break
+                yield self.rt.sleep(config.token_poll_ms)
             if not claimed:
                 failed = set(self._unclaimed(names))
                 for name in sorted(failed):
@@ -474,16 +501,21 @@ class Leader:
             self.queue.put(LEADER_DO_ASSIGNMENT)  # the seed's "on failure, call LDA again"
         self.running_tasks -= 1
 
-    def stall(self, actor: str, name: str) -> Gen:
-        """The labelled faults that can hold a stop task between its decision and its write."""
-        for kind, options in (
-            ("gc-pause", self.config.gc_pause_ms),
-            ("zk-connection-loss", self.config.zk_connection_loss_ms),
+    def stall(self, actor: str, name: str) -> None:
+        """The drawn faults, where a stop task has decided and not yet written (``leader_jvm``).
+
+        A GC pause stops the whole leader JVM; a connection loss blocks every
+        leader thread at its next ZooKeeper call. Either takes effect at the
+        task's next yield, its write's first round trip.
+        """
+        for kind, options, act in (
+            ("gc-pause", self.config.gc_pause_ms, self.faults.gc_pause),
+            ("zk-connection-loss", self.config.zk_connection_loss_ms, self.faults.lose_connection),
         ):
             duration_ms = self.rt.choose(f"fault.{kind}.{actor}", options)
             if duration_ms:
                 self.rt.log(actor, f"fault.{kind}", entity=name, duration_ms=duration_ms)
-                yield self.rt.sleep(duration_ms)
+                act(duration_ms)
 
     def set_stopped(self, actor: str, ds: Datastream) -> None:
         """``datastream.setStatus(STOPPED)``, logging whether that object is the cached one."""
@@ -508,9 +540,9 @@ class Leader:
                     continue
                 self.rt.checkpoint(actor, "mark.decided", entity=ds.name)
                 self.set_stopped(actor, ds)
-                yield from self.stall(actor, ds.name)
+                self.stall(actor, ds.name)
                 success &= yield from update_datastream(
-                    self.rt, self.zk, self.config, actor, ds, cached[ds.name].version
+                    self.rt, self.zk, self.link, actor, ds, cached[ds.name].version
                 )
             return success
         for ds in may_mark:
@@ -526,13 +558,13 @@ class Leader:
                     break
                 self.rt.checkpoint(actor, "mark.decided", entity=ds.name)
                 self.set_stopped(actor, fresh)
-                yield from self.stall(actor, ds.name)
+                self.stall(actor, ds.name)
                 if self.variant == "fix-zk-lookup":
                     success &= yield from update_datastream(
-                        self.rt, self.zk, self.config, actor, fresh, fresh.version
+                        self.rt, self.zk, self.link, actor, fresh, fresh.version
                     )
                     break
-                yield rtt(self.rt, self.config)  # setData(path, data, version read)
+                yield from self.link.round_trip()  # setData(path, data, version read)
                 self.rt.touch(DATASTREAMS, write=False)  # fresh.data, shared with the cache
                 self.rt.checkpoint(actor, "mark.write", entity=ds.name)
                 try:
@@ -673,19 +705,33 @@ def rest_resume(
     return True
 
 
+@dataclass(frozen=True)
+class LeaderSide:
+    """The leader's own runtime, ZooKeeper client, link to it and faults (``leader_jvm``)."""
+
+    rt: Runtime
+    zk: Store
+    link: LeaderLink
+    faults: LeaderFaults
+
+
 @dataclass
 class Cluster:
     rt: Runtime
     zk: Store
     variant: str
     config: BrooklinConfig
+    leader_side: LeaderSide | None = None  # default: the shared runtime and store, no faults
     leader: Leader = field(init=False)
     followers: list[Follower] = field(init=False)
     clients_done: int = 0
 
     def __post_init__(self) -> None:
         require(self.variant in VARIANTS, f"unknown variant {self.variant}")
-        self.leader = Leader(self.rt, self.zk, self.variant, self.config)
+        side = self.leader_side or LeaderSide(
+            self.rt, self.zk, PlainLink(self.rt, self.config.zk_rtt_ms), NoLeaderFaults()
+        )
+        self.leader = Leader(side.rt, side.zk, self.variant, self.config, side.link, side.faults)
         self.followers = [
             Follower(self.rt, self.zk, f, self.config) for f in range(self.config.followers)
         ]
@@ -756,7 +802,20 @@ class Cluster:
 
 
 def build(world: World, variant: str, config: BrooklinConfig) -> None:
-    """Run the cluster simulated: a VersionedStore as ZooKeeper, SimPy processes as threads."""
-    cluster = Cluster(SimRuntime(world), VersionedStore(world), variant, config)
+    """Run the cluster simulated: a VersionedStore as ZooKeeper, SimPy processes as threads.
+
+    The leader's threads run on the node ``leader-jvm`` and call ZooKeeper
+    through one session-bound client, ``leader-zk`` (``leader_jvm``).
+    """
+    store = VersionedStore(world)
+    jvm = world.node(LEADER_NODE)
+    client = ZkClient(world, store, LEADER_CLIENT, session_timeout_ms=SESSION_TIMEOUT_MS)
+    side = LeaderSide(
+        SimRuntime(world, node=jvm),
+        client,
+        ClientLink(client, config.zk_rtt_ms),
+        JvmFaults(jvm, client),
+    )
+    cluster = Cluster(SimRuntime(world), store, variant, config, side)
     cluster.install()
     cluster.start()
