@@ -31,7 +31,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-from raceproof.sim.explore import Budget, Progress
+from raceproof.sim.explore import FINDINGS, Budget, Progress, count_probes
 from raceproof.sim.reduction import (
     Footprint,
     Node,
@@ -43,7 +43,7 @@ from raceproof.sim.shrink import shrink
 from raceproof.sim.state_cache import StateCache, StateSeen, compare, ending
 from raceproof.sim.world import Runner, RunOutcome, SleepBlocked
 
-ProofVerdict = Literal["ok", "violated", "inconclusive"]
+ProofVerdict = Literal["ok", "violated", "inconclusive", "error"]
 
 
 @dataclass
@@ -64,6 +64,7 @@ class ProofReport:
     state_cache_cuts: int = 0  # runs cut at a state the walk had explored before
     states_seen: int = 0  # distinct state fingerprints (with the state cache)
     state_cache_checked: int = 0  # debug mode: cuts run anyway and compared
+    probes: dict[str, int] = field(default_factory=dict)  # probe -> judged schedules reaching it
 
     def accounting(self) -> dict[str, object]:
         """The report's fields for JSON output."""
@@ -80,6 +81,7 @@ class ProofReport:
             "state_cache_cuts": self.state_cache_cuts,
             "states_seen": self.states_seen,
             "state_cache_checked": self.state_cache_checked,
+            "probes": dict(sorted(self.probes.items())),
         }
 
 
@@ -125,6 +127,7 @@ def prove(
     budget.start()
     pruned: dict[str, int] = {}
     schedules = runs = deepest = skipped = blocked = 0
+    probes: dict[str, int] = {}
     frontier: deque[tuple[Node, int]] = deque()
     repeats: list[Node] = []  # debug mode: nodes at states seen before
     root = shard or Shard(())
@@ -174,16 +177,19 @@ def prove(
         deepest = max(deepest, depth)
         if outcome is None:
             pass
-        elif outcome.status == "violated":
+        elif outcome.status in FINDINGS:  # a violation, or the model's own exception
+            count_probes(probes, outcome)
             result = shrink(run, outcome)
             return ProofReport(
-                "violated", False, schedules + 1, runs, deepest, pruned, outcome, result.outcome,
-                len(frontier), reduction, skipped, blocked,
+                outcome.status, False, schedules + 1, runs, deepest, pruned, outcome,
+                result.outcome, len(frontier), reduction, skipped, blocked,
+                probes=dict(sorted(probes.items())),
             )  # fmt: skip
         elif outcome.bound is not None:
             pruned[outcome.bound] = pruned.get(outcome.bound, 0) + 1
         else:
             schedules += 1
+            count_probes(probes, outcome)
         if progress:
             progress(
                 {
@@ -215,6 +221,7 @@ def prove(
     report = ProofReport(
         verdict, complete, schedules, runs, deepest, pruned, frontier_left=len(frontier),
         reduction=reduction, skipped_equivalent=skipped, sleep_blocked=blocked,
+        probes=dict(sorted(probes.items())),
     )  # fmt: skip
     if cache is not None:
         report.state_cache_cuts, report.state_cache_checked = cache_cuts, cache.checked
