@@ -228,7 +228,7 @@ def test_a_model_error_ends_the_run_where_it_happened_and_no_checker_judges_it()
 
 
 def test_a_checker_that_raises_is_an_error_too() -> None:
-    def broken_checker(history: object) -> Verdict:
+    def broken_checker(history: History) -> Any:
         raise KeyError("no such op")
 
     outcome = execute(lambda world: None, ReplaySource([], strict=False), [broken_checker])
