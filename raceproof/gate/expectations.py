@@ -220,7 +220,8 @@ def _judge_probes(result: CheckResult, scenario: Scenario, reached: dict[str, in
     """The probes' counts into ``result``; an ``ok`` whose race window was never reached is not."""
     verdict, result.probes, notes = scenario.judge_probes(result.variant, result.verdict, reached)
     result.verdict = verdict
-    result.notes = [*notes, *result.notes]
+    # the reason a verdict became not-reached goes first; otherwise the search's own notes do
+    result.notes = [*notes, *result.notes] if verdict == "not-reached" else [*result.notes, *notes]
 
 
 def run_prove(

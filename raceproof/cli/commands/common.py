@@ -50,7 +50,8 @@ def judge_probes(
     result["verdict"] = verdict
     result["probes"] = counts
     if notes:
-        result["notes"] = [*notes, *result.get("notes", [])]
+        before = result.get("notes", [])
+        result["notes"] = [*notes, *before] if verdict == "not-reached" else [*before, *notes]
 
 
 def probes_line(result: dict[str, Any], what: str) -> str | None:
