@@ -224,3 +224,21 @@ def test_lost_update_with_one_client_never_reaches_its_window(tmp_path: Path) ->
     assert normal.returncode == 0, normal.stdout
     for r in json.loads(normal.stdout)["results"]:
         assert r["probes"][_COUNTER_WINDOW] >= 1, r
+
+
+def test_the_reports_show_whether_the_run_reached_each_probe() -> None:
+    from raceproof.reports import render_html, render_markdown
+    from raceproof.runs.stories import story_of_outcome
+    from raceproof.scenarios.catalogue import get
+    from raceproof.sim import ReplaySource
+
+    scenario = get("lost-update")
+    run = scenario.runner("buggy", scenario.config)
+    raced = run(ReplaySource([0, 1], strict=False))  # client0's round trip is the slow one
+    fifo = run(ReplaySource([], strict=False))
+    assert raced.probes == {_COUNTER_WINDOW: 1} and fifo.probes == {}
+    for outcome, said in ((raced, "reached"), (fifo, "NOT reached")):
+        story = story_of_outcome(scenario, "buggy", scenario.config, outcome, repro=None)
+        assert f"{_COUNTER_WINDOW}: {said}" in render_markdown(story)
+        html = render_html(story)
+        assert 'id="probes"' in html and f"{_COUNTER_WINDOW}: {said}" in html
