@@ -22,8 +22,10 @@ from raceproof.sim import (
     Budget,
     ChoiceSource,
     ReplaySource,
+    Timer,
     VersionedStore,
     World,
+    ZkClient,
     execute,
     explore,
 )
@@ -125,16 +127,19 @@ def test_hypothesis_search_on_ordered_watch_deliveries_ends_in_a_verdict() -> No
     watches=st.integers(1, 3),
     changes=st.integers(1, 8),
     expire_at=st.one_of(st.none(), st.integers(0, 8)),
-    pause_ms=st.integers(0, 20),
+    pause_ms=st.integers(0, 40),
+    timer_ms=st.one_of(st.none(), st.integers(0, 30)),
     seed=st.integers(0, 2**16),
-    raise_at=st.one_of(st.none(), st.integers(0, 8)),
+    raise_at=st.one_of(st.none(), st.integers(1, 8)),
+    stop_at=st.one_of(st.none(), st.integers(1, 30)),
 )
 def test_no_run_ends_in_an_exception_that_is_not_the_models_own(
-    watches: int, changes: int, expire_at: int | None, pause_ms: int, seed: int,
-    raise_at: int | None,
+    watches: int, changes: int, expire_at: int | None, pause_ms: int, timer_ms: int | None,
+    seed: int, raise_at: int | None, stop_at: int | None,
 ) -> None:  # fmt: skip
     """Random small models (watches, sessions, expiries, timers, pauses): a run ends in a
-    verdict, and an exception in it is the model's own (status ``error``, its own frame)."""
+    verdict, and an exception in it is the model's own (status ``error``, its own frame);
+    a choice source that stops the test (Hypothesis' StopTest) stops it as itself."""
 
     class ModelBug(Exception):
         pass
@@ -142,8 +147,8 @@ def test_no_run_ends_in_an_exception_that_is_not_the_models_own(
     def build(world: World) -> None:
         store = VersionedStore(world, watch_delay_ms=(0, 2, 9))
         store.create("/w", 0)
-        session = store.open_session()
-        store.create("/e", 0, ephemeral_session=session)
+        client = ZkClient(world, store, "c", session_timeout_ms=20, notice_ms=(0, 3, 11))
+        store.create("/e", 0, ephemeral_session=client.session)
         seen = [0]
 
         def watcher(event: object) -> None:
@@ -155,21 +160,46 @@ def test_no_run_ends_in_an_exception_that_is_not_the_models_own(
         for i in range(watches):
             store.add_watch("/w", watcher, recursive=bool(i % 2))
         store.exists("/e", watch=watcher)  # a one-shot watch the expiry fires
+        client.add_listener(lambda event: world.source.draw_bool("listener.react"))
+        if timer_ms is not None:
+            Timer(world, "timer", lambda: watcher(None)).start(timer_ms)
 
         def writer() -> ProcessGenerator:
             for value in range(changes):
                 if expire_at == value:
-                    store.expire_session(session)
+                    client.expire()
+                if value == 1 and pause_ms:
+                    client.pause(pause_ms)
                 store.set("/w", value)
                 yield world.sleep(world.source.choose("writer.pause", (0, pause_ms)))
             yield world.sleep(5)
 
         world.spawn("writer", writer())
 
-    outcome = execute(build, RandomSource(seed), [])
+    stop = StopTest(3)
+    source = _Stopping(RandomSource(seed), stop_at, stop)
+    try:
+        outcome = execute(build, source, [])
+    except StopTest as raised:
+        assert raised is stop and stop_at is not None  # the source's own, never a copy
+        return
     assert outcome.status in ("ok", "error")
     if outcome.status == "error":
         assert outcome.error is not None and outcome.error.type.endswith("ModelBug")
         assert outcome.error.frames[-1].name == "watcher"
     replayed = execute(build, ReplaySource(outcome.values), [])
     assert replayed.status == outcome.status and replayed.trace_hash == outcome.trace_hash
+
+
+class _Stopping(ChoiceSource):
+    """``inner``'s draws, and ``stop`` raised at draw number ``at`` (as Hypothesis overruns)."""
+
+    def __init__(self, inner: RandomSource, at: int | None, stop: BaseException) -> None:
+        super().__init__()
+        self.inner, self.at, self.stop, self.count = inner, at, stop, 0
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        self.count += 1
+        if self.count == self.at:
+            raise self.stop
+        return self.inner._pick(label, n, p_nonzero, keys)

@@ -234,7 +234,7 @@ class ZkClient:
         """Deliver ``event`` after ``notice_ms``, never before the events told before it."""
         yield self.world.sleep(notice_ms)
         if previous is not None and self.world.alive(previous):
-            yield previous
+            yield previous  # a failure of ``previous``: see ``VersionedStore._deliver``
         self.world.touch(self.resource, write=False)  # the listeners
         for listener in list(self.listeners):
             result = listener(event)
