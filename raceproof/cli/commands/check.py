@@ -74,6 +74,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                           "results": [r.to_json() for r in results]}, sort_keys=True))  # fmt: skip
         return code
     print(gate.table(results, profile))
+    if any(r.probes for r in results):
+        print("rN: examples (or schedules) that reached the least-reached race-window probe")
     for result in results:
         if result.status != "pass":
             print("\n" + result.explain())
