@@ -14,7 +14,7 @@ from raceproof.models import brooklin, counter, group_coordinator, kafka_streams
 from raceproof.models.brooklin.model import MARK_WINDOW
 from raceproof.models.counter.model import WINDOW as COUNTER_WINDOW
 from raceproof.models.group_coordinator.model import VERIFY_WINDOW
-from raceproof.models.kafka_streams.model import LOCK_WINDOW
+from raceproof.models.kafka_streams.state_dir import DELETE_WINDOW
 from raceproof.models.samza.model import DRAIN_WINDOW
 from raceproof.scenarios.catalogue import Scenario, register
 from raceproof.sim import Bounds
@@ -135,7 +135,7 @@ STREAMS = register(
         # Shared Python state is named with world.touch (models/kafka_streams/model.py).
         declares_footprints=True,
         # Where the race window opens (world.reach in the model): an ok that never got there is not.
-        probes=(LOCK_WINDOW,),
+        probes=(DELETE_WINDOW,),
         # The JIRA's first half (B handles the first assignment while A still holds the lock,
         # and goes RUNNING with its standby never initialized), then the window the code has:
         # the second rebalance starts while the cleaner's pass is deleting another directory;

@@ -56,8 +56,6 @@ VARIANTS = {
     "lock is taken and the stores registered",
 }
 TASK = "1_0"  # the standby of the JIRA
-# The race window's probe: a standby runs without the lock of its task directory.
-LOCK_WINDOW = "a standby failed to lock its task directory"
 OTHER = "0_0"  # a second standby of thread A that leaves the instance at the first rebalance
 RUNNING, REVOKED, ASSIGNED = "RUNNING", "PARTITIONS_REVOKED", "PARTITIONS_ASSIGNED"
 THREADS = ("A", "B")
@@ -167,7 +165,6 @@ class Instance:
             self.world.touch(LOCKS, write=False)
             self.world.log(standby.thread, "lock.fail", task=standby.task,
                            owner=self.dirs.locks.get(standby.task))  # fmt: skip
-            self.world.reach(LOCK_WINDOW)
             return False
         generation = self.dirs.directory_for_task(standby.thread, standby.task)  # the store's open
         if self.variant == "fix-load-after-lock":
