@@ -12,6 +12,7 @@ with exit 1. The kernel now lets such exceptions out unchanged.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -203,3 +204,25 @@ class _Stopping(ChoiceSource):
         if self.count == self.at:
             raise self.stop
         return self.inner._pick(label, n, p_nonzero, keys)
+
+
+def test_a_base_exception_at_the_command_boundary_is_exit_70(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not KeyboardInterrupt or SystemExit: a BaseException that reaches main is raceproof's bug."""
+    from raceproof.cli.main import main
+
+    (tmp_path / "escape.py").write_text(
+        "import raceproof\n"
+        "from raceproof.sim import Bounds\n\n"
+        "class Escape(BaseException):\n    pass\n\n"
+        "def build(world, variant, config):\n    raise Escape('out of band')\n\n"
+        "raceproof.register(raceproof.Scenario(name='escape', summary='s', variants={'v': 'v'},\n"
+        "    expect_violation=frozenset(), checkers=(), build=build, config=None,\n"
+        "    prove_config=None))\n"
+    )
+    code = main(["explore", "escape", "--scenarios", str(tmp_path / "escape.py"),
+                 "--examples", "1", "--out", str(tmp_path / "cx")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 70, err
+    assert "internal error: this is a bug in raceproof" in err and "Escape: out of band" in err
