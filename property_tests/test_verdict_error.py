@@ -242,3 +242,31 @@ def test_the_reports_show_whether_the_run_reached_each_probe() -> None:
         assert f"{_COUNTER_WINDOW}: {said}" in render_markdown(story)
         html = render_html(story)
         assert 'id="probes"' in html and f"{_COUNTER_WINDOW}: {said}" in html
+
+
+def test_a_probe_unreachable_by_design_is_named_with_its_reason_and_not_judged() -> None:
+    import dataclasses
+
+    from raceproof.scenarios.catalogue import RegistrationError, get, register
+
+    base = get("lost-update")
+    scenario = dataclasses.replace(
+        base, name="lost-update-exempt", probes=(_COUNTER_WINDOW, "never"),
+        unreachable_probes={"fix-cas": {"never": "the fix closes it by design"}},
+    )  # fmt: skip
+    verdict, counts, notes = scenario.judge_probes("fix-cas", "ok", {_COUNTER_WINDOW: 5})
+    assert verdict == "ok" and counts == {_COUNTER_WINDOW: 5, "never": 0}
+    assert notes == ["probe 'never' exempt on fix-cas: the fix closes it by design"]
+    verdict, _, notes = scenario.judge_probes("buggy", "ok", {_COUNTER_WINDOW: 5})
+    assert verdict == "not-reached" and "'never'" in notes[0]
+    for verdict in ("violated", "error", "inconclusive"):  # a finding or a bound stands
+        assert scenario.judge_probes("buggy", verdict, {})[0] == verdict
+    for bad in (
+        {"probes": "one-string"},
+        {"unreachable_probes": {"fix-cas": {"undeclared": "why"}}},
+        {"unreachable_probes": {"fix-cas": {_COUNTER_WINDOW: " "}}},
+        {"unreachable_probes": {"no-such-variant": {_COUNTER_WINDOW: "why"}}},
+        {"violation_exceptions": (KeyboardInterrupt,)},
+    ):
+        with pytest.raises(RegistrationError):
+            register(dataclasses.replace(base, name="lost-update-bad", **bad))
