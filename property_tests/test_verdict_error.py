@@ -270,3 +270,24 @@ def test_a_probe_unreachable_by_design_is_named_with_its_reason_and_not_judged()
     ):
         with pytest.raises(RegistrationError):
             register(dataclasses.replace(base, name="lost-update-bad", **bad))
+
+
+def test_brooklin_double_stop_results_carry_its_probe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The check --json result of a Brooklin search carries its race window's reached count."""
+    from raceproof.cli.main import main
+
+    code = main(["explore", "brooklin-double-stop", "--variant", "fix-conditional-write",
+                 "--examples", "30", "--json", "--out", str(tmp_path)])  # fmt: skip
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["verdict"] == "ok"
+    assert result["probes"] == {"a stop task decided to mark a stream STOPPED": 30}
+    from raceproof.gate import expectations as gate
+
+    found = gate.run_explore("brooklin-double-stop", "buggy", "random", gate.PROFILES["ci"],
+                             examples=200)  # fmt: skip
+    assert (
+        found.status == "pass"
+        and found.to_json()["probes"]["a stop task decided to mark a stream STOPPED"] >= 1
+    )
