@@ -202,6 +202,9 @@ SAMZA = register(
         declares_footprints=True,
         # Where the race window opens (world.reach in the model): an ok that never got there is not.
         probes=(DRAIN_WINDOW,),
+        unreachable_probes={
+            "kill": {DRAIN_WINDOW: "the status quo stops containers abruptly: no task ever drains"}
+        },
         default_examples=2_000,
         default_budget_s=60.0,
     )
