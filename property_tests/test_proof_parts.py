@@ -261,7 +261,7 @@ def test_the_reduction_keeps_one_schedule_per_order_of_dependent_writes() -> Non
             "bounds_pruned": {}, "reduction": True,
             "skipped_equivalent": reduced.skipped_equivalent,
             "sleep_blocked": reduced.sleep_blocked, "frontier_left": 0, "shards": 1,
-            "state_cache_cuts": 0, "states_seen": 0, "state_cache_checked": 0,
+            "state_cache_cuts": 0, "states_seen": 0, "state_cache_checked": 0, "probes": {},
         }  # fmt: skip
     # Two writes of two paths commute: one schedule, the other order skipped at its draw.
     independent = prove(runner(Toy(TWO_PATHS)), budget=Budget(), reduction=True)

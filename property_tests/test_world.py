@@ -139,7 +139,7 @@ def test_finish_ends_a_run_with_perpetual_timers() -> None:
     assert outcome.virtual_ms == 2500
 
 
-def test_a_crashing_actor_is_a_model_crash_violation() -> None:
+def test_a_crashing_actor_is_an_error_never_a_violation() -> None:
     def build(world: World) -> None:
         def broken() -> Generator[Any, Any, None]:
             yield world.sleep(5)
@@ -148,11 +148,30 @@ def test_a_crashing_actor_is_a_model_crash_violation() -> None:
         world.spawn("broken", broken())
 
     outcome = execute(build, RandomSource(0), [])
-    assert outcome.status == "violated"
+    assert outcome.status == "error" and outcome.violation is None
+    assert outcome.error is not None and outcome.error.type == "AssertionError"
+    assert outcome.error.message.startswith("actor invariant broken")
+    assert [f.name for f in outcome.error.frames] == ["broken"]  # the user's frame only
+    assert [op.kind for op in outcome.history.ops] == ["run.end"]  # nothing added but the end
+
+
+def test_a_declared_exception_is_a_violation_of_model_exception() -> None:
+    def build(world: World) -> None:
+        def broken() -> Generator[Any, Any, None]:
+            yield world.sleep(5)
+            raise LookupError("the race's own symptom")
+
+        world.spawn("broken", broken())
+
+    outcome = execute(build, RandomSource(0), [], violation_exceptions=(LookupError,))
+    assert outcome.status == "violated" and outcome.error is None
     violation = outcome.violation
-    assert violation is not None and violation.checker == "model-crash"
-    assert "actor invariant broken" in violation.message
-    assert outcome.history[violation.op_index].kind == "model.crash"
+    assert violation is not None and violation.checker == "model-exception"
+    assert "LookupError: the race's own symptom" in violation.message
+    assert outcome.history[violation.op_index].kind == "model.exception"
+    # an exception not declared stays an error
+    other = execute(build, RandomSource(0), [], violation_exceptions=(KeyError,))
+    assert other.status == "error"
 
 
 def test_misaligned_replay_propagates_from_inside_a_process() -> None:

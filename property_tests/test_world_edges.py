@@ -207,26 +207,33 @@ def _undecided(history: History) -> Any:
     return unknown("cannot tell")
 
 
-def test_a_model_crash_is_logged_where_it_happened_and_judged_before_the_checkers() -> None:
+def test_a_model_error_ends_the_run_where_it_happened_and_no_checker_judges_it() -> None:
     outcome = execute(
         lambda world: world.spawn("m", _explode(world)),
         ReplaySource([], strict=False),
         [_always_broken],
     )
     line = inspect.getsourcelines(_explode)[1] + 2
-    crash, end = outcome.history.ops[-2:]
-    assert (crash.actor, crash.kind, crash.fields) == (
-        "kernel", "model.crash", {"error": "ValueError: boom", "at": f"_explode:{line}"},
-    )  # fmt: skip
+    (end,) = outcome.history.ops[-1:]
     assert (end.actor, end.kind, end.fields) == (
         "kernel",
         "run.end",
-        {"reason": "crash", "steps": 3},
+        {"reason": "error", "steps": 3},
     )
-    assert outcome.end_reason == "crash" and outcome.status == "violated"
-    assert [v.checker for v in outcome.verdicts] == ["model-crash", "always-broken"]
-    assert outcome.verdicts[0].op_index == len(outcome.history.ops) - 2
+    assert outcome.end_reason == "error" and outcome.status == "error"
+    assert outcome.verdicts == []  # a crash is not judged: the always-broken checker never ran
+    assert outcome.error is not None and outcome.error.headline == "ValueError: boom"
+    assert outcome.error.where == f"{inspect.getsourcefile(_explode)}:{line}"
     assert outcome.steps == 3 and outcome.virtual_ms == 3  # start, wake-up, the failed end
+
+
+def test_a_checker_that_raises_is_an_error_too() -> None:
+    def broken_checker(history: History) -> Any:
+        raise KeyError("no such op")
+
+    outcome = execute(lambda world: None, ReplaySource([], strict=False), [broken_checker])
+    assert outcome.status == "error" and outcome.error is not None
+    assert outcome.error.frames[-1].name == "broken_checker"
 
 
 def test_an_unknown_verdict_makes_the_run_inconclusive() -> None:

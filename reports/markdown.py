@@ -120,6 +120,10 @@ def render_markdown(story: Story, show_all: bool = False) -> str:
             out.append("- none: this is the FIFO run")
         out.append("")
     out += ["```mermaid", mermaid(story, show_all).rstrip("\n"), "```", ""]
+    if story.probes:
+        out += ["Race-window probes: " + "; ".join(
+            f"{name}: {'reached' if count else 'NOT reached'}" for name, count in story.probes.items()
+        ), ""]  # fmt: skip
     if story.repro:
         out += ["Reproduce:", "", "```sh", story.repro, "```", ""]
     if story.counterpart is not None:

@@ -83,6 +83,8 @@ class Story:
     counterpart: Story | None = None
     counterpart_note: str = ""
     reverted: Deviation | None = None  # the deviation the counterpart reverts
+    # race-window probe -> whether this run reached it (times reached; 0: never)
+    probes: dict[str, int] = field(default_factory=dict)
 
     # -- what the renderers ask ------------------------------------------------
     @property

@@ -69,6 +69,15 @@ class Scenario:
     default_examples: int = 10_000
     default_budget_s: float = 60.0
     notes: Mapping[str, str] = field(default_factory=dict)
+    # Race-window probes the model marks with ``world.reach(NAME)``: a run of a variant
+    # expected to hold that never reaches one of them is ``not-reached``, never ``ok``.
+    probes: Sequence[str] = ()
+    # variant -> {probe: why that variant's fix makes it unreachable by design}; the
+    # variant is judged without those probes.
+    unreachable_probes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Exceptions of the model that count as a violation (pseudo-checker ``model-exception``);
+    # any other exception out of the model, workload or checkers is the verdict ``error``.
+    violation_exceptions: tuple[type[BaseException], ...] = ()
 
     def __post_init__(self) -> None:
         if self.config is None:
@@ -114,9 +123,37 @@ class Scenario:
             self.build(world, variant, config)
 
         def run(source: ChoiceSource) -> RunOutcome:
-            return execute(build, source, checkers, self.bounds)
+            return execute(build, source, checkers, self.bounds, self.violation_exceptions)
 
         return run
+
+    def probes_for(self, variant: str) -> list[str]:
+        """The probes ``variant`` must reach to be judged ``ok`` (declared, less its exemptions)."""
+        exempt = self.unreachable_probes.get(variant, {})
+        return [name for name in self.probes if name not in exempt]
+
+    def judge_probes(
+        self, variant: str, verdict: str, reached: Mapping[str, int]
+    ) -> tuple[str, dict[str, int], list[str]]:
+        """The verdict once the probes are counted, every declared probe's count, and notes.
+
+        An ``ok`` of a variant whose declared probe no run reached becomes
+        ``not-reached``: the race window was never open, so holding says nothing.
+        A violation, an error or an inconclusive result stands (with a note).
+        """
+        counts = {name: 0 for name in self.probes}
+        counts.update(reached)
+        counts = dict(sorted(counts.items()))
+        notes = [
+            f"probe {name!r} exempt on {variant}: {why}"
+            for name, why in sorted(self.unreachable_probes.get(variant, {}).items())
+        ]
+        missing = [name for name in self.probes_for(variant) if not counts.get(name)]
+        if missing and verdict in ("ok", "inconclusive"):
+            notes.insert(0, "race window never reached: probe(s) " + ", ".join(
+                repr(name) for name in missing) + " reached by no run")  # fmt: skip
+            verdict = "not-reached" if verdict == "ok" else verdict
+        return verdict, counts, notes
 
     def prove(
         self,
@@ -177,6 +214,9 @@ class Scenario:
             "prove_max_deviations": self.prove_max_deviations,
             "prove_max_branch": self.prove_max_branch,
             "declares_footprints": self.declares_footprints,
+            "probes": list(self.probes),
+            "unreachable_probes": {v: dict(p) for v, p in self.unreachable_probes.items()},
+            "violation_exceptions": [k.__qualname__ for k in self.violation_exceptions],
             "report_timeline": self.report_timeline,
             "report_variant": self.report_variant,
             "backends": ["sim", *sorted(self.real_backends)],
@@ -238,6 +278,7 @@ def register(scenario: Scenario | Callable[[], Scenario]) -> Scenario:
         raise RegistrationError(
             f"scenario {scenario.name}: expect_violation names unknown variants {unknown_variants}"
         )
+    _check_probes(scenario)
     if scenario.report_variant is not None and scenario.report_variant not in scenario.variants:
         raise RegistrationError(
             f"scenario {scenario.name}: report_variant {scenario.report_variant!r} is not a variant"
@@ -270,6 +311,30 @@ def _check_defaults(scenario: Scenario) -> None:
             )
         except validation.BadInput as exc:
             raise RegistrationError(str(exc)) from None
+
+
+def _check_probes(scenario: Scenario) -> None:
+    if isinstance(scenario.probes, str) or not all(
+        isinstance(p, str) and p for p in scenario.probes
+    ):
+        raise RegistrationError(f"scenario {scenario.name}: probes must be a sequence of names")
+    for variant, exempt in scenario.unreachable_probes.items():
+        if variant not in scenario.variants:
+            raise RegistrationError(
+                f"scenario {scenario.name}: unreachable_probes names unknown variant {variant!r}"
+            )
+        for probe, why in exempt.items():
+            if probe not in scenario.probes or not isinstance(why, str) or not why.strip():
+                raise RegistrationError(
+                    f"scenario {scenario.name}: unreachable_probes[{variant!r}] needs declared "
+                    f"probes with a reason each, got {probe!r}: {why!r}"
+                )
+    for kind in scenario.violation_exceptions:
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            raise RegistrationError(
+                f"scenario {scenario.name}: violation_exceptions takes Exception classes, "
+                f"got {kind!r}"
+            )
 
 
 def get(name: str) -> Scenario:

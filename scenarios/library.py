@@ -11,6 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from raceproof.models import brooklin, counter, group_coordinator, kafka_streams, samza
+from raceproof.models.brooklin.model import MARK_WINDOW
+from raceproof.models.counter.model import WINDOW as COUNTER_WINDOW
+from raceproof.models.group_coordinator.model import VERIFY_WINDOW
+from raceproof.models.kafka_streams.state_dir import DELETE_WINDOW
+from raceproof.models.samza.model import DRAIN_WINDOW
 from raceproof.scenarios.catalogue import Scenario, register
 from raceproof.sim import Bounds
 from raceproof.zookeeper import brooklin as zookeeper_brooklin
@@ -40,6 +45,8 @@ LOST_UPDATE = register(
         # Clients share only the store; the observer waits on their `finished` events
         # through all_of (a step that counts as touching everything); the checker counts.
         declares_footprints=True,
+        # Where the race window opens (world.reach in the model): an ok that never got there is not.
+        probes=(COUNTER_WINDOW,),
         default_examples=2_000,
         default_budget_s=30.0,
     )
@@ -78,6 +85,8 @@ BROOKLIN = register(
         bounds=Bounds(max_time_ms=3_600_000, max_steps=100_000),
         # Shared Python state is named with rt.touch (models/brooklin/model.py's docstring).
         declares_footprints=True,
+        # Where the race window opens (world.reach in the model): an ok that never got there is not.
+        probes=(MARK_WINDOW,),
         # The seed: stop A at 0 s, stop B at 10 s; the first stop task marks A STOPPED; the
         # caller resumes A 8 s after its stop returned and the leader hears of it 3 s late,
         # so the second stop task, reading its stale cache, writes STOPPED over READY.
@@ -103,6 +112,8 @@ BROOKLIN_REDUNDANT = register(
         prove_config=BROOKLIN_PROVE,
         bounds=Bounds(max_time_ms=3_600_000, max_steps=100_000),
         declares_footprints=True,
+        # Where the race window opens (world.reach in the model): an ok that never got there is not.
+        probes=(MARK_WINDOW,),
         default_examples=2_000,
         default_budget_s=60.0,
     )
@@ -127,6 +138,8 @@ STREAMS = register(
         bounds=Bounds(max_time_ms=4 * 3_600_000, max_steps=200_000),
         # Shared Python state is named with world.touch (models/kafka_streams/model.py).
         declares_footprints=True,
+        # Where the race window opens (world.reach in the model): an ok that never got there is not.
+        probes=(DELETE_WINDOW,),
         # The JIRA's first half (B handles the first assignment while A still holds the lock,
         # and goes RUNNING with its standby never initialized), then the window the code has:
         # the second rebalance starts while the cleaner's pass is deleting another directory;
@@ -160,6 +173,8 @@ COORDINATOR = register(
         bounds=Bounds(max_time_ms=600_000, max_steps=200_000),
         # Partitions and the runtime are named with world.touch (models/group_coordinator).
         declares_footprints=True,
+        # Where the race window opens (world.reach in the model): an ok that never got there is not.
+        probes=(VERIFY_WINDOW,),
         default_examples=2_000,
         default_budget_s=60.0,
     )
@@ -189,6 +204,11 @@ SAMZA = register(
         # Every shared object of the model is named with world.touch (models/samza/model.py's
         # docstring lists the resources), so the proof's reduction applies.
         declares_footprints=True,
+        # Where the race window opens (world.reach in the model): an ok that never got there is not.
+        probes=(DRAIN_WINDOW,),
+        unreachable_probes={
+            "kill": {DRAIN_WINDOW: "the status quo stops containers abruptly: no task ever drains"}
+        },
         default_examples=2_000,
         default_budget_s=60.0,
     )

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from raceproof.sim.errors import KernelError, contract
-from raceproof.sim.explore import Budget, Progress
+from raceproof.sim.explore import FINDINGS, Budget, Progress, count_probes
 from raceproof.sim.footprint_check import FootprintChecker
 from raceproof.sim.reduction import (
     Footprint,
@@ -49,7 +49,7 @@ from raceproof.sim.shrink import shrink
 from raceproof.sim.state_cache import StateCache, StateSeen, compare, ending
 from raceproof.sim.world import Runner, RunOutcome, SleepBlocked
 
-ProofVerdict = Literal["ok", "violated", "inconclusive"]
+ProofVerdict = Literal["ok", "violated", "inconclusive", "error"]
 
 
 @dataclass
@@ -72,6 +72,7 @@ class ProofReport:
     state_cache_checked: int = 0  # debug mode: cuts run anyway and compared
     footprints_checked: int | None = None  # --check-footprints: step pairs swapped and compared
     footprints_unverified: int = 0  # pairs whose swap could not be followed (unnamed steps)
+    probes: dict[str, int] = field(default_factory=dict)  # probe -> judged schedules reaching it
 
     def accounting(self) -> dict[str, object]:
         """The report's fields for JSON output."""
@@ -88,6 +89,7 @@ class ProofReport:
             "state_cache_cuts": self.state_cache_cuts,
             "states_seen": self.states_seen,
             "state_cache_checked": self.state_cache_checked,
+            "probes": dict(sorted(self.probes.items())),
         } | (
             {}
             if self.footprints_checked is None
@@ -145,6 +147,7 @@ def prove(
     budget.start()
     pruned: dict[str, int] = {}
     schedules = runs = deepest = skipped = blocked = 0
+    probes: dict[str, int] = {}
     frontier: deque[tuple[Node, int]] = deque()
     repeats: list[Node] = []  # debug mode: nodes at states seen before
     root = shard or Shard(())
@@ -199,16 +202,19 @@ def prove(
             checker.check(source.steps, source.record)
         if outcome is None:
             pass
-        elif outcome.status == "violated":
+        elif outcome.status in FINDINGS:  # a violation, or the model's own exception
+            count_probes(probes, outcome)
             result = shrink(run, outcome)
             return ProofReport(
-                "violated", False, schedules + 1, runs, deepest, pruned, outcome, result.outcome,
-                len(frontier), reduction, skipped, blocked,
+                outcome.status, False, schedules + 1, runs, deepest, pruned, outcome,
+                result.outcome, len(frontier), reduction, skipped, blocked,
+                probes=dict(sorted(probes.items())),
             )  # fmt: skip
         elif outcome.bound is not None:
             pruned[outcome.bound] = pruned.get(outcome.bound, 0) + 1
         else:
             schedules += 1
+            count_probes(probes, outcome)
         if progress:
             progress(
                 {
@@ -241,6 +247,7 @@ def prove(
     report = ProofReport(
         verdict, complete, schedules, runs, deepest, pruned, frontier_left=len(frontier),
         reduction=reduction, skipped_equivalent=skipped, sleep_blocked=blocked,
+        probes=dict(sorted(probes.items())),
     )  # fmt: skip
     if cache is not None:
         report.state_cache_cuts, report.state_cache_checked = cache_cuts, cache.checked

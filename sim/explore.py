@@ -25,7 +25,8 @@ from raceproof.sim.shrink import shrink
 from raceproof.sim.world import Runner, RunOutcome
 
 STRATEGIES = ("random", "hypothesis", "pct")
-Verdict = Literal["violated", "ok", "inconclusive"]
+Verdict = Literal["violated", "ok", "inconclusive", "error"]
+FINDINGS = ("violated", "error")  # what ends a search: a violation, or the model's own exception
 Progress = Callable[[dict[str, Any]], None]
 
 
@@ -72,16 +73,24 @@ class SearchReport:
     shrunk: RunOutcome | None = None
     shrink_runs: int = 0
     notes: list[str] = field(default_factory=list)
+    # probe -> examples that reached it (the search's own examples, not shrinking's runs)
+    probes: dict[str, int] = field(default_factory=dict)
+
+
+def count_probes(probes: dict[str, int], outcome: RunOutcome) -> None:
+    """Count ``outcome`` once for each probe it reached."""
+    for name in outcome.probes:
+        probes[name] = probes.get(name, 0) + 1
 
 
 def _violated(
     strategy: str, run: Runner, examples: int, inconclusive: int, found: RunOutcome,
     shrink_runs: int = 0,
 ) -> SearchReport:  # fmt: skip
-    """The search found ``found``: shrink it (``run`` replays candidates)."""
+    """The search found ``found`` (a violation or an error): shrink it (``run`` replays candidates)."""
     result = shrink(run, found)
     return SearchReport(
-        strategy, "violated", examples, inconclusive, None, found, result.outcome,
+        strategy, found.status, examples, inconclusive, None, found, result.outcome,
         shrink_runs + result.runs,
     )  # fmt: skip
 
@@ -106,16 +115,23 @@ def explore_random(
 ) -> SearchReport:
     budget.start()
     inconclusive = 0
+    probes: dict[str, int] = {}
     for example in range(budget.examples):
         if budget.out_of_time():
-            return _out_of_time("random", example, inconclusive, budget)
+            return _with(probes, _out_of_time("random", example, inconclusive, budget))
         outcome = run(RandomSource(derive_seed(seed, example)))
         inconclusive += outcome.status == "inconclusive"
+        count_probes(probes, outcome)
         if progress:
             progress({"examples": example + 1, "status": outcome.status})
-        if outcome.status == "violated":
-            return _violated("random", run, example + 1, inconclusive, outcome)
-    return _no_violation("random", budget.examples, inconclusive)
+        if outcome.status in FINDINGS:
+            return _with(probes, _violated("random", run, example + 1, inconclusive, outcome))
+    return _with(probes, _no_violation("random", budget.examples, inconclusive))
+
+
+def _with(probes: dict[str, int], report: SearchReport) -> SearchReport:
+    report.probes = dict(sorted(probes.items()))
+    return report
 
 
 def schedule_draws_of_fifo_run(run: Runner) -> int:
@@ -130,16 +146,18 @@ def explore_pct(
     budget.start()
     steps = max(1, schedule_draws_of_fifo_run(run))
     inconclusive = 0
+    probes: dict[str, int] = {}
     for example in range(budget.examples):
         if budget.out_of_time():
-            return _out_of_time("pct", example, inconclusive, budget)
+            return _with(probes, _out_of_time("pct", example, inconclusive, budget))
         outcome = run(PCTSource(derive_seed(seed, example), depth, steps))
         inconclusive += outcome.status == "inconclusive"
+        count_probes(probes, outcome)
         if progress:
             progress({"examples": example + 1, "status": outcome.status})
-        if outcome.status == "violated":
-            return _violated("pct", run, example + 1, inconclusive, outcome)
-    return _no_violation("pct", budget.examples, inconclusive)
+        if outcome.status in FINDINGS:
+            return _with(probes, _violated("pct", run, example + 1, inconclusive, outcome))
+    return _with(probes, _no_violation("pct", budget.examples, inconclusive))
 
 
 class _Found(Exception):
@@ -164,11 +182,15 @@ def explore_hypothesis(
 
     budget.start()
     counts = {"examples": 0, "inconclusive": 0, "shrink": 0}
+    probes: dict[str, int] = {}
     first: list[RunOutcome] = []
     chunk_index = 0
     while counts["examples"] < budget.examples:
         if budget.out_of_time():
-            return _out_of_time("hypothesis", counts["examples"], counts["inconclusive"], budget)
+            return _with(
+                probes,
+                _out_of_time("hypothesis", counts["examples"], counts["inconclusive"], budget),
+            )
         size = min(chunk, budget.examples - counts["examples"])
 
         @settings(
@@ -190,9 +212,12 @@ def explore_hypothesis(
             else:
                 counts["examples"] += 1
                 counts["inconclusive"] += outcome.status == "inconclusive"
+                count_probes(probes, outcome)
                 if progress:
                     progress({"examples": counts["examples"], "status": outcome.status})
-            if outcome.status == "violated":
+            if first and not _same_finding(first[0], outcome):
+                return  # Hypothesis shrinks toward the finding first found, not another one
+            if outcome.status in FINDINGS:
                 if not first:
                     first.append(outcome)
                 raise _Found(outcome)
@@ -206,9 +231,16 @@ def explore_hypothesis(
                 counts["shrink"],
             )  # fmt: skip
             report.found = first[0]
-            return report
+            return _with(probes, report)
         chunk_index += 1
-    return _no_violation("hypothesis", counts["examples"], counts["inconclusive"])
+    return _with(probes, _no_violation("hypothesis", counts["examples"], counts["inconclusive"]))
+
+
+def _same_finding(first: RunOutcome, outcome: RunOutcome) -> bool:
+    """``outcome`` is a finding of the same kind as ``first`` (an error at the same place)."""
+    if first.error is not None:
+        return first.error.same_as(outcome.error)
+    return outcome.status == "violated"
 
 
 def explore(

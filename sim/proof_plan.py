@@ -141,12 +141,14 @@ def split(
     first = ProofReport(
         "ok", True, 0, 1, 0, pruned, reduction=reduction, skipped_equivalent=skipped
     )
-    if outcome.status == "violated":  # judged, as prove counts it
-        first.verdict, first.found, first.schedules = "violated", outcome, 1
+    if outcome.status in ("violated", "error"):  # judged, as prove counts it
+        first.verdict, first.found, first.schedules = outcome.status, outcome, 1
+        first.probes = {name: 1 for name in outcome.probes}
     elif outcome.bound is not None:
         pruned[outcome.bound] = 1
     else:
         first.schedules = 1
+        first.probes = {name: 1 for name in outcome.probes}
     shards: list[Shard] = []
     for node in nodes:  # in the order the walk queues them
         explored: dict[str, Footprint] = {}
@@ -187,7 +189,13 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
         for bound, count in report.pruned.items():
             pruned[bound] = pruned.get(bound, 0) + count
     winner = next((report for report in everything if report.found is not None), None)
-    verdict: ProofVerdict = "violated" if winner is not None else "inconclusive" if pruned else "ok"
+    verdict: ProofVerdict = "inconclusive" if pruned else "ok"
+    if winner is not None:
+        verdict = winner.verdict
+    probes: dict[str, int] = {}
+    for report in everything:
+        for name, count in report.probes.items():
+            probes[name] = probes.get(name, 0) + count
     return ProofReport(
         verdict,
         verdict == "ok",
@@ -209,6 +217,7 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
         if all(report.footprints_checked is None for report in everything)
         else sum(report.footprints_checked or 0 for report in everything),
         footprints_unverified=sum(report.footprints_unverified for report in everything),
+        probes=dict(sorted(probes.items())),
     )
 
 

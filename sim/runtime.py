@@ -50,6 +50,7 @@ class Runtime(Protocol):
     def executor(self, name: str, workers: int) -> ExecutorPort: ...
     def checkpoint(self, actor: str, point: str, **fields: JSONValue) -> None: ...
     def touch(self, resource: str, write: bool = True) -> None: ...
+    def reach(self, probe: str) -> None: ...
     def finish(self) -> None: ...
 
 
@@ -88,6 +89,10 @@ class SimRuntime:
     def touch(self, resource: str, write: bool = True) -> None:
         """Name the model's own shared state this step reads or writes (``World.touch``)."""
         self.world.touch(resource, write)
+
+    def reach(self, probe: str) -> None:
+        """A race-window probe (``World.reach``): counted beside the history, no op."""
+        self.world.reach(probe)
 
     def finish(self) -> None:
         self.world.finish()

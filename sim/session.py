@@ -306,7 +306,7 @@ class ZkClient:
         """Deliver ``event`` after ``notice_ms``, never before the events told before it."""
         yield self.world.sleep(notice_ms)
         if previous is not None and self.world.alive(previous):
-            yield previous
+            yield previous  # a failure of ``previous``: see ``VersionedStore._deliver``
         # Logged when the client's code hears of it, ``notice_ms`` after the change (the
         # server's own ``zk.session-expired`` is logged when it expires the session).
         self.world.log(self.name, "zk.session", state=event.state, session=event.session)

@@ -4,7 +4,9 @@ Hypothesis shrinks what it finds itself; the random and PCT strategies find a
 violation as a raw choice sequence, and this reducer brings it down the same
 way: fewer deviations first, then a shorter history, then smaller values. A
 candidate is kept only if it still violates the *same* checker (another may
-fail too), so shrinking never slips from one bug to another. Candidates are replayed as prefixes
+fail too), so shrinking never slips from one bug to another; an error (the
+model's own exception) shrinks to the same exception type raised at the same
+place (``ModelError.same_as``). Candidates are replayed as prefixes
 (draws past the end, or out of range, become 0) and the run's own recording is
 what is kept, so the result always replays exactly.
 """
@@ -35,6 +37,18 @@ def violates(outcome: RunOutcome, checker: str) -> bool:
     return any(v.checker == checker and v.status == "violated" for v in outcome.verdicts)
 
 
+def same_finding(found: RunOutcome) -> Callable[[RunOutcome], bool]:
+    """What a candidate must still show: ``found``'s error at its place, or its checker's violation."""
+    error = found.error
+    if error is not None:
+        return lambda candidate: error.same_as(candidate.error)
+    violation = found.violation
+    if violation is None:
+        raise ValueError("only a violating or erring run can be shrunk")
+    target = violation.checker
+    return lambda candidate: candidate.error is None and violates(candidate, target)
+
+
 @dataclass
 class ShrinkResult:
     outcome: RunOutcome
@@ -45,10 +59,7 @@ class ShrinkResult:
 def shrink(
     run: Runner, outcome: RunOutcome, *, max_runs: int = 2000, max_walk_runs: int = 5000
 ) -> ShrinkResult:
-    violation = outcome.violation
-    if violation is None:
-        raise ValueError("only a violating run can be shrunk")
-    target = violation.checker
+    keeps = same_finding(outcome)
     best = outcome
     runs = 0
 
@@ -63,7 +74,7 @@ def shrink(
             else ReplaySource(values, strict=False)
         )
         candidate = run(source)
-        if violates(candidate, target) and shrink_key(candidate) < shrink_key(best):
+        if keeps(candidate) and shrink_key(candidate) < shrink_key(best):
             best = candidate
             return True
         return False
@@ -128,7 +139,7 @@ def shrink(
     walked = 0
     for candidate, _ in walk:
         walked += 1
-        if violates(candidate, target) and shrink_key(candidate) < shrink_key(best):
+        if keeps(candidate) and shrink_key(candidate) < shrink_key(best):
             best = candidate
         if walked >= max_walk_runs:
             break

@@ -503,6 +503,10 @@ class VersionedStore:
     ) -> ProcessGenerator:
         yield self.world.sleep(delay_ms)
         if previous is not None and self.world.alive(previous):
+            # If ``previous`` fails, SimPy throws a copy of its exception in here; the
+            # World lets the choice source's and the kernel's own (StopTest, ...) out
+            # unchanged instead (``World._process``), and a model error is reported from
+            # its original (``model_errors``).
             yield previous
         watcher(event)
 

@@ -17,7 +17,6 @@ actor name or footprint entry is a ``ValueError``/``TypeError`` naming the call.
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from heapq import heapify, heappop
@@ -31,6 +30,7 @@ from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checke
 from raceproof.sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
 from raceproof.sim.errors import KernelError
 from raceproof.sim.history import History, JSONValue
+from raceproof.sim.model_errors import ModelError, model_error
 from raceproof.sim.nodes import Node, hold_paused
 from raceproof.sim.shared import Shared
 
@@ -90,6 +90,7 @@ class World(simpy.Environment):
         self.overtaken: dict[int, tuple[str, str]] = {}
         self.nodes: dict[str, Node] = {}  # hosts / JVMs grouping processes (raceproof.sim.nodes)
         self.paused_nodes: list[Node] = []  # nodes in a pause: their processes' events are held
+        self.probes: dict[str, int] = {}  # race-window probe -> times reached (see ``reach``)
 
     # -- time ----------------------------------------------------------------
     @property
@@ -262,6 +263,17 @@ class World(simpy.Environment):
             self.touch(f"history:{actor}")
         self.history.append(self.now_ms, actor, kind, **fields)
 
+    def reach(self, probe: str) -> None:
+        """Mark that this run reached the race window named ``probe``.
+
+        A probe adds no op to the history (trace hashes do not change) and no
+        footprint (it is not shared state); the run counts it beside its
+        history, and a search or proof counts the runs that reached it. A
+        scenario that declares the probe (``Scenario(probes=...)``) is never
+        judged ``ok`` when no run reached it: the verdict is ``not-reached``.
+        """
+        self.probes[probe] = self.probes.get(probe, 0) + 1
+
     def finish(self, reason: str = "finished") -> None:
         """End the run after the current step (the workload is done)."""
         self.touch_all()
@@ -376,6 +388,12 @@ class World(simpy.Environment):
         ReplayMisaligned) pass through unchanged.
         """
         self._now, _, _, event = entry
+        if not event._ok and _passes_through(event._value):
+            # Not the model's exception (Hypothesis' StopTest, a replay's misalignment,
+            # the reduction's cut, a kernel contract): SimPy would throw a *copy* of it
+            # into every process waiting on this one, which no longer is what the
+            # choice source or the kernel raised. The original ends the run, now.
+            raise event._value
         callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
         if self.paused_nodes:
             callbacks = hold_paused(self, event, callbacks)
@@ -395,6 +413,13 @@ class World(simpy.Environment):
 
 
 ALL = "*"  # the footprint entry of a step dependent on every other
+# Exceptions that are the kernel's or the choice source's control flow, never the model's.
+_CONTROL = (ReplayMisaligned, SleepBlocked, BoundHit, KernelError)
+
+
+def _passes_through(exc: BaseException) -> bool:
+    """``exc`` is not the model's own: a BaseException (StopTest) or the kernel's control flow."""
+    return not isinstance(exc, Exception) or isinstance(exc, _CONTROL)
 
 
 def _one_shot(function: Callable[[], Any]) -> ProcessGenerator:
@@ -438,7 +463,7 @@ class StepObserver(Protocol):
     def after_step(self, key: str | None, footprint: dict[str, bool] | None) -> None: ...
 
 
-RunStatus = Literal["ok", "violated", "inconclusive"]
+RunStatus = Literal["ok", "violated", "inconclusive", "error"]
 
 
 @dataclass
@@ -456,6 +481,8 @@ class RunOutcome:
     extra: dict[str, JSONValue] = field(default_factory=dict)
     # draw index -> (the actor that ran, the actor it overtook), per schedule deviation
     overtaken: dict[int, tuple[str, str]] = field(default_factory=dict)
+    error: ModelError | None = None  # the model's own exception (status ``error``)
+    probes: dict[str, int] = field(default_factory=dict)  # probe -> times reached in this run
 
     @property
     def violation(self) -> Verdict | None:
@@ -479,37 +506,57 @@ def execute(
     source: ChoiceSource,
     checkers: Sequence[Checker],
     bounds: Bounds = Bounds(),
+    violation_exceptions: tuple[type[BaseException], ...] = (),
 ) -> RunOutcome:
     """Run one model under ``source`` and judge its history.
 
-    A model that raises (an assertion in an actor) is a finding, reported by
-    the pseudo-checker ``model-crash``; a replay that no longer fits the model
-    is not, and propagates as ReplayMisaligned.
+    An exception raised by the model, its workload or a checker is the status
+    ``error`` (``RunOutcome.error`` holds the user's frames), never a
+    violation, unless its type is one of ``violation_exceptions``: those the
+    model declared to count as violations, reported by the pseudo-checker
+    ``model-exception``. A replay that no longer fits the model, the
+    reduction's cut and a broken kernel contract are not the model's and
+    propagate, as does any BaseException that is not an Exception.
     """
     world = World(source, bounds)
     bound: str | None = None
     crash: Verdict | None = None
+    error: ModelError | None = None
     try:
         build(world)
         reason = world.run_to_end()
     except BoundHit as hit:
         bound, reason = hit.bound, f"bound:{hit.bound}"
-    except (ReplayMisaligned, SleepBlocked, KernelError):  # a kernel bug is never a finding
+    except _CONTROL:  # a kernel bug or the search's control flow is never a finding
         raise
     except Exception as exc:
-        reason = "crash"
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        error = f"{type(exc).__name__}: {exc}"
-        world.log("kernel", "model.crash", error=error, at=f"{where.name}:{where.lineno}")
-        crash = violated("model-crash", len(world.history) - 1, f"the model crashed: {error}")
+        reason = "error"
+        error = model_error(exc)
+        if violation_exceptions and isinstance(exc, violation_exceptions):
+            reason = "crash"
+            world.log("kernel", "model.exception", error=error.headline, at=error.where)
+            crash = violated(
+                "model-exception", len(world.history) - 1,
+                f"the model raised {error.headline} (declared a violation)",
+            )  # fmt: skip
+            error = None
     if isinstance(source, ReplaySource):
         source.finish()
     world.log("kernel", "run.end", reason=reason, steps=world.steps)
-    verdicts = run_checkers(world.history, checkers)
+    verdicts: list[Verdict] = []
+    if error is None:
+        try:
+            verdicts = run_checkers(world.history, checkers)
+        except _CONTROL:
+            raise
+        except Exception as exc:  # a checker's own bug: the user's code too
+            error = model_error(exc)
     if crash is not None:
         verdicts.insert(0, crash)
     status: RunStatus
-    if first_violation(verdicts) is not None:
+    if error is not None:
+        status = "error"
+    elif first_violation(verdicts) is not None:
         status = "violated"
     elif bound is not None or any(v.status == "unknown" for v in verdicts):
         status = "inconclusive"
@@ -525,4 +572,6 @@ def execute(
         end_reason=reason,
         bound=bound,
         overtaken=dict(world.overtaken),
+        error=error,
+        probes=dict(sorted(world.probes.items())),
     )

@@ -105,6 +105,8 @@ VARIANTS = {
     "(stream, STOPPING version) is processed once; a failed one is re-triggered",
 }
 
+# The race window's probe: a stop task has decided to write STOPPED (then stalls, then writes).
+MARK_WINDOW = "a stop task decided to mark a stream STOPPED"
 # The model's own shared state, as footprints for the proof's reduction (see above).
 DATASTREAMS, LEADER, DELIVERIES, CLIENTS = (
     "brooklin:datastreams",
@@ -539,6 +541,7 @@ class Leader:
                 if ds.name not in cached:
                     continue
                 self.rt.checkpoint(actor, "mark.decided", entity=ds.name)
+                self.rt.reach(MARK_WINDOW)
                 self.set_stopped(actor, ds)
                 self.stall(actor, ds.name)
                 success &= yield from update_datastream(
@@ -557,6 +560,7 @@ class Leader:
                 if fresh.status != STOPPING:
                     break
                 self.rt.checkpoint(actor, "mark.decided", entity=ds.name)
+                self.rt.reach(MARK_WINDOW)
                 self.set_stopped(actor, fresh)
                 self.stall(actor, ds.name)
                 if self.variant == "fix-zk-lookup":

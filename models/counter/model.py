@@ -33,6 +33,7 @@ VARIANTS = {
     "fix-cas": "write with the version read; on BadVersion read again and retry",
 }
 COUNTER = "/counter"
+WINDOW = "another client wrote between a read and its write"  # the race window's probe
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ def _client(
             value, version = store.get(COUNTER)
             world.log(me, "read", value=value, version=version)
             yield world.sleep(world.source.choose(f"rpc.{me}", config.rpc_ms))
+            if store.nodes[COUNTER].version != version:
+                world.reach(WINDOW)
             if variant == "buggy":
                 new_version = store.set(COUNTER, value + 1)
             else:

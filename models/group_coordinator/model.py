@@ -50,6 +50,8 @@ from simpy.events import Event
 
 from raceproof.sim import World, require
 
+# The race window's probe: a transactional write that needs verification before its append.
+VERIFY_WINDOW = "a transactional write awaits verification"
 VARIANTS = {
     "sync-assumption": "hypothetical design argued in PR #14705 (never shipped): verification "
     "under the append, which then completes later on another thread; the runtime sees no result "
@@ -311,6 +313,8 @@ class Coordinator:
             batch=event.batch,
             transactional=transactional,
         )
+        if transactional:
+            self.world.reach(VERIFY_WINDOW)
         if transactional and self.variant == "verify-then-write":
             self.world.spawn(f"verifier-{event.batch}", self._verify_then_enqueue(event))
         else:

@@ -40,6 +40,11 @@ CLEANER = "cleaner"
 Gen = Generator[Any, Any, Any]
 
 
+# The race window's probe: the cleaner deleted a task directory (a standby may have read
+# its checkpoint before, and its lock may re-create the directory empty after).
+DELETE_WINDOW = "the cleaner deleted a task directory"
+
+
 def task_dir(task: str) -> str:
     return f"{APP_DIR}/{task}"
 
@@ -165,6 +170,7 @@ class StateDirectory:
                 self.world.log(
                     CLEANER, "dir.delete", task=name, generation=generation, age_ms=age_ms
                 )
+                self.world.reach(DELETE_WINDOW)
                 yield self.world.sleep(
                     self.world.source.choose("cleaner.delete_ms", self.delete_ms)
                 )

@@ -67,6 +67,8 @@ from simpy.events import Event
 
 from raceproof.sim import World, require
 
+# The race window's probe: a task has entered drain (in-flight data must still come out).
+DRAIN_WINDOW = "a task entered drain"
 VARIANTS = {
     "kill": "the status quo: containers are stopped abruptly; in-flight intermediate data and "
     "window state are lost",
@@ -397,6 +399,7 @@ class Pipeline:
         task.draining = True
         self.world.log(actor, "drain.enter", ssp=f"{message.topic}/{task.partition}", run_id=message.run_id,
                        producer=message.producer or None)  # fmt: skip
+        self.world.reach(DRAIN_WINDOW)
         if task.topic == "src":
             # PartitionByOperatorImpl.handleDrain -> ControlMessageSender.send: one partition.
             p = self.config.aggregate_partition

@@ -2,8 +2,11 @@
 
 Exit codes are the contract: 0 holds / nothing found, 1 violation found,
 2 bad usage or bad input (one line naming what is wrong, nothing written),
-3 inconclusive (a bound was hit before a proof completed), 70 a bug in
-raceproof itself (the message says so, with the version and the command),
+3 inconclusive or not reached (a bound was hit before a proof completed, or a
+declared race-window probe was never reached), 4 the model, workload or
+checker raised (verdict ``error``, with the user's own frames), 70 a bug in
+raceproof itself (any exception of raceproof's own, ``BaseException``s such as
+a stray Hypothesis ``StopTest`` included) (the message says so, with the version and the command),
 130 / 143 stopped by SIGINT / SIGTERM (clean-up done, the result so far
 printed). No traceback reaches a user except for a bug in raceproof. Every
 command takes ``--json`` for one machine-readable object on stdout; human
@@ -58,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="raceproof",
         description="Deterministic simulation of data-losing races: find, shrink, replay, prove.",
         epilog="exit codes: 0 holds / nothing found, 1 violation, 2 bad usage or input, "
-        "3 inconclusive, 70 a bug in raceproof, 130/143 interrupted (SIGINT/SIGTERM)",
+        "3 inconclusive or race window not reached, 4 the model raised (verdict error), "
+        "70 a bug in raceproof, 130/143 interrupted (SIGINT/SIGTERM)",
     )
     parser.add_argument("--version", action="version", version=f"raceproof {runner.tool_version()}")
     parser.add_argument(
@@ -101,7 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(devnull, sys.stdout.fileno())
             os.close(devnull)
             return 128 + 13
-        except Exception as exc:
+        except SystemExit:
+            raise
+        except BaseException as exc:  # StopTest and the like: still a bug in raceproof
             traceback.print_exc()
             command = shlex.join(["raceproof", *words])
             _report_error(

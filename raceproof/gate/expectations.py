@@ -10,6 +10,11 @@ proof for every variant expected to hold. A *profile* says how hard to look:
   time (printed), and the scenario's wall budget;
 - ``thorough``: every strategy, ten times the examples, a fresh seed, no wall budget.
 
+A verdict ``error`` (the model, workload or checker raised) never meets an
+expectation, ``violated`` included: it fails the gate. A verdict ``not-reached``
+(a declared race-window probe no run reached) never passes either. Every
+result carries the probes' reached counts.
+
 A result that is not the expected one carries what a failing test prints: the
 shrunk timeline, the deviations from FIFO, the one-line repro and the
 counterexample file's path. The clock is a parameter: it times the runs and,
@@ -87,7 +92,7 @@ class CheckResult:
     variant: str
     kind: str  # "random", "hypothesis", "pct" or "prove"
     expected: str  # "violated" or "ok"
-    verdict: str  # "violated", "ok" or "inconclusive"
+    verdict: str  # "violated", "ok", "inconclusive", "not-reached" or "error"
     examples: int = 0
     seconds: float = 0.0
     seed: int | None = None
@@ -97,13 +102,18 @@ class CheckResult:
     counterexample: str | None = None
     repro: str | None = None
     run_text: str | None = None  # the shrunk run, as outcome_text renders it
+    probes: dict[str, int] = field(default_factory=dict)  # probe -> examples/schedules reaching it
+    error: dict[str, Any] | None = None  # the model's exception (verdict ``error``)
 
     @property
     def status(self) -> str:
-        """pass, fail (the opposite verdict), or inconclusive (a bound or budget was hit)."""
+        """pass; fail (the opposite verdict); error (the model raised: never a pass);
+        inconclusive (a bound or budget was hit, or the race window was never reached)."""
         if self.verdict == self.expected:
             return "pass"
-        return "inconclusive" if self.verdict == "inconclusive" else "fail"
+        if self.verdict == "error":
+            return "error"
+        return "inconclusive" if self.verdict in ("inconclusive", "not-reached") else "fail"
 
     @property
     def cell(self) -> str:
@@ -112,7 +122,9 @@ class CheckResult:
         else:
             devs = f"/{self.deviations}dev" if self.deviations is not None else ""
             text = f"{self.verdict}@{self.examples}{devs}"
-        mark = {"pass": "", "fail": " FAIL", "inconclusive": " ?"}[self.status]
+        if self.probes:
+            text += f" r{min(self.probes.values())}"  # runs that reached the least-reached probe
+        mark = {"pass": "", "fail": " FAIL", "error": " ERROR", "inconclusive": " ?"}[self.status]
         return f"{text} {self.seconds:.1f}s{mark}"
 
     def explain(self) -> str:
@@ -123,6 +135,9 @@ class CheckResult:
             f"({how}, {self.examples} {'schedules' if self.kind == 'prove' else 'examples'})"
         ]
         lines += [f"  {note}" for note in self.notes]
+        if self.probes:
+            lines.append("  probes reached: " + ", ".join(
+                f"{name!r} {count}" for name, count in self.probes.items()))  # fmt: skip
         if self.run_text:
             lines += ["shrunk timeline:", self.run_text]
         if self.repro:
@@ -153,6 +168,10 @@ def _found(result: CheckResult, scenario: Scenario, config: Any, shrunk: RunOutc
     """Fill a result with its shrunk run; save the counterexample when it was not expected."""
     result.deviations = sum(1 for v in shrunk.values if v)
     result.repro = runner.repro_line(scenario, result.variant, shrunk.values, config)
+    if shrunk.error is not None:
+        result.error = shrunk.error.to_json()
+        result.run_text = runner.error_text(shrunk, None)
+        return  # no counterexample file: an error is not a violation to replay
     result.run_text = outcome_text(shrunk, f"== {scenario.name} / {result.variant}")
     if out_dir is not None and result.status != "pass":
         path = runner.save_counterexample(
@@ -193,7 +212,16 @@ def run_explore(
     if report.shrunk is not None:
         result.notes = []
         _found(result, scenario, scenario.config, report.shrunk, out_dir)
+    _judge_probes(result, scenario, report.probes)
     return result
+
+
+def _judge_probes(result: CheckResult, scenario: Scenario, reached: dict[str, int]) -> None:
+    """The probes' counts into ``result``; an ``ok`` whose race window was never reached is not."""
+    verdict, result.probes, notes = scenario.judge_probes(result.variant, result.verdict, reached)
+    result.verdict = verdict
+    # the reason a verdict became not-reached goes first; otherwise the search's own notes do
+    result.notes = [*notes, *result.notes] if verdict == "not-reached" else [*result.notes, *notes]
 
 
 def run_prove(
@@ -224,8 +252,9 @@ def run_prove(
             + ", ".join(f"{k} ({v} branches)" for k, v in sorted(report.pruned.items()))
         )
     if report.shrunk is not None:
-        result.verdict = "violated"
+        result.verdict = report.verdict
         _found(result, scenario, scenario.prove_config, report.shrunk, out_dir)
+    _judge_probes(result, scenario, report.probes)
     return result
 
 
@@ -263,10 +292,13 @@ def run_job(job: Job, profile: Profile, out_dir: Path | None = None,
 
 
 def exit_code(results: Sequence[CheckResult]) -> int:
-    """1 if any expectation failed, else 3 if any was inconclusive, else 0."""
+    """1 if any expectation failed, else 4 if a model raised, else 3 if any was
+    inconclusive or not reached, else 0."""
     statuses = {r.status for r in results}
     if "fail" in statuses:
         return runner.EXIT_VIOLATED
+    if "error" in statuses:
+        return runner.EXIT_ERROR
     return runner.EXIT_INCONCLUSIVE if "inconclusive" in statuses else runner.EXIT_OK
 
 
@@ -280,7 +312,10 @@ def table(results: Sequence[CheckResult], profile: Profile) -> str:
     lines = [header]
     for (name, variant), cells in rows.items():
         statuses = {c.status for c in cells.values()}
-        outcome = "FAIL" if "fail" in statuses else "?" if "inconclusive" in statuses else "ok"
+        outcome = (
+            "FAIL" if "fail" in statuses else "ERROR" if "error" in statuses
+            else "?" if "inconclusive" in statuses else "ok"
+        )  # fmt: skip
         expected = next(iter(cells.values())).expected
         lines.append(
             (
@@ -303,7 +338,7 @@ def junit(results: Sequence[CheckResult], seconds: float) -> str:
         "testsuite",
         name="raceproof check",
         tests=str(len(results)),
-        failures=str(sum(r.status == "fail" for r in results)),
+        failures=str(sum(r.status in ("fail", "error") for r in results)),
         errors=str(sum(r.status == "inconclusive" for r in results)),
         time=f"{seconds:.3f}",
     )
@@ -312,11 +347,15 @@ def junit(results: Sequence[CheckResult], seconds: float) -> str:
             suite, "testcase", classname=f"{r.scenario}.{r.variant}", name=r.kind,
             time=f"{r.seconds:.3f}",
         )  # fmt: skip
-        if r.status == "fail":
+        if r.probes:
+            properties = ET.SubElement(case, "properties")
+            for name, count in r.probes.items():
+                ET.SubElement(properties, "property", name=f"probe:{name}", value=str(count))
+        if r.status in ("fail", "error"):
             ET.SubElement(
                 case, "failure", message=f"expected {r.expected}, got {r.verdict}"
             ).text = r.explain()
         elif r.status == "inconclusive":
-            ET.SubElement(case, "error", message="inconclusive").text = r.explain()
+            ET.SubElement(case, "error", message=r.verdict).text = r.explain()
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

@@ -114,6 +114,11 @@ class RaceproofGate:
         self.node.user_properties.append(
             (f"raceproof {result.scenario} / {result.variant} / {result.kind}", result.verdict)
         )
+        for probe, count in result.probes.items():  # the race window's reached counts
+            self.node.user_properties.append(
+                (f"raceproof {result.scenario} / {result.variant} / {result.kind} / probe:{probe}",
+                 count)
+            )  # fmt: skip
         if result.status != "pass":
             pytest.fail(result.explain(), pytrace=False)
         return result

@@ -118,7 +118,9 @@ def replay_on(loaded: Loaded, variant: str | None) -> Replayed:
     ]
     verdict: str = outcome.status
     reason = ""
-    if verdict != "violated" and missing:
+    if verdict == "error":
+        pass  # the model raised: that is the verdict, whatever was reached
+    elif verdict != "violated" and missing:
         verdict = "not-reached"
         reason = f"its deviations {', '.join(missing)} never came up on {variant}"
     elif verdict != "violated" and variant in loaded.scenario.expect_violation:

@@ -25,8 +25,15 @@ from raceproof.sim import Counterexample, RunOutcome, deviations, encode_blob
 from raceproof.sim import repro as repro_files
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+EXIT_ERROR = 4  # the model, workload or checker raised: the verdict ``error``, never a found race
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in raceproof itself, never mistaken for a found race
-EXIT_FOR_VERDICT = {"ok": EXIT_OK, "violated": EXIT_VIOLATED, "inconclusive": EXIT_INCONCLUSIVE}
+EXIT_FOR_VERDICT = {
+    "ok": EXIT_OK,
+    "violated": EXIT_VIOLATED,
+    "inconclusive": EXIT_INCONCLUSIVE,
+    "not-reached": EXIT_INCONCLUSIVE,  # a declared race window was never reached: never a pass
+    "error": EXIT_ERROR,
+}
 
 
 @cache
@@ -110,7 +117,25 @@ def outcome_fields(outcome: RunOutcome) -> dict[str, Any]:
         ],
         "blob": encode_blob(outcome.values),
         "timeline_ops": len(outcome.history),
+        "error": outcome.error.to_json() if outcome.error else None,
+        "run_probes": dict(outcome.probes),
     }
+
+
+def error_text(outcome: RunOutcome, repro: str | None) -> str:
+    """An ``error`` run as a user reads it: the model's own frames, the exception, the repro line."""
+    error = outcome.error
+    assert error is not None, "only an erring run has an error text"
+    lines = [
+        "the model raised (verdict error: a crash in the model, workload or checker, "
+        "not a found race):",
+        error.render(),
+        f"at {error.where}, after {outcome.steps} steps, {outcome.virtual_ms} virtual ms, "
+        f"{deviations(outcome.values)} deviation(s) from FIFO",
+    ]
+    if repro:
+        lines.append(f"repro: {repro}")
+    return "\n".join(lines)
 
 
 def base_result(scenario: Scenario, variant: str, strategy: str, config: Any) -> dict[str, Any]:
@@ -174,10 +199,14 @@ def attach_counterexample(
 
     Beside the counterexample file go its reports: the Markdown (with the Mermaid
     diagram, for a ticket) and the HTML timeline, named like it; their paths go
-    into ``result`` as ``report_md`` and ``report_html``.
+    into ``result`` as ``report_md`` and ``report_html``. An erring run (the
+    model raised) gets its error, its choices and its repro line, but no
+    counterexample file: it is not a violation to replay against a fix.
     """
     result.update(outcome_fields(outcome))
     result["repro"] = repro_line(scenario, variant, outcome.values, config)
+    if outcome.error is not None:
+        return
     try:
         path = save_counterexample(out_dir, scenario, variant, config, outcome, strategy)
         reports = write_reports(path, scenario, variant, config, outcome, result["repro"])

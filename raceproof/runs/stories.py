@@ -102,6 +102,7 @@ def story_of_outcome(
         source=source,
         scenario=scenario.name,
         variant=variant,
+        probes={name: 0 for name in scenario.probes} | dict(outcome.probes),
     )
     if counterpart and outcome.violation is not None and story.deviations:
         attach_counterpart(story, scenario, variant, config, outcome)

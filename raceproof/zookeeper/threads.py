@@ -144,6 +144,7 @@ class ThreadRuntime:
         self.seen: dict[str, int] = {}
         self.threads: list[threading.Thread] = []
         self.errors: list[str] = []
+        self.probes: dict[str, int] = {}  # race-window probe -> times reached
         self.queues: list[ThreadQueue] = []
         self.started = time.monotonic()
 
@@ -196,6 +197,11 @@ class ThreadRuntime:
 
     def executor(self, name: str, workers: int) -> ThreadExecutor:
         return ThreadExecutor(self, name, workers)
+
+    def reach(self, probe: str) -> None:
+        """A race-window probe: counted beside the history, as the simulation counts it."""
+        with self.lock:
+            self.probes[probe] = self.probes.get(probe, 0) + 1
 
     def checkpoint(self, actor: str, point: str, **fields: JSONValue) -> None:
         self.sequencer.arrive((actor, point, fields.get("entity")))

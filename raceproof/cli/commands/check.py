@@ -3,8 +3,11 @@
 For each scenario and variant it searches with every strategy (the ``ci``
 profile: the scenario's example count, seed 0, no wall budget at all) and
 proves every variant expected to hold. Exit 0 when every expectation holds,
-1 when one failed (a fix violated, a bug not found), 3 when none failed but
-one was inconclusive (a proof pruned). ``-j N`` spreads the runs over N
+1 when one failed (a fix violated, a bug not found), 4 when none failed but a
+model raised (verdict ``error``), 3 when none failed but one was inconclusive
+(a proof pruned) or not reached (a declared probe no run reached). The table
+shows, after each verdict, ``rN``: how many examples or schedules reached the
+least-reached declared probe. ``-j N`` spreads the runs over N
 processes, each loading the same scenarios.
 """
 
@@ -87,11 +90,15 @@ def cmd_check(args: argparse.Namespace) -> int:
                           "results": [r.to_json() for r in results]}, sort_keys=True))  # fmt: skip
         return code
     print(gate.table(results, profile))
+    if any(r.probes for r in results):
+        print("rN: examples (or schedules) that reached the least-reached race-window probe")
     for result in results:
         if result.status != "pass":
             print("\n" + result.explain())
     verdict = {0: "every expectation holds", 1: "SOME EXPECTATIONS FAILED",
-               3: "some expectations were inconclusive (nothing failed)"}[code]  # fmt: skip
+               4: "A MODEL RAISED (verdict error: a crash, not a found race)",
+               3: "some expectations were inconclusive or their race window "
+                  "was never reached (nothing failed)"}[code]  # fmt: skip
     print(f"\n{verdict}: {len(results)} checks, profile {profile.name}, {seconds}s")
     return code
 

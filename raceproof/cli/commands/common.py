@@ -42,6 +42,27 @@ def emit(args: argparse.Namespace, result: dict[str, Any], human: Callable[[], N
     return runner.EXIT_FOR_VERDICT.get(str(result.get("verdict")), runner.EXIT_OK)
 
 
+def judge_probes(
+    result: dict[str, Any], scenario: Scenario, variant: str, reached: dict[str, int]
+) -> None:
+    """Put the probes' reached counts into ``result``; an ``ok`` that reached none is ``not-reached``."""
+    verdict, counts, notes = scenario.judge_probes(variant, str(result.get("verdict")), reached)
+    result["verdict"] = verdict
+    result["probes"] = counts
+    if notes:
+        before = result.get("notes", [])
+        result["notes"] = [*notes, *before] if verdict == "not-reached" else [*before, *notes]
+
+
+def probes_line(result: dict[str, Any], what: str) -> str | None:
+    """``probes reached: NAME 12/2000 examples, ...`` for the human output (None without probes)."""
+    probes = result.get("probes") or {}
+    if not probes:
+        return None
+    counts = ", ".join(f"{name!r} {count}" for name, count in probes.items())
+    return f"probes reached (of {result.get('examples', 0)} {what}): {counts}"
+
+
 def emit_interrupted(
     args: argparse.Namespace, result: dict[str, Any], exc: BaseException, covered: str
 ) -> int:

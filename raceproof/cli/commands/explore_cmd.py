@@ -12,9 +12,11 @@ from raceproof.cli.commands.common import (
     add_command,
     emit,
     emit_interrupted,
+    judge_probes,
     outcome_story,
     print_outcome,
     print_reports,
+    probes_line,
     scenario_and_variant,
     scenario_args,
 )
@@ -94,10 +96,16 @@ def cmd_explore(args: argparse.Namespace) -> int:
         result["shrink_runs"] = report.shrink_runs
     else:
         result["schedules"] = report.examples
+    judge_probes(result, scenario, variant, report.probes)
     result["seconds"] = round(time.monotonic() - started, 3)
 
     def human() -> None:
-        if report.shrunk is not None:
+        probes = probes_line(result, "examples")
+        if report.shrunk is not None and report.shrunk.error is not None:
+            print(f"== {scenario.name} / {variant}: ERROR found by {args.strategy} after "
+                  f"{report.examples} examples")  # fmt: skip
+            print(runner.error_text(report.shrunk, result["repro"]))
+        elif report.shrunk is not None:
             title = (f"== {scenario.name} / {variant}: violation found by "
                      f"{args.strategy} after {report.examples} examples, shrunk to "
                      f"{result['deviations']} deviation(s) from FIFO ({result['timeline_ops']} ops)")  # fmt: skip
@@ -108,9 +116,11 @@ def cmd_explore(args: argparse.Namespace) -> int:
             print(f"repro: {result['repro']}")
         else:
             print(
-                f"{scenario.name} / {variant}: {report.verdict}: {'; '.join(report.notes)} "
+                f"{scenario.name} / {variant}: {result['verdict']}: {'; '.join(result['notes'])} "
                 f"({result['seconds']}s)"
             )
+        if probes:
+            print(probes)
 
     return emit(args, result, human)
 

@@ -13,9 +13,11 @@ from raceproof.cli.commands.common import (
     add_command,
     emit,
     emit_interrupted,
+    judge_probes,
     outcome_story,
     print_outcome,
     print_reports,
+    probes_line,
     scenario_and_variant,
     scenario_args,
 )
@@ -137,11 +139,17 @@ def cmd_prove(args: argparse.Namespace) -> int:
         runner.attach_counterexample(
             result, out_dir, scenario, variant, config, report.shrunk, "exhaustive"
         )
-        result["verdict"] = "violated"
+        result["verdict"] = report.verdict
         result["schedules"] = report.schedules
+    judge_probes(result, scenario, variant, report.probes)
     result["seconds"] = round(time.monotonic() - started, 3)
 
     def human() -> None:
+        probes = probes_line(result, "runs")
+        if report.shrunk is not None and report.shrunk.error is not None:
+            print(f"== {scenario.name} / {variant}: NOT proven: ERROR at schedule {report.runs}")
+            print(runner.error_text(report.shrunk, result["repro"]))
+            return
         if report.shrunk is not None:
             title = (
                 f"== {scenario.name} / {variant}: NOT proven: violation at schedule {report.runs}"
@@ -153,6 +161,8 @@ def cmd_prove(args: argparse.Namespace) -> int:
             print(f"repro: {result['repro']}")
             return
         state = "PROVEN" if report.complete else "INCONCLUSIVE"
+        if result["verdict"] == "not-reached":
+            state = "NOT REACHED (not a proof of anything)"
         classes = "equivalence classes of schedules" if report.reduction else "distinct schedules"
         print(
             f"{scenario.name} / {variant}: {state}: {report.schedules} {classes} run to the end "
@@ -179,6 +189,10 @@ def cmd_prove(args: argparse.Namespace) -> int:
             print(
                 f"  pruned by: {', '.join(f'{k} ({v} branches)' for k, v in sorted(report.pruned.items()))}"
             )
+        for note in result.get("notes", []):
+            print(f"  {note}")
+        if probes:
+            print(f"  {probes}")
 
     return emit(args, result, human)
 

@@ -51,6 +51,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             result["not_reached_reason"] = replayed.reason
             result["not_reached_verdict"] = outcome.status
     result["repro"] = runner.repro_line(scenario, replayed.variant, outcome.values, loaded.config)
+    result["probes"] = {name: 0 for name in scenario.probes} | dict(outcome.probes)
 
     def human() -> None:
         title = f"== replay of {args.file}: {cx.scenario} / {replayed.variant}"
@@ -58,6 +59,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             title += f" (its deviations on {cx.variant}, keyed by label and occurrence)"
         story = outcome_story(scenario, replayed.variant, loaded.config, outcome, title)
         print_outcome(outcome, title, story)
+        if outcome.error is not None:
+            print(runner.error_text(outcome, None))
         if replayed.mode == "exact":
             print(f"same trace hash as recorded: {outcome.trace_hash}")
         elif replayed.verdict == "not-reached":

@@ -101,6 +101,8 @@ def cmd_repro(args: argparse.Namespace) -> int:
     result.update(examples=1, schedules=1, seconds=round(time.monotonic() - started, 4))
     result["repro"] = runner.repro_line(scenario, variant, outcome.values, config)
     result["backend"] = args.backend
+    # One run says whether it reached each probe; only a search or proof judges ``not-reached``.
+    result["probes"] = {name: 0 for name in scenario.probes} | dict(outcome.probes)
     if outcome.status == "violated":
         runner.attach_counterexample(result, out_dir, scenario, variant, config, outcome, strategy)
     if args.backend != "sim":
@@ -126,6 +128,12 @@ def cmd_repro(args: argparse.Namespace) -> int:
     def human() -> None:
         title = f"== {scenario.name} / {variant} ({strategy}, simulated)"
         print_outcome(outcome, title, outcome_story(scenario, variant, config, outcome, title))
+        if outcome.error is not None:
+            print(runner.error_text(outcome, None))
+        if result["probes"]:
+            reached = ", ".join(f"{k!r} {'reached' if v else 'NOT reached'}"
+                                for k, v in result["probes"].items())  # fmt: skip
+            print(f"probes: {reached}")
         if args.backend != "sim":
             print(f"\n== the same schedule forced onto {args.backend} ({result['real_forced']})")
             print(result.pop("_timeline"))
