@@ -99,9 +99,7 @@ def test_a_keyed_replay_gives_zero_for_unnamed_or_out_of_range_draws() -> None:
 # -- the shrinker ------------------------------------------------------------------------
 def test_only_a_violating_run_can_be_shrunk() -> None:
     run = _model(lambda v: False)
-    with pytest.raises(
-        ValueError, match=r"^only a violating or erring run can be shrunk(\n|$)"
-    ):
+    with pytest.raises(ValueError, match=r"^only a violating or erring run can be shrunk(\n|$)"):
         shrink(run, run(ReplaySource([], strict=False)))
 
 
