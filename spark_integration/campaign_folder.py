@@ -21,13 +21,12 @@ from typing import Any
 
 from raceproof.sim import repro as repro_files
 from raceproof.sim.configs import BadInput
+from raceproof.spark_integration.campaign_cells import COLUMN_NAMES
 
 RESULTS = "results"
 MANIFEST = "campaign.json"
 DETERMINISM = "determinism.json"
 FORMAT = "raceproof-campaign"
-# The columns every row has had since the first campaign format (newer ones may be added).
-REQUIRED_COLUMNS = ("cell", "kind", "scenario", "variant", "strategy", "verdict")
 
 Row = dict[str, Any]
 
@@ -63,6 +62,16 @@ def read_manifest(out: Path) -> dict[str, Any]:
     raw = repro_files.read_json(path, CampaignFolderError)
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise CampaignFolderError(f"{path}: not a raceproof campaign manifest")
+    options = raw.get("options")
+    if (
+        not isinstance(options, dict)
+        or not isinstance(options.get("seeds"), list)
+        or not isinstance(options.get("strategies"), list)
+        or not all(isinstance(s, str) for s in options["strategies"])
+        or not isinstance(options.get("examples"), int)
+        or not all(isinstance(raw.get(k), str) for k in ("tool_version", "git_commit"))
+    ):
+        raise CampaignFolderError(f"{path}: a manifest with fields missing or malformed")
     return raw
 
 
@@ -116,10 +125,10 @@ def _schema(part: Path) -> None:
         names = set(pq.read_schema(part).names)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise _damaged(part, exc) from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in names]
+    missing = [c for c in COLUMN_NAMES if c not in names]
     if missing:
         raise CampaignFolderError(
-            f"{part}: not a campaign results part (no column {', '.join(missing)})"
+            f"{part}: not a campaign results part (no column {', '.join(missing[:5])})"
         )
 
 
