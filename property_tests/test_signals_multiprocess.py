@@ -207,21 +207,29 @@ def test_campaign_stops_at_random_moments_with_its_finished_cells(
 
 
 @pytest.mark.xdist_group("spark")
-@pytest.mark.parametrize("name", SIGNALS)
+@pytest.mark.parametrize(
+    ("name", "moment"),
+    [("SIGTERM", "starting"), ("SIGTERM", "running"), ("SIGINT", "running")],
+)
 def test_a_campaign_command_stops_its_jvm_and_leaves_no_folder_behind(
-    name: str, tmp_path: Path
+    name: str, moment: str, tmp_path: Path
 ) -> None:
     local = tmp_path / "spark-local"
     local.mkdir()
     env = dict(os.environ, SPARK_LOCAL_DIRS=str(local), TMPDIR=str(tmp_path))
     argv = [RACEPROOF, "campaign", "--scenario", "lost-update", "--strategy", "random",
             "--seeds", "400", "--examples", "200", "--out", "c", "--json"]  # fmt: skip
-    delay_s = random.Random(f"campaign-{name}").uniform(0.0, 3.0)
-    # Ready once the JVM runs Python workers: the command, its JVM, and at least one worker.
-    code, out, err, took = _interrupt(
-        argv, SIGNALS[name], delay_s, _workers_running(2), tmp_path, env
+    delay_s = random.Random(f"campaign-{name}-{moment}").uniform(0.0, 3.0)
+    # "starting": once the JVM is being launched; "running": once Spark is up (the campaign
+    # creates its folder only then), i.e. while cells run and rows are flushed.
+    ready: Callable[[subprocess.Popen[str]], bool] = (
+        _workers_running(2) if moment == "starting" else lambda _p: (tmp_path / "c").is_dir()
     )
+    code, out, err, took = _interrupt(argv, SIGNALS[name], delay_s, ready, tmp_path, env)
     _assert_stopped_cleanly(code, err, took, name)
-    assert json.loads(out)["interrupted"] in (True, name)
+    result = json.loads(out)
+    assert result["interrupted"] in (True, name)
+    if moment == "running":
+        assert result["interrupted_by"] == name and result["rows"] == result["ran"]
     assert list(local.iterdir()) == [], "Spark's local folders were left"
     assert not list(tmp_path.glob("raceproof-campaign-jvm-*")), "the JVM's log was left"

@@ -148,8 +148,9 @@ def campaign_session(master: str, app_name: str = "raceproof-campaign") -> Any:
     Separate from ``spark-check``'s local[2] session: a campaign may run on
     any master, and needs nothing of Structured Streaming.
     """
-    from raceproof.spark_integration.session import SparkUnavailable
+    from raceproof.spark_integration.session import SparkUnavailable, jvm_dies_with_us
 
+    jvm_dies_with_us()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
