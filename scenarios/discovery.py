@@ -117,11 +117,13 @@ def load_entry(entry: str, origin: str, base: Path | None = None) -> None:
     if folder not in sys.path:
         sys.path.insert(0, folder)
     target = None
-    try:
-        found = importlib.util.find_spec(entry)
-        target = found.origin if found is not None else None
-    except (ImportError, ValueError):
-        target = None
+    # Finding ``a.b`` imports ``a``: its code runs here, so its failures are the entry's too.
+    with _origin(origin, entry, None):
+        try:
+            found = importlib.util.find_spec(entry)
+            target = found.origin if found is not None else None
+        except (ImportError, ValueError):
+            target = None
     if target is None:
         raise ScenarioLoadError(
             f"cannot load scenarios from {entry}: no module named {entry!r} "

@@ -24,7 +24,7 @@ MAX_CROSS_CHECK = 10_000
 
 
 def _seeds(args: argparse.Namespace) -> list[int]:
-    if args.seed_range:
+    if args.seed_range is not None:  # an empty --seed-range is bad, not absent
         first, sep, last = args.seed_range.partition(":")
         try:
             low, high = int(first), int(last)

@@ -33,7 +33,7 @@ from raceproof.reports import (
 from raceproof.reports.story import Story
 from raceproof.runs import runner
 from raceproof.runs.stories import load_for_report
-from raceproof.scenarios.catalogue import UnknownName
+from raceproof.scenarios.catalogue import UnknownName, get
 from raceproof.sim import first_divergence
 from raceproof.sim import repro as repro_files
 
@@ -54,6 +54,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if campaign.is_campaign_dir(Path(args.input)) or args.baseline:
         return campaign.report_campaign(args)  # a campaign folder: its own report
     formats = [args.format] if args.format else ["md", "html", "perfetto"]
+    if args.scenario is not None:
+        get(args.scenario)  # an unknown --scenario is bad input, whatever the input holds
     try:
         paths = inputs_in(Path(args.input))
         stories = [load_for_report(p, clock=args.clock, scenario_name=args.scenario) for p in paths]
