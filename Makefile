@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean zookeeper browser mutation
+.PHONY: demo test lint bench clean zookeeper browser mutation fuzz
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -52,6 +52,14 @@ lint: $(STAMP)
 
 test: lint zookeeper browser
 	$(VENV)/bin/pytest -n auto --dist loadgroup -q
+
+# The command-line fuzz suite (property_tests/test_fuzz_cli.py) with a larger budget than
+# `make test` gives it (150 generated bad invocations from the parser, 100 command lines,
+# 100 counterexample files): FUZZ_EXAMPLES of each. Not part of `make test`.
+FUZZ_EXAMPLES ?= 3000
+fuzz: $(STAMP)
+	RACEPROOF_FUZZ_PARSER_EXAMPLES=$(FUZZ_EXAMPLES) RACEPROOF_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+		$(VENV)/bin/pytest -q -p no:cacheprovider --hypothesis-show-statistics property_tests/test_fuzz_cli.py
 
 bench: $(STAMP)
 	$(VENV)/bin/raceproof bench
