@@ -292,3 +292,18 @@ def test_an_undamaged_campaign_folder_reports(
     _campaign_folder(here / "c")
     assert main(["report", "c", "--format", "md", "--json"]) == 0, capsys.readouterr().err
     assert (here / "c" / "report.md").exists()
+
+
+def test_the_plugin_reads_its_database_through_the_same_checks(tmp_path: Path) -> None:
+    """A deep or truncated file in the counterexample database is one failing item, no traceback."""
+    database = tmp_path / "counterexamples"
+    database.mkdir()
+    (database / "deep.json").write_text("[" * 50_000 + "]" * 50_000)
+    (database / "trunc.json").write_text('{"format": "raceproof-counterexample"')
+    (tmp_path / "test_x.py").write_text("def test_ok():\n    pass\n")
+    done = subprocess.run([str(BIN / "pytest"), "-q", "-p", "no:cacheprovider"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 1, done.stdout[-2000:]
+    assert "2 failed, 1 passed" in done.stdout, done.stdout[-2000:]
+    assert "JSON nested more than 200 deep" in done.stdout and "not valid JSON" in done.stdout
+    assert "Traceback" not in done.stdout and "RecursionError" not in done.stdout
