@@ -157,7 +157,9 @@ def json_depth(text: str) -> int:
 def _check_depth(text: str, where: str, error: type[ValueError]) -> None:
     # A cheap bound first: fewer openers than the limit cannot nest past it.
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_depth(text) > MAX_JSON_DEPTH:
-        raise error(f"{where}: JSON nested more than {MAX_JSON_DEPTH} deep; not a raceproof file")
+        raise error(
+            f"{where}: JSON nested too deeply (over {MAX_JSON_DEPTH} levels); not a raceproof file"
+        )
 
 
 def read_json(path: Path, error: type[ValueError] = ValueError) -> Any:
