@@ -12,6 +12,14 @@ wrong types, huge and deeply nested values), runs them in-process through
 * nothing half-written: every file left in the output folder is a complete
   counterexample that loads, and no temporary file remains.
 
+A third property follows the commands themselves: it walks
+``build_parser()``'s subcommands and every action of each (so an option added
+tomorrow is fuzzed the day it is added) and gives one of them a value that is
+bad by construction — refused by the option's own type or choices, a flag
+given a value, a path of the wrong kind, a malformed file or a damaged
+campaign folder, a name that does not exist — and asserts exit 2, one line,
+and the folder exactly as it was.
+
 The work each example can do is bounded (tiny scenarios, a few examples, a
 few schedules), and commands whose valid runs are slow (``bench``,
 ``compare``, ``spark-check``) are generated with at least one bad value so
@@ -303,7 +311,8 @@ CONTEXT = {
 }
 # Untyped values, by what the option names: paths of the wrong kind, malformed files, names
 # that do not exist. Fixture files and folders are made by ``_fixtures``.
-WRONG_FOLDERS = ["", "afile", "afile/sub", "/proc/raceproof/x", "dcamp", "junkcamp"]
+WRONG_FOLDERS = ["", "afile", "afile/sub", "/proc/raceproof/x"]
+DAMAGED_CAMPAIGNS = ["dcamp", "junkcamp", "afolder-with-notes"]  # for what reads a campaign
 WRONG_FILES = ["", "afolder", "afile/sub.xml", "/proc/raceproof/x.xml"]
 BAD_INPUTS = ["", "missing.json", "junk.json", "deep.json", "empty.json", "/dev/null",
               "afile", "deep.jsonl", "ghost.json"]  # fmt: skip
@@ -311,13 +320,15 @@ BAD_MODULES = ["no_such_module_xyz", "broken.py", "exits.py", "five.py", "junk.j
                "nope.py:factory", "exits.py:pipeline", ""]  # fmt: skip
 BAD_NAMES = ["", "no-such-name", "x" * 300, "lost-update\x00", "--"]
 UNTYPED = {
-    "out": WRONG_FOLDERS, "baseline": [*WRONG_FOLDERS, "afolder"],
+    "out": WRONG_FOLDERS, "baseline": [*WRONG_FOLDERS, *DAMAGED_CAMPAIGNS, "afolder"],
     "junit": WRONG_FILES, "history_out": WRONG_FILES, "real_history_out": WRONG_FILES,
     "input": BAD_INPUTS, "file": BAD_INPUTS, "beside": BAD_INPUTS,
     "scenarios": BAD_MODULES, "pipeline": BAD_MODULES,
     "set": ["novalue", "=1", "nope=1", "clients=0", "clients=1e400", "clients=" + "[" * 300],
     "seed_range": ["5:2", "x", "", "1:99999999", "-1:3", "1:2:3"],
 }  # fmt: skip
+# Where one command's option reads more than its name says: a campaign's --out is resumed.
+UNTYPED_IN = {("campaign", "out"): [*WRONG_FOLDERS, *DAMAGED_CAMPAIGNS]}
 TYPED_CANDIDATES = ["", " ", "x", "-1", "0", "1.5", "1e400", "nan", "inf", "-inf", "9" * 30,
                     "1000000000000", "a:b", "h:0", "h:99999", "x" * 300, "\x00", "é"]  # fmt: skip
 
@@ -335,12 +346,14 @@ def _refuses(action: argparse.Action, value: str) -> bool:
     return False
 
 
-def _bad_values(action: argparse.Action) -> st.SearchStrategy[str] | None:
+def _bad_values(command: str, action: argparse.Action) -> st.SearchStrategy[str] | None:
     if action.nargs == 0:
         return None  # a flag: given a value instead (below)
     if action.type is not None or action.choices is not None:
         pool = [v for v in TYPED_CANDIDATES if _refuses(action, v)]
         return st.sampled_from(pool) if pool else None
+    if (command, action.dest) in UNTYPED_IN:
+        return st.sampled_from(UNTYPED_IN[command, action.dest])
     if action.dest in UNTYPED:
         return st.sampled_from(UNTYPED[action.dest])
     return st.sampled_from(BAD_NAMES[1:] if not action.option_strings else BAD_NAMES)
@@ -350,11 +363,11 @@ def _bad_values(action: argparse.Action) -> st.SearchStrategy[str] | None:
 def bad_invocations(draw: st.DrawFn) -> list[str]:
     command = draw(st.sampled_from(sorted(COMMANDS)))
     actions = [a for a in COMMANDS[command]._actions if not isinstance(a, argparse._HelpAction)]
-    targets = [a for a in actions if a.nargs == 0 or _bad_values(a) is not None]
+    targets = [a for a in actions if a.nargs == 0 or _bad_values(command, a) is not None]
     target = draw(st.sampled_from(targets))
     context = list(CONTEXT.get(command, []))
     if not target.option_strings:  # a positional: it takes the place of the context's own
-        values = _bad_values(target)
+        values = _bad_values(command, target)
         assert values is not None
         value = draw(values.filter(lambda v: not v.startswith("-")))
         if context and not context[0].startswith("-"):
@@ -365,7 +378,7 @@ def bad_invocations(draw: st.DrawFn) -> list[str]:
         if target.nargs == 0:
             bad = [f"{option}=x"] if option.startswith("--") else [f"{option}x"]
         else:
-            values = _bad_values(target)
+            values = _bad_values(command, target)
             assert values is not None
             bad = [option, draw(values)]
         # Anywhere between the context's words, never between an option and its value.
@@ -394,6 +407,8 @@ def _fixtures(folder: Path, junk: bytes) -> None:
         "import dataclasses\nfrom raceproof.scenarios.catalogue import get, register\n"
         "register(dataclasses.replace(get('lost-update'), name='five', config=5))\n"
     )
+    (folder / "afolder-with-notes").mkdir()
+    (folder / "afolder-with-notes" / "notes.txt").write_text("someone else's folder\n")
     for name, part in (("dcamp", b"PAR1 not parquet"), ("junkcamp", junk)):
         (folder / name / "results").mkdir(parents=True)
         (folder / name / "campaign.json").write_text('{"format": "raceproof-campaign"}')
@@ -428,4 +443,7 @@ def test_every_option_of_every_command_has_a_bad_value() -> None:
         for action in parser._actions:
             if isinstance(action, argparse._HelpAction):
                 continue
-            assert action.nargs == 0 or _bad_values(action) is not None, (command, action.dest)
+            assert action.nargs == 0 or _bad_values(command, action) is not None, (
+                command,
+                action.dest,
+            )

@@ -117,7 +117,7 @@ def report_campaign(args: argparse.Namespace) -> int:
     folder = Path(args.input)
     if not is_campaign_dir(folder):
         raise UsageError(f"{folder} is not a campaign folder (no campaign.json)")
-    baseline = Path(args.baseline) if args.baseline else None
+    baseline = Path(args.baseline) if args.baseline is not None else None
     if baseline is not None and not is_campaign_dir(baseline):
         raise UsageError(f"--baseline {baseline} is not a campaign folder (no campaign.json)")
     from raceproof.spark_integration.campaign_folder import check_folder

@@ -51,7 +51,7 @@ def render(story: Story, fmt: str, show_all: bool) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    if campaign.is_campaign_dir(Path(args.input)) or args.baseline:
+    if campaign.is_campaign_dir(Path(args.input)) or args.baseline is not None:
         return campaign.report_campaign(args)  # a campaign folder: its own report
     formats = [args.format] if args.format else ["md", "html", "perfetto"]
     if args.scenario is not None:
@@ -59,7 +59,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         paths = inputs_in(Path(args.input))
         stories = [load_for_report(p, clock=args.clock, scenario_name=args.scenario) for p in paths]
-        if args.beside:
+        if args.beside is not None:  # an empty --beside is bad, not absent
             if len(stories) != 1:
                 raise UsageError("--beside takes one INPUT file, not a folder")
             other = load_for_report(
