@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-optimized lint docs bench clean zookeeper browser mutation
+.PHONY: demo test test-optimized lint docs bench clean zookeeper browser mutation fuzz
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -70,6 +70,14 @@ test-optimized: $(STAMP)
 	PYTHONOPTIMIZE=1 $(VENV)/bin/pytest -n auto --dist loadgroup -q -p no:cacheprovider \
 		-W ignore::pytest.PytestConfigWarning $(OPTIMIZED_TESTS)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider property_tests/test_bad_input.py
+
+# The command-line fuzz suite (property_tests/test_fuzz_cli.py) with a larger budget than
+# `make test` gives it (150 generated bad invocations from the parser, 100 command lines,
+# 100 counterexample files): FUZZ_EXAMPLES of each. Not part of `make test`.
+FUZZ_EXAMPLES ?= 3000
+fuzz: $(STAMP)
+	RACEPROOF_FUZZ_PARSER_EXAMPLES=$(FUZZ_EXAMPLES) RACEPROOF_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+		$(VENV)/bin/pytest -q -p no:cacheprovider --hypothesis-show-statistics property_tests/test_fuzz_cli.py
 
 bench: $(STAMP)
 	$(VENV)/bin/raceproof bench

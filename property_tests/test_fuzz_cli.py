@@ -12,6 +12,14 @@ wrong types, huge and deeply nested values), runs them in-process through
 * nothing half-written: every file left in the output folder is a complete
   counterexample that loads, and no temporary file remains.
 
+A third property follows the commands themselves: it walks
+``build_parser()``'s subcommands and every action of each (so an option added
+tomorrow is fuzzed the day it is added) and gives one of them a value that is
+bad by construction — refused by the option's own type or choices, a flag
+given a value, a path of the wrong kind, a malformed file or a damaged
+campaign folder, a name that does not exist — and asserts exit 2, one line,
+and the folder exactly as it was.
+
 The work each example can do is bounded (tiny scenarios, a few examples, a
 few schedules), and commands whose valid runs are slow (``bench``,
 ``compare``, ``spark-check``) are generated with at least one bad value so
@@ -20,6 +28,7 @@ they stop at validation.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -32,7 +41,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from raceproof.cli.main import main
+from raceproof.cli.main import build_parser, main
 from raceproof.sim import CounterexampleError
 from raceproof.sim import repro as repro_files
 
@@ -266,3 +275,175 @@ def test_generated_counterexample_files_keep_the_contract(text: str, as_json: bo
                 repro_files.load(path)
             except CounterexampleError as exc:
                 raise AssertionError(f"replay accepted a file load refuses: {exc}") from None
+
+
+# -- bad invocations generated from the parser itself ------------------------------------
+# Every option of every command, as ``build_parser()`` declares it today: an option added
+# tomorrow is fuzzed the day it is added. One value in each invocation is bad by
+# construction (its own argparse type or choices refuse it, a flag given a value, a path of
+# the wrong kind, a malformed or damaged file, a name that does not exist), so every
+# invocation must end in exit 2 with one line naming the problem and nothing written.
+FUZZ_PARSER = settings(
+    max_examples=int(os.environ.get("RACEPROOF_FUZZ_PARSER_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+COMMANDS = _commands()
+# Cheap valid values for what a command needs besides the value under test (a run that a
+# bug lets through then ends in seconds instead of minutes); "cx.json" is a real counterexample.
+CONTEXT = {
+    "repro": ["lost-update"],
+    "explore": ["lost-update", "--examples", "5"],
+    "prove": ["lost-update", "--max-schedules", "5"],
+    "replay": ["cx.json"],
+    "report": ["cx.json", "--format", "md"],
+    "check": ["lost-update", "--examples", "5"],
+    "compare": ["lost-update", "--seeds", "1"],
+    "campaign": ["--scenario", "lost-update", "--seeds", "1", "--examples", "5"],
+}
+# Untyped values, by what the option names: paths of the wrong kind, malformed files, names
+# that do not exist. Fixture files and folders are made by ``_fixtures``.
+WRONG_FOLDERS = ["", "afile", "afile/sub", "/proc/raceproof/x"]
+DAMAGED_CAMPAIGNS = ["dcamp", "junkcamp", "afolder-with-notes"]  # for what reads a campaign
+WRONG_FILES = ["", "afolder", "afile/sub.xml", "/proc/raceproof/x.xml"]
+BAD_INPUTS = ["", "missing.json", "junk.json", "deep.json", "empty.json", "/dev/null",
+              "afile", "deep.jsonl", "ghost.json"]  # fmt: skip
+BAD_MODULES = ["no_such_module_xyz", "broken.py", "exits.py", "five.py", "junk.json",
+               "nope.py:factory", "exits.py:pipeline", ""]  # fmt: skip
+BAD_NAMES = ["", "no-such-name", "x" * 300, "lost-update\x00", "--"]
+UNTYPED = {
+    "out": WRONG_FOLDERS, "baseline": [*WRONG_FOLDERS, *DAMAGED_CAMPAIGNS, "afolder"],
+    "junit": WRONG_FILES, "history_out": WRONG_FILES, "real_history_out": WRONG_FILES,
+    "input": BAD_INPUTS, "file": BAD_INPUTS, "beside": BAD_INPUTS,
+    "scenarios": BAD_MODULES, "pipeline": BAD_MODULES,
+    "set": ["novalue", "=1", "nope=1", "clients=0", "clients=1e400", "clients=" + "[" * 300],
+    "seed_range": ["5:2", "x", "", "1:99999999", "-1:3", "1:2:3"],
+}  # fmt: skip
+# Where one command's option reads more than its name says: a campaign's --out is resumed.
+UNTYPED_IN = {("campaign", "out"): [*WRONG_FOLDERS, *DAMAGED_CAMPAIGNS]}
+TYPED_CANDIDATES = ["", " ", "x", "-1", "0", "1.5", "1e400", "nan", "inf", "-inf", "9" * 30,
+                    "1000000000000", "a:b", "h:0", "h:99999", "x" * 300, "\x00", "é"]  # fmt: skip
+
+
+def _refuses(action: argparse.Action, value: str) -> bool:
+    """Whether the option's own declaration (type, choices) refuses ``value``."""
+    if action.choices is not None and value not in action.choices:
+        return True
+    if action.type is None:
+        return False
+    try:
+        action.type(value)  # type: ignore[operator]
+    except (argparse.ArgumentTypeError, ValueError, TypeError):
+        return True
+    return False
+
+
+def _bad_values(command: str, action: argparse.Action) -> st.SearchStrategy[str] | None:
+    if action.nargs == 0:
+        return None  # a flag: given a value instead (below)
+    if action.type is not None or action.choices is not None:
+        pool = [v for v in TYPED_CANDIDATES if _refuses(action, v)]
+        return st.sampled_from(pool) if pool else None
+    if (command, action.dest) in UNTYPED_IN:
+        return st.sampled_from(UNTYPED_IN[command, action.dest])
+    if action.dest in UNTYPED:
+        return st.sampled_from(UNTYPED[action.dest])
+    return st.sampled_from(BAD_NAMES[1:] if not action.option_strings else BAD_NAMES)
+
+
+@st.composite
+def bad_invocations(draw: st.DrawFn) -> list[str]:
+    command = draw(st.sampled_from(sorted(COMMANDS)))
+    actions = [a for a in COMMANDS[command]._actions if not isinstance(a, argparse._HelpAction)]
+    targets = [a for a in actions if a.nargs == 0 or _bad_values(command, a) is not None]
+    target = draw(st.sampled_from(targets))
+    context = list(CONTEXT.get(command, []))
+    if not target.option_strings:  # a positional: it takes the place of the context's own
+        values = _bad_values(command, target)
+        assert values is not None
+        value = draw(values.filter(lambda v: not v.startswith("-")))
+        if context and not context[0].startswith("-"):
+            context = context[1:]
+        words = [command, value, *context]
+    else:
+        option = draw(st.sampled_from(target.option_strings))
+        if target.nargs == 0:
+            bad = [f"{option}=x"] if option.startswith("--") else [f"{option}x"]
+        else:
+            values = _bad_values(command, target)
+            assert values is not None
+            bad = [option, draw(values)]
+        # Anywhere between the context's words, never between an option and its value.
+        cuts = [i for i, w in enumerate(context) if w.startswith("-")] + [len(context)]
+        cut = draw(st.sampled_from(cuts))
+        words = [command, *context[:cut], *bad, *context[cut:]]
+    if draw(st.booleans()):
+        words.append("--json")
+    return words
+
+
+def _fixtures(folder: Path, junk: bytes) -> None:
+    """The files the bad values name: a file, a folder, malformed and damaged inputs."""
+    (folder / "afile").write_text("not a folder\n")
+    (folder / "afolder").mkdir()
+    (folder / "cx.json").write_text(json.dumps(valid_counterexample()))
+    ghost = valid_counterexample() | {"scenario": "no-such-scenario"}
+    (folder / "ghost.json").write_text(json.dumps(ghost))
+    (folder / "junk.json").write_bytes(junk)
+    (folder / "empty.json").write_text("")
+    (folder / "deep.json").write_text("[" * 50_000 + "]" * 50_000)
+    (folder / "deep.jsonl").write_text('{"fields": ' + "[" * 50_000 + "]" * 50_000 + "}\n")
+    (folder / "broken.py").write_text("raise RuntimeError('a broken scenario module')\n")
+    (folder / "exits.py").write_text("import sys\nsys.exit(5)\ndef pipeline(): pass\n")
+    (folder / "five.py").write_text(
+        "import dataclasses\nfrom raceproof.scenarios.catalogue import get, register\n"
+        "register(dataclasses.replace(get('lost-update'), name='five', config=5))\n"
+    )
+    (folder / "afolder-with-notes").mkdir()
+    (folder / "afolder-with-notes" / "notes.txt").write_text("someone else's folder\n")
+    for name, part in (("dcamp", b"PAR1 not parquet"), ("junkcamp", junk)):
+        (folder / name / "results").mkdir(parents=True)
+        (folder / name / "campaign.json").write_text('{"format": "raceproof-campaign"}')
+        (folder / name / "results" / "part-0.parquet").write_bytes(part)
+
+
+def _snapshot(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.stat().st_size for p in folder.rglob("*")}
+
+
+@FUZZ_PARSER
+@given(bad_invocations(), st.binary(max_size=200))
+def test_bad_invocations_from_the_parser_are_refused_with_nothing_written(
+    argv: list[str], junk: bytes
+) -> None:
+    valid_counterexample()  # found once, outside the folder under test
+    with _in_fresh_folder() as folder:
+        _fixtures(folder, junk)
+        before = _snapshot(folder)
+        code, out, err = run_cli(argv)
+        lines = err.strip().splitlines()
+        assert code == 2, (argv, code, out[-500:], err[-2000:])
+        assert len(lines) == 1 and "error:" in lines[0] and "Traceback" not in err, (argv, err)
+        if "--json" in argv:
+            assert json.loads(out)["verdict"] is None, (argv, out)
+        assert _snapshot(folder) == before, (argv, "something was written")
+
+
+def test_every_option_of_every_command_has_a_bad_value() -> None:
+    """The generator reaches every option: a flag gets a value; anything else a refused value."""
+    for command, parser in COMMANDS.items():
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.nargs == 0 or _bad_values(command, action) is not None, (
+                command,
+                action.dest,
+            )

@@ -142,7 +142,7 @@ def test_the_file_itself_is_checked(tmp_path: Path) -> None:
     with pytest.raises(CounterexampleError) as caught:
         load(big)
     assert str(caught.value) == (
-        f"{big}: {MAX_FILE_BYTES + 1} bytes, more than a counterexample file can be "
+        f"{big}: {MAX_FILE_BYTES + 1} bytes, more than raceproof reads from one file "
         f"({MAX_FILE_BYTES} bytes at most)"
     )
     with big.open("wb") as handle:

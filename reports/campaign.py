@@ -14,7 +14,6 @@ file (the plot inlined), both written into the campaign folder.
 from __future__ import annotations
 
 import base64
-import json
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -44,13 +43,13 @@ SPEED_FACTOR = 1.5
 
 
 def read_rows(folder: Path) -> list[Row]:
-    """Every row of ``folder/results`` (Parquet part files), sorted by cell key."""
-    results = folder / "results"
-    if not results.is_dir() or not any(results.glob("*.parquet")):
-        return []
-    import pyarrow.parquet as pq
+    """Every row of ``folder/results`` (Parquet part files), sorted by cell key.
 
-    return sorted(pq.read_table(results).to_pylist(), key=lambda r: r["cell"])
+    Read part by part (``campaign_folder``): a damaged part is a one-line error naming it.
+    """
+    from raceproof.spark_integration.campaign_folder import read_rows as read
+
+    return read(folder)
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -221,9 +220,10 @@ def plot(rows: Sequence[Row], path: Path) -> bool:
 
 def summary(folder: Path, baseline: Path | None = None) -> dict[str, Any]:
     rows = read_rows(folder)
-    manifest = json.loads((folder / "campaign.json").read_text())
-    determinism_path = folder / "determinism.json"
-    checks = json.loads(determinism_path.read_text()) if determinism_path.exists() else []
+    from raceproof.spark_integration.campaign_folder import read_determinism, read_manifest
+
+    manifest = read_manifest(folder)
+    checks = read_determinism(folder)
     verdicts: dict[str, int] = defaultdict(int)
     for row in rows:
         verdicts[row["verdict"]] += 1

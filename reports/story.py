@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from raceproof.sim import Choice, History, Op
 from raceproof.sim import repro as repro_files
+from raceproof.sim.history import op_from_json
 from raceproof.sim.repro import CounterexampleError
 
 Clock = Literal["virtual", "wall"]
@@ -221,11 +222,10 @@ def story_of_counterexample(path: Path) -> Story:
 
 
 def story_of_history(path: Path, clock: Clock | None = None) -> Story:
+    lines = repro_files.read_json_lines(path, ReportInputError)
     try:
-        history = History.from_jsonl(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportInputError(f"{path}: cannot read it ({exc})") from None
-    except (ValueError, AssertionError) as exc:
+        history = History(op_from_json(raw) for raw in lines)
+    except (ValueError, KeyError, TypeError, AssertionError, RecursionError) as exc:
         raise ReportInputError(f"{path}: not a history (JSON Lines of ops): {exc}") from None
     if not len(history):
         raise ReportInputError(f"{path}: an empty history")
@@ -237,8 +237,8 @@ def story_of_history(path: Path, clock: Clock | None = None) -> Story:
 def is_counterexample_file(path: Path) -> bool:
     """A counterexample is one JSON object naming its format; a history is JSON Lines."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        raw = repro_files.read_json(path, ReportInputError)
+    except ReportInputError:
         return False
     return isinstance(raw, dict) and "format" in raw
 

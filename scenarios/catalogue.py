@@ -273,6 +273,13 @@ def register(scenario: Scenario | Callable[[], Scenario]) -> Scenario:
         raise RegistrationError("a scenario needs a non-empty name")
     if not scenario.variants:
         raise RegistrationError(f"scenario {scenario.name} has no variants")
+    for purpose in ("config", "prove_config"):
+        value = getattr(scenario, purpose)
+        if value is not None and (not dataclasses.is_dataclass(value) or isinstance(value, type)):
+            raise RegistrationError(
+                f"scenario {scenario.name}: {purpose} must be an instance of a configuration "
+                f"dataclass (or None), got {type(value).__name__}"
+            )
     unknown_variants = sorted(set(scenario.expect_violation) - set(scenario.variants))
     if unknown_variants:
         raise RegistrationError(

@@ -65,6 +65,10 @@ def _origin(origin: str, label: str, target: str | None) -> Iterator[None]:
         yield
     except ScenarioLoadError:
         raise
+    except SystemExit as exc:  # sys.exit() in the user's module is no exit of raceproof's
+        raise ScenarioLoadError(
+            f"cannot load scenarios from {label}: it called sys.exit({exc.code!r})"
+        ) from None
     except Exception as exc:
         raise ScenarioLoadError(
             f"cannot load scenarios from {label}: {_where(exc, target)}: {type(exc).__name__}: {exc}"
@@ -113,11 +117,13 @@ def load_entry(entry: str, origin: str, base: Path | None = None) -> None:
     if folder not in sys.path:
         sys.path.insert(0, folder)
     target = None
-    try:
-        found = importlib.util.find_spec(entry)
-        target = found.origin if found is not None else None
-    except (ImportError, ValueError):
-        target = None
+    # Finding ``a.b`` imports ``a``: its code runs here, so its failures are the entry's too.
+    with _origin(origin, entry, None):
+        try:
+            found = importlib.util.find_spec(entry)
+            target = found.origin if found is not None else None
+        except (ImportError, ValueError):
+            target = None
     if target is None:
         raise ScenarioLoadError(
             f"cannot load scenarios from {entry}: no module named {entry!r} "
@@ -144,7 +150,14 @@ def pyproject_entries(path: Path) -> list[str]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ScenarioLoadError(f"cannot read {path}: {exc}") from None
-    entries = data.get("tool", {}).get("raceproof", {}).get("scenarios", [])
+    tool = data.get("tool", {})
+    table = tool.get("raceproof", {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        raise ScenarioLoadError(
+            f"{path}: tool.raceproof must be a table ([tool.raceproof]), "
+            f"got a {type(table).__name__}"
+        )
+    entries = table.get("scenarios", [])
     if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
         raise ScenarioLoadError(
             f"{path}: [tool.raceproof] scenarios must be a list of module names or files"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tempfile
 from dataclasses import dataclass
@@ -112,19 +113,24 @@ def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _read_text(path: Path) -> str:
+MAX_JSON_DEPTH = 200  # nesting of arrays and objects in any JSON file raceproof reads
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
+def _read_text(path: Path, error: type[ValueError] = ValueError) -> str:
     """The file's text; a FIFO, a device or a huge file is refused without reading it."""
     try:
         info = path.stat()
     except FileNotFoundError:
-        raise CounterexampleError(f"{path}: no such file") from None
+        raise error(f"{path}: no such file") from None
     except OSError as exc:
-        raise CounterexampleError(f"{path}: cannot read it ({exc.strerror})") from None
+        raise error(f"{path}: cannot read it ({exc.strerror})") from None
     if not stat.S_ISREG(info.st_mode):
-        raise CounterexampleError(f"{path}: not a regular file")
+        raise error(f"{path}: not a regular file")
     if info.st_size > MAX_FILE_BYTES:
-        raise CounterexampleError(
-            f"{path}: {info.st_size} bytes, more than a counterexample file can be "
+        raise error(
+            f"{path}: {info.st_size} bytes, more than raceproof reads from one file "
             f"({MAX_FILE_BYTES} bytes at most)"
         )
     try:
@@ -132,22 +138,66 @@ def _read_text(path: Path) -> str:
             data = handle.read(MAX_FILE_BYTES + 1)
         return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise CounterexampleError(f"{path}: cannot read it ({exc})") from None
+        raise error(f"{path}: cannot read it ({exc})") from None
+
+
+def json_depth(text: str) -> int:
+    """How deep arrays and objects nest in ``text`` (strings skipped), without parsing it."""
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
+    depth = deepest = 0
+    for char in brackets:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _check_depth(text: str, where: str, error: type[ValueError]) -> None:
+    # A cheap bound first: fewer openers than the limit cannot nest past it.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_depth(text) > MAX_JSON_DEPTH:
+        raise error(
+            f"{where}: JSON nested too deeply (over {MAX_JSON_DEPTH} levels); not a raceproof file"
+        )
+
+
+def read_json(path: Path, error: type[ValueError] = ValueError) -> Any:
+    """The one reader of a JSON file raceproof is given (counterexample, manifest, results).
+
+    Size, kind and nesting are checked before parsing; every failure is ``error``
+    with one line naming the file: no ``RecursionError`` or ``MemoryError`` escapes.
+    """
+    text = _read_text(path, error)
+    _check_depth(text, str(path), error)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); truncated or corrupt?"
+        ) from None
+    except RecursionError:
+        raise error(f"{path}: JSON nested too deeply") from None
+
+
+def read_json_lines(path: Path, error: type[ValueError] = ValueError) -> list[Any]:
+    """A JSON Lines file (a history) through the same checks, one value per non-blank line."""
+    text = _read_text(path, error)
+    values = []
+    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+0085 etc.
+        if not line.strip():
+            continue
+        _check_depth(line, f"{path} line {number}", error)
+        try:
+            values.append(json.loads(line))
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise error(f"{path} line {number}: not valid JSON ({exc})") from None
+    return values
 
 
 def load(path: Path) -> Counterexample:
     """Read and validate a counterexample file."""
-    text = _read_text(path)
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CounterexampleError(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); truncated or corrupt?"
-        ) from None
-    except RecursionError:
-        raise CounterexampleError(
-            f"{path}: JSON nested too deeply to be a counterexample"
-        ) from None
+    raw = read_json(path, CounterexampleError)
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise CounterexampleError(f"{path}: not a raceproof counterexample file")
     version = _field(raw, "format_version", int, path)

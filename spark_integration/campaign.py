@@ -45,9 +45,9 @@ from raceproof.spark_integration.campaign_cells import (
     error_row,
     run_cell,
 )
+from raceproof.spark_integration.campaign_folder import RESULTS, check_folder, read_determinism
 from raceproof.spark_integration.campaign_proof import merge, prove_shard, shard_cells
 
-RESULTS = "results"
 FLUSH_EVERY_S = 10.0
 DEFAULT_EXAMPLES = 100
 DEFAULT_PROOF_SCHEDULES = 1_000_000
@@ -83,6 +83,7 @@ class Summary:
     already_done: int = 0
     ran: int = 0
     interrupted: bool = False
+    interrupted_by: str | None = None  # SIGINT or SIGTERM
     seconds: float = 0.0
     verdicts: dict[str, int] = field(default_factory=dict)
     determinism: list[dict[str, Any]] = field(default_factory=list)
@@ -147,8 +148,9 @@ def campaign_session(master: str, app_name: str = "raceproof-campaign") -> Any:
     Separate from ``spark-check``'s local[2] session: a campaign may run on
     any master, and needs nothing of Structured Streaming.
     """
-    from raceproof.spark_integration.session import SparkUnavailable
+    from raceproof.spark_integration.session import SparkUnavailable, jvm_dies_with_us
 
+    jvm_dies_with_us()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
@@ -280,6 +282,7 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
     """Run (or resume) a campaign into ``options.out``; returns what it did."""
     say = say or (lambda _line: None)
     out = Path(options.out)
+    check_folder(out)  # before any work: a damaged or foreign folder is refused
     cells = grid(options)
     done = {row["cell"] for row in read_rows(out)}
     todo = [c for c in cells if c.key not in done]
@@ -287,9 +290,10 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
     if not todo:
         say(f"campaign {out}: all {len(cells)} cells already done")
         return summary
-    out.mkdir(parents=True, exist_ok=True)
     own_session = spark is None
+    handlers = _signal_handlers()
     spark = spark or campaign_session(options.master)
+    out.mkdir(parents=True, exist_ok=True)  # only once Spark is up: a bad master leaves nothing
     sc = spark.sparkContext
     summary.parallelism = sc.defaultParallelism
     size = options.cells_per_job or max(1, 2 * summary.parallelism)
@@ -332,8 +336,9 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
     stopping = False
     batches = iter(chunks(todo, size))
     # PySpark's own SIGINT handler cancels jobs from inside the signal, which can land in the
-    # middle of a py4j call; a plain KeyboardInterrupt lets the handler below cancel once.
-    previous_handler = _plain_sigint()
+    # middle of a py4j call: the command's handlers (or a plain KeyboardInterrupt) come back,
+    # and the handler below cancels once.
+    previous_handler = _own_signals(handlers)
     pool = ThreadPoolExecutor(max_workers=options.jobs_in_flight)
     in_flight: set[Future[list[dict[str, Any]]]] = set()
     try:
@@ -347,17 +352,23 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
             finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
             for future in finished:
                 take(future.result())
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         stopping = True
         summary.interrupted = True
-        sc.cancelAllJobs()
+        summary.interrupted_by = getattr(exc, "name", "SIGINT")
+        _quietly(sc.cancelAllJobs)
         for future in in_flight:
             if future.done() and not future.cancelled() and future.exception() is None:
                 take(future.result(), quiet=True)
     finally:
         _restore_sigint(previous_handler)
         pool.shutdown(wait=True, cancel_futures=True)
-        _write_rows(spark, out, pending)
+        if summary.interrupted:  # the signal may have cut a py4j call short: keep what we can
+            if not _quietly(lambda: _write_rows(spark, out, pending)):
+                kept = {row["cell"] for row in read_rows(out)}
+                ran[:] = [row for row in ran if row["cell"] in kept]
+        else:
+            _write_rows(spark, out, pending)
         summary.ran = len(ran)
         summary.seconds = round(time.perf_counter() - started, 3)
         if summary.interrupted:
@@ -367,14 +378,37 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
             _write_determinism(out, summary.determinism)
         _write_manifest(out, options, summary)
         if own_session:
-            spark.stop()
+            _quietly(spark.stop) if summary.interrupted else spark.stop()
     return summary
 
 
-def _plain_sigint() -> Any:
+def _quietly(action: Callable[[], Any]) -> bool:
+    """``action()`` after an interrupt: a py4j error then is the signal's doing, not news."""
+    try:
+        action()
+    except Exception:
+        return False
+    return True
+
+
+def _signal_handlers() -> dict[int, Any]:
+    """SIGINT's handler now, before PySpark installs its own (the command's, under the CLI)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {signal.SIGINT: signal.getsignal(signal.SIGINT)}
+
+
+def _own_signals(handlers: dict[int, Any]) -> Any:
+    """SIGINT back to the handler found before the session; PySpark's becomes a plain
+    KeyboardInterrupt. Returns the handler to restore when the campaign ends."""
     if threading.current_thread() is not threading.main_thread():
         return None
-    return signal.signal(signal.SIGINT, signal.default_int_handler)
+    before = handlers.get(signal.SIGINT, signal.getsignal(signal.SIGINT))
+    handler = before
+    if not callable(handler) or getattr(handler, "__module__", "").startswith("pyspark"):
+        handler = signal.default_int_handler
+    signal.signal(signal.SIGINT, handler)
+    return before
 
 
 def _restore_sigint(previous: Any) -> None:
@@ -425,7 +459,7 @@ def cross_check(rows: list[dict[str, Any]], options: Options, say: Say) -> list[
 
 def _write_determinism(out: Path, checks: list[dict[str, Any]]) -> None:
     path = out / "determinism.json"
-    previous = json.loads(path.read_text()) if path.exists() else []
+    previous = read_determinism(out)
     merged = {c["cell"]: c for c in previous} | {c["cell"]: c for c in checks}
     text = json.dumps([merged[k] for k in sorted(merged)], indent=1) + "\n"
     repro_files.write_atomically(path, text)

@@ -142,18 +142,29 @@ def load_pipeline(spec: str) -> Pipeline:
             module = importlib.import_module(target)
     except PipelineError:
         raise
-    except Exception as exc:
-        raise PipelineError(f"--pipeline {spec!r}: cannot import {target}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # the user's module: sys.exit() in it is no exit of ours
+        raise PipelineError(f"--pipeline {spec!r}: cannot import {target}: {_said(exc)}") from None
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise PipelineError(f"--pipeline {spec!r}: {target} has no callable {attr!r}")
-    pipeline = factory()
+    try:
+        pipeline = factory()
+    except (Exception, SystemExit) as exc:
+        raise PipelineError(f"--pipeline {spec!r}: {attr}() failed: {_said(exc)}") from None
     if not isinstance(pipeline, Pipeline):
         raise PipelineError(
             f"--pipeline {spec!r}: {attr}() returned {type(pipeline).__name__}, not a "
             "raceproof.spark_integration.pipeline.Pipeline"
         )
     return pipeline
+
+
+def _said(exc: BaseException) -> str:
+    """One line for an exception of the user's code (``sys.exit(5)`` says so)."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r})"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 BUILT_IN = {

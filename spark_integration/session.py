@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import resource
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -49,23 +50,29 @@ class SparkUnavailable(RuntimeError):
     """The local Spark session could not start (no Java, a port refused, ...)."""
 
 
+def jvm_dies_with_us() -> None:
+    """The JVM PySpark starts from now on must not outlive us (SIGKILL, an interrupt during
+    its start-up, before any session could stop it): it gets the parent-death signal, SIGTERM,
+    so its shutdown hooks still remove Spark's local folders."""
+    from pyspark import java_gateway
+
+    from raceproof.runs.processes import dying_with_parent
+
+    if not getattr(java_gateway.Popen, "raceproof_dies_with_parent", False):
+        popen = dying_with_parent(java_gateway.Popen, signal.SIGTERM)
+        popen.raceproof_dies_with_parent = True  # type: ignore[attr-defined]
+        setattr(java_gateway, "Popen", popen)  # noqa: B010
+
+
 def spark_session() -> Any:
     """local[2], UI and progress off, 2 shuffle partitions, AQE off, 127.0.0.1, UTC, ERROR logs."""
     global _SESSION, _JVM_LOG
     if _SESSION is None:
         os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-        from pyspark import java_gateway
         from pyspark.sql import SparkSession
 
-        from raceproof.runs.processes import dying_with_parent
-
-        # The JVM must not outlive us (SIGKILL, an interrupt during start-up): parent-death signal.
-        if not getattr(java_gateway.Popen, "raceproof_dies_with_parent", False):
-            popen = dying_with_parent(java_gateway.Popen)
-            popen.raceproof_dies_with_parent = True  # type: ignore[attr-defined]
-            setattr(java_gateway, "Popen", popen)  # noqa: B010
-
+        jvm_dies_with_us()
         _JVM_LOG = Path(tempfile.mkstemp(prefix="raceproof-spark-jvm-", suffix=".log")[1])
         saved_stderr = os.dup(2)
         log_fd = os.open(_JVM_LOG, os.O_WRONLY | os.O_APPEND)

@@ -37,10 +37,12 @@ from raceproof.sim.configs import (
 )
 
 __all__ = [
+    "MAX_EXAMPLES",
     "BadInput",
     "apply_overrides",
     "config_from_json",
     "int_in",
+    "jobs_option",
     "limits",
     "non_empty",
     "parse_overrides",
@@ -74,6 +76,15 @@ def _no_constant(name: str) -> Any:
 
 
 # -- command-line option types (argparse ``type=``) -----------------------------------
+MAX_EXAMPLES = 10**9  # examples of one search: the cap of every command that takes --examples
+JOBS_PER_CORE = 4  # -j N: worker processes at most this many times the machine's cores
+
+
+def jobs_option() -> Callable[[str], int]:
+    """``-j N``: 1 to ``JOBS_PER_CORE`` times the cores (thousands of forked workers help nobody)."""
+    return int_in(1, JOBS_PER_CORE * (os.cpu_count() or 1))
+
+
 def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
     """An integer option in ``[low, high]``."""
 

@@ -37,6 +37,7 @@ from raceproof.runs import counterexamples
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.sim import CounterexampleError
+from raceproof.sim.configs import BadInput
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -231,7 +232,9 @@ class CounterexampleFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         try:
             loaded = counterexamples.load(self.path)
-        except (CounterexampleError, counterexamples.OutOfDate) as exc:
+        except (CounterexampleError, counterexamples.OutOfDate, BadInput) as exc:
+            # A damaged file (the one JSON reader's size and depth checks included) or a
+            # configuration its scenario refuses: one failing item saying so, no traceback.
             yield BadCounterexampleItem.from_parent(self, name="load", error=str(exc))
             return
         for variant, expected in counterexamples.regression_expectations(loaded):

@@ -69,7 +69,9 @@ def _preexec(parent_pid: int) -> Callable[[], None]:
     return setup
 
 
-def dying_with_parent(popen: Callable[..., Any]) -> Callable[..., Any]:
+def dying_with_parent(
+    popen: Callable[..., Any], signum: int = signal.SIGKILL
+) -> Callable[..., Any]:
     """``popen`` (a ``subprocess.Popen``-like callable) whose children get the parent-death signal.
 
     For children a library starts: PySpark launches its JVM itself, so the
@@ -84,7 +86,7 @@ def dying_with_parent(popen: Callable[..., Any]) -> Callable[..., Any]:
         def setup() -> None:
             if theirs is not None:
                 theirs()
-            die_with_parent(parent)
+            die_with_parent(parent, signum)
 
         kwargs["preexec_fn"] = setup
         return popen(*args, **kwargs)

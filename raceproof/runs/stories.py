@@ -189,9 +189,9 @@ def load_for_report(
 
 def _enrich_counterexample(path: Path, story: Story) -> Story:
     cx = repro_files.load(path)
+    scenario = get(cx.scenario)  # a scenario that does not exist is bad input (exit 2)
+    scenario.check_variant(cx.variant)
     try:
-        scenario = get(cx.scenario)
-        scenario.check_variant(cx.variant)
         config = config_from_json(scenario.config, cx.config)
         outcome, _ = placed_run(scenario, cx.variant, config, ReplaySource(cx.choices))
     except (UnknownName, TypeError, ReplayMisaligned) as exc:

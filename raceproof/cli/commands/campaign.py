@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
 from raceproof.cli.commands.common import StatusLine, UsageError, add_command
+from raceproof.cli.validation import MAX_EXAMPLES, int_in, non_empty, prepare_output_dir
 from raceproof.runs import runner
 from raceproof.sim import STRATEGIES
 
-EXIT_INTERRUPTED = 130
+MAX_SEEDS = 1_000_000
+MAX_CROSS_CHECK = 10_000
 
 
 def _seeds(args: argparse.Namespace) -> list[int]:
-    if args.seed_range:
+    if args.seed_range is not None:  # an empty --seed-range is bad, not absent
         first, sep, last = args.seed_range.partition(":")
         try:
             low, high = int(first), int(last)
@@ -31,22 +34,22 @@ def _seeds(args: argparse.Namespace) -> list[int]:
             ) from None
         if not sep or high <= low or low < 0:
             raise UsageError(f"--seed-range A:B needs 0 <= A < B, got {args.seed_range!r}")
+        if high - low > MAX_SEEDS:
+            raise UsageError(f"--seed-range A:B covers at most {MAX_SEEDS} seeds, got {high - low}")
         return list(range(low, high))
-    if args.seeds <= 0:
-        raise UsageError("--seeds must be positive")
     return list(range(args.seeds))
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from raceproof.spark_integration import campaign
+    from raceproof.spark_integration import campaign, campaign_folder
     from raceproof.spark_integration.session import SparkUnavailable
 
     strategies = args.strategy or ["random", "hypothesis", "pct"]
     for strategy in strategies:
         if strategy not in STRATEGIES:
             raise UsageError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
-    if args.examples <= 0 or args.cross_check < 0:
-        raise UsageError("--examples must be positive and --cross-check not negative")
+    prepare_output_dir(args.out)
+    campaign_folder.check_folder(Path(args.out))  # before Spark starts: damaged or foreign
     options = campaign.Options(
         scenarios=args.scenario or (),
         variants=args.variant or (),
@@ -99,7 +102,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             print(f"  DETERMINISM FAILURE {check['cell']}")
         print(f"report: raceproof report {args.out}")
     if summary.interrupted:
-        return EXIT_INTERRUPTED
+        return 128 + signal.Signals[summary.interrupted_by or "SIGINT"]
     return runner.EXIT_VIOLATED if failed or determinism_failures else runner.EXIT_OK
 
 
@@ -114,9 +117,14 @@ def report_campaign(args: argparse.Namespace) -> int:
     folder = Path(args.input)
     if not is_campaign_dir(folder):
         raise UsageError(f"{folder} is not a campaign folder (no campaign.json)")
-    baseline = Path(args.baseline) if args.baseline else None
+    baseline = Path(args.baseline) if args.baseline is not None else None
     if baseline is not None and not is_campaign_dir(baseline):
         raise UsageError(f"--baseline {baseline} is not a campaign folder (no campaign.json)")
+    from raceproof.spark_integration.campaign_folder import check_folder
+
+    for checked in (folder, baseline):  # before anything is written: damaged parts, manifests
+        if checked is not None:
+            check_folder(checked)
     chosen = [args.format] if isinstance(args.format, str) else args.format
     if chosen and set(chosen) - {"md", "html"}:
         raise UsageError("a campaign report is Markdown or HTML (--format md or html)")
@@ -171,30 +179,44 @@ def _add_campaign(commands: Any) -> None:
         "  raceproof campaign --scenario coordinator-async-append --seeds 5 --prove --out out/c2\n"
         "  raceproof report out/c1 --baseline out/c0",
     )
-    sub.add_argument("--scenario", action="append", help="only this scenario (repeatable)")
-    sub.add_argument("--variant", action="append", help="only this variant (repeatable)")
+    sub.add_argument(
+        "--scenario", type=non_empty, action="append", help="only this scenario (repeatable)"
+    )
+    sub.add_argument(
+        "--variant", type=non_empty, action="append", help="only this variant (repeatable)"
+    )
     sub.add_argument(
         "--strategy",
         action="append",
         help=f"only this strategy, one of {', '.join(STRATEGIES)} (repeatable)",
     )
-    sub.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
+    sub.add_argument(
+        "--seeds", type=int_in(1, MAX_SEEDS), default=20, help="seeds 0..N-1 (default 20)"
+    )
     sub.add_argument("--seed-range", metavar="A:B", help="seeds A..B-1 instead of --seeds")
     sub.add_argument(
-        "--examples", type=int, default=100, help="examples per cell, the only budget (default 100)"
+        "--examples",
+        type=int_in(1, MAX_EXAMPLES),
+        default=100,
+        help="examples per cell, the only budget (default 100)",
     )
     sub.add_argument(
         "--prove",
         action="store_true",
         help="also prove every variant, its proof split into shards run as tasks",
     )
-    sub.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
     sub.add_argument(
-        "--out", default="out/campaign", help="the campaign folder (default out/campaign)"
+        "--master", type=non_empty, default="local[*]", help="Spark master URL (default local[*])"
+    )
+    sub.add_argument(
+        "--out",
+        type=non_empty,
+        default="out/campaign",
+        help="the campaign folder (default out/campaign)",
     )
     sub.add_argument(
         "--cross-check",
-        type=int,
+        type=int_in(0, MAX_CROSS_CHECK),
         default=3,
         help="cells re-run in the driver to check determinism (default 3)",
     )

@@ -14,20 +14,40 @@ processes, each loading the same scenarios.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import signal
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from raceproof.cli.commands.common import StatusLine, UsageError, add_command
+from raceproof.cli import signals
+from raceproof.cli.commands.common import StatusLine, add_command
+from raceproof.cli.validation import (
+    MAX_EXAMPLES,
+    int_in,
+    jobs_option,
+    non_empty,
+    prepare_output_dir,
+    prepare_output_file,
+)
 from raceproof.gate import expectations as gate
-from raceproof.runs import runner
+from raceproof.runs import processes, runner
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import ORIGINS, all_scenarios, get
 
 
-def _init_worker(entries: list[str]) -> None:
+def _init_worker(entries: list[str], parent_pid: int) -> None:
+    """A worker leaves the signals to its parent, dies with it, and loads the same scenarios.
+
+    Forked, it would inherit the command's handlers: a terminal's Ctrl-C (sent to the
+    whole group) then interrupted every worker too, and each one reported the signal.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    processes.die_with_parent(parent_pid)
     discovery.ensure_loaded(entries)
 
 
@@ -53,38 +73,59 @@ def _default_scenarios(args: argparse.Namespace) -> list[Any]:
     return own or everything
 
 
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Kill every worker now (a search in progress is lost; the finished ones are kept)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for worker in workers:
+        with contextlib.suppress(Exception):
+            worker.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        with contextlib.suppress(Exception):
+            worker.join(5.0)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     profile = gate.profile_named(args.profile or "ci")
     scenarios = [get(name) for name in args.names] if args.names else _default_scenarios(args)
-    if args.jobs < 1:
-        raise UsageError("-j takes a positive number of processes")
-    if args.examples is not None and args.examples < 1:
-        raise UsageError("--examples must be positive")
+    out_dir = prepare_output_dir(args.out)
+    junit_path = prepare_output_file(args.junit, "--junit") if args.junit is not None else None
     jobs = gate.jobs_for(scenarios, profile)
-    out_dir = Path(args.out)
     say = StatusLine("check", not args.json, total=len(jobs))
     started = time.monotonic()
     results: list[gate.CheckResult] = []
-    if args.jobs == 1:
-        for number, job in enumerate(jobs, 1):
-            results.append(gate.run_job(job, profile, out_dir, args.examples))
-            say(
-                f"[{number}/{len(jobs)}] {job.scenario} / {job.variant} {job.kind}: {results[-1].cell}"
+
+    def done(job: gate.Job, result: gate.CheckResult) -> None:
+        results.append(result)
+        say(
+            f"[{len(results)}/{len(jobs)}] {job.scenario} / {job.variant} {job.kind}: {result.cell}"
+        )
+
+    try:
+        if args.jobs == 1:
+            for job in jobs:
+                done(job, gate.run_job(job, profile, out_dir, args.examples))
+        else:
+            entries = discovery.command_line_entries()
+            pool = ProcessPoolExecutor(
+                args.jobs, initializer=_init_worker, initargs=(entries, os.getpid())
             )
-    else:
-        entries = discovery.command_line_entries()
-        with ProcessPoolExecutor(args.jobs, initializer=_init_worker, initargs=(entries,)) as pool:
-            futures = [pool.submit(_run, job, profile, out_dir, args.examples) for job in jobs]
-            for number, (job, future) in enumerate(zip(jobs, futures, strict=True), 1):
-                results.append(future.result())
-                say(
-                    f"[{number}/{len(jobs)}] {job.scenario} / {job.variant} {job.kind}: {results[-1].cell}"
-                )
+            try:
+                futures = [pool.submit(_run, job, profile, out_dir, args.examples) for job in jobs]
+                for job, future in zip(jobs, futures, strict=True):
+                    done(job, future.result())
+            except BaseException:
+                _stop_pool(pool)
+                raise
+            pool.shutdown()
+    except KeyboardInterrupt as exc:
+        say.done()
+        return _interrupted(args, profile, results, len(jobs), exc, started)
     say.done()
     seconds = round(time.monotonic() - started, 1)
     code = gate.exit_code(results)
-    if args.junit:
-        runner.repro_files.write_atomically(Path(args.junit), gate.junit(results, seconds))
+    if junit_path is not None:
+        runner.repro_files.write_atomically(junit_path, gate.junit(results, seconds))
     if args.json:
         print(json.dumps({"profile": profile.name, "seconds": seconds, "exit": code,
                           "results": [r.to_json() for r in results]}, sort_keys=True))  # fmt: skip
@@ -100,6 +141,30 @@ def cmd_check(args: argparse.Namespace) -> int:
                3: "some expectations were inconclusive or their race window "
                   "was never reached (nothing failed)"}[code]  # fmt: skip
     print(f"\n{verdict}: {len(results)} checks, profile {profile.name}, {seconds}s")
+    return code
+
+
+def _interrupted(
+    args: argparse.Namespace,
+    profile: gate.Profile,
+    results: list[gate.CheckResult],
+    total: int,
+    exc: BaseException,
+    started: float,
+) -> int:
+    """The checks finished before the signal, as a table or JSON; exit 130 or 143."""
+    name = signals.signal_name(exc)
+    seconds = round(time.monotonic() - started, 1)
+    note = f"interrupted by {name} after {len(results)} of {total} checks"
+    code = signals.exit_code_for(exc)
+    if args.json:
+        print(json.dumps({"profile": profile.name, "seconds": seconds, "exit": code,
+                          "interrupted": name, "notes": [note],
+                          "results": [r.to_json() for r in results]}, sort_keys=True))  # fmt: skip
+        return code
+    if results:
+        print(gate.table(results, profile))
+    print(f"\n{note}, profile {profile.name}, {seconds}s: not a verdict")
     return code
 
 
@@ -123,16 +188,22 @@ def add(commands: Any) -> None:
         help="every scenario, the built-in catalogue too (default inside a project: its own)",
     )  # fmt: skip
     sub.add_argument(
-        "--examples", type=int, help="examples per search (default: each scenario's own count)"
+        "--examples",
+        type=int_in(1, MAX_EXAMPLES),
+        help="examples per search (default: each scenario's own count)",
     )
     sub.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report here")
-    sub.add_argument("-j", "--jobs", type=int, default=1, help="processes to run in (default 1)")
+    sub.add_argument(
+        "-j", "--jobs", type=jobs_option(), default=1, help="processes to run in (default 1)"
+    )
     sub.add_argument(
         "--profile",
+        type=non_empty,
         help="ci (default: examples only, seed 0, no wall budget), dev or thorough",
     )
     sub.add_argument(
         "--out",
+        type=non_empty,
         default="counterexamples",
         help="folder for the counterexamples of unexpected violations",
     )

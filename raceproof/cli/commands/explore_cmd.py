@@ -22,6 +22,7 @@ from raceproof.cli.commands.common import (
 )
 from raceproof.cli.signals import Coverage
 from raceproof.cli.validation import (
+    MAX_EXAMPLES,
     int_in,
     non_empty,
     positive_seconds,
@@ -34,7 +35,6 @@ from raceproof.sim import (
     explore,
 )
 
-MAX_EXAMPLES = 10**9
 MAX_PCT_DEPTH = 1_000  # PCT finds bugs of small depth; a depth past the run's steps means nothing
 
 

@@ -24,6 +24,7 @@ from raceproof.cli.commands.common import (
 from raceproof.cli.signals import Coverage
 from raceproof.cli.validation import (
     int_in,
+    jobs_option,
     non_empty,
     positive_seconds,
     prepare_output_dir,
@@ -233,7 +234,7 @@ def add(commands: Any) -> None:
         help="walk every schedule (no partial-order reduction)",
     )
     sub.add_argument(
-        "-j", "--jobs", type=int_in(1, 256), default=1, help="worker processes (default 1)"
+        "-j", "--jobs", type=jobs_option(), default=1, help="worker processes (default 1)"
     )
     sub.add_argument(
         "--state-cache",

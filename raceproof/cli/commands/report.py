@@ -33,7 +33,7 @@ from raceproof.reports import (
 from raceproof.reports.story import Story
 from raceproof.runs import runner
 from raceproof.runs.stories import load_for_report
-from raceproof.scenarios.catalogue import UnknownName
+from raceproof.scenarios.catalogue import UnknownName, get
 from raceproof.sim import first_divergence
 from raceproof.sim import repro as repro_files
 
@@ -51,13 +51,15 @@ def render(story: Story, fmt: str, show_all: bool) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    if campaign.is_campaign_dir(Path(args.input)) or args.baseline:
+    if campaign.is_campaign_dir(Path(args.input)) or args.baseline is not None:
         return campaign.report_campaign(args)  # a campaign folder: its own report
     formats = [args.format] if args.format else ["md", "html", "perfetto"]
+    if args.scenario is not None:
+        get(args.scenario)  # an unknown --scenario is bad input, whatever the input holds
     try:
         paths = inputs_in(Path(args.input))
         stories = [load_for_report(p, clock=args.clock, scenario_name=args.scenario) for p in paths]
-        if args.beside:
+        if args.beside is not None:  # an empty --beside is bad, not absent
             if len(stories) != 1:
                 raise UsageError("--beside takes one INPUT file, not a folder")
             other = load_for_report(
