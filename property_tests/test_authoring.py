@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 BIN = Path(sys.executable).parent
 
 NO_CONFIG = """
@@ -165,15 +167,21 @@ def test_the_fencing_lease_example_runs_as_a_user_would(tmp_path: Path) -> None:
     assert gate.returncode == 0 and " passed" in gate.stdout, gate.stdout[-2000:]
 
 
-def test_check_all_takes_the_built_in_catalogue_too() -> None:
+def test_check_all_takes_the_built_in_catalogue_too(monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
-    from raceproof.cli.commands.check import _default_scenarios
+    from raceproof.cli.commands import check
 
-    names = {s.name for s in _default_scenarios(argparse.Namespace(all=True))}
+    names = {s.name for s in check._default_scenarios(argparse.Namespace(all=True))}
     assert "lost-update" in names
-    # No project scenarios loaded here: the default falls back to everything.
-    assert {s.name for s in _default_scenarios(argparse.Namespace(all=False))} == names
+    # Other tests in this process may have loaded scenarios of their own: with none loaded
+    # (every origin built in), the default falls back to everything.
+    monkeypatch.setattr(check, "ORIGINS", dict.fromkeys(check.ORIGINS, "builtin"))
+    assert {s.name for s in check._default_scenarios(argparse.Namespace(all=False))} == names
+    # With one scenario from the command line, the default is that one only.
+    some = sorted(names)[0]
+    monkeypatch.setitem(check.ORIGINS, some, "command-line:races.py")
+    assert [s.name for s in check._default_scenarios(argparse.Namespace(all=False))] == [some]
 
 
 def test_a_schedule_deviation_names_the_actor_that_ran_and_the_one_it_overtook() -> None:
