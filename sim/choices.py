@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NamedTuple, TypeVar
 
 T = TypeVar("T")
@@ -31,6 +32,10 @@ class Choice(NamedTuple):
     label: str
     n: int
     value: int
+
+
+# ``Choice(label, n, value)`` without NamedTuple's Python-level ``__new__``: one per draw.
+_new_choice = partial(tuple.__new__, Choice)
 
 
 class ReplayMisaligned(Exception):
@@ -69,7 +74,7 @@ class ChoiceSource:
             return 0  # no decision to make: not recorded, so recordings stay minimal
         value = self._pick(label, n, p_nonzero, keys)
         assert 0 <= value < n, f"provider returned {value} for {n} options"
-        self.record.append(Choice(label, n, value))
+        self.record.append(_new_choice((label, n, value)))
         return value
 
     # -- the public interface ----------------------------------------------
@@ -143,7 +148,19 @@ class RandomSource(ChoiceSource):
     def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
         if p_nonzero is not None and n == 2:
             return 1 if self.rng.chance(p_nonzero) else 0
-        return self.rng.below(n)
+        return (self.rng.next64() * n) >> 64  # ``below(n)``, inlined: n >= 2 here
+
+    def schedule(self, n: int, keys: Callable[[], Sequence[str]]) -> int:
+        """``ChoiceSource.schedule`` in one call: the World draws among n >= 2 due events.
+
+        The same value, recorded the same way, without the generic draw's frames
+        (this runs on nearly every step of a tie-heavy run).
+        """
+        if n < 2:
+            return super().schedule(n, keys)
+        value = (self.rng.next64() * n) >> 64
+        self.record.append(_new_choice((SCHEDULE_LABEL, n, value)))
+        return value
 
 
 class ReplaySource(ChoiceSource):
