@@ -163,6 +163,43 @@ class RandomSource(ChoiceSource):
         return value
 
 
+_NUMBERS = re.compile(r"\d+")
+
+
+class SwarmSource(RandomSource):
+    """Swarm testing (Groce et al., ISSTA 2012): each run enables a random subset of the kinds.
+
+    A draw's *kind* is its label with its numbers taken out: ``fault.crash.w1``
+    and ``fault.crash.w2`` are one kind, ``rebalance1.at`` and ``rebalance2.at``
+    another, every schedule draw a third. On first sight each kind is enabled
+    or not, at even odds, from a stream of its own (derived from the seed, so
+    the enabled set is a function of the seed alone); an enabled kind draws as
+    :class:`RandomSource` does, a disabled one always takes option 0, the boring
+    one (no fault, no delay, FIFO). The record holds the values actually taken,
+    so a swarm run replays and shrinks like any other.
+    """
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.kinds: dict[str, bool] = {}  # kind -> enabled, in order of first sight
+        self._kind_of: dict[str, str] = {}
+        self._features = SplitMix64(derive_seed(seed, 1))
+
+    def enabled(self, label: str) -> bool:
+        kind = self._kind_of.get(label)
+        if kind is None:
+            kind = self._kind_of[label] = _NUMBERS.sub("", label)
+        on = self.kinds.get(kind)
+        if on is None:
+            on = self.kinds[kind] = self._features.chance(0.5)
+        return on
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        return super()._pick(label, n, p_nonzero, keys) if self.enabled(label) else 0
+
+    schedule = ChoiceSource.schedule  # through ``_pick``: the schedule is a kind like the others
+
+
 class ReplaySource(ChoiceSource):
     """Replays recorded values.
 

@@ -221,7 +221,7 @@ def search_figures(
     ratio = (virtual_ms / 1000) / (time.perf_counter() - started)
     figures["virtual_s_per_wall_s"] = round(ratio)
     say(f"virtual time: {ratio:,.0f} virtual seconds per wall second (100 random runs)")
-    for strategy in ("random", "hypothesis", "pct"):
+    for strategy in ("random", "swarm", "hypothesis", "pct"):
         seconds, examples, devs, ops, found = [], [], [], [], 0
         for seed in range(seeds):
             budget = Budget(scenario.default_examples, scenario.default_budget_s, time.monotonic)
@@ -383,3 +383,46 @@ def proof_bench(
     say(f"load average (1, 5, 15 min): {result['load_average_start']} at start, "
         f"{result['load_average_end']} at end; medians over {alternations} alternations")  # fmt: skip
     return result
+
+
+def examples_to_violation(
+    scenario_name: str, variant: str, strategy: str, seeds: int, max_examples: int
+) -> dict[str, Any]:
+    """Over ``seeds`` seeds: examples until the first violation (a miss counts ``max_examples``)."""
+    scenario = get(scenario_name)
+    runner = scenario.runner(variant, scenario.config)
+    counts, found = [], 0
+    for seed in range(seeds):
+        report = explore(runner, strategy, seed, Budget(examples=max_examples))
+        found += report.verdict == "violated"
+        counts.append(report.examples)
+    return {
+        "found": f"{found}/{seeds}",
+        "examples_median": statistics.median(counts),
+        "examples_max": max(counts),
+    }
+
+
+def swarm_table(
+    seeds: int = 20, max_examples: int = 2000, progress: Progress = None
+) -> dict[str, Any]:
+    """Random against swarm on every variant expected to violate: examples to first violation."""
+    say = progress or (lambda _line: None)
+    from raceproof.scenarios.catalogue import all_scenarios
+
+    rows = []
+    for scenario in all_scenarios():
+        for variant in scenario.variants:
+            if variant not in scenario.expect_violation:
+                continue
+            row: dict[str, Any] = {"scenario": scenario.name, "variant": variant}
+            for strategy in ("random", "swarm"):
+                row[strategy] = examples_to_violation(
+                    scenario.name, variant, strategy, seeds, max_examples
+                )
+            rows.append(row)
+            say(f"{scenario.name:34} {variant:36} " + "  ".join(
+                f"{s} {row[s]['found']} median {row[s]['examples_median']} max "
+                f"{row[s]['examples_max']}" for s in ("random", "swarm")
+            ))  # fmt: skip
+    return {"seeds": seeds, "max_examples": max_examples, "swarm_table": rows}

@@ -22,6 +22,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from raceproof.spark_integration import campaign_bench
 
         result = campaign_bench.figures(progress=say)
+    elif args.swarm_table:
+        result = bench.swarm_table(args.seeds, progress=say)
     elif args.proofs:
         names = [args.scenario] if args.scenario else None
         if args.scenario:
@@ -63,6 +65,9 @@ def add(commands: Any) -> None:
                      help="with --scenario: count only this checker's violations")  # fmt: skip
     sub.add_argument("--seeds", type=int_in(1, 10_000), default=20,
                      help="with --scenario: seeds per strategy")  # fmt: skip
+    sub.add_argument("--swarm-table", action="store_true",
+                     help="instead: random against swarm, examples to first violation of every "
+                     "variant expected to violate, over --seeds seeds")  # fmt: skip
     sub.add_argument(
         "--proofs",
         action="store_true",
