@@ -154,3 +154,26 @@ def test_spread_is_the_median_and_the_range(
 ) -> None:
     figure = spread(values)
     assert figure["median"] == median and figure["range"] == [low, high]
+
+
+@pytest.mark.parametrize("variant", ["fix-cas", "buggy"])
+@pytest.mark.parametrize("in_process_runs", [0, 10, 10_000])
+def test_a_proof_walks_the_same_shards_in_process_or_on_the_pool(
+    variant: str, in_process_runs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raceproof.sim import proof_plan
+
+    pool = SCENARIO.prove(variant, Budget(1_000_000), jobs=2)
+    monkeypatch.setattr(proof_plan, "IN_PROCESS_RUNS", in_process_runs)
+    here = SCENARIO.prove(variant, Budget(1_000_000), jobs=2)
+    sequential = SCENARIO.prove(variant, Budget(1_000_000), jobs=1)
+    assert (here.verdict, here.schedules, here.runs, here.shards) == (
+        pool.verdict,
+        pool.schedules,
+        pool.runs,
+        pool.shards,
+    )
+    assert here.verdict == sequential.verdict
+    if variant == "fix-cas":  # a sequential proof stops at its first violation, shards do not
+        assert here.schedules == sequential.schedules
+    assert here.verdict == ("violated" if variant == "buggy" else "ok")
