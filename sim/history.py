@@ -22,8 +22,11 @@ def canonical_json(value: JSONValue) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+_SCALARS = frozenset({str, int, bool, type(None)})  # exact types: no need to look further
+
+
 def _check_json_value(value: JSONValue, where: str) -> None:
-    if value is None or isinstance(value, bool | int | str):
+    if type(value) in _SCALARS or value is None or isinstance(value, bool | int | str):
         return
     if isinstance(value, float):
         assert value == value and value not in (float("inf"), float("-inf")), (
@@ -37,7 +40,8 @@ def _check_json_value(value: JSONValue, where: str) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             assert isinstance(key, str), f"{where}: dict keys must be strings, got {key!r}"
-            _check_json_value(item, where)
+            if type(item) not in _SCALARS:  # every op's fields: mostly scalars, checked here
+                _check_json_value(item, where)
         return
     raise AssertionError(f"{where}: {type(value).__name__} is not a JSON value: {value!r}")
 
