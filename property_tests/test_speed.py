@@ -177,3 +177,16 @@ def test_a_proof_walks_the_same_shards_in_process_or_on_the_pool(
     if variant == "fix-cas":  # a sequential proof stops at its first violation, shards do not
         assert here.schedules == sequential.schedules
     assert here.verdict == ("violated" if variant == "buggy" else "ok")
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), n=st.integers(2, 300))
+def test_hypothesis_draws_integers_directly_up_to_128_options_and_in_range(
+    data: st.DataObject, n: int
+) -> None:
+    from raceproof.sim import HypothesisSource
+
+    source = HypothesisSource(data)
+    assert source._integer is not None  # the direct draw is live on this Hypothesis
+    value = source.draw_int("x", 0, n - 1)
+    assert 0 <= value < n and source.record[-1] == ("x", n, value)

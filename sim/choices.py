@@ -339,15 +339,25 @@ class HypothesisSource(ChoiceSource):
 
         self._st = st  # its integers() are cached by Hypothesis: one object per range
         self.data = data
+        # The integer draw ``st.integers(lo, hi)`` itself makes for ranges up to 128 wide,
+        # without the strategy machinery around it (half of an example's time on a small
+        # model): the same choices, shrunk the same way. Anything else takes the strategy.
+        conjecture = getattr(data, "conjecture_data", None)
+        self._integer: Callable[[int, int], int] | None = getattr(conjecture, "draw_integer", None)
 
     def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
-        draw = self.data.draw  # type: ignore[attr-defined]
+        draw = self._draw_in
         if p_nonzero is not None and n == 2 and p_nonzero > 0.0:
             # Nonzero only at the top of a range about 1/p wide, so it fires about p of
             # the time and still shrinks to "no"; from p = 0.5 on the range is [0, 1].
             top = max(1, round(1 / p_nonzero) - 1)
-            return 1 if draw(self._st.integers(0, top)) == top else 0
-        return int(draw(self._st.integers(0, n - 1)))
+            return 1 if draw(0, top) == top else 0
+        return draw(0, n - 1)
+
+    def _draw_in(self, lo: int, hi: int) -> int:
+        if self._integer is not None and hi - lo <= 127:
+            return int(self._integer(lo, hi))
+        return int(self.data.draw(self._st.integers(lo, hi)))  # type: ignore[attr-defined]
 
 
 # -- blobs: the copy-pasteable text form of a recording ------------------------
