@@ -404,7 +404,10 @@ def examples_to_violation(
 
 
 def swarm_table(
-    seeds: int = 20, max_examples: int = 2000, progress: Progress = None
+    seeds: int = 20,
+    max_examples: int = 2000,
+    progress: Progress = None,
+    names: list[str] | None = None,
 ) -> dict[str, Any]:
     """Random against swarm on every variant expected to violate: examples to first violation."""
     say = progress or (lambda _line: None)
@@ -412,6 +415,8 @@ def swarm_table(
 
     rows = []
     for scenario in all_scenarios():
+        if names and scenario.name not in names:
+            continue
         for variant in scenario.variants:
             if variant not in scenario.expect_violation:
                 continue

@@ -23,7 +23,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         result = campaign_bench.figures(progress=say)
     elif args.swarm_table:
-        result = bench.swarm_table(args.seeds, progress=say)
+        if args.scenario:
+            scenario_and_variant(args)  # an unknown name is a usage error
+        names = [args.scenario] if args.scenario else None
+        result = bench.swarm_table(args.seeds, progress=say, names=names)
     elif args.proofs:
         names = [args.scenario] if args.scenario else None
         if args.scenario:
