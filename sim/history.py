@@ -77,6 +77,9 @@ class Op:
         return f"#{self.index:<4} t={self.time_ms}ms  {self.actor}  {self.kind}  {body}".rstrip()
 
 
+_new_op = object.__new__
+
+
 def _short(value: JSONValue) -> str:
     text = value if isinstance(value, str) else canonical_json(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -95,8 +98,15 @@ class History:
         assert isinstance(time_ms, int) and time_ms >= 0, f"time_ms must be an int, got {time_ms!r}"
         assert not self.ops or time_ms >= self.ops[-1].time_ms, "history time went backwards"
         assert actor and kind, "an op needs an actor and a kind"
-        _check_json_value(fields, f"op {kind!r}")
-        op = Op(len(self.ops), time_ms, actor, kind, fields)
+        for item in fields.values():  # keyword arguments: the keys are strings already
+            if type(item) not in _SCALARS:
+                _check_json_value(item, f"op {kind!r}")
+        # ``Op(...)`` without the frozen dataclass's one ``object.__setattr__`` per field:
+        # the same object, made once per logged op.
+        op = _new_op(Op)
+        op.__dict__.update(
+            index=len(self.ops), time_ms=time_ms, actor=actor, kind=kind, fields=fields
+        )
         self.ops.append(op)
         return op
 
