@@ -27,6 +27,7 @@ from raceproof.sim.choices import (
     ReplayMisaligned,
     ReplaySource,
     SplitMix64,
+    SwarmSource,
     decode_blob,
     derive_seed,
     deviations,
@@ -35,7 +36,7 @@ from raceproof.sim.choices import (
 )
 from raceproof.sim.configs import BadInput, limits, require
 from raceproof.sim.exhaustive import ProofReport, prove
-from raceproof.sim.explore import STRATEGIES, Budget, SearchReport, explore
+from raceproof.sim.explore import SEARCH_STRATEGIES, STRATEGIES, Budget, SearchReport, explore
 from raceproof.sim.faults import (
     FAULT_KINDS,
     Actor,
@@ -84,6 +85,7 @@ __all__ = [
     "FAULT_KINDS",
     "INVARIANT_OP",
     "SCHEDULE_LABEL",
+    "SEARCH_STRATEGIES",
     "STRATEGIES",
     "Actor",
     "BadArguments",
@@ -135,6 +137,7 @@ __all__ = [
     "SimRuntime",
     "SplitMix64",
     "StoreError",
+    "SwarmSource",
     "Timer",
     "Transaction",
     "TransactionFailed",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NamedTuple, TypeVar
 
 from raceproof.sim.errors import KernelError, contract
@@ -37,6 +38,10 @@ class Choice(NamedTuple):
     label: str
     n: int
     value: int
+
+
+# ``Choice(label, n, value)`` without NamedTuple's Python-level ``__new__``: one per draw.
+_new_choice = partial(tuple.__new__, Choice)
 
 
 class ReplayMisaligned(Exception):
@@ -78,7 +83,7 @@ class ChoiceSource:
         value = self._pick(label, n, p_nonzero, keys)
         if not 0 <= value < n:
             raise KernelError(f"provider returned {value} for {n} options")
-        self.record.append(Choice(label, n, value))
+        self.record.append(_new_choice((label, n, value)))
         return value
 
     # -- the public interface ----------------------------------------------
@@ -156,7 +161,56 @@ class RandomSource(ChoiceSource):
     def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
         if p_nonzero is not None and n == 2:
             return 1 if self.rng.chance(p_nonzero) else 0
-        return self.rng.below(n)
+        return (self.rng.next64() * n) >> 64  # ``below(n)``, inlined: n >= 2 here
+
+    def schedule(self, n: int, keys: Callable[[], Sequence[str]]) -> int:
+        """``ChoiceSource.schedule`` in one call: the World draws among n >= 2 due events.
+
+        The same value, recorded the same way, without the generic draw's frames
+        (this runs on nearly every step of a tie-heavy run).
+        """
+        if n < 2:
+            return super().schedule(n, keys)
+        value = (self.rng.next64() * n) >> 64
+        self.record.append(_new_choice((SCHEDULE_LABEL, n, value)))
+        return value
+
+
+_NUMBERS = re.compile(r"\d+")
+
+
+class SwarmSource(RandomSource):
+    """Swarm testing (Groce et al., ISSTA 2012): each run enables a random subset of the kinds.
+
+    A draw's *kind* is its label with its numbers taken out: ``fault.crash.w1``
+    and ``fault.crash.w2`` are one kind, ``rebalance1.at`` and ``rebalance2.at``
+    another, every schedule draw a third. On first sight each kind is enabled
+    or not, at even odds, from a stream of its own (derived from the seed, so
+    the enabled set is a function of the seed alone); an enabled kind draws as
+    :class:`RandomSource` does, a disabled one always takes option 0, the boring
+    one (no fault, no delay, FIFO). The record holds the values actually taken,
+    so a swarm run replays and shrinks like any other.
+    """
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.kinds: dict[str, bool] = {}  # kind -> enabled, in order of first sight
+        self._kind_of: dict[str, str] = {}
+        self._features = SplitMix64(derive_seed(seed, 1))
+
+    def enabled(self, label: str) -> bool:
+        kind = self._kind_of.get(label)
+        if kind is None:
+            kind = self._kind_of[label] = _NUMBERS.sub("", label)
+        on = self.kinds.get(kind)
+        if on is None:
+            on = self.kinds[kind] = self._features.chance(0.5)
+        return on
+
+    def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
+        return super()._pick(label, n, p_nonzero, keys) if self.enabled(label) else 0
+
+    schedule = ChoiceSource.schedule  # through ``_pick``: the schedule is a kind like the others
 
 
 class ReplaySource(ChoiceSource):
@@ -301,15 +355,25 @@ class HypothesisSource(ChoiceSource):
 
         self._st = st  # its integers() are cached by Hypothesis: one object per range
         self.data = data
+        # The integer draw ``st.integers(lo, hi)`` itself makes for ranges up to 128 wide,
+        # without the strategy machinery around it (half of an example's time on a small
+        # model): the same choices, shrunk the same way. Anything else takes the strategy.
+        conjecture = getattr(data, "conjecture_data", None)
+        self._integer: Callable[[int, int], int] | None = getattr(conjecture, "draw_integer", None)
 
     def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
-        draw = self.data.draw  # type: ignore[attr-defined]
+        draw = self._draw_in
         if p_nonzero is not None and n == 2 and p_nonzero > 0.0:
             # Nonzero only at the top of a range about 1/p wide, so it fires about p of
             # the time and still shrinks to "no"; from p = 0.5 on the range is [0, 1].
             top = max(1, round(1 / p_nonzero) - 1)
-            return 1 if draw(self._st.integers(0, top)) == top else 0
-        return int(draw(self._st.integers(0, n - 1)))
+            return 1 if draw(0, top) == top else 0
+        return draw(0, n - 1)
+
+    def _draw_in(self, lo: int, hi: int) -> int:
+        if self._integer is not None and hi - lo <= 127:
+            return int(self._integer(lo, hi))
+        return int(self.data.draw(self._st.integers(lo, hi)))  # type: ignore[attr-defined]
 
 
 # -- blobs: the copy-pasteable text form of a recording ------------------------

@@ -19,12 +19,16 @@ from raceproof.sim.choices import (
     PCTSource,
     RandomSource,
     ReplaySource,
+    SwarmSource,
     derive_seed,
 )
 from raceproof.sim.shrink import shrink
 from raceproof.sim.world import Runner, RunOutcome
 
-STRATEGIES = ("random", "hypothesis", "pct")
+STRATEGIES = ("random", "hypothesis", "pct")  # the gate's strategies
+# Every strategy a search may name; ``swarm`` (random over a random subset of the draw
+# kinds, see SwarmSource) is not in the gate until it is measured no worse there.
+SEARCH_STRATEGIES = (*STRATEGIES, "swarm")
 Verdict = Literal["violated", "ok", "inconclusive", "error"]
 FINDINGS = ("violated", "error")  # what ends a search: a violation, or the model's own exception
 Progress = Callable[[dict[str, Any]], None]
@@ -111,22 +115,28 @@ def _no_violation(strategy: str, examples: int, inconclusive: int) -> SearchRepo
 
 
 def explore_random(
-    run: Runner, seed: int, budget: Budget, progress: Progress | None = None
+    run: Runner,
+    seed: int,
+    budget: Budget,
+    progress: Progress | None = None,
+    strategy: str = "random",
 ) -> SearchReport:
+    """One seeded source per example: ``RandomSource``, or ``SwarmSource`` for ``swarm``."""
+    make = SwarmSource if strategy == "swarm" else RandomSource
     budget.start()
     inconclusive = 0
     probes: dict[str, int] = {}
     for example in range(budget.examples):
         if budget.out_of_time():
-            return _with(probes, _out_of_time("random", example, inconclusive, budget))
-        outcome = run(RandomSource(derive_seed(seed, example)))
+            return _with(probes, _out_of_time(strategy, example, inconclusive, budget))
+        outcome = run(make(derive_seed(seed, example)))
         inconclusive += outcome.status == "inconclusive"
         count_probes(probes, outcome)
         if progress:
             progress({"examples": example + 1, "status": outcome.status})
         if outcome.status in FINDINGS:
-            return _with(probes, _violated("random", run, example + 1, inconclusive, outcome))
-    return _with(probes, _no_violation("random", budget.examples, inconclusive))
+            return _with(probes, _violated(strategy, run, example + 1, inconclusive, outcome))
+    return _with(probes, _no_violation(strategy, budget.examples, inconclusive))
 
 
 def _with(probes: dict[str, int], report: SearchReport) -> SearchReport:
@@ -251,10 +261,10 @@ def explore(
     progress: Progress | None = None,
     pct_depth: int = 3,
 ) -> SearchReport:
-    if strategy == "random":
-        return explore_random(run, seed, budget, progress)
+    if strategy in ("random", "swarm"):
+        return explore_random(run, seed, budget, progress, strategy)
     if strategy == "pct":
         return explore_pct(run, seed, budget, progress, pct_depth)
     if strategy == "hypothesis":
         return explore_hypothesis(run, seed, budget, progress)
-    raise ValueError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
+    raise ValueError(f"unknown strategy {strategy!r}; known: {', '.join(SEARCH_STRATEGIES)}")

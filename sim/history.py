@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from raceproof.sim.errors import contract
+from raceproof.sim.errors import KernelError
 
 JSONValue = Any
 
@@ -28,8 +28,11 @@ def canonical_json(value: JSONValue) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+_SCALARS = frozenset({str, int, bool, type(None)})  # exact types: no need to look further
+
+
 def _check_json_value(value: JSONValue, where: str) -> None:
-    if value is None or isinstance(value, bool | int | str):
+    if type(value) in _SCALARS or value is None or isinstance(value, bool | int | str):
         return
     if isinstance(value, float):
         if not (value == value and value not in (float("inf"), float("-inf"))):
@@ -43,7 +46,8 @@ def _check_json_value(value: JSONValue, where: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(f"{where}: dict keys must be strings, got {key!r}")
-            _check_json_value(item, where)
+            if type(item) not in _SCALARS:  # every op's fields: mostly scalars, checked here
+                _check_json_value(item, where)
         return
     raise TypeError(f"{where}: {type(value).__name__} is not a JSON value: {value!r}")
 
@@ -79,6 +83,9 @@ class Op:
         return f"#{self.index:<4} t={self.time_ms}ms  {self.actor}  {self.kind}  {body}".rstrip()
 
 
+_new_op = object.__new__
+
+
 def _short(value: JSONValue) -> str:
     text = value if isinstance(value, str) else canonical_json(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -95,14 +102,21 @@ class History:
             self.ops.append(op)
 
     def append(self, time_ms: int, actor: str, kind: str, **fields: JSONValue) -> Op:
-        contract(
-            isinstance(time_ms, int) and time_ms >= 0, f"time_ms must be an int, got {time_ms!r}"
-        )
-        contract(not self.ops or time_ms >= self.ops[-1].time_ms, "history time went backwards")
+        if not (type(time_ms) is int and time_ms >= 0):
+            raise KernelError(f"time_ms must be an int, got {time_ms!r}")
+        if self.ops and time_ms < self.ops[-1].time_ms:
+            raise KernelError("history time went backwards")
         if not (actor and kind):
             raise ValueError("an op needs an actor and a kind")
-        _check_json_value(fields, f"op {kind!r}")
-        op = Op(len(self.ops), time_ms, actor, kind, fields)
+        for item in fields.values():  # keyword arguments: the keys are strings already
+            if type(item) not in _SCALARS:
+                _check_json_value(item, f"op {kind!r}")
+        # ``Op(...)`` without the frozen dataclass's one ``object.__setattr__`` per field:
+        # the same object, made once per logged op.
+        op = _new_op(Op)
+        op.__dict__.update(
+            index=len(self.ops), time_ms=time_ms, actor=actor, kind=kind, fields=fields
+        )
         self.ops.append(op)
         return op
 

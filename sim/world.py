@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from heapq import heapify, heappop
+from heapq import heapify, heappop, heappush
 from typing import Any, Literal, Protocol
 
 import simpy
 from simpy.core import EmptySchedule
-from simpy.events import NORMAL, URGENT, Event, EventPriority, Interruption, Process
+from simpy.events import NORMAL, URGENT, Event, EventPriority, Interruption, Process, Timeout
 
 from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
 from raceproof.sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
@@ -91,6 +91,8 @@ class World(simpy.Environment):
         self.nodes: dict[str, Node] = {}  # hosts / JVMs grouping processes (raceproof.sim.nodes)
         self.paused_nodes: list[Node] = []  # nodes in a pause: their processes' events are held
         self.probes: dict[str, int] = {}  # race-window probe -> times reached (see ``reach``)
+        self._due_keys = self._due_actors  # bound once: the schedule draw's lazy actor names
+        self._due_callbacks: list[list[Any]] = []  # beside ``_due``: each due event's callbacks
 
     # -- time ----------------------------------------------------------------
     @property
@@ -105,7 +107,24 @@ class World(simpy.Environment):
             raise ValueError(f"World.schedule: delays are integer ms >= 0, got {delay!r}")
         if self._footprint is not None and isinstance(event, Interruption):
             self._footprint[ALL] = True  # an interrupt changes what another process waits on
-        super().schedule(event, priority, delay)
+        # SimPy's own ``schedule``, inlined: this runs for every event of every run.
+        heappush(self._queue, (self._now + delay, priority, next(self._eid), event))
+
+    def timeout(self, delay: int = 0, value: Any = None) -> Timeout:  # type: ignore[override]
+        """SimPy's ``Timeout``, built without its bound-class descriptor and ``schedule`` call.
+
+        Every sleep of every actor makes one: the same object, the same checks
+        (a negative delay is SimPy's ValueError), the same heap entry.
+        """
+        if delay < 0:
+            raise ValueError(f"Negative delay {delay}")
+        if not isinstance(delay, int):
+            raise ValueError(f"World.timeout: delays are integer ms >= 0, got {delay!r}")
+        timeout = _new_timeout(Timeout)
+        timeout.env, timeout.callbacks, timeout._value = self, [], value
+        timeout._delay, timeout._ok = delay, True
+        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), timeout))
+        return timeout
 
     def sleep(self, delay_ms: int) -> Event:
         """A timeout of ``delay_ms`` virtual milliseconds."""
@@ -129,6 +148,8 @@ class World(simpy.Environment):
                     del table[position]
                     if table is self._queue:
                         heapify(table)
+                    else:
+                        del self._due_callbacks[position]
                     return True
         return False
 
@@ -289,6 +310,9 @@ class World(simpy.Environment):
                 return str(actor)
         return type(event).__name__
 
+    def _due_actors(self) -> list[str]:
+        return [self._actor_of(entry[3]) for entry in self._due]
+
     def peek(self) -> Any:
         return self._due[0][0] if self._due else super().peek()
 
@@ -305,7 +329,7 @@ class World(simpy.Environment):
         with other events of the same instant spawns it with ``interleave``.
         The ``after_step`` hooks run after each step.
         """
-        queue, due = self._queue, self._due
+        queue, due, waiting = self._queue, self._due, self._due_callbacks
         if not due:
             if not queue:
                 raise EmptySchedule
@@ -317,33 +341,52 @@ class World(simpy.Environment):
         else:
             head_time = due[0][0]
         if queue and queue[0][0] == head_time:
-            merged = bool(due)
+            joined = len(due)
             while queue and queue[0][0] == head_time:
-                due.append(heappop(queue))
-            if merged:
-                due.sort(key=lambda entry: (entry[1], entry[2]))
+                entry = heappop(queue)
+                due.append(entry)
+                waiting.append(entry[3].callbacks)
+            # Both runs are in (priority, insertion) order and the new entries were inserted
+            # later: only an urgent one joining normal ones puts the list out of order. Every
+            # entry is (head_time, priority, unique id, event): comparing two never reaches
+            # the events.
+            if joined and due[joined - 1] > due[joined]:
+                due.sort()
+                waiting[:] = [entry[3].callbacks for entry in due]
         self.steps += 1
         if self.steps > self.bounds.max_steps:
             raise BoundHit("steps", f"more than {self.bounds.max_steps} steps")
         index = 0
         observer = self.observer
         if len(due) > 1 and due[0][1] != URGENT:
-            # Events nobody waits on go first: ordering them changes nothing.
-            index = next((i for i, entry in enumerate(due) if not entry[3].callbacks), -1)
-            if index < 0:
+            # Events nobody waits on go first: ordering them changes nothing. ``waiting``
+            # holds each due event's callbacks list (the same objects, so a waiter that
+            # joins or leaves shows there); ``all`` and ``index`` look in C.
+            if not all(waiting):
+                index = waiting.index([])
+            else:
                 if observer is not None:
                     tracked = self.footprints_declared or self.state_fingerprint is not None
                     keys = [_step_key(e[3]) if tracked else None for e in due]
                     index = observer.schedule_steps(keys, self)
                 else:
-                    index = self.source.schedule(
-                        len(due), lambda: [self._actor_of(e[3]) for e in due]
-                    )
+                    index = self.source.schedule(len(due), self._due_keys)
                 if index:  # a deviation: name who ran and whom it overtook (only here: cheap)
                     ran, overtook = self._actor_of(due[index][3]), self._actor_of(due[0][3])
                     self.overtaken[len(self.source.record) - 1] = (ran, overtook)
+        del waiting[index]
         if observer is None:
-            self._process(due.pop(index))
+            # ``_process``, inlined on the unobserved path (every search run).
+            self._now, _, _, event = due.pop(index)
+            if not event._ok and _passes_through(event._value):
+                raise event._value  # the original, not SimPy's copy (see ``_process``)
+            callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
+            if self.paused_nodes:
+                callbacks = hold_paused(self, event, callbacks)
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                raise event._value
         elif not (self.footprints_declared or self.state_fingerprint is not None):
             # Nothing declared: every step touches everything, nothing to record.
             observer.before_step(None)
@@ -429,6 +472,9 @@ def _one_shot(function: Callable[[], Any]) -> ProcessGenerator:
         return (yield from result)
     return result
     yield  # a generator function, whose body runs as the process's first step
+
+
+_new_timeout = Timeout.__new__
 
 
 def _owners(callbacks: list[Any]) -> list[Process]:

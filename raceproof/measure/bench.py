@@ -1,5 +1,9 @@
 """``raceproof bench``: the performance figures, printed and never asserted in tests.
 
+Every ratio comes from alternating runs in one process (``alternate``): the two
+sides are measured moments apart, round after round, and the median and range
+of the per-round ratios are reported with the load average at start and end.
+
 Figures: kernel events per second against plain SimPy on the same workload
 (the ratio is the cost of choice-driven tie-breaking), random-strategy
 schedules per second on one core, Hypothesis examples per second, and virtual
@@ -8,9 +12,10 @@ seconds simulated per wall second on a timer-heavy workload.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import simpy
@@ -63,62 +68,132 @@ def _timer_workload(world: World, horizon_ms: int) -> None:
         world.spawn(f"timer{period_ms}", timer(period_ms))
 
 
-def run(quick: bool = False, progress: Progress = None) -> dict[str, Any]:
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages (the machine is shared: say how loaded it was)."""
+    return [round(value, 2) for value in os.getloadavg()]
+
+
+def spread(values: Sequence[float], digits: int = 3) -> dict[str, Any]:
+    """Median and range of the figures of ``values`` (one per alternation)."""
+    return {
+        "median": round(statistics.median(values), digits),
+        "range": [round(min(values), digits), round(max(values), digits)],
+        "runs": [round(value, digits) for value in values],
+    }
+
+
+def alternate(
+    rounds: int, *measures: Callable[[], float], warm_up: bool = False
+) -> list[list[float]]:
+    """Run ``measures`` one after the other, ``rounds`` times, rotating which goes first.
+
+    Each round gives one figure per measure taken moments apart under the same
+    load, so a ratio is computed per round and its median and range reported:
+    one pass of each, minutes apart, is not a stable figure on a shared machine.
+    ``warm_up`` runs each measure once, unrecorded, first.
+    """
+    figures: list[list[float]] = [[] for _ in measures]
+    if warm_up:
+        for measure in measures:  # imports, caches, the allocator's first pages: not measured
+            measure()
+    for round_index in range(rounds):
+        order = list(range(len(measures)))
+        shift = round_index % len(measures)
+        for index in order[shift:] + order[:shift]:
+            figures[index].append(measures[index]())
+    return figures
+
+
+def _rate(action: Callable[[], Any], count: int) -> float:
+    started = time.perf_counter()
+    action()
+    return count / (time.perf_counter() - started)
+
+
+def run(quick: bool = False, progress: Progress = None, alternations: int = 5) -> dict[str, Any]:
+    """The kernel and strategy figures, each from ``alternations`` alternating rounds."""
     say = progress or (lambda _line: None)
     scale = 1 if quick else 5
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {"alternations": alternations, "load_average_start": load_average()}
 
     processes, rounds = 50, 40 * scale
-    simpy_eps, simpy_events = _events_per_second(simpy.Environment, processes, rounds)
-    world_eps, world_events = _events_per_second(
-        lambda: World(RandomSource(0), Bounds(max_time_ms=10**9, max_steps=10**9)),
-        processes,
-        rounds,
+    counts: dict[str, int] = {}
+
+    def kernel(make: Callable[[], simpy.Environment], name: str) -> Callable[[], float]:
+        def measure() -> float:
+            rate, counts[name] = _events_per_second(make, processes, rounds)
+            return rate
+
+        return measure
+
+    simpy_runs, world_runs = alternate(
+        alternations,
+        kernel(simpy.Environment, "simpy"),
+        kernel(lambda: World(RandomSource(0), Bounds(max_time_ms=10**9, max_steps=10**9)), "world"),
+        warm_up=True,
     )
+    ratios = [world / plain for world, plain in zip(world_runs, simpy_runs, strict=True)]
+    ratio = spread(ratios)
     result["kernel"] = {
         "workload": f"{processes} processes x {rounds} timeouts, ties on most instants",
-        "simpy_events_per_s": round(simpy_eps),
-        "world_events_per_s": round(world_eps),
-        "world_over_simpy": round(world_eps / simpy_eps, 3),
-        "events": world_events,
-        "simpy_events": simpy_events,
+        "simpy_events_per_s": round(statistics.median(simpy_runs)),
+        "world_events_per_s": round(statistics.median(world_runs)),
+        "world_over_simpy": ratio["median"],
+        "world_over_simpy_range": ratio["range"],
+        "world_over_simpy_runs": ratio["runs"],
+        "events": counts["world"],
+        "simpy_events": counts["simpy"],
     }
     say(
-        f"kernel: World {world_eps:,.0f} events/s vs plain SimPy {simpy_eps:,.0f} events/s "
-        f"(ratio {world_eps / simpy_eps:.2f}) on {world_events:,} events"
+        f"kernel: World {statistics.median(world_runs):,.0f} events/s vs plain SimPy "
+        f"{statistics.median(simpy_runs):,.0f} events/s on {counts['world']:,} events: ratio "
+        f"median {ratio['median']:.2f} (range {ratio['range'][0]:.2f}-{ratio['range'][1]:.2f} "
+        f"over {alternations} alternations)"
     )
 
     scenario = get("lost-update")
     runner = scenario.runner("fix-cas", scenario.config)
-    examples = 1000 * scale
-    started = time.perf_counter()
-    explore(runner, "random", 0, Budget(examples=examples))
-    random_rate = examples / (time.perf_counter() - started)
-    result["random_schedules_per_s_per_core"] = round(random_rate, 1)
-    say(f"random strategy: {random_rate:,.0f} schedules/s on one core (lost-update/fix-cas)")
-
-    examples = 200 * scale
-    started = time.perf_counter()
-    explore(runner, "hypothesis", 0, Budget(examples=examples))
-    hyp_rate = examples / (time.perf_counter() - started)
-    result["hypothesis_examples_per_s"] = round(hyp_rate, 1)
-    say(f"hypothesis strategy: {hyp_rate:,.0f} examples/s (lost-update/fix-cas)")
+    random_examples, hypothesis_examples = 1000 * scale, 200 * scale
+    random_runs, hypothesis_runs = alternate(
+        alternations,
+        lambda: _rate(
+            lambda: explore(runner, "random", 0, Budget(examples=random_examples)), random_examples
+        ),
+        lambda: _rate(
+            lambda: explore(runner, "hypothesis", 0, Budget(examples=hypothesis_examples)),
+            hypothesis_examples,
+        ),
+    )
+    for key, runs, label in (
+        ("random_schedules_per_s_per_core", random_runs, "random strategy: schedules/s"),
+        ("hypothesis_examples_per_s", hypothesis_runs, "hypothesis strategy: examples/s"),
+    ):
+        figure = spread(runs, 1)
+        result[key], result[f"{key}_range"] = figure["median"], figure["range"]
+        say(f"{label} median {figure['median']:,.0f} (range {figure['range'][0]:,.0f}-"
+            f"{figure['range'][1]:,.0f}) on one core (lost-update/fix-cas)")  # fmt: skip
 
     horizon_ms = 24 * 3_600_000 * scale
-    world = World(RandomSource(0), Bounds(max_time_ms=horizon_ms, max_steps=10**9))
-    _timer_workload(world, horizon_ms)
-    started = time.perf_counter()
-    world.run_to_end()
-    wall_s = time.perf_counter() - started
-    ratio = (world.now_ms / 1000) / wall_s
-    result["virtual_s_per_wall_s"] = round(ratio)
+
+    def virtual() -> float:
+        world = World(RandomSource(0), Bounds(max_time_ms=horizon_ms, max_steps=10**9))
+        _timer_workload(world, horizon_ms)
+        started = time.perf_counter()
+        world.run_to_end()
+        return (world.now_ms / 1000) / (time.perf_counter() - started)
+
+    (virtual_runs,) = alternate(alternations, virtual)
+    figure = spread(virtual_runs, 0)
+    result["virtual_s_per_wall_s"] = round(figure["median"])
+    result["virtual_s_per_wall_s_range"] = [round(value) for value in figure["range"]]
     result["virtual_workload"] = (
         f"7 timers (100 ms .. 10 min) over {horizon_ms // 3_600_000} virtual hours"
     )
-    say(
-        f"virtual time: {ratio:,.0f} virtual seconds per wall second "
-        f"({horizon_ms // 3_600_000} h of 7 timers in {wall_s:.2f}s)"
-    )
+    say(f"virtual time: median {figure['median']:,.0f} virtual seconds per wall second "
+        f"({horizon_ms // 3_600_000} h of 7 timers)")  # fmt: skip
+    result["load_average_end"] = load_average()
+    say(f"load average (1, 5, 15 min): {result['load_average_start']} at start, "
+        f"{result['load_average_end']} at end")  # fmt: skip
     return result
 
 
@@ -147,7 +222,7 @@ def search_figures(
     ratio = (virtual_ms / 1000) / (time.perf_counter() - started)
     figures["virtual_s_per_wall_s"] = round(ratio)
     say(f"virtual time: {ratio:,.0f} virtual seconds per wall second (100 random runs)")
-    for strategy in ("random", "hypothesis", "pct"):
+    for strategy in ("random", "swarm", "hypothesis", "pct"):
         seconds, examples, devs, ops, found = [], [], [], [], 0
         for seed in range(seeds):
             budget = Budget(scenario.default_examples, scenario.default_budget_s, time.monotonic)
@@ -212,18 +287,50 @@ def _timed_proof(
         "schedules": report.schedules,
         "runs": report.runs,
         "skipped_equivalent": report.skipped_equivalent,
-        "seconds": round(time.perf_counter() - started, 2),
+        "seconds": round(time.perf_counter() - started, 3),
     }
 
 
+def _proof_measures(
+    scenario_name: str, variant: str, budget_s: float
+) -> tuple[
+    dict[str, dict[str, Any]],
+    dict[str, set[tuple[Any, ...]]],
+    Callable[[str, bool, int], Callable[[], float]],
+]:
+    """The proof measures ``proof_bench`` alternates, each keeping its last figures and counts."""
+    last: dict[str, dict[str, Any]] = {}
+    counts: dict[str, set[tuple[Any, ...]]] = {"reduced": set(), "full": set(), "j2": set()}
+
+    def timed(name: str, reduction: bool, jobs: int) -> Callable[[], float]:
+        def measure() -> float:
+            figures = _timed_proof(scenario_name, variant, budget_s, reduction=reduction, jobs=jobs)
+            last[name] = figures
+            counts[name].add((figures["verdict"], figures["schedules"], figures["runs"]))
+            return float(figures["seconds"])
+
+        return measure
+
+    return last, counts, timed
+
+
 def proof_bench(
-    names: list[str] | None = None, budget_s: float = 300.0, progress: Progress = None
+    names: list[str] | None = None,
+    budget_s: float = 300.0,
+    progress: Progress = None,
+    alternations: int = 5,
 ) -> dict[str, Any]:
     """Per scenario, its first variant expected to hold: the proof with and without the
-    reduction and on two worker processes, measured in one run, as ratios."""
+    reduction and on two worker processes, alternated ``alternations`` times; each ratio
+    is computed per round and given as its median and range."""
     say = progress or (lambda _line: None)
     from raceproof.scenarios.catalogue import all_scenarios
 
+    result: dict[str, Any] = {
+        "budget_s_per_proof": budget_s,
+        "alternations": alternations,
+        "load_average_start": load_average(),
+    }
     rows: dict[str, Any] = {}
     for scenario in all_scenarios():
         if names and scenario.name not in names:
@@ -231,9 +338,20 @@ def proof_bench(
         variant = next((v for v in scenario.variants if v not in scenario.expect_violation), None)
         if variant is None:
             continue
-        reduced = _timed_proof(scenario.name, variant, budget_s, reduction=True, jobs=1)
-        full = _timed_proof(scenario.name, variant, budget_s, reduction=False, jobs=1)
-        two = _timed_proof(scenario.name, variant, budget_s, reduction=True, jobs=2)
+        last, counts, timed = _proof_measures(scenario.name, variant, budget_s)
+        reduced_s, full_s, two_s = alternate(
+            alternations,
+            timed("reduced", True, 1),
+            timed("full", False, 1),
+            timed("j2", True, 2),
+        )
+        reduced, full, two = last["reduced"], last["full"], last["j2"]
+        full_over_reduced = spread(
+            [f / max(r, 1e-9) for f, r in zip(full_s, reduced_s, strict=True)], 2
+        )
+        j2 = spread([r / max(t, 1e-9) for r, t in zip(reduced_s, two_s, strict=True)], 2)
+        for figures, runs in ((reduced, reduced_s), (full, full_s), (two, two_s)):
+            figures["seconds"] = spread(runs)
         row = {
             "variant": variant,
             "reduced": reduced,
@@ -242,10 +360,12 @@ def proof_bench(
             "schedules_full_over_reduced": round(
                 full["schedules"] / max(reduced["schedules"], 1), 2
             ),
-            "seconds_full_over_reduced": round(full["seconds"] / max(reduced["seconds"], 1e-9), 2),
-            "j2_speedup": round(reduced["seconds"] / max(two["seconds"], 1e-9), 2),
-            "j2_same_counts": (two["verdict"], two["schedules"], two["runs"])
-            == (reduced["verdict"], reduced["schedules"], reduced["runs"]),
+            "seconds_full_over_reduced": full_over_reduced["median"],
+            "seconds_full_over_reduced_range": full_over_reduced["range"],
+            "j2_speedup": j2["median"],
+            "j2_speedup_range": j2["range"],
+            # A budget can cut a walk at a different point each round; complete walks never differ.
+            "j2_same_counts": counts["j2"] == counts["reduced"] and len(counts["reduced"]) == 1,
         }
         with whole_object_footprints():
             whole = _timed_proof(scenario.name, variant, budget_s, reduction=True, jobs=1)
@@ -261,11 +381,65 @@ def proof_bench(
         row["ratios_are_lower_bounds"] = reduced["complete"] and not full["complete"]
         at_least = "x>=" if row["ratios_are_lower_bounds"] else "x"
         say(f"{scenario.name:34} {variant:22} reduced {reduced['schedules']:>8} sched "
-            f"{reduced['seconds']:>7}s {'complete' if reduced['complete'] else 'INCOMPLETE'} | "
-            f"full {full['schedules']:>8} sched {full['seconds']:>7}s "
+            f"{reduced['seconds']['median']:>7}s {'complete' if reduced['complete'] else 'INCOMPLETE'} | "
+            f"full {full['schedules']:>8} sched {full['seconds']['median']:>7}s "
             f"{'complete' if full['complete'] else 'INCOMPLETE'} | {at_least}{row['seconds_full_over_reduced']} "
-            f"faster, {at_least}{row['schedules_full_over_reduced']} fewer | -j 2: x{row['j2_speedup']} "
+            f"faster (range {full_over_reduced['range'][0]}-{full_over_reduced['range'][1]}), "
+            f"{at_least}{row['schedules_full_over_reduced']} fewer | -j 2: x{row['j2_speedup']} "
+            f"(range {j2['range'][0]}-{j2['range'][1]}) "
             f"{'same counts' if row['j2_same_counts'] else 'DIFFERENT counts'} | whole-object "
             f"footprints {whole['schedules']} sched: tracked "
             f"{'no larger' if row['tracked_no_larger'] else 'LARGER or incomplete'}")  # fmt: skip
-    return {"budget_s_per_proof": budget_s, "proofs": rows}
+    result["proofs"] = rows
+    result["load_average_end"] = load_average()
+    say(f"load average (1, 5, 15 min): {result['load_average_start']} at start, "
+        f"{result['load_average_end']} at end; medians over {alternations} alternations")  # fmt: skip
+    return result
+
+
+def examples_to_violation(
+    scenario_name: str, variant: str, strategy: str, seeds: int, max_examples: int
+) -> dict[str, Any]:
+    """Over ``seeds`` seeds: examples until the first violation (a miss counts ``max_examples``)."""
+    scenario = get(scenario_name)
+    runner = scenario.runner(variant, scenario.config)
+    counts, found = [], 0
+    for seed in range(seeds):
+        report = explore(runner, strategy, seed, Budget(examples=max_examples))
+        found += report.verdict == "violated"
+        counts.append(report.examples)
+    return {
+        "found": f"{found}/{seeds}",
+        "examples_median": statistics.median(counts),
+        "examples_max": max(counts),
+    }
+
+
+def swarm_table(
+    seeds: int = 20,
+    max_examples: int = 2000,
+    progress: Progress = None,
+    names: list[str] | None = None,
+) -> dict[str, Any]:
+    """Random against swarm on every variant expected to violate: examples to first violation."""
+    say = progress or (lambda _line: None)
+    from raceproof.scenarios.catalogue import all_scenarios
+
+    rows = []
+    for scenario in all_scenarios():
+        if names and scenario.name not in names:
+            continue
+        for variant in scenario.variants:
+            if variant not in scenario.expect_violation:
+                continue
+            row: dict[str, Any] = {"scenario": scenario.name, "variant": variant}
+            for strategy in ("random", "swarm"):
+                row[strategy] = examples_to_violation(
+                    scenario.name, variant, strategy, seeds, max_examples
+                )
+            rows.append(row)
+            say(f"{scenario.name:34} {variant:36} " + "  ".join(
+                f"{s} {row[s]['found']} median {row[s]['examples_median']} max "
+                f"{row[s]['examples_max']}" for s in ("random", "swarm")
+            ))  # fmt: skip
+    return {"seeds": seeds, "max_examples": max_examples, "swarm_table": rows}

@@ -22,18 +22,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from raceproof.spark_integration import campaign_bench
 
         result = campaign_bench.figures(progress=say)
+    elif args.swarm_table:
+        if args.scenario:
+            scenario_and_variant(args)  # an unknown name is a usage error
+        names = [args.scenario] if args.scenario else None
+        result = bench.swarm_table(args.seeds, progress=say, names=names)
     elif args.proofs:
         names = [args.scenario] if args.scenario else None
         if args.scenario:
             scenario_and_variant(args)  # an unknown name is a usage error
-        result = bench.proof_bench(names, args.proof_budget, say)
+        result = bench.proof_bench(names, args.proof_budget, say, args.alternations)
     elif args.scenario:
         scenario, variant = scenario_and_variant(args)
         scenario.checkers_named(args.checker)
         result = bench.search_figures(scenario.name, variant, args.checker, args.seeds, say)
         result.update(bench.proof_figures(scenario.name, say))
     else:
-        result = bench.run(quick=args.quick, progress=say)
+        result = bench.run(quick=args.quick, progress=say, alternations=args.alternations)
     if args.json:
         print(json.dumps(result, sort_keys=True))
     return runner.EXIT_OK
@@ -53,6 +58,8 @@ def add(commands: Any) -> None:
     sub.add_argument("--campaign", action="store_true",
                      help="instead: campaign cells/s on local[1] and local[2], and per-cell overhead")  # fmt: skip
     sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
+    sub.add_argument("--alternations", type=int_in(1, 1000), default=5,
+                     help="rounds of alternating runs each ratio's median and range come from (5)")  # fmt: skip
     sub.add_argument("--scenario", type=non_empty,
                      help="instead: search figures over seeds, and proof figures")  # fmt: skip
     sub.add_argument("--variant", type=non_empty,
@@ -61,6 +68,9 @@ def add(commands: Any) -> None:
                      help="with --scenario: count only this checker's violations")  # fmt: skip
     sub.add_argument("--seeds", type=int_in(1, 10_000), default=20,
                      help="with --scenario: seeds per strategy")  # fmt: skip
+    sub.add_argument("--swarm-table", action="store_true",
+                     help="instead: random against swarm, examples to first violation of every "
+                     "variant expected to violate, over --seeds seeds")  # fmt: skip
     sub.add_argument(
         "--proofs",
         action="store_true",

@@ -30,7 +30,7 @@ from raceproof.cli.validation import (
 )
 from raceproof.runs import runner
 from raceproof.sim import (
-    STRATEGIES,
+    SEARCH_STRATEGIES,
     Budget,
     explore,
 )
@@ -43,8 +43,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
     scenario, variant = scenario_and_variant(args)
     overrides = runner.parse_overrides(args.set)
     config = scenario.config_for("explore", overrides)
-    if args.strategy not in STRATEGIES:
-        raise UsageError(f"unknown strategy {args.strategy!r}; valid: {', '.join(STRATEGIES)}")
+    if args.strategy not in SEARCH_STRATEGIES:
+        raise UsageError(
+            f"unknown strategy {args.strategy!r}; valid: {', '.join(SEARCH_STRATEGIES)}"
+        )
     # --examples alone is an examples-only budget: no wall clock can change its verdict.
     budget_s: float | None = args.budget
     if budget_s is None and args.examples is None:
@@ -137,7 +139,9 @@ def add(commands: Any) -> None:
     )
     scenario_args(sub)
     sub.add_argument(
-        "--strategy", default="random", help=f"one of {', '.join(STRATEGIES)} (default random)"
+        "--strategy",
+        default="random",
+        help=f"one of {', '.join(SEARCH_STRATEGIES)} (default random)",
     )
     sub.add_argument(
         "--budget",

@@ -1,0 +1,148 @@
+"""Pinned trace hashes of every built-in scenario and variant: the guard on the kernel's speed work.
+
+Each row is the trace hash (its first 16 hex digits) of three runs: the FIFO run
+on the search configuration (every choice 0, as ``raceproof repro S --variant V``
+runs without a seed), the FIFO run on the proof configuration, and one seeded
+random run (``RandomSource(7)``) on the search configuration. A change to the
+kernel's hot path (choice draws, history ops, footprints, hashing) must leave
+every row as it is; a change that must move a row (a model change an issue
+asks for) updates the row in the same commit and says why.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from raceproof.scenarios.catalogue import CATALOGUE, ORIGINS, all_scenarios
+from raceproof.sim import RandomSource, ReplaySource
+
+# (scenario, variant) -> (FIFO search config, FIFO proof config, RandomSource(7) search config)
+PINNED: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("brooklin-double-stop", "buggy"): ("4b957d72800b8d97", "7bd6096d05fb27d4", "c1cacba5fbdfa1e7"),
+    ("brooklin-double-stop", "fix-zk-lookup"): (
+        "b7f55e24fb31b824",
+        "15e088a1d45ec378",
+        "30c55ac5b2887008",
+    ),
+    ("brooklin-double-stop", "fix-conditional-write"): (
+        "5cd8aa75ed80f1fa",
+        "e8b4b7021907fb4a",
+        "6c362495b4798aec",
+    ),
+    ("brooklin-double-stop", "fix-stop-dedupe"): (
+        "52fb58b84f5a75ac",
+        "639186133d1464ac",
+        "b1905998fae796b9",
+    ),
+    ("brooklin-redundant-stop", "buggy"): (
+        "4b957d72800b8d97",
+        "7bd6096d05fb27d4",
+        "c1cacba5fbdfa1e7",
+    ),
+    ("brooklin-redundant-stop", "fix-zk-lookup"): (
+        "b7f55e24fb31b824",
+        "15e088a1d45ec378",
+        "30c55ac5b2887008",
+    ),
+    ("brooklin-redundant-stop", "fix-conditional-write"): (
+        "5cd8aa75ed80f1fa",
+        "e8b4b7021907fb4a",
+        "6c362495b4798aec",
+    ),
+    ("brooklin-redundant-stop", "fix-stop-dedupe"): (
+        "52fb58b84f5a75ac",
+        "639186133d1464ac",
+        "b1905998fae796b9",
+    ),
+    ("coordinator-async-append", "sync-assumption"): (
+        "e5ada81a1c87ddb6",
+        "e22550f4bc224f12",
+        "1d7b3a62a90fd884",
+    ),
+    ("coordinator-async-append", "block-event-loop"): (
+        "e5ada81a1c87ddb6",
+        "e22550f4bc224f12",
+        "b51fedf53b6dbba7",
+    ),
+    ("coordinator-async-append", "verify-then-write"): (
+        "e5ada81a1c87ddb6",
+        "e22550f4bc224f12",
+        "5b7db25a2de82a42",
+    ),
+    ("lost-update", "buggy"): ("5176ad830f826ae9", "5176ad830f826ae9", "26061c10eaff4a37"),
+    ("lost-update", "fix-cas"): ("5176ad830f826ae9", "5176ad830f826ae9", "89797b722d235178"),
+    ("samza-drain", "kill"): ("5d64c39420e3a70d", "106395844d6eaf26", "64c77f4ea6387c7b"),
+    ("samza-drain", "drain"): ("8a30910cc2d77a27", "0915e7334bf78b71", "a9142e3cca9af527"),
+    ("samza-drain", "drain-1.8"): ("4fb41f4677309bcb", "d345a76ca65eb710", "8b251f2bd07f9854"),
+    ("samza-drain", "no-shuffle-aggregation"): (
+        "326d460e46e453b4",
+        "0d56a11fb59ed842",
+        "68261d629c94f10a",
+    ),
+    ("samza-drain", "accept-stale-run-id"): (
+        "e13059918c7f1e8a",
+        "1b2a3400112efaa3",
+        "a53c46424cd384c8",
+    ),
+    ("samza-drain", "async-commit-during-drain"): (
+        "4f7835f4ed0b78ab",
+        "ff3f3edd4649ea90",
+        "370ba88ede060533",
+    ),
+    ("samza-drain", "stop-intermediate-consumers"): (
+        "fa7aec7363d71198",
+        "19df07d9eadba809",
+        "c3ea9d00b041321b",
+    ),
+    ("samza-drain", "drain-before-consumers-start-stuck"): (
+        "8a30910cc2d77a27",
+        "0915e7334bf78b71",
+        "3430b4e5fcf0c1f1",
+    ),
+    ("streams-checkpoint-resurrection", "buggy"): (
+        "3282d42ea147a034",
+        "3282d42ea147a034",
+        "d36bfb301eb0b924",
+    ),
+    ("streams-checkpoint-resurrection", "fix-standby-running"): (
+        "3282d42ea147a034",
+        "3282d42ea147a034",
+        "3514e6aab3b368db",
+    ),
+    ("streams-checkpoint-resurrection", "fix-checkpoint-under-lock"): (
+        "3282d42ea147a034",
+        "3282d42ea147a034",
+        "d36bfb301eb0b924",
+    ),
+    ("streams-checkpoint-resurrection", "fix-load-after-lock"): (
+        "158890731c250ca6",
+        "158890731c250ca6",
+        "e67f629c94bc583d",
+    ),
+}
+
+
+def _builtin() -> list[tuple[str, str]]:
+    all_scenarios()  # loads the catalogue
+    return [
+        (name, variant)
+        for name in sorted(CATALOGUE)
+        if ORIGINS.get(name) == "builtin"
+        for variant in CATALOGUE[name].variants
+    ]
+
+
+def test_every_builtin_scenario_and_variant_has_a_pinned_row() -> None:
+    assert sorted(PINNED) == sorted(_builtin())
+
+
+@pytest.mark.parametrize(("name", "variant"), sorted(PINNED))
+def test_trace_hashes_are_pinned(name: str, variant: str) -> None:
+    all_scenarios()  # loads the catalogue
+    scenario = CATALOGUE[name]
+    fifo_search = scenario.runner(variant, scenario.config)(ReplaySource([], strict=False))
+    fifo_prove = scenario.runner(variant, scenario.prove_config)(ReplaySource([], strict=False))
+    seeded = scenario.runner(variant, scenario.config)(RandomSource(7))
+    got = tuple(o.history.trace_hash()[:16] for o in (fifo_search, fifo_prove, seeded))
+    assert got == PINNED[(name, variant)]
+    assert all(value == 0 for value in fifo_search.values)  # the FIFO run deviates nowhere

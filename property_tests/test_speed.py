@@ -1,0 +1,192 @@
+"""The speed work's own guards: the World's bookkeeping beside ``_due``, swarm testing, the bench.
+
+The kernel keeps each due event's callbacks list beside ``_due`` so the scan
+for "events nobody waits on" runs in C; a property drives random actors that
+sleep, interrupt each other and cancel timers, and checks the two lists agree
+after every step. Swarm testing (``SwarmSource``) must replay and shrink like
+any search and find what random finds, without reporting a fixed variant.
+The bench's alternation is a pure function and is checked as one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from raceproof.measure.bench import alternate, spread
+from raceproof.scenarios.catalogue import get
+from raceproof.sim import (
+    Bounds,
+    Budget,
+    RandomSource,
+    ReplaySource,
+    SwarmSource,
+    World,
+    deviations,
+    explore,
+)
+
+SCENARIO = get("lost-update")
+BUGGY = SCENARIO.runner("buggy", SCENARIO.config)
+FIXED = SCENARIO.runner("fix-cas", SCENARIO.config)
+
+
+def _busy_world(seed: int, actors: int) -> World:
+    world = World(RandomSource(seed), Bounds(max_time_ms=10_000, max_steps=100_000))
+    processes: list[simpy.Process] = []
+    timers: list[simpy.Event] = []
+
+    def actor(index: int) -> Generator[Any, Any, None]:
+        for step in range(6):
+            try:
+                timer = world.sleep((index + step) % 3)
+                timers.append(timer)
+                yield timer
+            except simpy.Interrupt:
+                pass
+            other = processes[(index + step) % len(processes)]
+            if step % 2 and other.is_alive and other is not world.active_process:
+                other.interrupt("nudge")
+            if step == 3 and timers:
+                world.unschedule(timers[(index * 5) % len(timers)], resource="timer")
+
+    for index in range(actors):
+        processes.append(world.spawn(f"a{index}", actor(index)))
+    return world
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), actors=st.integers(1, 8))
+def test_the_callbacks_beside_due_mirror_the_due_events_after_every_step(
+    seed: int, actors: int
+) -> None:
+    world = _busy_world(seed, actors)
+    steps = 0
+    while True:
+        try:
+            world.step()
+        except simpy.core.EmptySchedule:
+            break
+        steps += 1
+        assert [entry[3].callbacks for entry in world._due] == world._due_callbacks
+        assert all(a is b for a, b in zip(
+            [entry[3].callbacks for entry in world._due], world._due_callbacks, strict=True
+        ))  # fmt: skip
+    assert steps > 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**64 - 1))
+def test_a_swarm_run_replays_from_its_record(seed: int) -> None:
+    source = SwarmSource(seed)
+    outcome = BUGGY(source)
+    again = BUGGY(ReplaySource(outcome.choices, strict=True))
+    assert again.trace_hash == outcome.trace_hash
+    # Every disabled kind took the boring option; the enabled set is the seed's alone.
+    for choice in outcome.choices:
+        if not source.enabled(choice.label):
+            assert choice.value == 0
+    assert SwarmSource(seed).kinds == {} and BUGGY(SwarmSource(seed)).trace_hash == (
+        outcome.trace_hash
+    )
+
+
+def test_swarm_disables_some_kinds_and_enables_others_across_seeds() -> None:
+    seen: dict[str, set[bool]] = {}
+    for seed in range(40):
+        source = SwarmSource(seed)
+        BUGGY(source)
+        for kind, on in source.kinds.items():
+            seen.setdefault(kind, set()).add(on)
+    assert seen and all(states == {True, False} for states in seen.values())
+
+
+def test_swarm_finds_and_shrinks_the_lost_update_and_passes_the_fix() -> None:
+    report = explore(BUGGY, "swarm", seed=1, budget=Budget(examples=500))
+    assert report.verdict == "violated" and report.strategy == "swarm"
+    assert report.shrunk is not None and deviations(report.shrunk.values) == 1
+    again = BUGGY(ReplaySource(report.shrunk.choices, strict=True))
+    assert again.trace_hash == report.shrunk.trace_hash
+    fixed = explore(FIXED, "swarm", seed=1, budget=Budget(examples=300))
+    assert fixed.verdict == "ok" and fixed.examples == 300
+
+
+def test_a_swarm_search_is_a_function_of_its_seed() -> None:
+    first = explore(BUGGY, "swarm", seed=4, budget=Budget(examples=200))
+    second = explore(BUGGY, "swarm", seed=4, budget=Budget(examples=200))
+    assert first.examples == second.examples
+    assert first.shrunk is not None and second.shrunk is not None
+    assert first.shrunk.trace_hash == second.shrunk.trace_hash
+
+
+@given(rounds=st.integers(1, 6), measures=st.integers(1, 4))
+def test_alternate_rotates_who_goes_first_and_keeps_one_figure_per_round(
+    rounds: int, measures: int
+) -> None:
+    calls: list[int] = []
+
+    def measure(index: int) -> Any:
+        return lambda: calls.append(index) or float(len(calls))
+
+    figures = alternate(rounds, *[measure(i) for i in range(measures)])
+    assert [len(f) for f in figures] == [rounds] * measures
+    for round_index in range(rounds):
+        order = calls[round_index * measures : (round_index + 1) * measures]
+        assert order[0] == round_index % measures and sorted(order) == list(range(measures))
+
+
+def test_warm_up_runs_each_measure_once_unrecorded() -> None:
+    calls: list[str] = []
+    (figures,) = alternate(2, lambda: calls.append("x") or 1.0, warm_up=True)
+    assert len(calls) == 3 and figures == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("values", "median", "low", "high"), [([3.0], 3.0, 3.0, 3.0), ([1.0, 9.0, 2.0], 2.0, 1.0, 9.0)]
+)
+def test_spread_is_the_median_and_the_range(
+    values: list[float], median: float, low: float, high: float
+) -> None:
+    figure = spread(values)
+    assert figure["median"] == median and figure["range"] == [low, high]
+
+
+@pytest.mark.parametrize("variant", ["fix-cas", "buggy"])
+@pytest.mark.parametrize("in_process_runs", [0, 10, 10_000])
+def test_a_proof_walks_the_same_shards_in_process_or_on_the_pool(
+    variant: str, in_process_runs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raceproof.sim import proof_plan
+
+    pool = SCENARIO.prove(variant, Budget(1_000_000), jobs=2)
+    monkeypatch.setattr(proof_plan, "IN_PROCESS_RUNS", in_process_runs)
+    here = SCENARIO.prove(variant, Budget(1_000_000), jobs=2)
+    sequential = SCENARIO.prove(variant, Budget(1_000_000), jobs=1)
+    assert (here.verdict, here.schedules, here.runs, here.shards) == (
+        pool.verdict,
+        pool.schedules,
+        pool.runs,
+        pool.shards,
+    )
+    assert here.verdict == sequential.verdict
+    if variant == "fix-cas":  # a sequential proof stops at its first violation, shards do not
+        assert here.schedules == sequential.schedules
+    assert here.verdict == ("violated" if variant == "buggy" else "ok")
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), n=st.integers(2, 300))
+def test_hypothesis_draws_integers_directly_up_to_128_options_and_in_range(
+    data: st.DataObject, n: int
+) -> None:
+    from raceproof.sim import HypothesisSource
+
+    source = HypothesisSource(data)
+    assert source._integer is not None  # the direct draw is live on this Hypothesis
+    value = source.draw_int("x", 0, n - 1)
+    assert 0 <= value < n and source.record[-1] == ("x", n, value)
