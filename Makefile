@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean zookeeper browser mutation
+.PHONY: demo test lint bench clean zookeeper browser postgres mutation
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -17,6 +17,14 @@ zookeeper:
 	@if [ ! -f /usr/share/java/zookeeper.jar ]; then \
 		echo "installing Debian's zookeeper package"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper; \
+	fi
+
+# Debian's PostgreSQL server binaries, for the Spark tests' real database sinks (the tests run
+# initdb into a temporary folder and start the server themselves, as a non-root user).
+postgres:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "installing Debian's postgresql package"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	fi
 
 # Debian's Chromium and Mermaid (from the npm registry, into .cache/mermaid), for the report
@@ -50,7 +58,7 @@ lint: $(STAMP)
 	@for d in $(SUBPACKAGES); do ln -sfn $(CURDIR)/$$d $(TYPECHECK)/raceproof/$$d; done
 	cd $(TYPECHECK) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml
 
-test: lint zookeeper browser
+test: lint zookeeper browser postgres
 	$(VENV)/bin/pytest -n auto --dist loadgroup -q
 
 bench: $(STAMP)

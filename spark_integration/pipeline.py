@@ -47,6 +47,51 @@ class PipelineError(ValueError):
     """The --pipeline argument does not name a loadable pipeline (a usage error)."""
 
 
+# DESIGN.md's exit code for a model, checker or user pipeline that raised (verdict ``error``).
+EXIT_PIPELINE_ERROR = 4
+
+
+class PipelineRaised(Exception):
+    """The user's own code (factory, query, reference, hooks) raised or broke the interface.
+
+    Not a bug in raceproof and not a found race: ``spark-check`` reports it as
+    verdict ``error`` on exit 4, with ``frames`` (the user's own stack frames).
+    """
+
+    def __init__(self, message: str, frames: str = "") -> None:
+        super().__init__(message)
+        self.frames = frames
+
+
+def user_frames(exc: BaseException) -> str:
+    """The traceback of ``exc`` without raceproof's and pyspark's own frames (the user's code)."""
+    import traceback
+
+    keep = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if "/raceproof/" not in frame.filename
+        and "/spark_integration/" not in frame.filename
+        and "/pyspark/" not in frame.filename
+        and "/py4j/" not in frame.filename
+    ]
+    lines = traceback.format_list(keep)
+    return "".join(lines) + f"{type(exc).__name__}: {exc}"
+
+
+def calling_user(what: str, call: Any, *args: Any) -> Any:
+    """``call(*args)``, the user's code: whatever it raises becomes a ``PipelineRaised`` naming ``what``."""
+    try:
+        return call(*args)
+    except PipelineRaised:
+        raise
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise PipelineRaised(
+            f"pipeline error: {what} raised {type(exc).__name__}: {first}", user_frames(exc)
+        ) from exc
+
+
 def timestamp(second: int) -> str:
     """The event-time string of ``second`` seconds after ``EPOCH`` (what a record's ts holds)."""
     return (EPOCH + timedelta(seconds=second)).strftime(TIME_FORMAT)
@@ -114,11 +159,40 @@ class Pipeline:
         """The state key an input record is counted under (with ``state_counts``)."""
         return tuple(str(record[f]) for f in self.key_fields)
 
+    def count_keys(self, record: Record) -> list[tuple[str, ...]]:
+        """Every state key an input record is counted under: override when one record feeds
+        several keys (a sliding window, a record split into words); default ``[count_key]``."""
+        return [self.count_key(record)]
+
+    # The user's own sink under test. ``begin_trial`` gives each trial a fresh folder (point a
+    # table name or a path there); ``read_output`` returns the rows the sink has stored, and
+    # when a pipeline defines it every checker judges those rows instead of raceproof's
+    # recording. ``write_stream`` replaces raceproof's foreachBatch with the pipeline's own
+    # writer (Spark's file sink, say); raceproof adds the checkpoint and the trigger.
+    def begin_trial(self, spark: Any, folder: Path) -> None:
+        """Called before each trial with a fresh, empty folder of that trial's own."""
+
+    def read_output(self, spark: Any) -> list[Row] | None:
+        """The rows the user's sink holds now (as ``output`` gives them); ``None``: no own sink."""
+        return None
+
+    def write_stream(self, frame: Any) -> Any:
+        """The pipeline's own DataStreamWriter for ``frame`` (default ``None``: foreachBatch)."""
+        return None
+
+    def reads_own_output(self) -> bool:
+        return type(self).read_output is not Pipeline.read_output
+
+    def writes_own_stream(self) -> bool:
+        return type(self).write_stream is not Pipeline.write_stream
+
     def applicable(self, needs: frozenset[str]) -> bool:
         """Whether this pipeline has what an experiment needs (``state``, ``drain``)."""
         has = {"state"} if self.state_counts else set()
         if self.complete_after_drain:
             has.add("drain")
+        if not self.writes_own_stream():
+            has.add("batch-hook")  # raceproof's foreachBatch, where the batch-level faults act
         return needs <= has
 
 
@@ -132,6 +206,10 @@ def load_pipeline(spec: str) -> Pipeline:
             path = Path(target)
             if not path.is_file():
                 raise PipelineError(f"--pipeline {spec!r}: no file {target}")
+            # As `python path/to/job.py` does: the file's folder first, so sibling modules load.
+            folder = str(path.resolve().parent)
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
             name = f"raceproof_user_pipeline_{path.stem}"
             module_spec = importlib.util.spec_from_file_location(name, path)
             assert module_spec is not None and module_spec.loader is not None
@@ -147,7 +225,7 @@ def load_pipeline(spec: str) -> Pipeline:
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise PipelineError(f"--pipeline {spec!r}: {target} has no callable {attr!r}")
-    pipeline = factory()
+    pipeline = calling_user(f"the factory {attr}() of {target}", factory)
     if not isinstance(pipeline, Pipeline):
         raise PipelineError(
             f"--pipeline {spec!r}: {attr}() returned {type(pipeline).__name__}, not a "
