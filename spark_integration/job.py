@@ -79,7 +79,7 @@ class PipelineJob:
         # What the checkers judge is what the sink *stores*: raceproof's recording as it is in
         # append mode; otherwise (update or complete mode, or the pipeline's own sink) each
         # delivery is a ``batch.row`` and the stored rows become ``sink.row`` at the end.
-        self.judges_store = pipeline.reads_own_output() or pipeline.output_mode != "append"
+        self.judges_store = pipeline.reads_own_output() or pipeline.store_rule() != "append"
         self.row_kind = "batch.row" if self.judges_store else "sink.row"
         recorder.log("driver", "pipeline", name=pipeline.name, key=list(pipeline.key_fields),
                      output_mode=pipeline.output_mode)  # fmt: skip
@@ -237,8 +237,8 @@ class PipelineJob:
         """What the sink stores now, as ``sink.row`` ops (once, when a trial is judged).
 
         The pipeline's own rows (``read_output``) if it has a sink of its own; otherwise
-        raceproof's recording read by the output mode's meaning: ``update`` keeps the last
-        row per key, ``complete`` the last batch's snapshot. Each stored row is attributed
+        raceproof's recording read by the store rule (``Pipeline.store_rule``, the output
+        mode's meaning): ``upsert`` keeps the last row per key, ``snapshot`` the last batch's. Each stored row is attributed
         to the batch that delivered it: the n-th copy of a key to its n-th delivery, so a
         duplicated row names the batch that was re-run.
         """
@@ -255,11 +255,11 @@ class PipelineJob:
         if self.pipeline.reads_own_output():
             stored = calling_user("read_output(spark)", self.pipeline.read_output, self.spark)
             rows = [dict(r) for r in stored or []]
-        elif self.pipeline.output_mode == "complete":
+        elif self.pipeline.store_rule() == "snapshot":
             last = delivered[-1][0] if delivered else None
             rows = list({tuple(str(r.get(f)) for f in fields): r
                          for b, r in delivered if b == last}.values())  # fmt: skip
-        else:  # update: an upsert of each delivered row
+        else:  # "upsert": each delivered row replaces the key's last one
             rows = list({tuple(str(r.get(f)) for f in fields): r for _, r in delivered}.values())
         seen: dict[tuple[str, ...], int] = {}
         for row in sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str)):

@@ -118,12 +118,21 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+STORE_RULES = ("append", "upsert", "snapshot")
+
+
 class Pipeline:
     """Subclass and override; every default below is what the common case wants."""
 
     name: str = "pipeline"
     schema: str = "key STRING, ts TIMESTAMP"
     output_mode: str = "append"
+    # How the sink stores what the query emits, which is what the checkers judge. ``None``: by
+    # the output mode's meaning: append -> "append" (every emitted row is stored: a key emitted
+    # twice is a duplicate), update -> "upsert" (the last row emitted per key stands),
+    # complete -> "snapshot" (the last batch's rows are the whole result table). Declare
+    # another rule to override it (an update-mode job whose sink appends: "append").
+    stored_as: str | None = None
     key_fields: tuple[str, ...] = ("key",)
     complete_after_drain: bool = True
     # When the drain's sentinel event is; past every window and join bound the script uses.
@@ -180,6 +189,12 @@ class Pipeline:
         """The pipeline's own DataStreamWriter for ``frame`` (default ``None``: foreachBatch)."""
         return None
 
+    def store_rule(self) -> str:
+        """``append``, ``upsert`` or ``snapshot``: ``stored_as`` or the output mode's meaning."""
+        if self.stored_as is not None:
+            return self.stored_as
+        return {"update": "upsert", "complete": "snapshot"}.get(self.output_mode, "append")
+
     def reads_own_output(self) -> bool:
         return type(self).read_output is not Pipeline.read_output
 
@@ -230,6 +245,11 @@ def load_pipeline(spec: str) -> Pipeline:
         raise PipelineError(
             f"--pipeline {spec!r}: {attr}() returned {type(pipeline).__name__}, not a "
             "raceproof.spark_integration.pipeline.Pipeline"
+        )
+    if pipeline.store_rule() not in STORE_RULES:
+        raise PipelineError(
+            f"--pipeline {spec!r}: stored_as = {pipeline.stored_as!r}; expected one of "
+            + ", ".join(STORE_RULES)
         )
     return pipeline
 
