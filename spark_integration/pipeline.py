@@ -157,6 +157,15 @@ class Pipeline:
     def sink(self, batch: Any, batch_id: int) -> None:
         """The user's own sink, called after raceproof recorded the batch (default: none)."""
 
+    # Generated input (the ``generated-input`` experiment): how late the pipeline's data may be
+    # (the watermark delay it must tolerate; ``None``: no generated input), and from which
+    # event second a record's state is final (its window's end for a windowed aggregation).
+    max_lateness_s: int | None = None
+
+    def final_at(self, record: Record) -> int:
+        """The event second from which a watermark at or past it drops this record."""
+        return second_of(str(record["ts"]))
+
     # Replay equivalence: the state store read back as per-key counts of input records.
     state_counts: bool = False
 
@@ -206,6 +215,8 @@ class Pipeline:
         has = {"state"} if self.state_counts else set()
         if self.complete_after_drain:
             has.add("drain")
+        if self.max_lateness_s is not None:
+            has.add("lateness")
         if not self.writes_own_stream():
             has.add("batch-hook")  # raceproof's foreachBatch, where the batch-level faults act
         return needs <= has

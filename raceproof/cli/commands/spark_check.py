@@ -36,6 +36,7 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         baseline,
         run_experiment,
     )
+    from raceproof.spark_integration.generated import parse_script
     from raceproof.spark_integration.pipeline import (
         BUILT_IN,
         EXIT_PIPELINE_ERROR,
@@ -50,6 +51,12 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         stop_session,
     )
 
+    script = None
+    if args.script is not None:
+        try:
+            script = parse_script(args.script)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
     specs = args.pipeline or [DEFAULT_PIPELINE]
@@ -106,7 +113,15 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
                 + (f", {args.repeat} times each" if args.repeat > 1 else "")
                 + " ..."
             )
-            row = run_experiment(spark, name, pipeline, repeat=args.repeat)
+            row = run_experiment(
+                spark,
+                name,
+                pipeline,
+                repeat=args.repeat,
+                seed=args.seed,
+                script=script,
+                shrink_budget=args.shrink_budget,
+            )
             row["pipeline"] = spec
             rows.append(row)
     except KeyboardInterrupt as exc:
@@ -145,10 +160,19 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
             print(f"  stock: {r['stock']['trials'][-1]['message']}")
             if r["guarded"]:
                 print(f"  with {r['guard']}: {r['guarded']['trials'][-1]['message']}")
-            if r["broken_promises"]:
+            broken = ", ".join(r["broken_promises"])
+            if broken and r.get("judges_pipeline"):
+                print(f"  {gate_cell(r)}: with no fault, {broken} failed")
+            elif broken:
+                print(f"  {gate_cell(r)}: {r['guard']} did not keep {broken}")
+            if r.get("shrunk"):
+                small = r["shrunk"]
                 print(
-                    f"  {gate_cell(r)}: {r['guard']} did not keep {', '.join(r['broken_promises'])}"
+                    f"  shrunk from {small['from_events']} to {small['events']} events in "
+                    f"{small['trials']} trials: {small['batches']}"
                 )
+                print(f"  replay: raceproof spark-check --pipeline {r['pipeline']} --experiment "
+                      f"generated-input --script '{small['script']}'")  # fmt: skip
         print(
             f"\nsession start {session_s}s, total {result['seconds']}s; "
             + (
@@ -190,6 +214,8 @@ def gate_cell(row: dict[str, Any]) -> str:
         return "PIPELINE WRONG" if row["verdict"] == "violated" else "PIPELINE ERROR"
     if row["verdict"] != "violated":
         return "ok"
+    if row.get("judges_pipeline"):
+        return "PIPELINE WRONG"
     return "SINK FAILED" if row["guard"] == "the pipeline's own sink" else "GUARD FAILED"
 
 
@@ -268,5 +294,26 @@ def add(commands: Any) -> None:
                      f"'all', or a built-in one: {', '.join(BUILT_IN)} (default {DEFAULT_PIPELINE})")  # fmt: skip
     sub.add_argument("--experiment", action="append", metavar="NAME",
                      help="run only this experiment (repeatable); one of: " + ", ".join(EXPERIMENTS))  # fmt: skip
+    sub.add_argument(
+        "--seed",
+        type=int_in(0, 2**63 - 1),
+        default=0,
+        metavar="N",
+        help="the seed generated-input draws its input script from (default 0)",
+    )
+    sub.add_argument(
+        "--script",
+        metavar="JSON",
+        help="replay this input script in generated-input instead of drawing one "
+        "(the JSON a shrunk trial prints)",
+    )
+    sub.add_argument(
+        "--shrink-budget",
+        type=int_in(0, 10_000),
+        default=20,
+        metavar="N",
+        help="at most N Spark trials to shrink a violated generated-input script "
+        "(default 20; 0: do not shrink)",
+    )
     sub.add_argument("--repeat", type=int_in(1, 1_000), default=1, metavar="N",
                      help="run every trial N times and report each verdict's stability")  # fmt: skip
