@@ -97,3 +97,12 @@ def test_a_short_watermark_is_caught_and_shrinks_to_a_script_that_replays(
     result = json.loads(capsys.readouterr().out)
     (row,) = [r for r in result["experiments"] if r["experiment"] == "generated-input"]
     assert code == 1 and row["broken_promises"] == ["watermark-reference"], row
+
+
+def test_an_uncaught_error_is_the_trial_whose_run_died() -> None:
+    from raceproof.spark_integration.session import thread_of_runs
+
+    thread = "stream execution thread for [id = 3e59-aa, runId = ae7f7cf3-1261-4468]"
+    assert thread_of_runs(thread, {"ae7f7cf3-1261-4468"})
+    assert not thread_of_runs(thread, {"0000-other-run"})  # an earlier trial's thread
+    assert thread_of_runs("stream execution thread for [id = 1]", set())

@@ -101,8 +101,10 @@ class TrialRun:
     def judge(self, checkers: list[Checker], *, failing_at_end: bool = False) -> Trial:
         self.job.capture()
         self.job.capture_store()
+        runs = {str(op.get("run")) for op in self.recorder.history.of_kind("query.start")}
         for thread, error in session.uncaught_errors_since(self._log_offset):
-            self.recorder.log("jvm", "error.uncaught", thread=thread, error=error)
+            if session.thread_of_runs(thread, runs):
+                self.recorder.log("jvm", "error.uncaught", thread=thread, error=error)
         history = self.recorder.history
         verdicts = run_checkers(history, [*checkers, no_uncaught_error()])
         if failing_at_end:
