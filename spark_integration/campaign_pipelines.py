@@ -6,7 +6,8 @@ row of the same ``DIR/results/`` Parquet table a model campaign writes
 (``campaign_cells.COLUMNS``), so ``raceproof report DIR`` and ``--baseline``
 work on it unchanged. Rows are appended as each cell finishes and a re-run
 skips the cells the folder already holds (resumable). The seed is the
-generated-input script's seed and the stop/start race's pacing seed.
+generated-input script's seed; the other experiments are scripted, so their
+seeds repeat the same trial (a stability measurement).
 
 Unlike a model cell, a pipeline cell cannot be a task on an executor: a
 streaming query is started and stopped by the driver's session (Spark
