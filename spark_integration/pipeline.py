@@ -22,6 +22,14 @@ A pipeline says
   ``state_count(row)`` (a state store row as a per-key count of input records)
   and ``count_key(record)``.
 
+A pipeline with a sink of its own adds ``begin_trial`` (a fresh folder per
+trial), ``read_output`` (the rows its sink stored, which every checker then
+judges) and, for a sink that is not ``foreachBatch``, ``write_stream``;
+``stored_as`` overrides how its output mode stores rows; ``max_lateness_s``
+and ``final_at`` enable generated late input (docs/spark.md). Whatever the
+user's code raises becomes ``PipelineRaised`` (``calling_user``): verdict
+``error``, exit 4, never a bug in raceproof.
+
 The experiments that apply to a pipeline are the ones whose needs it meets
 (``applicable``): replay equivalence needs ``state_counts``, the drain
 experiments need ``complete_after_drain``.
