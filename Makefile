@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-optimized lint docs bench clean zookeeper browser mutation fuzz
+.PHONY: demo test test-optimized lint docs bench clean zookeeper browser postgres mutation fuzz
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -17,6 +17,14 @@ zookeeper:
 	@if [ ! -f /usr/share/java/zookeeper.jar ]; then \
 		echo "installing Debian's zookeeper package"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper; \
+	fi
+
+# Debian's PostgreSQL server binaries, for the Spark tests' real database sinks (the tests run
+# initdb into a temporary folder and start the server themselves, as a non-root user).
+postgres:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "installing Debian's postgresql package"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	fi
 
 # Debian's Chromium and Mermaid (from the npm registry, into .cache/mermaid), for the report
@@ -62,7 +70,7 @@ docs: $(STAMP)
 OPTIMIZED_TESTS := property_tests/test_bad_input.py property_tests/test_cli.py \
 	property_tests/test_catalogue.py property_tests/test_gate.py property_tests/test_optimized.py
 
-test: lint docs zookeeper browser
+test: lint docs zookeeper browser postgres
 	$(VENV)/bin/pytest -n auto --dist loadgroup -q
 	$(MAKE) test-optimized
 

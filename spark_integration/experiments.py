@@ -44,7 +44,8 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from raceproof.sim.dataflow import (
@@ -52,7 +53,7 @@ from raceproof.sim.dataflow import (
     no_duplicate_emission,
     state_matches_inputs,
 )
-from raceproof.spark_integration import lifecycle, session
+from raceproof.spark_integration import generated, lifecycle, session
 from raceproof.spark_integration.faults import (
     BatchGate,
     at_offsets_not_committed,
@@ -108,6 +109,29 @@ def _fenced_run(run: TrialRun, guarded: bool) -> str | None:
 
 
 DATA = [no_duplicate_emission(), drain_emits_every_window()]
+
+# The script every experiment's first batches follow, and the baseline runs without a fault.
+BASELINE_SCRIPT = [[("a", 1), ("b", 2)], [("a", 12), ("b", 13)], [("a", 25), ("b", 27)]]
+
+
+def baseline(spark: Any, pipeline: Pipeline) -> Trial:
+    """The pipeline with no fault at all: its input, a run, the drain procedure, judged.
+
+    If this trial is violated the pipeline (or its reference) is wrong by itself, and no
+    fault experiment can say anything about it: ``spark-check`` reports that and stops.
+    """
+    with TrialRun(spark, pipeline) as run:
+        for events in BASELINE_SCRIPT:
+            run.job.add_input(events)
+        failure = run.job.run()
+        if failure is None and pipeline.complete_after_drain:
+            failure = run.drain()
+        if failure is not None:
+            run.note(f"the query failed with no fault injected: {failure}")
+        trial = run.judge(DATA)
+        if failure is not None and trial.verdict == "ok":
+            trial.verdict, trial.message = "raised", "; ".join(run.notes)
+        return trial
 
 
 def stale_checkpoint_restore(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
@@ -203,6 +227,34 @@ def slow_sink_stop(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
         job.after_rows = None
         failure = job.run() or run.drain()
         return run.judge(DATA, failing_at_end=failure is not None)
+
+
+def generated_input(
+    spark: Any,
+    pipeline: Pipeline,
+    guarded: bool,
+    *,
+    seed: int = 0,
+    script: generated.Script | None = None,
+) -> Trial:
+    """A drawn input script (late, out of order, duplicated), run, drained, judged by the watermark's rule."""
+    lateness = int(pipeline.max_lateness_s or 0)
+    script = script if script is not None else generated.draw_script(seed, lateness)
+    with TrialRun(spark, pipeline) as run:
+        run.recorder.log("driver", "input.seed", seed=seed)
+        generated.trial_input(run, script)
+        failure = run.job.run()
+        batches = [[r for key, second in events for r in pipeline.records(key, second)]
+                   for events in script]  # fmt: skip
+        must, maybe = generated.kept(pipeline, batches, lateness)
+        failure = failure or run.drain()
+        for key, rows in sorted(generated.acceptable(pipeline, must, maybe).items()):
+            run.recorder.log("reference", "expect.acceptable", key=list(key), rows=rows)
+        run.note(f"seed {seed}, {sum(map(len, script))} events in {len(script)} batches, "
+                 f"{len(maybe)} records beyond the {lateness} s lateness (may be dropped); "
+                 f"script {generated.script_json(script)}")  # fmt: skip
+        checks = [no_duplicate_emission(), generated.within_watermark_reference()]
+        return run.judge(checks, failing_at_end=failure is not None)
 
 
 def _run_a_spark_job(batch: Any, batch_id: int, rows: int) -> None:
@@ -381,6 +433,8 @@ def replay_equivalence(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
 TrialFn = Callable[[Any, Pipeline, bool], Trial]
 
 NO_DUPLICATE = "no-duplicate-emission"
+KEYED_SINK = "sink keyed on batch id"
+OWN_SINK = "the pipeline's own sink"
 COMPLETE = "drain-completeness"
 
 
@@ -393,6 +447,8 @@ class Experiment:
     guard: str | None  # None: raceproof offers no guard for this fault
     promises: tuple[str, ...] = ()  # the checkers the guard promises hold
     needs: frozenset[str] = frozenset()  # what a pipeline must have (Pipeline.applicable)
+    # No fault, only input: a violated trial means the pipeline is wrong, and fails the gate.
+    judges_pipeline: bool = False
 
 
 EXPERIMENTS: dict[str, Experiment] = {
@@ -406,7 +462,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                    "stopActiveRunOnRestart=false", ("acknowledged-resume-holds",)),
         Experiment("stop-start-race", "threads race stop()/start() while input arrives",
                    "no-duplicate-emission, drain-completeness, no-uncaught-error",
-                   stop_start_race, "sink keyed on batch id", (NO_DUPLICATE,), frozenset({"drain"})),
+                   stop_start_race, KEYED_SINK, (NO_DUPLICATE,), frozenset({"drain"})),
         Experiment("stale-checkpoint-restore",
                    "restore offsets/ and commits/ from an older copy, restart",
                    "no-duplicate-emission", stale_checkpoint_restore, "checkpoint fencing",
@@ -425,21 +481,25 @@ EXPERIMENTS: dict[str, Experiment] = {
                    frozenset({"drain"})),
         Experiment("slow-sink-stop", "stop during a slow foreachBatch write, restart",
                    "no-duplicate-emission, drain-completeness", slow_sink_stop,
-                   "sink keyed on batch id", (NO_DUPLICATE,), frozenset({"drain"})),
+                   KEYED_SINK, (NO_DUPLICATE,), frozenset({"drain", "batch-hook"})),
         Experiment("stop-before-commit",
                    "stop inside batch k's foreachBatch after 1 row (offsets/k written, "
                    "commits/k not), restart", "no-duplicate-emission, drain-completeness",
-                   stop_before_commit, "sink keyed on batch id", (NO_DUPLICATE,),
-                   frozenset({"drain"})),
+                   stop_before_commit, KEYED_SINK, (NO_DUPLICATE,),
+                   frozenset({"drain", "batch-hook"})),
         Experiment("stop-during-batch-job",
                    "as stop-before-commit, and the batch then runs a Spark job of its own",
                    "no-uncaught-error, no-duplicate-emission", stop_during_batch_job,
                    "stop only between batches (idle)", ("no-uncaught-error", NO_DUPLICATE),
-                   frozenset({"drain"})),
+                   frozenset({"drain", "batch-hook"})),
         Experiment("maintenance-snapshot",
                    "truncate the snapshot state-store maintenance just wrote, restart",
                    "no-duplicate-emission, drain-completeness, replay-equivalence",
                    maintenance_snapshot, None, needs=frozenset({"drain"})),
+        Experiment("generated-input",
+                   "no fault: drawn input, late within and beyond the lateness, out of order, "
+                   "duplicated", "watermark-reference, no-duplicate-emission", generated_input,
+                   None, needs=frozenset({"drain", "lateness"}), judges_pipeline=True),
         Experiment("replay-equivalence", "stop and restart mid-stream (state recovered)",
                    "replay-equivalence", replay_equivalence, None, needs=frozenset({"state"})),
     ]
@@ -475,7 +535,16 @@ def broken_promises(experiment: Experiment, trial: Trial) -> list[str]:
     return sorted(set(experiment.promises) & trial.violated())
 
 
-def run_experiment(spark: Any, name: str, pipeline: Pipeline, *, repeat: int = 1) -> dict[str, Any]:
+def run_experiment(
+    spark: Any,
+    name: str,
+    pipeline: Pipeline,
+    *,
+    repeat: int = 1,
+    seed: int = 0,
+    script: generated.Script | None = None,
+    shrink_budget: int = 20,
+) -> dict[str, Any]:
     """Run one experiment ``repeat`` times stock and (if it has one) guarded; time and memory included.
 
     The row's ``verdict`` is the gate's: ``violated`` when a guarded trial broke
@@ -483,14 +552,29 @@ def run_experiment(spark: Any, name: str, pipeline: Pipeline, *, repeat: int = 1
     finding reported in ``stock``, never a failure of the run.
     """
     experiment = EXPERIMENTS[name]
+    if experiment.trial is generated_input:
+        experiment = replace(experiment, trial=partial(generated_input, seed=seed, script=script))
     started = time.monotonic()
     cpu_started = time.process_time()
     jvm_cpu_started = session.jvm_cpu_s(spark)
     stock = [experiment.trial(spark, pipeline, False) for _ in range(repeat)]
-    guarded = (
-        [experiment.trial(spark, pipeline, True) for _ in range(repeat)] if experiment.guard else []
-    )
+    if experiment.guard == KEYED_SINK and pipeline.reads_own_output():
+        # The guard raceproof offers is a sink keyed on batch id; a pipeline with a sink of its
+        # own is judged at that sink, so the sink itself keeps the guard's promises or not.
+        experiment = replace(experiment, guard=OWN_SINK)
+        guarded = stock
+    else:
+        guarded = (
+            [experiment.trial(spark, pipeline, True) for _ in range(repeat)]
+            if experiment.guard
+            else []
+        )
     broken = sorted({c for trial in guarded for c in broken_promises(experiment, trial)})
+    shrunk: dict[str, Any] | None = None
+    if experiment.judges_pipeline:
+        broken = sorted({c for trial in stock for c in trial.violated()})
+        if broken and name == "generated-input" and shrink_budget > 0:
+            shrunk = shrink_input(spark, pipeline, stock[0], seed, shrink_budget)
     stock_json = [t.to_json() for t in stock]
     guarded_json = [t.to_json() for t in guarded]
     last = (guarded or stock)[-1]
@@ -513,8 +597,28 @@ def run_experiment(spark: Any, name: str, pipeline: Pipeline, *, repeat: int = 1
         if guarded
         else None,
         "trace_hash": last.history.trace_hash(),
+        "shrunk": shrunk,
+        "judges_pipeline": experiment.judges_pipeline,
         "seconds": round(time.monotonic() - started, 1),
         "python_cpu_s": round(time.process_time() - cpu_started, 1),
         "jvm_cpu_s": round(session.jvm_cpu_s(spark) - jvm_cpu_started, 1),
         **session.peak_memory_mb(spark),
     }
+
+
+def shrink_input(
+    spark: Any, pipeline: Pipeline, trial: Trial, seed: int, budget: int
+) -> dict[str, Any]:
+    """The violated generated-input trial's script, shrunk while the same checker fails."""
+    (logged,) = trial.history.of_kind("input.script")
+    script = generated.parse_script(str(logged.get("script")))
+    checker = trial.checker
+
+    def fails(candidate: generated.Script) -> bool:
+        again = generated_input(spark, pipeline, False, seed=seed, script=candidate)
+        return again.checker == checker
+
+    small, trials = generated.shrink_script(script, fails, budget=budget)
+    return {"checker": checker, "events": sum(map(len, small)), "from_events":
+            sum(map(len, script)), "trials": trials, "script": generated.script_json(small),
+            "batches": generated.describe(small)}  # fmt: skip

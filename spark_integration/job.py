@@ -22,7 +22,13 @@ from typing import Any
 
 from raceproof.sim.history import History
 from raceproof.spark_integration.faults import BatchGate
-from raceproof.spark_integration.pipeline import Pipeline, Record
+from raceproof.spark_integration.pipeline import (
+    Pipeline,
+    PipelineRaised,
+    Record,
+    calling_user,
+    user_frames,
+)
 from raceproof.spark_integration.sandbox import Sandbox
 
 
@@ -70,6 +76,11 @@ class PipelineJob:
         self._rows_logged = 0
         self._batch_files_logged: set[str] = set()
         self._batches_logged: set[int] = set()
+        # What the checkers judge is what the sink *stores*: raceproof's recording as it is in
+        # append mode; otherwise (update or complete mode, or the pipeline's own sink) each
+        # delivery is a ``batch.row`` and the stored rows become ``sink.row`` at the end.
+        self.judges_store = pipeline.reads_own_output() or pipeline.store_rule() != "append"
+        self.row_kind = "batch.row" if self.judges_store else "sink.row"
         recorder.log("driver", "pipeline", name=pipeline.name, key=list(pipeline.key_fields),
                      output_mode=pipeline.output_mode)  # fmt: skip
 
@@ -77,14 +88,18 @@ class PipelineJob:
         """One micro-batch file holding the records of these (key, event second) events."""
         records: list[Record] = []
         for key, second in events:
-            records.extend(self.pipeline.records(key, second))
+            records.extend(calling_user("records(key, second)", self.pipeline.records, key, second))
         for record in records:
             self.recorder.log("driver", "input.record", record=record, sentinel=sentinel)
         if not sentinel:
             self.records_written.extend(records)
         path = self.sandbox.write_input([json.dumps(r, sort_keys=True) for r in records])
         keys = (
-            [list(self.pipeline.count_key(r)) for r in records]
+            [
+                list(key)
+                for r in records
+                for key in calling_user("count_keys(record)", self.pipeline.count_keys, r)
+            ]
             if self.pipeline.state_counts
             else []
         )
@@ -93,7 +108,10 @@ class PipelineJob:
     def request_drain(self, procedure: str) -> None:
         """Log the drain request and what the reference says every record written before it gives."""
         self.recorder.log("driver", "drain.request", procedure=procedure)
-        for row in self.pipeline.expected(list(self.records_written)):
+        expected = calling_user(
+            "expected(records)", self.pipeline.expected, list(self.records_written)
+        )
+        for row in expected:
             self.recorder.log("reference", "expect.row", row=row)
 
     def _query(self) -> Any:
@@ -102,7 +120,19 @@ class PipelineJob:
             .option("maxFilesPerTrigger", 1)
             .json(str(self.sandbox.input))
         )
-        return self.pipeline.query(frame)
+        built = calling_user("query(source)", self.pipeline.query, frame)
+        if not hasattr(type(built), "writeStream") or not hasattr(type(built), "isStreaming"):
+            raise PipelineRaised(
+                f"pipeline error: query(source) returned {type(built).__name__}, not a streaming "
+                "DataFrame (build the query on the source DataFrame and return it; raceproof "
+                "starts it)"
+            )
+        if not built.isStreaming:
+            raise PipelineRaised(
+                "pipeline error: query(source) returned a batch DataFrame, not one built on the "
+                "streaming source it was given"
+            )
+        return built
 
     def _sink(self, batch: Any, batch_id: int) -> None:
         gate = self.gate
@@ -135,18 +165,28 @@ class PipelineJob:
         self.sandbox.inside("sink/last_batch").write_text(str(batch_id))
 
     def start(self, *, available_now: bool = False, client: str = "driver") -> Any:
-        writer = (
-            self._query()
-            .writeStream.outputMode(self.pipeline.output_mode)
-            .foreachBatch(self._sink)
-            .option("checkpointLocation", str(self.sandbox.checkpoint))
-        )
+        frame = self._query()
+        if self.pipeline.writes_own_stream():
+            writer = calling_user("write_stream(frame)", self.pipeline.write_stream, frame)
+            writer = writer.outputMode(self.pipeline.output_mode)
+        else:
+            writer = frame.writeStream.outputMode(self.pipeline.output_mode).foreachBatch(
+                self._sink
+            )
+        writer = writer.option("checkpointLocation", str(self.sandbox.checkpoint))
         writer = (
             writer.trigger(availableNow=True)
             if available_now
             else writer.trigger(processingTime="0 seconds")
         )
-        query = writer.start()
+        try:
+            query = writer.start()
+        except Exception as exc:
+            if type(exc).__name__ not in ("AnalysisException", "IllegalArgumentException"):
+                raise
+            raise PipelineRaised(
+                f"pipeline error: Spark rejected the query: {short_error(exc)}", user_frames(exc)
+            ) from exc
         self.recorder.log(client, "query.start", run=str(query.runId),
                           trigger="availableNow" if available_now else "processAllAvailable")  # fmt: skip
         return query
@@ -180,18 +220,55 @@ class PipelineJob:
         if self.sandbox.sink_file.exists():
             lines = self.sandbox.sink_file.read_text().splitlines()
             for line in lines[self._rows_logged :]:
-                self.recorder.log("sink", "sink.row", **json.loads(line))
+                self.recorder.log("sink", self.row_kind, **json.loads(line))
             self._rows_logged = len(lines)
         for path in sorted(self.sandbox.inside("sink").glob("batch-*.jsonl")):
             if path.name not in self._batch_files_logged:
                 self._batch_files_logged.add(path.name)
                 for line in path.read_text().splitlines():
-                    self.recorder.log("sink", "sink.row", **json.loads(line))
+                    self.recorder.log("sink", self.row_kind, **json.loads(line))
         for batch in committed_batches(self.sandbox):
             if batch not in self._batches_logged:
                 self._batches_logged.add(batch)
                 self.recorder.log("spark", "checkpoint.batch", batch=batch,
                                   files=batch_files(self.sandbox, batch))  # fmt: skip
+
+    def capture_store(self) -> None:
+        """What the sink stores now, as ``sink.row`` ops (once, when a trial is judged).
+
+        The pipeline's own rows (``read_output``) if it has a sink of its own; otherwise
+        raceproof's recording read by the store rule (``Pipeline.store_rule``, the output
+        mode's meaning): ``upsert`` keeps the last row per key, ``snapshot`` the last batch's. Each stored row is attributed
+        to the batch that delivered it: the n-th copy of a key to its n-th delivery, so a
+        duplicated row names the batch that was re-run.
+        """
+        if not self.judges_store:
+            return
+        fields = self.pipeline.key_fields
+        deliveries: dict[tuple[str, ...], list[int]] = {}
+        delivered: list[tuple[int, dict[str, Any]]] = []
+        for op in self.recorder.history.of_kind("batch.row"):
+            row = dict(op.get("row") or {})
+            key = tuple(str(row.get(f)) for f in fields)
+            deliveries.setdefault(key, []).append(int(op.get("batch")))
+            delivered.append((int(op.get("batch")), row))
+        if self.pipeline.reads_own_output():
+            stored = calling_user("read_output(spark)", self.pipeline.read_output, self.spark)
+            rows = [dict(r) for r in stored or []]
+        elif self.pipeline.store_rule() == "snapshot":
+            last = delivered[-1][0] if delivered else None
+            rows = list({tuple(str(r.get(f)) for f in fields): r
+                         for b, r in delivered if b == last}.values())  # fmt: skip
+        else:  # "upsert": each delivered row replaces the key's last one
+            rows = list({tuple(str(r.get(f)) for f in fields): r for _, r in delivered}.values())
+        seen: dict[tuple[str, ...], int] = {}
+        for row in sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str)):
+            key = tuple(str(row.get(f)) for f in fields)
+            copy = seen.get(key, 0)
+            seen[key] = copy + 1
+            batches = deliveries.get(key, [])
+            batch = batches[min(copy, len(batches) - 1)] if batches else -1
+            self.recorder.log("sink", "sink.row", batch=batch, row=row, stored=True)
 
     def capture_state(self) -> None:
         """Each committed batch's state store rows, through Spark's state data source."""

@@ -22,6 +22,14 @@ A pipeline says
   ``state_count(row)`` (a state store row as a per-key count of input records)
   and ``count_key(record)``.
 
+A pipeline with a sink of its own adds ``begin_trial`` (a fresh folder per
+trial), ``read_output`` (the rows its sink stored, which every checker then
+judges) and, for a sink that is not ``foreachBatch``, ``write_stream``;
+``stored_as`` overrides how its output mode stores rows; ``max_lateness_s``
+and ``final_at`` enable generated late input (docs/spark.md). Whatever the
+user's code raises becomes ``PipelineRaised`` (``calling_user``): verdict
+``error``, exit 4, never a bug in raceproof.
+
 The experiments that apply to a pipeline are the ones whose needs it meets
 (``applicable``): replay equivalence needs ``state_counts``, the drain
 experiments need ``complete_after_drain``.
@@ -45,6 +53,51 @@ Row = dict[str, Any]
 
 class PipelineError(ValueError):
     """The --pipeline argument does not name a loadable pipeline (a usage error)."""
+
+
+# DESIGN.md's exit code for a model, checker or user pipeline that raised (verdict ``error``).
+EXIT_PIPELINE_ERROR = 4  # the same code as raceproof.runs.runner.EXIT_ERROR: verdict `error`
+
+
+class PipelineRaised(Exception):
+    """The user's own code (factory, query, reference, hooks) raised or broke the interface.
+
+    Not a bug in raceproof and not a found race: ``spark-check`` reports it as
+    verdict ``error`` on exit 4, with ``frames`` (the user's own stack frames).
+    """
+
+    def __init__(self, message: str, frames: str = "") -> None:
+        super().__init__(message)
+        self.frames = frames
+
+
+def user_frames(exc: BaseException) -> str:
+    """The traceback of ``exc`` without raceproof's and pyspark's own frames (the user's code)."""
+    import traceback
+
+    keep = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if "/raceproof/" not in frame.filename
+        and "/spark_integration/" not in frame.filename
+        and "/pyspark/" not in frame.filename
+        and "/py4j/" not in frame.filename
+    ]
+    lines = traceback.format_list(keep)
+    return "".join(lines) + f"{type(exc).__name__}: {exc}"
+
+
+def calling_user(what: str, call: Any, *args: Any) -> Any:
+    """``call(*args)``, the user's code: whatever it raises becomes a ``PipelineRaised`` naming ``what``."""
+    try:
+        return call(*args)
+    except PipelineRaised:
+        raise
+    except (Exception, SystemExit) as exc:  # sys.exit() in the user's code is theirs too
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise PipelineRaised(
+            f"pipeline error: {what} raised {type(exc).__name__}: {first}", user_frames(exc)
+        ) from exc
 
 
 def timestamp(second: int) -> str:
@@ -73,12 +126,21 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+STORE_RULES = ("append", "upsert", "snapshot")
+
+
 class Pipeline:
     """Subclass and override; every default below is what the common case wants."""
 
     name: str = "pipeline"
     schema: str = "key STRING, ts TIMESTAMP"
     output_mode: str = "append"
+    # How the sink stores what the query emits, which is what the checkers judge. ``None``: by
+    # the output mode's meaning: append -> "append" (every emitted row is stored: a key emitted
+    # twice is a duplicate), update -> "upsert" (the last row emitted per key stands),
+    # complete -> "snapshot" (the last batch's rows are the whole result table). Declare
+    # another rule to override it (an update-mode job whose sink appends: "append").
+    stored_as: str | None = None
     key_fields: tuple[str, ...] = ("key",)
     complete_after_drain: bool = True
     # When the drain's sentinel event is; past every window and join bound the script uses.
@@ -103,6 +165,15 @@ class Pipeline:
     def sink(self, batch: Any, batch_id: int) -> None:
         """The user's own sink, called after raceproof recorded the batch (default: none)."""
 
+    # Generated input (the ``generated-input`` experiment): how late the pipeline's data may be
+    # (the watermark delay it must tolerate; ``None``: no generated input), and from which
+    # event second a record's state is final (its window's end for a windowed aggregation).
+    max_lateness_s: int | None = None
+
+    def final_at(self, record: Record) -> int:
+        """The event second from which a watermark at or past it drops this record."""
+        return second_of(str(record["ts"]))
+
     # Replay equivalence: the state store read back as per-key counts of input records.
     state_counts: bool = False
 
@@ -114,11 +185,48 @@ class Pipeline:
         """The state key an input record is counted under (with ``state_counts``)."""
         return tuple(str(record[f]) for f in self.key_fields)
 
+    def count_keys(self, record: Record) -> list[tuple[str, ...]]:
+        """Every state key an input record is counted under: override when one record feeds
+        several keys (a sliding window, a record split into words); default ``[count_key]``."""
+        return [self.count_key(record)]
+
+    # The user's own sink under test. ``begin_trial`` gives each trial a fresh folder (point a
+    # table name or a path there); ``read_output`` returns the rows the sink has stored, and
+    # when a pipeline defines it every checker judges those rows instead of raceproof's
+    # recording. ``write_stream`` replaces raceproof's foreachBatch with the pipeline's own
+    # writer (Spark's file sink, say); raceproof adds the checkpoint and the trigger.
+    def begin_trial(self, spark: Any, folder: Path) -> None:
+        """Called before each trial with a fresh, empty folder of that trial's own."""
+
+    def read_output(self, spark: Any) -> list[Row] | None:
+        """The rows the user's sink holds now (as ``output`` gives them); ``None``: no own sink."""
+        return None
+
+    def write_stream(self, frame: Any) -> Any:
+        """The pipeline's own DataStreamWriter for ``frame`` (default ``None``: foreachBatch)."""
+        return None
+
+    def store_rule(self) -> str:
+        """``append``, ``upsert`` or ``snapshot``: ``stored_as`` or the output mode's meaning."""
+        if self.stored_as is not None:
+            return self.stored_as
+        return {"update": "upsert", "complete": "snapshot"}.get(self.output_mode, "append")
+
+    def reads_own_output(self) -> bool:
+        return type(self).read_output is not Pipeline.read_output
+
+    def writes_own_stream(self) -> bool:
+        return type(self).write_stream is not Pipeline.write_stream
+
     def applicable(self, needs: frozenset[str]) -> bool:
         """Whether this pipeline has what an experiment needs (``state``, ``drain``)."""
         has = {"state"} if self.state_counts else set()
         if self.complete_after_drain:
             has.add("drain")
+        if self.max_lateness_s is not None:
+            has.add("lateness")
+        if not self.writes_own_stream():
+            has.add("batch-hook")  # raceproof's foreachBatch, where the batch-level faults act
         return needs <= has
 
 
@@ -132,6 +240,10 @@ def load_pipeline(spec: str) -> Pipeline:
             path = Path(target)
             if not path.is_file():
                 raise PipelineError(f"--pipeline {spec!r}: no file {target}")
+            # As `python path/to/job.py` does: the file's folder first, so sibling modules load.
+            folder = str(path.resolve().parent)
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
             name = f"raceproof_user_pipeline_{path.stem}"
             module_spec = importlib.util.spec_from_file_location(name, path)
             assert module_spec is not None and module_spec.loader is not None
@@ -147,14 +259,16 @@ def load_pipeline(spec: str) -> Pipeline:
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise PipelineError(f"--pipeline {spec!r}: {target} has no callable {attr!r}")
-    try:
-        pipeline = factory()
-    except (Exception, SystemExit) as exc:
-        raise PipelineError(f"--pipeline {spec!r}: {attr}() failed: {_said(exc)}") from None
+    pipeline = calling_user(f"the factory {attr}() of {target}", factory)
     if not isinstance(pipeline, Pipeline):
         raise PipelineError(
             f"--pipeline {spec!r}: {attr}() returned {type(pipeline).__name__}, not a "
             "raceproof.spark_integration.pipeline.Pipeline"
+        )
+    if pipeline.store_rule() not in STORE_RULES:
+        raise PipelineError(
+            f"--pipeline {spec!r}: stored_as = {pipeline.stored_as!r}; expected one of "
+            + ", ".join(STORE_RULES)
         )
     return pipeline
 

@@ -137,6 +137,20 @@ def uncaught_errors_since(offset: int) -> list[tuple[str, str]]:
     return UNCAUGHT.findall(text)
 
 
+RUN_ID = re.compile(r"runId = ([0-9a-f-]+)")
+
+
+def thread_of_runs(thread: str, runs: set[str]) -> bool:
+    """Whether a dying query thread belongs to one of ``runs`` (this trial's query runs).
+
+    A stream thread of an earlier trial can die after that trial ended (a stop that
+    interrupted it lands late) and its error reaches the log while the next trial runs;
+    it is that earlier trial's, not this one's. A thread name without a run id is kept.
+    """
+    found = RUN_ID.search(thread)
+    return found is None or found[1] in runs
+
+
 def jvm_cpu_s(spark: Any) -> float:
     """CPU seconds (user + system) the Spark JVM has used so far: a cost a loaded machine does not inflate."""
     jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()

@@ -24,7 +24,7 @@ from raceproof.sim.history import History
 from raceproof.sim.lifecycle import no_uncaught_error
 from raceproof.spark_integration import session
 from raceproof.spark_integration.job import PipelineJob, Recorder
-from raceproof.spark_integration.pipeline import Pipeline
+from raceproof.spark_integration.pipeline import Pipeline, calling_user
 from raceproof.spark_integration.sandbox import Sandbox
 
 # Checkers whose failure is the expected consequence of a query that is still failing.
@@ -63,6 +63,13 @@ class TrialRun:
         self.notes: list[str] = []
         self.started = time.monotonic()
         self._log_offset = session.jvm_log_offset()
+        own = self.sandbox.inside("own-sink")
+        own.mkdir(parents=True, exist_ok=True)
+        try:
+            calling_user("begin_trial(spark, folder)", pipeline.begin_trial, spark, own)
+        except BaseException:
+            self.sandbox.cleanup()
+            raise
 
     def __enter__(self) -> TrialRun:
         return self
@@ -93,8 +100,11 @@ class TrialRun:
 
     def judge(self, checkers: list[Checker], *, failing_at_end: bool = False) -> Trial:
         self.job.capture()
+        self.job.capture_store()
+        runs = {str(op.get("run")) for op in self.recorder.history.of_kind("query.start")}
         for thread, error in session.uncaught_errors_since(self._log_offset):
-            self.recorder.log("jvm", "error.uncaught", thread=thread, error=error)
+            if session.thread_of_runs(thread, runs):
+                self.recorder.log("jvm", "error.uncaught", thread=thread, error=error)
         history = self.recorder.history
         verdicts = run_checkers(history, [*checkers, no_uncaught_error()])
         if failing_at_end:

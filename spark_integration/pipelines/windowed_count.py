@@ -34,6 +34,11 @@ class WindowedCount(Pipeline):
     schema = "key STRING, ts TIMESTAMP"
     key_fields = ("window", "key")
     state_counts = True
+    max_lateness_s = WATERMARK_S
+
+    def final_at(self, record: Record) -> int:
+        second = second_of(record["ts"])
+        return second - second % WINDOW_S + WINDOW_S  # the window's end
 
     def query(self, source: Any) -> Any:
         from pyspark.sql import functions as F

@@ -44,6 +44,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     from raceproof.spark_integration import campaign, campaign_folder
     from raceproof.spark_integration.session import SparkUnavailable
 
+    if getattr(args, "pipeline", None):
+        return pipeline_campaign(args)
     strategies = args.strategy or ["random", "hypothesis", "pct"]
     for strategy in strategies:
         if strategy not in STRATEGIES:
@@ -104,6 +106,40 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if summary.interrupted:
         return 128 + signal.Signals[summary.interrupted_by or "SIGINT"]
     return runner.EXIT_VIOLATED if failed or determinism_failures else runner.EXIT_OK
+
+
+def pipeline_campaign(args: argparse.Namespace) -> int:
+    """``campaign --pipeline SPEC``: pipeline × experiment × seed, rows in the same Parquet layout."""
+    from raceproof.spark_integration import campaign, campaign_pipelines
+    from raceproof.spark_integration.pipeline import EXIT_PIPELINE_ERROR
+    from raceproof.spark_integration.session import SparkUnavailable
+
+    status = StatusLine("campaign", not args.json)
+    try:
+        summary = campaign_pipelines.run(
+            args.pipeline, Path(args.out), _seeds(args), args.experiment or (),
+            status if not args.json else None,
+        )  # fmt: skip
+    except campaign.CampaignError as exc:
+        raise UsageError(str(exc)) from None
+    except SparkUnavailable as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    finally:
+        status.done()
+    rows = campaign.read_rows(Path(args.out))
+    verdicts = summary.verdicts
+    verdict = "violated" if verdicts.get("violated") else "error" if verdicts.get("error") else "ok"
+    if args.json:
+        print(json.dumps({"verdict": verdict, "out": args.out, "rows": len(rows),
+                          **summary.to_json()}, sort_keys=True))  # fmt: skip
+    else:
+        print(f"campaign {args.out}: {summary.cells} cells, {summary.already_done} already done, "
+              f"{summary.ran} run now in {summary.seconds:.1f}s; {len(rows)} rows; "
+              f"verdicts {verdicts}")  # fmt: skip
+        print(f"report: raceproof report {args.out}")
+    if verdict == "error":
+        return EXIT_PIPELINE_ERROR
+    return runner.EXIT_VIOLATED if verdict == "violated" else runner.EXIT_OK
 
 
 def is_campaign_dir(path: Path) -> bool:
@@ -178,6 +214,20 @@ def _add_campaign(commands: Any) -> None:
         "  raceproof campaign --scenario lost-update --seed-range 0:100 --master spark://127.0.0.1:7077\n"
         "  raceproof campaign --scenario coordinator-async-append --seeds 5 --prove --out out/c2\n"
         "  raceproof report out/c1 --baseline out/c0",
+    )
+    sub.add_argument(
+        "--pipeline",
+        type=non_empty,
+        metavar="MODULE:FACTORY",
+        help="run a Spark pipeline's fault experiments (pipeline × experiment × seed) instead "
+        "of the scenarios: MODULE:FACTORY, FILE.py:FACTORY or a built-in pipeline's name",
+    )
+    sub.add_argument(
+        "--experiment",
+        type=non_empty,
+        action="append",
+        metavar="NAME",
+        help="with --pipeline: only this experiment (repeatable)",
     )
     sub.add_argument(
         "--scenario", type=non_empty, action="append", help="only this scenario (repeatable)"

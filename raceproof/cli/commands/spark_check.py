@@ -4,6 +4,14 @@ Gate semantics: the exit code is 0 when every guarded trial kept what its
 guard promises and 1 when one did not. What stock Spark does is a finding,
 printed in the table and the JSON, never a failure of the run. ``--repeat N``
 runs each trial N times and reports how stable each verdict is.
+
+Blame: each pipeline first runs a baseline trial with no fault. A wrong
+baseline means the pipeline (or its reference) is wrong by itself: that is
+reported with the difference from the reference (exit 1) and no fault
+experiment runs on it. An exception from the user's own code (the factory,
+``query``, ``expected``, a hook) or a query Spark rejects is a pipeline error:
+verdict ``error``, exit 4, with the user's own frames, never "a bug in
+raceproof".
 """
 
 from __future__ import annotations
@@ -22,8 +30,20 @@ DEFAULT_PIPELINE = "windowed-count"
 
 
 def cmd_spark_check(args: argparse.Namespace) -> int:
-    from raceproof.spark_integration.experiments import EXPERIMENTS, applicable, run_experiment
-    from raceproof.spark_integration.pipeline import BUILT_IN, PipelineError, resolve
+    from raceproof.spark_integration.experiments import (
+        EXPERIMENTS,
+        applicable,
+        baseline,
+        run_experiment,
+    )
+    from raceproof.spark_integration.generated import parse_script
+    from raceproof.spark_integration.pipeline import (
+        BUILT_IN,
+        EXIT_PIPELINE_ERROR,
+        PipelineError,
+        PipelineRaised,
+        resolve,
+    )
     from raceproof.spark_integration.session import (
         SparkUnavailable,
         session_running,
@@ -31,6 +51,12 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         stop_session,
     )
 
+    script = None
+    if args.script is not None:
+        try:
+            script = parse_script(args.script)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
     specs = args.pipeline or [DEFAULT_PIPELINE]
@@ -40,6 +66,8 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         pipelines = [(spec, resolve(spec)) for spec in specs]
     except PipelineError as exc:
         raise UsageError(f"{exc}; built-in pipelines: {', '.join(BUILT_IN)}") from None
+    except PipelineRaised as exc:
+        return pipeline_error(args, [], exc)
     unknown_names = [n for n in args.experiment or [] if n not in EXPERIMENTS]
     if unknown_names:
         raise UsageError(
@@ -56,7 +84,9 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
             f"experiment {', '.join(args.experiment or [])} does not apply to pipeline "
             f"{', '.join(p.name for _, p in pipelines)} (it lacks what the experiment needs)"
         )
-    say = StatusLine("spark-check", not args.json, total=len(plan) + 1, says_start=True)
+    say = StatusLine(
+        "spark-check", not args.json, total=len(plan) + len(pipelines) + 1, says_start=True
+    )
     started = time.monotonic()
     owned = not session_running()  # a caller's session (a test's) is left running
     say("starting a local Spark session ...")
@@ -66,8 +96,16 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot run spark-check: {exc}") from None
     session_s = round(time.monotonic() - started, 1)
     rows: list[dict[str, Any]] = []
+    baselines: dict[str, dict[str, Any]] = {}
     try:
         for number, (spec, pipeline, name) in enumerate(plan, 1):
+            if spec not in baselines:
+                say(f"{pipeline.name}: baseline, no fault ...")
+                baselines[spec] = base = baseline(spark, pipeline).to_json()
+                if base["verdict"] != "ok":
+                    rows.append(baseline_row(spec, pipeline.name, base))
+            if baselines[spec]["verdict"] != "ok":
+                continue  # a wrong pipeline: no fault experiment can say anything about it
             guard = EXPERIMENTS[name].guard
             say(
                 f"[{number}/{len(plan)}] {pipeline.name}: {name}: stock Spark"
@@ -75,20 +113,34 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
                 + (f", {args.repeat} times each" if args.repeat > 1 else "")
                 + " ..."
             )
-            row = run_experiment(spark, name, pipeline, repeat=args.repeat)
+            row = run_experiment(
+                spark,
+                name,
+                pipeline,
+                repeat=args.repeat,
+                seed=args.seed,
+                script=script,
+                shrink_budget=args.shrink_budget,
+            )
             row["pipeline"] = spec
             rows.append(row)
     except KeyboardInterrupt as exc:
         if owned:
             stop_session()  # the JVM goes before the partial result is printed
         return interrupted(args, rows, len(plan), exc, round(time.monotonic() - started, 1))
+    except PipelineRaised as exc:
+        say.done()
+        if owned:
+            stop_session()
+        return pipeline_error(args, rows, exc)
     finally:
         say.done()
         if owned:
             stop_session()
     failed = [r for r in rows if r["verdict"] == "violated"]
+    errors = [r for r in rows if r["verdict"] == "error"]
     result = {
-        "verdict": "violated" if failed else "ok",
+        "verdict": "violated" if failed else "error" if errors else "ok",
         "checker": failed[0]["checker"] if failed else None,
         "pipelines": [spec for spec, _ in pipelines],
         "repeat": args.repeat,
@@ -102,22 +154,84 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         print(spark_table(rows))
         for r in rows:
             print(f"\n{r['scenario']} / {r['experiment']}:")
+            if r["experiment"] == "baseline":
+                print(f"  {r['summary']}: {r['stock']['trials'][-1]['message']}")
+                continue
             print(f"  stock: {r['stock']['trials'][-1]['message']}")
             if r["guarded"]:
                 print(f"  with {r['guard']}: {r['guarded']['trials'][-1]['message']}")
-            if r["broken_promises"]:
+            broken = ", ".join(r["broken_promises"])
+            if broken and r.get("judges_pipeline"):
+                print(f"  {gate_cell(r)}: with no fault, {broken} failed")
+            elif broken:
+                print(f"  {gate_cell(r)}: {r['guard']} did not keep {broken}")
+            if r.get("shrunk"):
+                small = r["shrunk"]
                 print(
-                    f"  GUARD FAILED: {r['guard']} did not keep {', '.join(r['broken_promises'])}"
+                    f"  shrunk from {small['from_events']} to {small['events']} events in "
+                    f"{small['trials']} trials: {small['batches']}"
                 )
+                print(f"  replay: raceproof spark-check --pipeline {r['pipeline']} --experiment "
+                      f"generated-input --script '{small['script']}'")  # fmt: skip
         print(
             f"\nsession start {session_s}s, total {result['seconds']}s; "
             + (
-                f"{len(failed)} guard(s) failed"
+                f"{len(failed)} failed (see above)"
                 if failed
+                else "the pipeline raised with no fault (see above)"
+                if errors
                 else "every guard kept its promise (stock outcomes are findings)"
             )
         )
+    if result["verdict"] == "error":
+        return EXIT_PIPELINE_ERROR
     return runner.EXIT_FOR_VERDICT[str(result["verdict"])]
+
+
+def baseline_row(spec: str, name: str, trial: dict[str, Any]) -> dict[str, Any]:
+    """A pipeline that is wrong (``violated``) or fails (``error``) with no fault injected."""
+    wrong = trial["verdict"] == "violated"
+    summary = (
+        "THE PIPELINE IS WRONG WITHOUT ANY FAULT (its output differs from its reference; "
+        "no fault experiment was run)"
+        if wrong
+        else "THE PIPELINE FAILS WITHOUT ANY FAULT (no fault experiment was run)"
+    )
+    return {
+        "scenario": name, "pipeline": spec, "experiment": "baseline", "variant": "stock",
+        "strategy": "baseline", "verdict": "violated" if wrong else "error",
+        "checker": trial["checker"], "summary": summary, "examples": 1, "fault": "none",
+        "checkers": "no-duplicate-emission, drain-completeness", "guard": None, "promises": [],
+        "broken_promises": [], "stock": {"stability": trial["verdict"], "trials": [trial]},
+        "guarded": None, "seconds": trial["seconds"], "python_cpu_s": 0.0, "jvm_cpu_s": 0.0,
+        "jvm_peak_mb": 0.0,
+    }  # fmt: skip
+
+
+def gate_cell(row: dict[str, Any]) -> str:
+    """The gate column: whose promise broke (raceproof's guard or the pipeline's own sink)."""
+    if row["experiment"] == "baseline":
+        return "PIPELINE WRONG" if row["verdict"] == "violated" else "PIPELINE ERROR"
+    if row["verdict"] != "violated":
+        return "ok"
+    if row.get("judges_pipeline"):
+        return "PIPELINE WRONG"
+    return "SINK FAILED" if row["guard"] == "the pipeline's own sink" else "GUARD FAILED"
+
+
+def pipeline_error(args: argparse.Namespace, rows: list[dict[str, Any]], exc: Any) -> int:
+    """The user's code raised: verdict ``error``, exit 4, their frames on stderr."""
+    import sys
+
+    from raceproof.spark_integration.pipeline import EXIT_PIPELINE_ERROR
+
+    result = {"verdict": "error", "error": str(exc), "frames": exc.frames, "experiments": rows}
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    if exc.frames:
+        print(exc.frames.rstrip(), file=sys.stderr)
+    print(f"spark-check: {exc}", file=sys.stderr)
+    return EXIT_PIPELINE_ERROR
 
 
 def interrupted(
@@ -151,7 +265,7 @@ def spark_table(rows: list[dict[str, Any]]) -> str:
     lines = [header] + [
         (r["scenario"], r["experiment"], r["stock"]["stability"], r["guard"] or "-",
          r["guarded"]["stability"] if r["guarded"] else "-",
-         "GUARD FAILED" if r["verdict"] == "violated" else "ok",
+         gate_cell(r),
          f"{r['seconds']:.1f}", f"{r['jvm_cpu_s'] + r['python_cpu_s']:.1f}",
          f"{r['jvm_peak_mb']:.0f}")
         for r in rows
@@ -180,5 +294,26 @@ def add(commands: Any) -> None:
                      f"'all', or a built-in one: {', '.join(BUILT_IN)} (default {DEFAULT_PIPELINE})")  # fmt: skip
     sub.add_argument("--experiment", action="append", metavar="NAME",
                      help="run only this experiment (repeatable); one of: " + ", ".join(EXPERIMENTS))  # fmt: skip
+    sub.add_argument(
+        "--seed",
+        type=int_in(0, 2**63 - 1),
+        default=0,
+        metavar="N",
+        help="the seed generated-input draws its input script from (default 0)",
+    )
+    sub.add_argument(
+        "--script",
+        metavar="JSON",
+        help="replay this input script in generated-input instead of drawing one "
+        "(the JSON a shrunk trial prints)",
+    )
+    sub.add_argument(
+        "--shrink-budget",
+        type=int_in(0, 10_000),
+        default=20,
+        metavar="N",
+        help="at most N Spark trials to shrink a violated generated-input script "
+        "(default 20; 0: do not shrink)",
+    )
     sub.add_argument("--repeat", type=int_in(1, 1_000), default=1, metavar="N",
                      help="run every trial N times and report each verdict's stability")  # fmt: skip

@@ -1,0 +1,89 @@
+"""A real PostgreSQL server for the tests: Debian's binaries, a throw-away cluster, 127.0.0.1, a free port.
+
+``make postgres`` installs Debian's ``postgresql`` package when its ``initdb``
+is missing. ``running_postgres()`` runs ``initdb`` into a temporary folder and
+starts ``postgres`` on 127.0.0.1 on a free port (trust authentication, no
+Unix socket outside that folder), waits until it accepts a connection, yields
+its connection string, and stops it (a fast shutdown) and removes the folder
+afterwards. PostgreSQL refuses to run as root: as root the cluster belongs to
+``nobody`` and both programs run through ``runuser -u nobody``. A test that
+needs the server fails, never skips, when it cannot start.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+START_TIMEOUT_S = 60.0
+
+
+def bin_dir() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        raise RuntimeError("PostgreSQL is not installed: run `make postgres`")
+    return Path(found[-1]).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _as_server_user(argv: list[str]) -> list[str]:
+    return ["runuser", "-u", "nobody", "--", *argv] if os.geteuid() == 0 else argv
+
+
+@contextmanager
+def running_postgres() -> Iterator[str]:
+    """A started PostgreSQL server's connection string; stopped and removed on exit."""
+    import psycopg
+
+    binaries = bin_dir()
+    folder = Path(tempfile.mkdtemp(prefix="raceproof-postgres-"))
+    data = folder / "data"
+    if os.geteuid() == 0:
+        shutil.chown(folder, "nobody", "nogroup")
+    server: subprocess.Popen[bytes] | None = None
+    try:
+        subprocess.run(
+            _as_server_user([str(binaries / "initdb"), "-D", str(data), "-U", "postgres",
+                             "--auth=trust", "-E", "UTF8", "--no-sync"]),
+            check=True, capture_output=True, cwd=folder,
+        )  # fmt: skip
+        port = _free_port()
+        server = subprocess.Popen(
+            _as_server_user([str(binaries / "postgres"), "-D", str(data), "-h", "127.0.0.1",
+                             "-p", str(port), "-k", str(folder), "-c", "fsync=off"]),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder,
+        )  # fmt: skip
+        conninfo = f"host=127.0.0.1 port={port} user=postgres dbname=postgres connect_timeout=5"
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                psycopg.connect(conninfo).close()
+                break
+            except psycopg.OperationalError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"PostgreSQL did not start on 127.0.0.1:{port}") from None
+                time.sleep(0.2)
+        yield conninfo
+    finally:
+        if server is not None and server.poll() is None:
+            server.send_signal(signal.SIGINT)  # fast shutdown
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,116 @@
+"""The user's own sink under test: real PostgreSQL ``foreachBatch`` writers and Spark's Parquet file sink.
+
+The server is Debian's PostgreSQL, started by this module on 127.0.0.1 on a
+free port and stopped by it (``postgres_server``); Spark is real local mode.
+Every checker judges the rows the sink stored (``read_output``): the writer
+that ignores ``batch_id`` is caught with the duplicated row and the re-run
+batch named, on the gate's exit code; the writer that records its batch ids
+and the Parquet file sink (exactly-once through ``_spark_metadata``) hold
+under the same faults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from property_tests import spark_user_sinks
+from property_tests.postgres_server import running_postgres
+from raceproof.cli.main import main
+from raceproof.spark_integration.experiments import EXPERIMENTS
+from raceproof.spark_integration.job import PipelineJob, Recorder
+from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
+from raceproof.spark_integration.sandbox import Sandbox
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+SINKS = "property_tests.spark_user_sinks"
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    with running_postgres() as conninfo:
+        saved = os.environ.get(spark_user_sinks.CONNINFO_ENV)
+        os.environ[spark_user_sinks.CONNINFO_ENV] = conninfo
+        try:
+            yield conninfo
+        finally:
+            if saved is None:
+                os.environ.pop(spark_user_sinks.CONNINFO_ENV, None)
+            else:
+                os.environ[spark_user_sinks.CONNINFO_ENV] = saved
+
+
+def _stored(trial: Any) -> list[dict[str, Any]]:
+    return [op.get("row") for op in trial.history.of_kind("sink.row") if op.get("stored")]
+
+
+def test_a_non_idempotent_postgres_writer_is_caught_with_the_row_and_the_rerun_batch(
+    spark: Any, postgres: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["spark-check", "--pipeline", f"{SINKS}:appending",
+                 "--experiment", "slow-sink-stop", "--json"])  # fmt: skip
+    result = json.loads(capsys.readouterr().out)
+    (row,) = result["experiments"]
+    assert code == 1 and result["verdict"] == "violated"
+    assert row["guard"] == "the pipeline's own sink"
+    assert row["broken_promises"] == ["no-duplicate-emission"]
+    message = row["stock"]["trials"][0]["message"]
+    assert "window=2026-01-01T00:00:" in message and "emitted again in batch" in message, message
+    # The restored checkpoint re-runs batches: the writer stores them a second time.
+    trial = EXPERIMENTS["stale-checkpoint-restore"].trial(
+        spark, spark_user_sinks.appending(), False
+    )
+    assert trial.checker == "no-duplicate-emission", trial.message
+    stored = _stored(trial)
+    assert len(stored) > len({(r["window"], r["key"]) for r in stored})  # what PostgreSQL holds
+
+
+def test_an_idempotent_postgres_writer_holds_under_the_same_faults(
+    spark: Any, postgres: str
+) -> None:
+    sink = spark_user_sinks.idempotent()
+    for name in ("slow-sink-stop", "stale-checkpoint-restore"):
+        trial = EXPERIMENTS[name].trial(spark, sink, False)
+        assert "no-duplicate-emission" not in trial.violated(), trial.message
+        stored = _stored(trial)
+        assert stored and len(stored) == len({(r["window"], r["key"]) for r in stored})
+
+
+def test_sparks_parquet_file_sink_holds_and_is_read_through_its_metadata_log(spark: Any) -> None:
+    sink = spark_user_sinks.parquet()
+    trial = EXPERIMENTS["stale-checkpoint-restore"].trial(spark, sink, False)
+    assert trial.verdict == "ok", trial.message
+    stored = _stored(trial)
+    assert {(r["window"], r["key"]) for r in stored} >= {("2026-01-01T00:00:00", "a")}
+    # Without foreachBatch the batch-level faults do not apply; the others do.
+    assert not sink.applicable(EXPERIMENTS["slow-sink-stop"].needs)
+    assert sink.applicable(EXPERIMENTS["stop-start-race"].needs)
+
+
+class SplitWords(WindowedCount):
+    """One record feeds a state key per word (replay equivalence over several keys)."""
+
+    state_counts = True
+
+    def count_keys(self, record: dict[str, Any]) -> list[tuple[str, ...]]:
+        return [(str(record["ts"]), word) for word in str(record["key"]).split("-")]
+
+
+def test_one_record_can_feed_several_state_keys() -> None:
+    sandbox = Sandbox()
+    try:
+        job = PipelineJob(None, sandbox, Recorder(), SplitWords())
+        job.add_input([("a-b-a", 1)])
+        (logged,) = job.recorder.history.of_kind("input.file")
+        assert [tuple(k) for k in logged.get("keys")] == [
+            ("2026-01-01T00:00:01", "a"),
+            ("2026-01-01T00:00:01", "b"),
+            ("2026-01-01T00:00:01", "a"),
+        ]
+    finally:
+        sandbox.cleanup()

@@ -1,0 +1,125 @@
+"""``raceproof campaign --pipeline SPEC``: pipeline × experiment × seed on real Spark, into the campaign's Parquet layout.
+
+A user's pipeline (or a built-in one) runs through its applicable fault
+experiments once per seed, and each (pipeline, experiment, seed) becomes one
+row of the same ``DIR/results/`` Parquet table a model campaign writes
+(``campaign_cells.COLUMNS``), so ``raceproof report DIR`` and ``--baseline``
+work on it unchanged. Rows are appended as each cell finishes and a re-run
+skips the cells the folder already holds (resumable). The seed is the
+generated-input script's seed; the other experiments are scripted, so their
+seeds repeat the same trial (a stability measurement).
+
+Unlike a model cell, a pipeline cell cannot be a task on an executor: a
+streaming query is started and stopped by the driver's session (Spark
+refuses a SparkSession inside a task), so the cells run one after another in
+the driver, the Spark session doing the parallel work inside each trial.
+The pipeline's baseline trial (no fault) runs first: a pipeline that raises
+or is wrong without faults gets one ``baseline`` row and no experiment rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from raceproof.spark_integration.campaign import (
+    CampaignError,
+    Options,
+    Summary,
+    _write_manifest,
+    _write_rows,
+    read_rows,
+)
+from raceproof.spark_integration.campaign_cells import Cell, empty_row, finish_row
+
+Say = Callable[[str], None]
+
+
+def _row(pipeline: str, experiment: str, seed: int, verdict: str) -> dict[str, Any]:
+    cell = Cell("pipeline", pipeline, experiment, "fault-experiment", seed, 1)
+    row = empty_row(cell, "ok")
+    row["cell"] = f"pipeline/{pipeline}/{experiment}/{seed}"
+    row["verdict"] = verdict
+    row["examples"] = 1
+    return row
+
+
+def run(
+    spec: str,
+    out: Path,
+    seeds: Sequence[int],
+    experiments: Sequence[str] = (),
+    say: Say | None = None,
+    spark: Any = None,
+) -> Summary:
+    """Run the grid, skipping the cells ``out`` holds; the summary of this run."""
+    from raceproof.spark_integration import session
+    from raceproof.spark_integration.experiments import applicable, baseline, run_experiment
+    from raceproof.spark_integration.pipeline import PipelineError, PipelineRaised, resolve
+
+    tell = say or (lambda _text: None)
+    if out.exists() and not out.is_dir():
+        raise CampaignError(f"--out {out} is not a folder")
+    try:
+        pipeline = resolve(spec)
+    except PipelineError as exc:
+        raise CampaignError(str(exc)) from None
+    names = [n for n in applicable(pipeline) if not experiments or n in experiments]
+    if not names:
+        raise CampaignError(f"no experiment of {', '.join(experiments)} applies to {pipeline.name}")
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    done = {str(r["cell"]) for r in read_rows(out)} if (out / "results").exists() else set()
+    cells = [(name, seed) for name in names for seed in seeds]
+    summary = Summary(cells=len(cells) + 1, master="local[2] (driver)", parallelism=1)
+    options = Options(scenarios=(pipeline.name,), variants=tuple(names),
+                      strategies=("fault-experiment",), seeds=tuple(seeds), examples=1,
+                      master=summary.master, out=str(out), cross_check=0)  # fmt: skip
+    spark = spark if spark is not None else session.spark_session()
+    base_key = f"pipeline/{pipeline.name}/baseline/0"
+    base_verdict = "ok"
+    if base_key in done:
+        summary.already_done += 1
+        base_verdict = next(str(r["verdict"]) for r in read_rows(out) if r["cell"] == base_key)
+    else:
+        tell(f"{pipeline.name}: baseline, no fault ...")
+        row = _row(pipeline.name, "baseline", 0, "ok")
+        began = time.monotonic()
+        try:
+            trial = baseline(spark, pipeline)
+            base_verdict = {"ok": "ok", "violated": "violated"}.get(trial.verdict, "error")
+            row["checker"], row["trace_hash"] = trial.checker, trial.history.trace_hash()
+            row["error"] = None if base_verdict == "ok" else trial.message[:1000]
+        except PipelineRaised as exc:
+            base_verdict, row["error"] = "error", str(exc)[:1000]
+        row["verdict"] = base_verdict
+        row["seconds"] = round(time.monotonic() - began, 2)
+        _write_rows(spark, out, [finish_row(row, "ok")])
+        summary.ran += 1
+    summary.verdicts[base_verdict] = summary.verdicts.get(base_verdict, 0) + 1
+    if base_verdict == "ok":
+        for number, (name, seed) in enumerate(cells, 1):
+            if f"pipeline/{pipeline.name}/{name}/{seed}" in done:
+                summary.already_done += 1
+                continue
+            tell(f"[{number}/{len(cells)}] {pipeline.name}: {name}, seed {seed} ...")
+            row = _row(pipeline.name, name, seed, "ok")
+            try:
+                result = run_experiment(spark, name, pipeline, seed=seed)
+                row.update(verdict=result["verdict"], checker=result["checker"],
+                           trace_hash=result["trace_hash"], cell_hash=result["trace_hash"],
+                           seconds=result["seconds"],
+                           error=f"stock Spark: {result['stock']['stability']}")  # fmt: skip
+            except PipelineRaised as exc:
+                row.update(verdict="error", error=str(exc)[:1000], seconds=0.0)
+            _write_rows(spark, out, [finish_row(row, "ok")])
+            summary.ran += 1
+            summary.verdicts[row["verdict"]] = summary.verdicts.get(row["verdict"], 0) + 1
+    summary.seconds = round(time.monotonic() - started, 1)
+    _write_manifest(out, options, summary)
+    return summary
+
+
+__all__ = ["run"]
