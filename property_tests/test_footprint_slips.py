@@ -306,3 +306,51 @@ def test_a_dropped_brooklin_touch_is_harmless_at_the_proof_configuration() -> No
         counts.append(report.schedules)
     assert counts[1] < counts[0]  # the slip does change the walk...
     assert endings[1] == endings[0]  # ...but loses no ending: nothing for the check to find
+
+
+@pytest.mark.parametrize("slip", sorted(set(SLIPS) - {"finish touches nothing"}))
+def test_the_cross_check_reports_each_slip_that_hides_a_violation(slip: str) -> None:
+    from raceproof.sim.cross_check import cross_check
+
+    plant, build, check, _ = SLIPS[slip]
+    with plant(), pytest.raises(FootprintMismatch, match="the full walk finds violated"):
+        cross_check(runner(build, check), budget=Budget(examples=1_000))
+
+
+@checker
+def nothing(history: History) -> Verdict | None:
+    return None
+
+
+def test_the_cross_check_reports_a_final_state_the_reduced_walk_skips() -> None:
+    """No checker at all: the slip shows as an ending (an op) only the full walk reaches."""
+    from raceproof.sim.cross_check import cross_check
+
+    with touch_dropped("model:flag"), pytest.raises(FootprintMismatch) as caught:
+        cross_check(runner(touch_model, nothing), budget=Budget(examples=1_000))
+    assert "1 final state(s)" in str(caught.value) and "reader saw" in str(caught.value)
+
+
+def test_the_cross_check_passes_a_sound_reduction_and_counts_the_full_walk() -> None:
+    from property_tests.zombie_model import ZombieConfig
+    from property_tests.zombie_model import runner as zombie
+
+    config = ZombieConfig(
+        pause_ms=(0, 200, 300), notice_ms=(0, 50), feed_ms=50, feeds=8, watch=True
+    )
+    from raceproof.sim.cross_check import cross_check
+
+    report = cross_check(zombie("fix", config), budget=Budget(examples=5_000))
+    assert report.complete and report.verdict == "ok"
+    assert report.cross_checked is not None and report.cross_checked > report.schedules
+    capped = cross_check(zombie("fix", config), budget=Budget(examples=300))
+    assert capped.cross_checked is None  # the full walk did not complete: nothing claimed
+
+
+def test_prove_cross_check_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad footprint's exit 2 is shared with --check-footprints (FootprintMismatch)."""
+    from raceproof.cli.main import main
+
+    argv = ["prove", "lost-update", "--variant", "fix-cas", "--cross-check", "--json"]
+    assert main(argv) == 0
+    assert '"cross_checked": ' in capsys.readouterr().out

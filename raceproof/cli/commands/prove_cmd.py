@@ -98,6 +98,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
             reduction=not args.no_reduction, jobs=args.jobs,
             state_cache=args.state_cache or args.check_state_cache,
             state_cache_check=args.check_state_cache, check_footprints=args.check_footprints,
+            cross_check=args.cross_check,
         )  # fmt: skip
     except KeyboardInterrupt as exc:
         line.done()
@@ -250,6 +251,12 @@ def add(commands: Any) -> None:
         "--check-footprints",
         action="store_true",
         help="swap-test the steps the reduction treats as commuting (exit 2 if they do not)",
+    )
+    sub.add_argument(
+        "--cross-check",
+        action="store_true",
+        help="also walk every schedule without the reduction and compare final states "
+        "(exit 2 if they differ; small configurations)",
     )
     sub.add_argument(
         "--estimate",
