@@ -187,6 +187,16 @@ def cmd_prove(args: argparse.Namespace) -> int:
                 f"as commuting swapped and compared, all commute "
                 f"({report.footprints_unverified} could not be followed)"
             )
+        if args.cross_check:
+            print(
+                "  cross-check: "
+                + (
+                    "the full walk did not complete within the budget: nothing compared"
+                    if report.cross_checked is None
+                    else f"the full walk ({report.cross_checked} schedules) reaches the same "
+                    f"verdict and final states"
+                )
+            )
         if report.pruned:
             print(
                 f"  pruned by: {', '.join(f'{k} ({v} branches)' for k, v in sorted(report.pruned.items()))}"
