@@ -157,6 +157,11 @@ def test_the_fencing_lease_example_runs_as_a_user_would(tmp_path: Path) -> None:
         project, "prove", "fencing-lease", "--variant", "fix-fencing", "--no-reduction", "--json"
     )
     assert json.loads(full.stdout)["schedules"] > body["schedules"]  # the reduction skipped some
+    crossed = run(
+        project, "prove", "fencing-lease", "--variant", "fix-fencing", "--cross-check", "--json"
+    )
+    assert crossed.returncode == 0, crossed.stderr  # same verdict and final states as the full walk
+    assert json.loads(crossed.stdout)["cross_checked"] == json.loads(full.stdout)["schedules"]
     checked = run(project, "check", "--json")  # inside the project: its own scenarios only
     assert checked.returncode == 0, checked.stderr
     assert {r["scenario"] for r in json.loads(checked.stdout)["results"]} == {"fencing-lease"}

@@ -25,12 +25,14 @@ from raceproof.sim import (
     RunOutcome,
     SessionEvent,
     VersionedStore,
+    WatchEvent,
     World,
     ZkClient,
     execute,
     violated,
 )
 from raceproof.sim.checkers import Verdict, checker
+from raceproof.sim.store import NodeExists
 
 
 @dataclass(frozen=True)
@@ -42,12 +44,17 @@ class ZombieConfig:
     polls: int = 4
     feed_ms: int = 150
     feeds: int = 3
+    # Kafka's controller shape: a standby watches /controller and runs for election when
+    # the zombie's ephemeral node dies (a watch delivery), instead of polling for it.
+    watch: bool = False
+    controllers: int = 2
 
 
 def build(world: World, variant: str, config: ZombieConfig) -> None:
     zk = VersionedStore(world)
     zk.create("/epoch", None)
-    state = {name: world.shared.record(name, epoch=0, active=False) for name in ("c1", "c2")}
+    names = [f"c{n + 1}" for n in range(config.controllers)]
+    state = {name: world.shared.record(name, epoch=0, active=False) for name in names}
     broker = world.shared.record("broker", epoch=0, applied=0)
 
     def controller(me: str, start_ms: int) -> Any:
@@ -61,6 +68,9 @@ def build(world: World, variant: str, config: ZombieConfig) -> None:
 
         client.add_listener(on_session)
         yield world.sleep(start_ms)
+        if config.watch:
+            yield from by_watch(me, client)
+            return
         for _ in range(config.polls):
             if not client.exists("/controller"):
                 break
@@ -75,10 +85,40 @@ def build(world: World, variant: str, config: ZombieConfig) -> None:
             client.pause(pause_ms)
             yield world.sleep(pause_ms)
 
+    def elect(me: str, client: ZkClient) -> bool:
+        try:
+            client.create("/controller", me, ephemeral=True)
+        except NodeExists:
+            return False
+        state[me].epoch, state[me].active = client.set("/epoch", me), True
+        world.log(me, "elected", epoch=state[me].epoch)
+        return True
+
+    def by_watch(me: str, client: ZkClient) -> Any:
+        """Run for election now and whenever /controller is deleted (a watch delivery)."""
+        wake = world.event()
+
+        def on_change(event: WatchEvent) -> None:
+            if event.kind == "deleted" and not wake.triggered:
+                wake.succeed()
+
+        while not client.exists("/controller", watch=on_change):
+            if elect(me, client):
+                break
+        else:
+            yield wake
+            if not state[me].active and client.connected:
+                elect(me, client)
+            return
+        pause_ms = world.source.choose(f"{me}.pause", config.pause_ms) if me == "c1" else 0
+        if pause_ms:
+            client.pause(pause_ms)
+            yield world.sleep(pause_ms)
+
     def feeder() -> Any:
         for _ in range(config.feeds):
             yield world.sleep(config.feed_ms)
-            for name in ("c1", "c2"):
+            for name in names:
                 if not state[name].active:
                     continue
                 epoch = state[name].epoch
@@ -87,8 +127,8 @@ def build(world: World, variant: str, config: ZombieConfig) -> None:
                     broker.epoch, broker.applied = max(epoch, broker.epoch), broker.applied + 1
                 world.log("broker", "command", by=name, epoch=epoch, accepted=accepted)
 
-    world.spawn("c1", controller("c1", 0))
-    world.spawn("c2", controller("c2", 10))
+    for n, name in enumerate(names):
+        world.spawn(name, controller(name, 10 * n))
     world.spawn("feeder", feeder())
 
 

@@ -170,6 +170,7 @@ class Scenario:
         state_cache: bool = False,
         state_cache_check: bool = False,
         check_footprints: bool = False,
+        cross_check: bool = False,
     ) -> ProofReport:
         """Bounded exhaustive exploration on the proof configuration and the scenario's caps.
 
@@ -180,6 +181,13 @@ class Scenario:
         run = self.runner(variant, self.prove_config if config is None else config, checker)
         max_dev = self.prove_max_deviations if max_deviations is None else max_deviations
         branch = self.prove_max_branch if max_branch is None else max_branch
+        if cross_check:  # the reduced walk and the full walk, compared (sim/cross_check.py)
+            from raceproof.sim.cross_check import cross_check as compared
+
+            return compared(
+                run, budget=budget, progress=progress, max_deviations=max_dev,
+                max_branch=branch,
+            )  # fmt: skip
         if jobs > 1:
             return prove_parallel(
                 run, jobs, budget=budget, reduction=reduction, progress=progress,

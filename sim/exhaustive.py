@@ -73,6 +73,7 @@ class ProofReport:
     footprints_checked: int | None = None  # --check-footprints: step pairs swapped and compared
     footprints_unverified: int = 0  # pairs whose swap could not be followed (unnamed steps)
     probes: dict[str, int] = field(default_factory=dict)  # probe -> judged schedules reaching it
+    cross_checked: int | None = None  # --cross-check: the full walk's schedules, same endings
 
     def accounting(self) -> dict[str, object]:
         """The report's fields for JSON output."""
@@ -90,6 +91,7 @@ class ProofReport:
             "states_seen": self.states_seen,
             "state_cache_checked": self.state_cache_checked,
             "probes": dict(sorted(self.probes.items())),
+            **({} if self.cross_checked is None else {"cross_checked": self.cross_checked}),
         } | (
             {}
             if self.footprints_checked is None

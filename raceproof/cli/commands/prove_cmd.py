@@ -98,6 +98,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
             reduction=not args.no_reduction, jobs=args.jobs,
             state_cache=args.state_cache or args.check_state_cache,
             state_cache_check=args.check_state_cache, check_footprints=args.check_footprints,
+            cross_check=args.cross_check,
         )  # fmt: skip
     except KeyboardInterrupt as exc:
         line.done()
@@ -186,6 +187,16 @@ def cmd_prove(args: argparse.Namespace) -> int:
                 f"as commuting swapped and compared, all commute "
                 f"({report.footprints_unverified} could not be followed)"
             )
+        if args.cross_check:
+            print(
+                "  cross-check: "
+                + (
+                    "the full walk did not complete within the budget: nothing compared"
+                    if report.cross_checked is None
+                    else f"the full walk ({report.cross_checked} schedules) reaches the same "
+                    f"verdict and final states"
+                )
+            )
         if report.pruned:
             print(
                 f"  pruned by: {', '.join(f'{k} ({v} branches)' for k, v in sorted(report.pruned.items()))}"
@@ -250,6 +261,12 @@ def add(commands: Any) -> None:
         "--check-footprints",
         action="store_true",
         help="swap-test the steps the reduction treats as commuting (exit 2 if they do not)",
+    )
+    sub.add_argument(
+        "--cross-check",
+        action="store_true",
+        help="also walk every schedule without the reduction and compare final states "
+        "(exit 2 if they differ; small configurations)",
     )
     sub.add_argument(
         "--estimate",
