@@ -243,8 +243,9 @@ def test_search_finds_the_lost_resume_from_scratch(variant: str, strategy: str) 
     assert report.verdict == "violated"
     assert report.shrunk is not None and report.shrunk.violation is not None
     # The merged fix needs its stop tasks to meet and a fault between their writes (measured:
-    # hypothesis 3 deviations, random 5, pct 6); the buggy code, the report's 2.
-    bound = 6 if variant == "fix-zk-lookup" else deviations(report_outcome("buggy").values)
+    # random 5, pct 6, hypothesis 8 since its draws go straight to Hypothesis' integer
+    # choices); the buggy code, the report's 2.
+    bound = 8 if variant == "fix-zk-lookup" else deviations(report_outcome("buggy").values)
     assert deviations(report.shrunk.values) <= bound
     assert trail(report.shrunk.history, "A") == ["STOPPING", "STOPPED", "READY", "STOPPED"]
     faults = [op for op in report.shrunk.history.ops if op.kind.startswith("fault.")]

@@ -191,9 +191,17 @@ def test_a_pyproject_whose_tool_raceproof_is_not_a_table_is_bad_input(tmp_path: 
 def test_sys_exit_in_a_scenario_module_or_a_pipeline_factory_is_a_message(tmp_path: Path) -> None:
     (tmp_path / "exits.py").write_text("import sys\nsys.exit(5)\n")
     _refused_in_a_process(tmp_path, "--scenarios", "exits.py", "list", says="sys.exit(5)")
+    # A pipeline factory is the user's code running: its sys.exit is a pipeline error (exit 4,
+    # verdict ``error``), shown with the user's own frame, never a silent exit 5.
     (tmp_path / "pipe.py").write_text("import sys\ndef pipeline():\n    sys.exit(5)\n")
-    _refused_in_a_process(tmp_path, "spark-check", "--pipeline", "pipe.py:pipeline",
-                          says="sys.exit(5)")  # fmt: skip
+    done = subprocess.run(
+        [str(BIN / "raceproof"), "spark-check", "--pipeline", "pipe.py:pipeline"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 4, (done.returncode, done.stderr)
+    last = done.stderr.strip().splitlines()[-1]
+    assert "pipeline error: the factory pipeline() of pipe.py raised SystemExit: 5" in last
+    assert "sys.exit(5)" in done.stderr and "Traceback" not in done.stderr
 
 
 # -- campaign: options and folders -------------------------------------------------------

@@ -7,6 +7,10 @@ random run (``RandomSource(7)``) on the search configuration. A change to the
 kernel's hot path (choice draws, history ops, footprints, hashing) must leave
 every row as it is; a change that must move a row (a model change an issue
 asks for) updates the row in the same commit and says why.
+
+Moved so far: the seeded Brooklin rows, when issue 22 put Brooklin's GC pause and
+connection loss on the leader's whole JVM and its one ZooKeeper client (the faults
+are drawn at other points, so a seeded run takes other paths); every FIFO row stayed.
 """
 
 from __future__ import annotations
@@ -18,41 +22,41 @@ from raceproof.sim import RandomSource, ReplaySource
 
 # (scenario, variant) -> (FIFO search config, FIFO proof config, RandomSource(7) search config)
 PINNED: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("brooklin-double-stop", "buggy"): ("4b957d72800b8d97", "7bd6096d05fb27d4", "c1cacba5fbdfa1e7"),
+    ("brooklin-double-stop", "buggy"): ("4b957d72800b8d97", "7bd6096d05fb27d4", "7877723e47371620"),
     ("brooklin-double-stop", "fix-zk-lookup"): (
         "b7f55e24fb31b824",
         "15e088a1d45ec378",
-        "30c55ac5b2887008",
+        "7e74472c7138d0dc",
     ),
     ("brooklin-double-stop", "fix-conditional-write"): (
         "5cd8aa75ed80f1fa",
         "e8b4b7021907fb4a",
-        "6c362495b4798aec",
+        "d568d3b31ab3a53c",
     ),
     ("brooklin-double-stop", "fix-stop-dedupe"): (
         "52fb58b84f5a75ac",
         "639186133d1464ac",
-        "b1905998fae796b9",
+        "e9c829c29931a5a2",
     ),
     ("brooklin-redundant-stop", "buggy"): (
         "4b957d72800b8d97",
         "7bd6096d05fb27d4",
-        "c1cacba5fbdfa1e7",
+        "7877723e47371620",
     ),
     ("brooklin-redundant-stop", "fix-zk-lookup"): (
         "b7f55e24fb31b824",
         "15e088a1d45ec378",
-        "30c55ac5b2887008",
+        "7e74472c7138d0dc",
     ),
     ("brooklin-redundant-stop", "fix-conditional-write"): (
         "5cd8aa75ed80f1fa",
         "e8b4b7021907fb4a",
-        "6c362495b4798aec",
+        "d568d3b31ab3a53c",
     ),
     ("brooklin-redundant-stop", "fix-stop-dedupe"): (
         "52fb58b84f5a75ac",
         "639186133d1464ac",
-        "b1905998fae796b9",
+        "e9c829c29931a5a2",
     ),
     ("coordinator-async-append", "sync-assumption"): (
         "e5ada81a1c87ddb6",

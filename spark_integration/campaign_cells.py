@@ -244,11 +244,18 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         row["schedules"] = report.examples
         row["virtual_ms"] = recorder.virtual_ms
         row["cell_hash"] = recorder.digest.hexdigest()
-        if report.shrunk is not None:
+        shrunk = report.shrunk
+        if shrunk is not None and shrunk.error is not None:
+            # The model, workload or a checker raised: verdict ``error``, never a finding,
+            # and no counterexample file (that is for violations); the row says where.
+            row["error"] = f"{shrunk.error.headline} at {shrunk.error.where}"[:1000]
+            row["trace_hash"] = shrunk.trace_hash
+            row["blob"] = encode_blob(shrunk.values)
+        elif shrunk is not None:
             row["examples_to_violation"] = report.examples
-            found_fields(row, report.shrunk)
+            found_fields(row, shrunk)
             row["_counterexample"] = counterexample_text(
-                scenario, cell.variant, config, report.shrunk, cell.strategy
+                scenario, cell.variant, config, shrunk, cell.strategy
             )
     except Exception as exc:
         row["verdict"] = "error"

@@ -48,15 +48,19 @@ _COUNTS = tuple(
 
 def _found(scenario: Any, variant: str, shrunk: RunOutcome) -> dict[str, Any]:
     violation = shrunk.violation
-    return {
+    found: dict[str, Any] = {
         "checker": violation.checker if violation else None,
         "trace_hash": shrunk.trace_hash,
         "blob": encode_blob(shrunk.values),
         "deviations": deviations(shrunk.values),
-        "_counterexample": counterexample_text(
-            scenario, variant, scenario.prove_config, shrunk, "exhaustive"
-        ),
     }
+    if shrunk.error is not None:  # the model raised: verdict ``error``, no counterexample file
+        found["error"] = f"{shrunk.error.headline} at {shrunk.error.where}"[:1000]
+    else:
+        found["_counterexample"] = counterexample_text(
+            scenario, variant, scenario.prove_config, shrunk, "exhaustive"
+        )
+    return found
 
 
 def _report_dict(report: ProofReport) -> dict[str, Any]:
@@ -156,14 +160,18 @@ def merge(proof: Cell, plan: ProofPlan, shards: list[dict[str, Any]]) -> dict[st
     errors = [s for s in shards if s["verdict"] == "error"]
     if errors:
         row["verdict"] = "error"
-        row["error"] = f"shard {errors[0]['shard']}: {errors[0]['error']}"
+        said = errors[0].get("error") or (errors[0].get("found") or {}).get("error")
+        row["error"] = f"shard {errors[0]['shard']}: {said}"
         row["complete"] = False
         return finish_row(row, plan.expected)
     total = merge_reports(plan.first, [ProofReport(**s["report"]) for s in shards])
     row["schedules"], row["examples"] = total.schedules, total.runs
     # The first violation in walk order: the first run's own, else the first shard's.
     found = plan.found or next((s["found"] for s in shards if s["verdict"] == "violated"), None)
-    if found is not None:
+    if found is not None and "error" in found:  # the FIFO run itself raised
+        row["verdict"], row["complete"] = "error", False
+        row.update(found)
+    elif found is not None:
         row["verdict"], row["complete"] = "violated", False
         row.update(found)
         row["counterexample"] = counterexample_name(row)
