@@ -9,7 +9,8 @@ blocks are evaluated in order, one temporary folder per page:
   file in the page's folder instead, for the console sessions after it. On a page listed in
   ``EXCERPTS`` a block is an excerpt of the example project's files, which
   ``test_user_project.py`` runs: every line of it must appear in one of them, in order (a
-  ``def`` line by its name, as the page may leave the annotations out; comments aside).
+  ``def`` line by its name, as the page may leave the annotations out; comments aside),
+  unless its first line is ``# A complete program...``: then it runs alone.
 - ```` ```console ````: a shell session. Each ``$ `` line runs, as printed, with this
   virtualenv's ``raceproof`` first on ``PATH``; it must not exit 2 (bad input), 4 (the model
   raised) or 70 (a bug of raceproof); the lines printed under it must appear in its standard
@@ -55,6 +56,8 @@ EXCERPTS = {
     ),
     "ci.md": (STALE_CACHE / "tests" / "test_stale_cache.py",),
 }
+# On an excerpt page, a block that opens with this comment is a complete program, run alone.
+PROGRAM_HEADER = "# A complete program"
 FILE_HEADER = re.compile(r"#\s*([\w.-]+\.py)\b")
 
 
@@ -119,7 +122,7 @@ def evaluate_python(example: Example) -> str | None:
     source: str = example.parsed
     lines = source.splitlines()
     sources = EXCERPTS.get(Path(example.path).name)
-    if sources is not None:
+    if sources is not None and not (lines and lines[0].startswith(PROGRAM_HEADER)):
         if any(_excerpt_of(lines, s) for s in sources):
             return None
         return f"not an excerpt of {', '.join(s.name for s in sources)}:\n{source}"
@@ -127,7 +130,7 @@ def evaluate_python(example: Example) -> str | None:
     if header:
         (session_dir(example) / header.group(1)).write_text(source)
         return None
-    code = compile(source, f"{example.path}:{example.line}", "exec")
+    code = compile(source, f"{example.path}:{example.line}", "exec", dont_inherit=True)
     exec(code, {"__name__": f"doc_example_{example.line}"})
     return None
 
