@@ -30,6 +30,7 @@ T = TypeVar("T")
 SCHEDULE_LABEL = "schedule"
 MAX_DRAWS = 1_000_000  # draws in one recording: far above any bounded run, far below memory
 _MASK64 = (1 << 64) - 1
+_LOW32 = (1 << 32) - 1
 _GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment
 _BATCH_AFTER = 64  # values a generator computes one at a time before it batches
 _BATCH_MAX = 4096  # values computed ahead at most
@@ -69,9 +70,9 @@ class ChoiceSource:
 
     def __init__(self) -> None:
         # Every draw in order: a ``Choice``, or for a schedule draw of the fast path (see
-        # ``RandomSource.schedule``) the bare pair ``(n, value)``, made a ``Choice`` in place
-        # when ``record`` is read. ``len(drawn)`` is the number of draws so far.
-        self.drawn: list[Choice | tuple[int, int]] = []
+        # ``RandomSource.schedule``) the bare int ``n << 32 | value``, made a ``Choice`` in
+        # place when ``record`` is read. ``len(drawn)`` is the number of draws so far.
+        self.drawn: list[Choice | int] = []
         self._typed = 0  # draws before this index are all ``Choice``s
 
     @property
@@ -80,8 +81,8 @@ class ChoiceSource:
         draws = self.drawn
         for index in range(self._typed, len(draws)):
             entry = draws[index]
-            if type(entry) is tuple:
-                draws[index] = _new_choice((SCHEDULE_LABEL, *entry))
+            if type(entry) is int:
+                draws[index] = _new_choice((SCHEDULE_LABEL, entry >> 32, entry & _LOW32))
         self._typed = len(draws)
         return draws  # type: ignore[return-value]
 
@@ -229,7 +230,9 @@ class RandomSource(ChoiceSource):
             return super().schedule(n, keys)
         buffer = self._buffer  # the generator's values computed ahead (``SplitMix64``)
         value = ((buffer.pop() if buffer else self.rng.next64()) * n) >> 64
-        self.drawn.append((n, value))  # a ``Choice`` only when ``record`` is read
+        # A ``Choice`` only when ``record`` is read; an int, not a tuple, is no object for the
+        # garbage collector to track (``n`` counts events in memory: far below 2^32).
+        self.drawn.append(n << 32 | value)
         return value
 
 
