@@ -30,6 +30,10 @@ T = TypeVar("T")
 SCHEDULE_LABEL = "schedule"
 MAX_DRAWS = 1_000_000  # draws in one recording: far above any bounded run, far below memory
 _MASK64 = (1 << 64) - 1
+_LOW32 = (1 << 32) - 1
+_GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment
+_BATCH_AFTER = 64  # values a generator computes one at a time before it batches
+_BATCH_MAX = 4096  # values computed ahead at most
 
 
 class Choice(NamedTuple):
@@ -65,7 +69,22 @@ class ChoiceSource:
     """
 
     def __init__(self) -> None:
-        self.record: list[Choice] = []
+        # Every draw in order: a ``Choice``, or for a schedule draw of the fast path (see
+        # ``RandomSource.schedule``) the bare int ``n << 32 | value``, made a ``Choice`` in
+        # place when ``record`` is read. ``len(drawn)`` is the number of draws so far.
+        self.drawn: list[Choice | int] = []
+        self._typed = 0  # draws before this index are all ``Choice``s
+
+    @property
+    def record(self) -> list[Choice]:
+        """Every draw so far, in order, as ``Choice``s (the list itself: appending records)."""
+        draws = self.drawn
+        for index in range(self._typed, len(draws)):
+            entry = draws[index]
+            if type(entry) is int:
+                draws[index] = _new_choice((SCHEDULE_LABEL, entry >> 32, entry & _LOW32))
+        self._typed = len(draws)
+        return draws  # type: ignore[return-value]
 
     # -- the one primitive -------------------------------------------------
     def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
@@ -83,7 +102,7 @@ class ChoiceSource:
         value = self._pick(label, n, p_nonzero, keys)
         if not 0 <= value < n:
             raise KernelError(f"provider returned {value} for {n} options")
-        self.record.append(_new_choice((label, n, value)))
+        self.drawn.append(_new_choice((label, n, value)))
         return value
 
     # -- the public interface ----------------------------------------------
@@ -121,17 +140,54 @@ class ChoiceSource:
 
 
 class SplitMix64:
-    """A tiny seeded generator, identical on every Python version and platform."""
+    """A tiny seeded generator, identical on every Python version and platform.
+
+    SplitMix64 is counter-based: output ``k`` is a fixed mix of ``seed + k·γ``
+    (mod 2^64), independent of the outputs before it. So a generator that has
+    already drawn :data:`_BATCH_AFTER` values computes the next ones in batches
+    (doubling up to :data:`_BATCH_MAX`) with NumPy's wrapping uint64 arithmetic,
+    and each draw pops one: the very same values, bit for bit, at a fraction of
+    the cost of the fourteen big-integer operations per value in pure Python
+    (the schedule draw of every tie-heavy run). A short-lived generator (a
+    derived seed, a short run) never imports NumPy.
+    """
 
     def __init__(self, seed: int) -> None:
-        self.state = seed & _MASK64
+        self._state = seed & _MASK64  # the state after the last value computed
+        self.buffer: list[int] = []  # values computed ahead, the next one last (``pop()``)
+        self._computed = 0
+
+    @property
+    def state(self) -> int:
+        """The state after the last value *drawn* (values computed ahead do not count)."""
+        return (self._state - len(self.buffer) * _GAMMA) & _MASK64
 
     def next64(self) -> int:
-        self.state = (self.state + 0x9E3779B97F4A7C15) & _MASK64
-        z = self.state
+        buffer = self.buffer
+        if buffer:
+            return buffer.pop()
+        if self._computed >= _BATCH_AFTER:
+            self._refill()
+            return buffer.pop()
+        self._computed += 1
+        self._state = z = (self._state + _GAMMA) & _MASK64
         z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
         return z ^ (z >> 31)
+
+    def _refill(self) -> None:
+        """Compute the next batch of values into ``buffer`` (empty here), in reverse order."""
+        import numpy as np  # only for generators that draw many values
+
+        size = min(self._computed, _BATCH_MAX)
+        u64 = np.uint64
+        # Steps size, size-1, ..., 1 from the current state: reversed, so ``pop()`` takes step 1.
+        z = np.arange(size, 0, -1, dtype=u64) * u64(_GAMMA) + u64(self._state)
+        z = (z ^ (z >> u64(30))) * u64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> u64(27))) * u64(0x94D049BB133111EB)
+        self.buffer.extend((z ^ (z >> u64(31))).tolist())
+        self._state = (self._state + size * _GAMMA) & _MASK64
+        self._computed += size
 
     def below(self, n: int) -> int:
         if n < 1:  # inline: every random draw
@@ -157,6 +213,7 @@ class RandomSource(ChoiceSource):
         super().__init__()
         self.seed = seed
         self.rng = SplitMix64(seed)
+        self._buffer = self.rng.buffer  # the same list for the generator's whole life
 
     def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
         if p_nonzero is not None and n == 2:
@@ -171,8 +228,11 @@ class RandomSource(ChoiceSource):
         """
         if n < 2:
             return super().schedule(n, keys)
-        value = (self.rng.next64() * n) >> 64
-        self.record.append(_new_choice((SCHEDULE_LABEL, n, value)))
+        buffer = self._buffer  # the generator's values computed ahead (``SplitMix64``)
+        value = ((buffer.pop() if buffer else self.rng.next64()) * n) >> 64
+        # A ``Choice`` only when ``record`` is read; an int, not a tuple, is no object for the
+        # garbage collector to track (``n`` counts events in memory: far below 2^32).
+        self.drawn.append(n << 32 | value)
         return value
 
 
@@ -235,7 +295,7 @@ class ReplaySource(ChoiceSource):
         self.strict = strict
 
     def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
-        index = len(self.record)
+        index = len(self.drawn)
         if index >= len(self.raw):
             if self.strict:
                 raise ReplayMisaligned(
@@ -262,10 +322,11 @@ class ReplaySource(ChoiceSource):
 
     def finish(self) -> None:
         """In strict mode, every recorded draw must have been used."""
-        if self.strict and len(self.record) != len(self.raw):
+        made = len(self.drawn)
+        if self.strict and made != len(self.raw):
             raise ReplayMisaligned(
-                len(self.record),
-                f"the model made {len(self.record)} draws, the recording holds {len(self.raw)}",
+                made,
+                f"the model made {made} draws, the recording holds {len(self.raw)}",
             )
 
 

@@ -371,9 +371,17 @@ class World(simpy.Environment):
                     index = observer.schedule_steps(keys, self)
                 else:
                     index = self.source.schedule(len(due), self._due_keys)
-                if index:  # a deviation: name who ran and whom it overtook (only here: cheap)
-                    ran, overtook = self._actor_of(due[index][3]), self._actor_of(due[0][3])
-                    self.overtaken[len(self.source.record) - 1] = (ran, overtook)
+                if index:  # a deviation: name who ran and whom it overtook (only here)
+                    try:  # ``_actor_of`` when each first callback resumes an actor: most often
+                        ran, overtook = (
+                            waiting[index][0].__self__.actor,
+                            waiting[0][0].__self__.actor,
+                        )
+                    except (IndexError, AttributeError):
+                        ran = overtook = None
+                    if type(ran) is not str or type(overtook) is not str:
+                        ran, overtook = self._actor_of(due[index][3]), self._actor_of(due[0][3])
+                    self.overtaken[len(self.source.drawn) - 1] = (ran, overtook)
         del waiting[index]
         if observer is None:
             # ``_process``, inlined on the unobserved path (every search run).
