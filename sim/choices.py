@@ -73,11 +73,11 @@ class ChoiceSource:
         # ``RandomSource.schedule``) the bare int ``n << 32 | value``, made a ``Choice`` in
         # place when ``record`` is read. ``len(drawn)`` is the number of draws so far.
         self.drawn: list[Choice | int] = []
-        self._typed = 0  # draws before this index are all ``Choice``s
+        self._typed = 0  # draws before this index are all ``Choice`` objects
 
     @property
     def record(self) -> list[Choice]:
-        """Every draw so far, in order, as ``Choice``s (the list itself: appending records)."""
+        """Every draw so far, in order, as ``Choice`` objects (the list itself: appending records)."""
         draws = self.drawn
         for index in range(self._typed, len(draws)):
             entry = draws[index]
