@@ -15,7 +15,8 @@ data ones are here:
   with an append-mode watermark. Guard: the drain procedure (a sentinel event
   past every open window, Samza's watermark to +inf, then AvailableNow).
 - ``stop-start-race``: real threads stop and start the query on one
-  checkpoint while input arrives (two threads stop each run at once), then
+  checkpoint while input arrives (two threads stop each run at once, at a
+  named point: the query idle with no input pending), then
   ``processAllAvailable`` and a drain. Guard: a sink keyed on batch id.
 - ``slow-sink-stop``: stop while ``foreachBatch`` is in a slow second write
   after its rows went out; restart. Guard: a sink keyed on batch id.
@@ -174,30 +175,46 @@ def drain(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
 def stop_start_race(
     spark: Any, pipeline: Pipeline, guarded: bool, *, rounds: int = 5, seed: int = 7
 ) -> Trial:
-    """Stops and starts race each other and the input; ``seed`` fixes the sleeps, not the JVM."""
+    """Stops and starts race each other while input arrives; every stop lands at a named point.
+
+    ``seed`` fixes the sleeps, not the JVM. The point: the query idle, no input
+    pending and every batch committed (the feeder is held, then
+    ``processAllAvailable``), so no stop ever lands inside ``foreachBatch``.
+    A stop that lands while the recording sink's ``batch.collect()`` runs kills
+    the stream thread with Spark's own ``StackOverflowError`` (the
+    ``stop-during-batch-job`` finding, at its own named point), and where the
+    race put the stop decided the verdict: a flip. Here the two stoppers still
+    race each other, and input arrives between the stops and the starts.
+    """
     pace = random.Random(seed)
     with TrialRun(spark, pipeline, keyed_sink=guarded) as run:
         job = run.job
         job.add_input([("a", 1), ("b", 2)])
+        feeding = threading.Lock()  # held by the driver while it stops: no input arrives then
 
         def feed() -> None:
             for second in (12, 23, 34, 45, 56, 67):
                 time.sleep(0.15)
-                job.add_input([("a", second), ("b", second + 1)])
+                with feeding:
+                    job.add_input([("a", second), ("b", second + 1)])
 
         feeder = threading.Thread(target=feed, name="feeder")
         feeder.start()
         for _ in range(rounds):
             query = job.start()
             time.sleep(pace.uniform(0.05, 0.6))
-            racer = threading.Thread(target=query.stop, name="second-stopper")
-            racer.start()
-            job.stop(query)
-            racer.join()
+            with feeding:
+                failed = job.process(query)  # idle: every file read, every batch committed
+                run.recorder.log("nemesis", "fault.point", point="idle, no input pending",
+                                 run=str(query.runId), failed=failed)  # fmt: skip
+                racer = threading.Thread(target=query.stop, name="second-stopper")
+                racer.start()
+                job.stop(query)
+                racer.join()
         feeder.join()
         failure = job.run()
         failure = failure or run.drain()
-        run.note(f"{rounds} stop/start rounds, two stoppers each")
+        run.note(f"{rounds} stop/start rounds, two stoppers each, every stop with the query idle")
         return run.judge(DATA, failing_at_end=failure is not None)
 
 
