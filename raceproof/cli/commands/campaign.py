@@ -9,8 +9,10 @@ that holds a campaign.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,22 @@ from raceproof.sim import STRATEGIES
 
 MAX_SEEDS = 1_000_000
 MAX_CROSS_CHECK = 10_000
+
+
+@contextlib.contextmanager
+def _refusals_are_usage_errors(status: StatusLine) -> Iterator[None]:
+    """The campaign or Spark refusing what it was given is bad input (exit 2, one line)."""
+    from raceproof.spark_integration import campaign
+    from raceproof.spark_integration.session import SparkUnavailable
+
+    try:
+        yield
+    except campaign.CampaignError as exc:
+        raise UsageError(str(exc)) from None
+    except SparkUnavailable as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    finally:
+        status.done()
 
 
 def _seeds(args: argparse.Namespace) -> list[int]:
@@ -42,7 +60,6 @@ def _seeds(args: argparse.Namespace) -> list[int]:
 
 def cmd_campaign(args: argparse.Namespace) -> int:
     from raceproof.spark_integration import campaign, campaign_folder
-    from raceproof.spark_integration.session import SparkUnavailable
 
     if getattr(args, "pipeline", None):
         return pipeline_campaign(args)
@@ -68,14 +85,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     )
     status = StatusLine("campaign", not args.json)
     say = status if not args.json else None
-    try:
+    with _refusals_are_usage_errors(status):
         summary = campaign.run(options, say)
-    except campaign.CampaignError as exc:
-        raise UsageError(str(exc)) from None
-    except SparkUnavailable as exc:
-        raise UsageError(str(exc).splitlines()[0]) from None
-    finally:
-        status.done()
     rows = campaign.read_rows(Path(args.out))
     from raceproof.reports.campaign import failed_expectations
 
@@ -112,20 +123,13 @@ def pipeline_campaign(args: argparse.Namespace) -> int:
     """``campaign --pipeline SPEC``: pipeline × experiment × seed, rows in the same Parquet layout."""
     from raceproof.spark_integration import campaign, campaign_pipelines
     from raceproof.spark_integration.pipeline import EXIT_PIPELINE_ERROR
-    from raceproof.spark_integration.session import SparkUnavailable
 
     status = StatusLine("campaign", not args.json)
-    try:
+    with _refusals_are_usage_errors(status):
         summary = campaign_pipelines.run(
             args.pipeline, Path(args.out), _seeds(args), args.experiment or (),
             status if not args.json else None,
         )  # fmt: skip
-    except campaign.CampaignError as exc:
-        raise UsageError(str(exc)) from None
-    except SparkUnavailable as exc:
-        raise UsageError(str(exc).splitlines()[0]) from None
-    finally:
-        status.done()
     rows = campaign.read_rows(Path(args.out))
     verdicts = summary.verdicts
     verdict = "violated" if verdicts.get("violated") else "error" if verdicts.get("error") else "ok"
