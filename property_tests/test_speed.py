@@ -1,9 +1,10 @@
 """The speed work's own guards: the World's bookkeeping beside ``_due``, swarm testing, the bench.
 
-The kernel keeps each due event's callbacks list beside ``_due`` so the scan
-for "events nobody waits on" runs in C; a property drives random actors that
-sleep, interrupt each other and cancel timers, and checks the two lists agree
-after every step. Swarm testing (``SwarmSource``) must replay and shrink like
+The kernel looks for "events nobody waits on" among the due events only when
+one may be there (``World._scan_waiters``); properties drive random actors that
+sleep, race timeouts, interrupt each other and cancel timers, and check that
+the flag is on whenever an unwaited event is due and that gating the scan
+changes no run against a World that scans on every step. Swarm testing (``SwarmSource``) must replay and shrink like
 any search and find what random finds, without reporting a fixed variant.
 The bench's alternation is a pure function and is checked as one.
 """
@@ -36,19 +37,33 @@ BUGGY = SCENARIO.runner("buggy", SCENARIO.config)
 FIXED = SCENARIO.runner("fix-cas", SCENARIO.config)
 
 
-def _busy_world(seed: int, actors: int) -> World:
-    world = World(RandomSource(seed), Bounds(max_time_ms=10_000, max_steps=100_000))
+class _AlwaysScanning(World):
+    """The World before the scan was gated: it looks for an unwaited due event on every step."""
+
+    def step(self) -> None:
+        self._scan_waiters = True
+        super().step()
+
+
+def _busy_world(seed: int, actors: int, kind: type[World] = World) -> World:
+    """Actors that sleep, race two timeouts (a condition), interrupt each other, cancel timers."""
+    world = kind(RandomSource(seed), Bounds(max_time_ms=10_000, max_steps=100_000))
     processes: list[simpy.Process] = []
     timers: list[simpy.Event] = []
 
     def actor(index: int) -> Generator[Any, Any, None]:
+        name = f"a{index}"
         for step in range(6):
             try:
                 timer = world.sleep((index + step) % 3)
                 timers.append(timer)
-                yield timer
+                if step % 3 == 1:  # the losing timeout loses its only callback
+                    yield timer | world.sleep((index * 3 + step) % 4)
+                else:
+                    yield timer
+                world.log(name, "woke", step=step)
             except simpy.Interrupt:
-                pass
+                world.log(name, "interrupted", step=step)
             other = processes[(index + step) % len(processes)]
             if step % 2 and other.is_alive and other is not world.active_process:
                 other.interrupt("nudge")
@@ -60,24 +75,40 @@ def _busy_world(seed: int, actors: int) -> World:
     return world
 
 
-@settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32), actors=st.integers(1, 8))
-def test_the_callbacks_beside_due_mirror_the_due_events_after_every_step(
-    seed: int, actors: int
-) -> None:
-    world = _busy_world(seed, actors)
-    steps = 0
+def _steps(world: World) -> Generator[World, None, None]:
     while True:
         try:
             world.step()
         except simpy.core.EmptySchedule:
-            break
-        steps += 1
-        assert [entry[3].callbacks for entry in world._due] == world._due_callbacks
-        assert all(a is b for a, b in zip(
-            [entry[3].callbacks for entry in world._due], world._due_callbacks, strict=True
-        ))  # fmt: skip
-    assert steps > 0
+            return
+        yield world
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), actors=st.integers(1, 8))
+def test_the_scan_for_unwaited_events_is_on_whenever_one_is_due(seed: int, actors: int) -> None:
+    for world in _steps(_busy_world(seed, actors)):
+        unwaited = [entry for entry in world._due if not entry[3].callbacks]
+        assert world._scan_waiters or not unwaited, "an unwaited event is due, unscanned"
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), actors=st.integers(2, 8))
+def test_gating_the_scan_changes_no_run(seed: int, actors: int) -> None:
+    gated, always = _busy_world(seed, actors), _busy_world(seed, actors, _AlwaysScanning)
+    assert sum(1 for _ in _steps(gated)) == sum(1 for _ in _steps(always)) > 0
+    assert gated.history.trace_hash() == always.history.trace_hash()
+    assert gated.source.record == always.source.record
+
+
+def test_the_busy_world_has_unwaited_due_events_to_find() -> None:
+    # The properties above mean something only if the workload puts unwaited events in ``_due``.
+    found = sum(
+        any(not entry[3].callbacks for entry in world._due)
+        for seed in range(20)
+        for world in _steps(_busy_world(seed, 6))
+    )
+    assert found > 0
 
 
 @settings(max_examples=25, deadline=None)

@@ -125,6 +125,11 @@ class ChoiceSource:
         return self._draw(label, 2, p_nonzero=p) == 1
 
     uses_keys = False  # True for providers that look at which actor each event resumes
+    # Whether the World names the actors of each schedule deviation (``World.overtaken``).
+    # A search turns it off on the sources it makes: naming costs a walk over callbacks on
+    # nearly every step of a random run, and only a reported run needs the names (``shrink``
+    # replays its result with them).
+    names_deviations = True
 
     def schedule(self, n: int, keys: Callable[[], Sequence[str]]) -> int:
         """Index of the one of ``n`` due events that runs next.

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from raceproof.sim.choices import (
     SCHEDULE_LABEL,
+    ChoiceSource,
     HypothesisSource,
     PCTSource,
     RandomSource,
@@ -24,6 +25,8 @@ from raceproof.sim.choices import (
 )
 from raceproof.sim.shrink import shrink
 from raceproof.sim.world import Runner, RunOutcome
+
+SourceT = TypeVar("SourceT", bound=ChoiceSource)
 
 STRATEGIES = ("random", "hypothesis", "pct")  # the gate's strategies
 # Every strategy a search may name; ``swarm`` (random over a random subset of the draw
@@ -81,6 +84,17 @@ class SearchReport:
     probes: dict[str, int] = field(default_factory=dict)
 
 
+def searching(source: SourceT) -> SourceT:
+    """``source`` as a search uses it: its runs do not name the actors of their deviations.
+
+    Naming walks the callbacks of both events on nearly every step of a random
+    run; only the finding that is reported needs it, and ``shrink`` replays that
+    one with names.
+    """
+    source.names_deviations = False
+    return source
+
+
 def count_probes(probes: dict[str, int], outcome: RunOutcome) -> None:
     """Count ``outcome`` once for each probe it reached."""
     for name in outcome.probes:
@@ -129,7 +143,7 @@ def explore_random(
     for example in range(budget.examples):
         if budget.out_of_time():
             return _with(probes, _out_of_time(strategy, example, inconclusive, budget))
-        outcome = run(make(derive_seed(seed, example)))
+        outcome = run(searching(make(derive_seed(seed, example))))
         inconclusive += outcome.status == "inconclusive"
         count_probes(probes, outcome)
         if progress:
@@ -160,7 +174,7 @@ def explore_pct(
     for example in range(budget.examples):
         if budget.out_of_time():
             return _with(probes, _out_of_time("pct", example, inconclusive, budget))
-        outcome = run(PCTSource(derive_seed(seed, example), depth, steps))
+        outcome = run(searching(PCTSource(derive_seed(seed, example), depth, steps)))
         inconclusive += outcome.status == "inconclusive"
         count_probes(probes, outcome)
         if progress:
@@ -216,7 +230,7 @@ def explore_hypothesis(
         @hypothesis_seed(derive_seed(seed, chunk_index))
         @given(st.data())
         def probe(data: Any) -> None:
-            outcome = run(HypothesisSource(data))
+            outcome = run(searching(HypothesisSource(data)))
             if first:
                 counts["shrink"] += 1
             else:

@@ -8,7 +8,10 @@ fail too), so shrinking never slips from one bug to another; an error (the
 model's own exception) shrinks to the same exception type raised at the same
 place (``ModelError.same_as``). Candidates are replayed as prefixes
 (draws past the end, or out of range, become 0) and the run's own recording is
-what is kept, so the result always replays exactly.
+what is kept, so the result always replays exactly. A search runs without
+naming the actors of its deviations (``ChoiceSource.names_deviations``); a
+result that still lacks them is replayed once more, with them, and that run
+is counted.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from raceproof.sim.choices import (
     keyed_deviations,
 )
 from raceproof.sim.enumeration import Walk
+from raceproof.sim.errors import contract
 from raceproof.sim.world import Runner, RunOutcome
 
 
@@ -145,6 +149,10 @@ def shrink(
             break
     # Before a fixed point: the passes ran out of runs, or the walk stopped with schedules left.
     exhausted = passes_capped or (walked >= max_walk_runs and bool(walk.frontier))
+    if not best.actors_named:  # still the search's own run: replay it with names
+        named = run(ReplaySource(best.values))
+        contract(named.trace_hash == best.trace_hash, "a replay must give the same history")
+        best, walked = named, walked + 1
     return ShrinkResult(best, runs + walked, exhausted)
 
 

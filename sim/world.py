@@ -24,7 +24,16 @@ from typing import Any, Literal, Protocol
 
 import simpy
 from simpy.core import EmptySchedule
-from simpy.events import NORMAL, URGENT, Event, EventPriority, Interruption, Process, Timeout
+from simpy.events import (
+    NORMAL,
+    URGENT,
+    Condition,
+    Event,
+    EventPriority,
+    Interruption,
+    Process,
+    Timeout,
+)
 
 from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
 from raceproof.sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
@@ -72,6 +81,7 @@ class World(simpy.Environment):
         self.bounds = bounds
         self.history = History()
         self.steps = 0
+        self._max_steps = bounds.max_steps  # read on every step
         self.finished: str | None = None
         self._due: list[tuple[Any, EventPriority, int, Event]] = []
         self.after_step: list[Callable[[], None]] = []  # step-level invariants (see ``always``)
@@ -86,13 +96,20 @@ class World(simpy.Environment):
         self._spawned: dict[str, int] = {}
         self._context = ""  # who spawns when no process is active (a timer's firing)
         self._shared: Shared | None = None
-        # Per schedule draw that left FIFO: the actor that ran and the one it overtook.
+        # Per schedule draw that left FIFO: the actor that ran and the one it overtook. A
+        # search's sources do not ask for it (``ChoiceSource.names_deviations``): the
+        # finding it reports is replayed, and named, by ``shrink``.
         self.overtaken: dict[int, tuple[str, str]] = {}
+        self.names_deviations: bool = source.names_deviations
         self.nodes: dict[str, Node] = {}  # hosts / JVMs grouping processes (raceproof.sim.nodes)
         self.paused_nodes: list[Node] = []  # nodes in a pause: their processes' events are held
         self.probes: dict[str, int] = {}  # race-window probe -> times reached (see ``reach``)
         self._due_keys = self._due_actors  # bound once: the schedule draw's lazy actor names
-        self._due_callbacks: list[list[Any]] = []  # beside ``_due``: each due event's callbacks
+        self._draw_schedule = source.schedule  # bound once: called on nearly every step
+        # Whether a due event may have nobody waiting on it (see ``step``): set when one joins
+        # ``_due`` with no callbacks and after SimPy takes callbacks off events (an interrupt,
+        # a condition's cleanup); cleared by a scan that finds every due event waited on.
+        self._scan_waiters = False
 
     # -- time ----------------------------------------------------------------
     @property
@@ -105,8 +122,12 @@ class World(simpy.Environment):
     def schedule(self, event: Event, priority: EventPriority = NORMAL, delay: Any = 0) -> None:
         if not (isinstance(delay, int) and delay >= 0):  # inline: the hot path
             raise ValueError(f"World.schedule: delays are integer ms >= 0, got {delay!r}")
-        if self._footprint is not None and isinstance(event, Interruption):
-            self._footprint[ALL] = True  # an interrupt changes what another process waits on
+        if isinstance(event, _UNHOOKS):
+            # Processing it takes callbacks off other events (``Interruption._interrupt``,
+            # ``Condition._build_value``): after that, a due event may have nobody waiting.
+            event.callbacks.append(self._waiters_changed)
+            if self._footprint is not None and type(event) is Interruption:
+                self._footprint[ALL] = True  # an interrupt changes what another process waits on
         # SimPy's own ``schedule``, inlined: this runs for every event of every run.
         heappush(self._queue, (self._now + delay, priority, next(self._eid), event))
 
@@ -148,8 +169,6 @@ class World(simpy.Environment):
                     del table[position]
                     if table is self._queue:
                         heapify(table)
-                    else:
-                        del self._due_callbacks[position]
                     return True
         return False
 
@@ -206,6 +225,9 @@ class World(simpy.Environment):
             process.rp_id = f"{parent}/{actor}#{count}"  # type: ignore[attr-defined]
             process.rp_steps = 0  # type: ignore[attr-defined]
         return process
+
+    def _waiters_changed(self, _event: Event) -> None:
+        self._scan_waiters = True
 
     def _started_after_tie(self, generator: ProcessGenerator) -> ProcessGenerator:
         yield self.timeout(0)
@@ -329,7 +351,7 @@ class World(simpy.Environment):
         with other events of the same instant spawns it with ``interleave``.
         The ``after_step`` hooks run after each step.
         """
-        queue, due, waiting = self._queue, self._due, self._due_callbacks
+        queue, due = self._queue, self._due
         if not due:
             if not queue:
                 raise EmptySchedule
@@ -345,44 +367,39 @@ class World(simpy.Environment):
             while queue and queue[0][0] == head_time:
                 entry = heappop(queue)
                 due.append(entry)
-                waiting.append(entry[3].callbacks)
+                if not entry[3].callbacks:
+                    self._scan_waiters = True
             # Both runs are in (priority, insertion) order and the new entries were inserted
             # later: only an urgent one joining normal ones puts the list out of order. Every
             # entry is (head_time, priority, unique id, event): comparing two never reaches
             # the events.
             if joined and due[joined - 1] > due[joined]:
                 due.sort()
-                waiting[:] = [entry[3].callbacks for entry in due]
         self.steps += 1
-        if self.steps > self.bounds.max_steps:
-            raise BoundHit("steps", f"more than {self.bounds.max_steps} steps")
+        if self.steps > self._max_steps:
+            raise BoundHit("steps", f"more than {self._max_steps} steps")
         index = 0
         observer = self.observer
         if len(due) > 1 and due[0][1] != URGENT:
-            # Events nobody waits on go first: ordering them changes nothing. ``waiting``
-            # holds each due event's callbacks list (the same objects, so a waiter that
-            # joins or leaves shows there); ``all`` and ``index`` look in C.
-            if not all(waiting):
-                index = waiting.index([])
-            else:
+            # Events nobody waits on go first: ordering them changes nothing. Looked for
+            # only when one may be there (``_scan_waiters``): the scan is O(due) per step.
+            index = -1
+            if self._scan_waiters:
+                index = _first_unwaited(due)
+                if index < 0:
+                    self._scan_waiters = False
+            if index < 0:
                 if observer is not None:
                     tracked = self.footprints_declared or self.state_fingerprint is not None
                     keys = [_step_key(e[3]) if tracked else None for e in due]
                     index = observer.schedule_steps(keys, self)
                 else:
-                    index = self.source.schedule(len(due), self._due_keys)
-                if index:  # a deviation: name who ran and whom it overtook (only here)
-                    try:  # ``_actor_of`` when each first callback resumes an actor: most often
-                        ran, overtook = (
-                            waiting[index][0].__self__.actor,
-                            waiting[0][0].__self__.actor,
-                        )
-                    except (IndexError, AttributeError):
-                        ran = overtook = None
-                    if type(ran) is not str or type(overtook) is not str:
-                        ran, overtook = self._actor_of(due[index][3]), self._actor_of(due[0][3])
-                    self.overtaken[len(self.source.drawn) - 1] = (ran, overtook)
-        del waiting[index]
+                    index = self._draw_schedule(len(due), self._due_keys)
+                if index and self.names_deviations:  # name who ran and whom it overtook
+                    self.overtaken[len(self.source.drawn) - 1] = (
+                        self._actor_of(due[index][3]),
+                        self._actor_of(due[0][3]),
+                    )
         if observer is None:
             # ``_process``, inlined on the unobserved path (every search run).
             self._now, _, _, event = due.pop(index)
@@ -402,8 +419,9 @@ class World(simpy.Environment):
             observer.after_step(None, None)
         else:
             self._observed_step(due.pop(index), observer)
-        for hook in self.after_step:
-            hook()
+        if self.after_step:
+            for hook in self.after_step:
+                hook()
 
     def _observed_step(
         self, entry: tuple[Any, EventPriority, int, Event], observer: StepObserver
@@ -468,6 +486,14 @@ ALL = "*"  # the footprint entry of a step dependent on every other
 _CONTROL = (ReplayMisaligned, SleepBlocked, BoundHit, KernelError)
 
 
+def _first_unwaited(due: list[tuple[Any, EventPriority, int, Event]]) -> int:
+    """The position of the first due event nobody waits on, or -1."""
+    for position, entry in enumerate(due):
+        if not entry[3].callbacks:
+            return position
+    return -1
+
+
 def _passes_through(exc: BaseException) -> bool:
     """``exc`` is not the model's own: a BaseException (StopTest) or the kernel's control flow."""
     return not isinstance(exc, Exception) or isinstance(exc, _CONTROL)
@@ -483,6 +509,8 @@ def _one_shot(function: Callable[[], Any]) -> ProcessGenerator:
 
 
 _new_timeout = Timeout.__new__
+# Events whose processing takes callbacks off other events (see ``World.schedule``).
+_UNHOOKS = (Interruption, Condition)
 
 
 def _owners(callbacks: list[Any]) -> list[Process]:
@@ -537,6 +565,7 @@ class RunOutcome:
     overtaken: dict[int, tuple[str, str]] = field(default_factory=dict)
     error: ModelError | None = None  # the model's own exception (status ``error``)
     probes: dict[str, int] = field(default_factory=dict)  # probe -> times reached in this run
+    actors_named: bool = True  # ``overtaken`` was recorded (see ``ChoiceSource.names_deviations``)
 
     @property
     def violation(self) -> Verdict | None:
@@ -628,4 +657,5 @@ def execute(
         overtaken=dict(world.overtaken),
         error=error,
         probes=dict(sorted(world.probes.items())),
+        actors_named=world.names_deviations,
     )
