@@ -1,8 +1,8 @@
 """The cheap draw keeps every value and every record: the generator's batches, the bare ints.
 
 ``SplitMix64`` computes values ahead in NumPy batches once a generator has drawn
-64, and ``RandomSource.schedule`` records a bare int ``n << 32 | value`` that
-``record`` turns into a ``Choice`` when read. Both are pure speed: the values must
+64, and ``RandomSource.schedule`` records a bare value (its ``n`` in a list
+beside) that ``record`` turns into a ``Choice`` when read. Both are pure speed: the values must
 be bit-identical to the published pure-Python generator, at every batch
 boundary and whatever else is drawn in between, and ``record`` must read exactly
 as the eager ``Choice`` list it replaces, however often and whenever it is read.

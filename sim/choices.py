@@ -30,7 +30,6 @@ T = TypeVar("T")
 SCHEDULE_LABEL = "schedule"
 MAX_DRAWS = 1_000_000  # draws in one recording: far above any bounded run, far below memory
 _MASK64 = (1 << 64) - 1
-_LOW32 = (1 << 32) - 1
 _GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment
 _BATCH_AFTER = 64  # values a generator computes one at a time before it batches
 _BATCH_MAX = 4096  # values computed ahead at most
@@ -70,20 +69,25 @@ class ChoiceSource:
 
     def __init__(self) -> None:
         # Every draw in order: a ``Choice``, or for a schedule draw of the fast path (see
-        # ``RandomSource.schedule``) the bare int ``n << 32 | value``, made a ``Choice`` in
-        # place when ``record`` is read. ``len(drawn)`` is the number of draws so far.
+        # ``RandomSource.schedule``) its bare value, whose ``n`` is the next one in
+        # ``_sizes``; made a ``Choice`` in place when ``record`` is read. ``len(drawn)`` is
+        # the number of draws so far.
         self.drawn: list[Choice | int] = []
+        self._sizes: list[int] = []  # ``n`` of each bare value in ``drawn``, in order
         self._typed = 0  # draws before this index are all ``Choice`` objects
+        self._sized = 0  # sizes before this index are spent
 
     @property
     def record(self) -> list[Choice]:
         """Every draw so far, in order, as ``Choice`` objects (the list itself: appending records)."""
-        draws = self.drawn
+        draws, sizes, sized = self.drawn, self._sizes, self._sized
         for index in range(self._typed, len(draws)):
             entry = draws[index]
             if type(entry) is int:
-                draws[index] = _new_choice((SCHEDULE_LABEL, entry >> 32, entry & _LOW32))
-        self._typed = len(draws)
+                draws[index] = _new_choice((SCHEDULE_LABEL, sizes[sized], entry))
+                sized += 1
+        contract(sized == len(sizes), "every bare draw has its size")
+        self._typed, self._sized = len(draws), sized
         return draws  # type: ignore[return-value]
 
     # -- the one primitive -------------------------------------------------
@@ -235,9 +239,11 @@ class RandomSource(ChoiceSource):
             return super().schedule(n, keys)
         buffer = self._buffer  # the generator's values computed ahead (``SplitMix64``)
         value = ((buffer.pop() if buffer else self.rng.next64()) * n) >> 64
-        # A ``Choice`` only when ``record`` is read; an int, not a tuple, is no object for the
-        # garbage collector to track (``n`` counts events in memory: far below 2^32).
-        self.drawn.append(n << 32 | value)
+        # A ``Choice`` only when ``record`` is read. Two small ints, not one packed int or a
+        # tuple: ints up to 256 are Python's own cached objects, so nothing is allocated
+        # and nothing is left for the garbage collector to track.
+        self.drawn.append(value)
+        self._sizes.append(n)
         return value
 
 
