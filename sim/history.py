@@ -102,13 +102,17 @@ class History:
             self.ops.append(op)
 
     def append(self, time_ms: int, actor: str, kind: str, **fields: JSONValue) -> Op:
+        return self.add(time_ms, actor, kind, fields)
+
+    def add(self, time_ms: int, actor: str, kind: str, fields: dict[str, JSONValue]) -> Op:
+        """``append`` given its keyword arguments' dict, which the op keeps (``World.log``'s own)."""
         if not (type(time_ms) is int and time_ms >= 0):
             raise KernelError(f"time_ms must be an int, got {time_ms!r}")
         if self.ops and time_ms < self.ops[-1].time_ms:
             raise KernelError("history time went backwards")
         if not (actor and kind):
             raise ValueError("an op needs an actor and a kind")
-        for item in fields.values():  # keyword arguments: the keys are strings already
+        for item in fields.values():  # a keyword arguments' dict: the keys are strings already
             if type(item) not in _SCALARS:
                 _check_json_value(item, f"op {kind!r}")
         # ``Op(...)`` without the frozen dataclass's one ``object.__setattr__`` per field:

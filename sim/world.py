@@ -304,7 +304,7 @@ class World(simpy.Environment):
     def log(self, actor: str, kind: str, **fields: JSONValue) -> None:
         if self._footprint is not None:
             self.touch(f"history:{actor}")
-        self.history.append(self.now_ms, actor, kind, **fields)
+        self.history.add(self._now, actor, kind, fields)  # ``add`` checks the time is int ms
 
     def reach(self, probe: str) -> None:
         """Mark that this run reached the race window named ``probe``.
