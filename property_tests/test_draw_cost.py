@@ -144,3 +144,46 @@ def test_deviations_name_actors_and_fall_back_for_plain_events() -> None:
     world.run_to_end()
     assert world.overtaken == {0: ("a", "Timeout"), 1: ("Timeout", "b")}
     assert world.source.record == [Choice("schedule", 2, 1)] * 2
+
+
+def _ties_with_model_draws(world: World, actors: int) -> None:
+    """Actors whose wake-ups tie, with the model's own draws between the schedule draws."""
+
+    def actor(index: int) -> Generator[Any, Any, None]:
+        for step in range(30):
+            yield world.sleep((index * 3 + step) % 4)
+            if world.source.draw_bool(f"flip.{index}", 0.3):
+                world.log(f"a{index}", "flip", step=step)
+            yield world.sleep(world.source.draw_int("pause", 0, 2))
+
+    for index in range(actors):
+        world.spawn(f"a{index}", actor(index))
+
+
+def _inlined_and_called(seed: int, actors: int) -> list[tuple[Any, ...]]:
+    runs = []
+    for inline in (True, False):
+        world = World(RandomSource(seed))
+        assert world._ahead is not None, "a plain RandomSource's draw is inlined"
+        if not inline:
+            world._ahead = None
+        _ties_with_model_draws(world, actors)
+        world.run_to_end()
+        runs.append((world.source.record, world.history.trace_hash(), world.overtaken))
+    return runs
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**64 - 1), actors=st.integers(2, 12))
+def test_the_worlds_inlined_random_draw_is_the_sources_own(seed: int, actors: int) -> None:
+    # ``World.step`` inlines ``RandomSource.schedule`` for a plain RandomSource; with the
+    # inlining switched off the World calls the method. Same draws, record and history.
+    inlined, called = _inlined_and_called(seed, actors)
+    assert inlined == called
+
+
+def test_the_inlined_draw_is_checked_past_the_generators_batching() -> None:
+    inlined, called = _inlined_and_called(3, 12)
+    assert inlined == called
+    assert sum(c.label == "schedule" for c in inlined[0]) > 200  # several batches
+    assert any(c.label != "schedule" for c in inlined[0]) and inlined[2]

@@ -36,7 +36,7 @@ from simpy.events import (
 )
 
 from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
-from raceproof.sim.choices import Choice, ChoiceSource, ReplayMisaligned, ReplaySource
+from raceproof.sim.choices import Choice, ChoiceSource, RandomSource, ReplayMisaligned, ReplaySource
 from raceproof.sim.errors import KernelError
 from raceproof.sim.history import History, JSONValue
 from raceproof.sim.model_errors import ModelError, model_error
@@ -106,6 +106,8 @@ class World(simpy.Environment):
         self.probes: dict[str, int] = {}  # race-window probe -> times reached (see ``reach``)
         self._due_keys = self._due_actors  # bound once: the schedule draw's lazy actor names
         self._draw_schedule = source.schedule  # bound once: called on nearly every step
+        # A plain ``RandomSource``'s values computed ahead: ``step`` inlines its ``schedule``.
+        self._ahead: list[int] | None = source.rng.buffer if type(source) is RandomSource else None
         # Whether a due event may have nobody waiting on it (see ``step``): set when one joins
         # ``_due`` with no callbacks and after SimPy takes callbacks off events (an interrupt,
         # a condition's cleanup); cleared by a scan that finds every due event waited on.
@@ -394,7 +396,15 @@ class World(simpy.Environment):
                     keys = [_step_key(e[3]) if tracked else None for e in due]
                     index = observer.schedule_steps(keys, self)
                 else:
-                    index = self._draw_schedule(len(due), self._due_keys)
+                    ahead = self._ahead
+                    if ahead:  # ``RandomSource.schedule``, inlined: the same value and record
+                        n = len(due)
+                        index = (ahead.pop() * n) >> 64
+                        source = self.source
+                        source.drawn.append(index)
+                        source._sizes.append(n)  # type: ignore[attr-defined]
+                    else:
+                        index = self._draw_schedule(len(due), self._due_keys)
                 if index and self.names_deviations:  # name who ran and whom it overtook
                     self.overtaken[len(self.source.drawn) - 1] = (
                         self._actor_of(due[index][3]),
