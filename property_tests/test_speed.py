@@ -221,3 +221,37 @@ def test_hypothesis_draws_integers_directly_up_to_128_options_and_in_range(
     assert source._integer is not None  # the direct draw is live on this Hypothesis
     value = source.draw_int("x", 0, n - 1)
     assert 0 <= value < n and source.record[-1] == ("x", n, value)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+        | st.tuples(inner, inner)
+    ),
+    max_leaves=20,
+)
+
+
+def _mutable_parts(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [value, *(part for item in value.values() for part in _mutable_parts(item))]
+    if isinstance(value, list | tuple):
+        own = [value] if isinstance(value, list) else []
+        return own + [part for item in value for part in _mutable_parts(item)]
+    return []
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON)
+def test_the_stores_json_copy_is_a_deep_copy(value: Any) -> None:
+    import copy
+
+    from raceproof.sim.history import copy_json
+
+    copied = copy_json(value)
+    assert copied == copy.deepcopy(value) and type(copied) is type(value)
+    # No dict or list of the copy is one of the original's: the store cannot be aliased.
+    originals = {id(part) for part in _mutable_parts(value)}
+    assert not any(id(part) in originals for part in _mutable_parts(copied))

@@ -12,6 +12,7 @@ a model's non-JSON field is a ``TypeError``/``ValueError``, and ops out of order
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,6 +30,27 @@ def canonical_json(value: JSONValue) -> str:
 
 
 _SCALARS = frozenset({str, int, bool, type(None)})  # exact types: no need to look further
+
+
+_IMMUTABLE = _SCALARS | {float}
+
+
+def copy_json(value: JSONValue) -> JSONValue:
+    """A deep copy of a JSON-like value: ``copy.deepcopy``'s result, without its memo.
+
+    Scalars are shared (they are immutable), dicts and lists are copied level by
+    level; anything else (a tuple, bytes, a user's object) goes to ``deepcopy``.
+    The store copies every value in and out with it: a model's state is mostly
+    small dicts of scalars, which ``deepcopy`` copies at several times the cost.
+    """
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return value
+    if kind is dict:
+        return {key: copy_json(item) for key, item in value.items()}
+    if kind is list:
+        return [copy_json(item) for item in value]
+    return copy.deepcopy(value)
 
 
 def _check_json_value(value: JSONValue, where: str) -> None:

@@ -25,7 +25,6 @@ lists are ``ValueError`` errors naming the call.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from typing import Any
 from simpy.events import Process
 
 from raceproof.sim.errors import contract
-from raceproof.sim.history import JSONValue
+from raceproof.sim.history import JSONValue, copy_json
 from raceproof.sim.world import ProcessGenerator, World
 
 
@@ -263,7 +262,7 @@ class VersionedStore:
             raise NoNode(path)
         if watch is not None:
             self.data_watches.setdefault(path, []).append(watch)
-        return copy.deepcopy(node.data), node.version
+        return copy_json(node.data), node.version
 
     def children(self, path: str, watch: Watcher | None = None) -> list[str]:
         """Child names, sorted (never in dict or directory-listing order)."""
@@ -341,7 +340,7 @@ class VersionedStore:
             raise NoNode(parent)
         if path in self.nodes:
             raise NodeExists(path)
-        node = Node(copy.deepcopy(data), 0, ephemeral_session)
+        node = Node(copy_json(data), 0, ephemeral_session)
         self.nodes[path] = node
         self.nodes[parent].cversion += 1
         self._notify(path, node, "created")
@@ -364,7 +363,7 @@ class VersionedStore:
             raise NoNode(path)
         if version >= 0 and node.version != version:
             raise BadVersion(f"{path}: expected version {version}, found {node.version}")
-        node.data = copy.deepcopy(data)
+        node.data = copy_json(data)
         node.version += 1
         self._notify(path, node, "changed")
         return node.version
@@ -573,7 +572,7 @@ class LaggingCache:
             except NoNode:
                 return None
             self.entries[path] = cached
-        return copy.deepcopy(cached[0]), cached[1]
+        return copy_json(cached[0]), cached[1]
 
     def refresh(self) -> None:
         """Reload every node under the prefix from the store, now."""
