@@ -24,11 +24,13 @@ data ones are here:
   ``cleaner-whole-checkpoint``: a cleaner deletes one partition's state, the
   newest delta file, or the whole checkpoint while the query runs; more
   input, restart, drain. Guard (whole checkpoint only): checkpoint fencing.
-- ``stop-before-commit``: stop inside batch k's ``foreachBatch`` after its
-  first row (a named point: ``offsets/k`` written, ``commits/k`` not), restart.
-  Guard: a sink keyed on batch id.
-- ``stop-during-batch-job``: the same, and the batch then runs a Spark job of
-  its own, which the stop interrupts (the ``StackOverflowError`` finding).
+- ``stop-before-commit``: the process stops inside batch k once its
+  ``foreachBatch`` has written (a named point: ``offsets/k`` written,
+  ``commits/k`` not; the batch fails there, as a killed driver leaves it),
+  restart. Guard: a sink keyed on batch id.
+- ``stop-during-batch-job``: ``query.stop()`` inside batch k's
+  ``foreachBatch`` after its first row, and the batch then runs a Spark job
+  of its own, which the stop interrupts (the ``StackOverflowError`` finding).
   Guard: stop only between batches.
 - ``maintenance-snapshot``: the moment state-store maintenance writes a
   snapshot (a named point: the ``.snapshot`` file appears), it is truncated,
@@ -56,6 +58,7 @@ from raceproof.sim.dataflow import (
 )
 from raceproof.spark_integration import generated, lifecycle, session
 from raceproof.spark_integration.faults import (
+    BatchAbandon,
     BatchGate,
     at_offsets_not_committed,
     stop_in_background,
@@ -279,29 +282,26 @@ def _run_a_spark_job(batch: Any, batch_id: int, rows: int) -> None:
     batch.sparkSession.range(0, 1, 1, 1).count()
 
 
-def _stop_at_point(spark: Any, pipeline: Pipeline, guarded: bool, *, batch_job: bool) -> Trial:
-    """Stop the query while batch k's foreachBatch holds at a named point, restart, drain.
+def stop_during_batch_job(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    """Stop the query while batch k's foreachBatch runs a Spark job of its own, restart, drain.
 
     The point: the first batch that writes a row, after its first row; Spark
     has written ``offsets/k`` and not ``commits/k``. The stop is issued from
     another thread and the batch released only once the stop has begun, so
-    the stop always lands inside batch k. With ``batch_job`` the batch then
-    runs a Spark job of its own, which the stop interrupts; its guard stops
+    the stop always lands inside batch k; the batch then runs a Spark job,
+    which the stop interrupts (Spark's ``StackOverflowError``). The guard stops
     only between batches (once ``commits/k`` exists and the query is idle).
-    Without, the guard is the sink keyed on batch id.
     """
-    between_batches = guarded and batch_job
-    with TrialRun(spark, pipeline, keyed_sink=guarded and not batch_job) as run:
+    with TrialRun(spark, pipeline) as run:
         job, sandbox = run.job, run.sandbox
         job.add_input([("a", 1), ("b", 2)])
         job.add_input([("a", 12), ("b", 13)])
         job.run()
         gate = BatchGate(batch=None, rows=1)
         job.gate = gate
-        if batch_job:
-            job.after_rows = lambda b, i, n: (
-                _run_a_spark_job(b, i, n) if i == gate.reached_batch else None
-            )
+        job.after_rows = lambda b, i, n: (
+            _run_a_spark_job(b, i, n) if i == gate.reached_batch else None
+        )
         job.add_input([("a", 25), ("b", 27)])
         query = job.start()
         if not gate.wait():
@@ -312,7 +312,7 @@ def _stop_at_point(spark: Any, pipeline: Pipeline, guarded: bool, *, batch_job: 
             point = f"batch {k} after its first row (offsets/{k} written, commits/{k} not)"
             run.recorder.log("nemesis", "fault.point", point=point,
                              checked_on_files=at_offsets_not_committed(sandbox, k))  # fmt: skip
-            if between_batches:
+            if guarded:
                 gate.release()
                 committed = wait_committed(sandbox, k)
                 query.processAllAvailable()  # idle: no batch (and no job of one) is running
@@ -325,7 +325,7 @@ def _stop_at_point(spark: Any, pipeline: Pipeline, guarded: bool, *, batch_job: 
                 gate.release()
                 stopper.join()
                 run.recorder.log("driver", "query.stop", run=str(query.runId))
-            run.note(f"stopped at {point}" if not between_batches else f"stopped after commits/{k}")
+            run.note(f"stopped at {point}" if not guarded else f"stopped after commits/{k}")
         job.gate = None
         job.after_rows = None
         failure = job.run() or run.drain()
@@ -333,11 +333,43 @@ def _stop_at_point(spark: Any, pipeline: Pipeline, guarded: bool, *, batch_job: 
 
 
 def stop_before_commit(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
-    return _stop_at_point(spark, pipeline, guarded, batch_job=False)
+    """The process stops inside batch k, after its foreachBatch wrote and before Spark commits k.
 
-
-def stop_during_batch_job(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
-    return _stop_at_point(spark, pipeline, guarded, batch_job=True)
+    What it models: a driver that goes away (killed, its container stopped)
+    between the sink's writes of batch k and Spark's ``commits/k``. The sink
+    raises ``ProcessStopped`` as its last act (``faults.BatchAbandon``), so
+    ``MicroBatchExecution`` never reaches ``markMicroBatchEnd`` and the
+    checkpoint holds ``offsets/k`` without ``commits/k``, as after the kill. On
+    restart ``populateStartOffsets`` re-runs batch k, every time: a sink that
+    ignores ``batch_id`` stores it twice; the guard, a sink keyed on batch id,
+    replaces the first attempt. (A graceful ``query.stop()`` at this point does
+    not model it: whether ``commits/k`` is written then is a race inside Spark
+    and Hadoop, so the batch re-ran in most runs but not all:
+    docs/howto/spark-sinks.md, "Stable verdicts".)
+    """
+    with TrialRun(spark, pipeline, keyed_sink=guarded) as run:
+        job, sandbox = run.job, run.sandbox
+        job.add_input([("a", 1), ("b", 2)])
+        job.add_input([("a", 12), ("b", 13)])
+        job.run()
+        abandon = BatchAbandon(rows=1)
+        job.abandon = abandon
+        job.add_input([("a", 25), ("b", 27)])
+        query = job.start()
+        stopped = job.process(query)  # the batch fails: processAllAvailable raises
+        job.stop(query)
+        job.abandon = None
+        k = abandon.reached_batch
+        if k is None or stopped is None:
+            run.note("no batch wrote a row: the process never stopped before a commit")
+        else:
+            committed = (sandbox.checkpoint / "commits" / str(k)).exists()
+            point = f"batch {k} after its foreachBatch ran (offsets/{k} written, commits/{k} not)"
+            run.recorder.log("nemesis", "fault.process-stopped", point=point,
+                             checked_on_files=abandon.at_point, committed_after=committed)  # fmt: skip
+            run.note(f"the process stopped in {point}")
+        failure = job.run() or run.drain()
+        return run.judge(DATA, failing_at_end=failure is not None)
 
 
 def _cleaner(target: Callable[[Sandbox], str]) -> TrialFn:
@@ -500,12 +532,13 @@ EXPERIMENTS: dict[str, Experiment] = {
                    "no-duplicate-emission, drain-completeness", slow_sink_stop,
                    KEYED_SINK, (NO_DUPLICATE,), frozenset({"drain", "batch-hook"})),
         Experiment("stop-before-commit",
-                   "stop inside batch k's foreachBatch after 1 row (offsets/k written, "
+                   "the process stops in batch k after foreachBatch wrote (offsets/k written, "
                    "commits/k not), restart", "no-duplicate-emission, drain-completeness",
                    stop_before_commit, KEYED_SINK, (NO_DUPLICATE,),
                    frozenset({"drain", "batch-hook"})),
         Experiment("stop-during-batch-job",
-                   "as stop-before-commit, and the batch then runs a Spark job of its own",
+                   "stop() in batch k's foreachBatch after 1 row, and the batch then runs a "
+                   "Spark job of its own",
                    "no-uncaught-error, no-duplicate-emission", stop_during_batch_job,
                    "stop only between batches (idle)", ("no-uncaught-error", NO_DUPLICATE),
                    frozenset({"drain", "batch-hook"})),

@@ -12,6 +12,15 @@ load; a named point does not. The points use Spark's own hooks:
   files themselves.
 - ``wait_committed``: the checkpoint's ``commits/k`` file has appeared (with
   no input pending, the query is between two batches).
+- ``BatchAbandon``: the process stops inside batch k, after its
+  ``foreachBatch`` body has run and before Spark writes ``commits/k``: the
+  sink raises ``ProcessStopped`` as its last act, so the batch fails and
+  ``MicroBatchExecution`` never reaches ``markMicroBatchEnd`` (the commit).
+  The checkpoint is then what a driver killed at that instant leaves:
+  ``offsets/k`` without ``commits/k``, so a restart re-runs batch k
+  (``populateStartOffsets``). A graceful ``query.stop()`` at the same point
+  does not model this: whether it lets ``commits/k`` be written is a race
+  inside Spark and Hadoop (docs/howto/spark-sinks.md, "Stable verdicts").
 - ``stop_landed``: a stop issued from another thread has begun (the query is
   no longer active), so the driver releases a held batch only once the stop
   is certain to hit it.
@@ -73,6 +82,34 @@ class BatchGate:
 
     def release(self) -> None:
         self._released.set()
+
+
+class ProcessStopped(RuntimeError):
+    """Raised in ``foreachBatch`` by ``BatchAbandon``: the process stops before Spark commits the batch."""
+
+
+@dataclass
+class BatchAbandon:
+    """The process stops at the end of the first batch that wrote at least ``rows`` rows.
+
+    ``after`` is the sink's last call for a batch; once armed and reached it
+    records the batch, whether ``offsets/k`` is written and ``commits/k`` is not
+    (on the files), and raises ``ProcessStopped``. It fires once.
+    """
+
+    rows: int = 1
+    reached_batch: int | None = None
+    at_point: bool = False
+
+    def after(self, batch_id: int, rows_done: int, sandbox: Sandbox) -> None:
+        if self.reached_batch is not None or rows_done < self.rows:
+            return
+        self.reached_batch = batch_id
+        self.at_point = at_offsets_not_committed(sandbox, batch_id)
+        raise ProcessStopped(
+            f"raceproof fault: the process stops in batch {batch_id} after its foreachBatch ran, "
+            f"before Spark commits it (commits/{batch_id})"
+        )
 
 
 def _poll(done: Any, timeout_s: float) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from raceproof.sim.history import History
-from raceproof.spark_integration.faults import BatchGate
+from raceproof.spark_integration.faults import BatchAbandon, BatchGate
 from raceproof.spark_integration.pipeline import (
     Pipeline,
     PipelineRaised,
@@ -72,6 +72,7 @@ class PipelineJob:
         self.keyed_sink = keyed_sink
         self.after_rows: Callable[[Any, int, int], None] | None = None  # (batch, id, rows)
         self.gate: BatchGate | None = None  # a fault at a named point of a batch
+        self.abandon: BatchAbandon | None = None  # the process stops before Spark commits a batch
         self.records_written: list[Record] = []
         self._rows_logged = 0
         self._batch_files_logged: set[str] = set()
@@ -163,6 +164,8 @@ class PipelineJob:
             self.after_rows(batch, batch_id, len(rows))
         # What checkpoint fencing compares with: the last batch the sink committed.
         self.sandbox.inside("sink/last_batch").write_text(str(batch_id))
+        if self.abandon is not None:
+            self.abandon.after(batch_id, len(rows), self.sandbox)  # may raise ProcessStopped
 
     def start(self, *, available_now: bool = False, client: str = "driver") -> Any:
         frame = self._query()
