@@ -306,7 +306,7 @@ class World(simpy.Environment):
     def log(self, actor: str, kind: str, **fields: JSONValue) -> None:
         if self._footprint is not None:
             self.touch(f"history:{actor}")
-        self.history.add(self._now, actor, kind, fields)  # ``add`` checks the time is int ms
+        self.history.add(self._now, actor, kind, fields)  # type: ignore[arg-type]  # int-checked there
 
     def reach(self, probe: str) -> None:
         """Mark that this run reached the race window named ``probe``.
@@ -402,7 +402,7 @@ class World(simpy.Environment):
                         index = (ahead.pop() * n) >> 64
                         source = self.source
                         source.drawn.append(index)
-                        source._sizes.append(n)  # type: ignore[attr-defined]
+                        source._sizes.append(n)
                     else:
                         index = self._draw_schedule(len(due), self._due_keys)
                 if index and self.names_deviations:  # name who ran and whom it overtook
