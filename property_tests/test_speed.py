@@ -255,3 +255,29 @@ def test_the_stores_json_copy_is_a_deep_copy(value: Any) -> None:
     # No dict or list of the copy is one of the original's: the store cannot be aliased.
     originals = {id(part) for part in _mutable_parts(value)}
     assert not any(id(part) in originals for part in _mutable_parts(copied))
+
+
+def _stop_first(world: World) -> None:
+    for name in ("leader", "stop-task2", "other"):
+        world.spawn(name, lambda name=name: world.log(name, "ran"), interleave=True)
+
+
+@pytest.mark.parametrize("strategy", ["random", "pct", "hypothesis", "swarm"])
+def test_a_search_names_deviations_only_in_the_run_it_reports(strategy: str) -> None:
+    from raceproof.sim import checker, execute, violated
+
+    @checker
+    def leader_first(history: Any) -> Any:
+        ran = [op.actor for op in history.of_kind("ran")]
+        return violated("the stop task ran first", 0) if ran[0] == "stop-task2" else None
+
+    report = explore(
+        lambda source: execute(_stop_first, source, [leader_first]), strategy, 1,
+        Budget(examples=200),
+    )  # fmt: skip
+    assert report.found is not None and report.shrunk is not None
+    # The search's own run drew the deviation without naming it ...
+    assert not report.found.actors_named and report.found.overtaken == {}
+    # ... and the reported run, replayed, names who ran and whom it overtook.
+    assert report.shrunk.actors_named
+    assert list(report.shrunk.overtaken.values()) == [("stop-task2", "leader")]
