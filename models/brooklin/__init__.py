@@ -6,6 +6,7 @@ stop is processed once (the seed's "stopping other data streams twice"),
 kept apart so a redundant, idempotent stop never hides the lost resume.
 """
 
+from raceproof.models.brooklin.cluster import Cluster, build
 from raceproof.models.brooklin.model import (
     LEGAL_TRANSITIONS,
     READY,
@@ -13,11 +14,9 @@ from raceproof.models.brooklin.model import (
     STOPPING,
     VARIANTS,
     BrooklinConfig,
-    Cluster,
     Datastream,
     DatastreamCache,
     Store,
-    build,
 )
 from raceproof.sim.lifecycle import (
     acknowledged_resume_holds,
