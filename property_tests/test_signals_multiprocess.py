@@ -132,6 +132,34 @@ def test_prove_j2_stops_and_says_what_it_covered(tmp_path: Path) -> None:
         assert result["complete"] is False
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["prove", "brooklin-double-stop", "--variant", "fix-conditional-write", "-j", "2",
+         "--no-reduction"],
+        ["check", "-j", "2"],
+    ],
+    ids=["prove", "check"],
+)  # fmt: skip
+def test_workers_die_with_a_command_killed_outright(argv: list[str], tmp_path: Path) -> None:
+    # SIGKILL leaves the command no time to stop its pool: the kernel's parent-death signal
+    # must. A prove shard runs for minutes, so a worker left to finish its task would stay.
+    process = subprocess.Popen(
+        [RACEPROOF, *argv], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        _wait_for(lambda: len(_group(process.pid)) >= 3, 300.0, "two workers")
+        workers = [pid for pid in _group(process.pid) if pid != process.pid]
+        assert len(workers) >= 2
+        process.kill()
+        process.wait()
+        _wait_for(lambda: not _group(process.pid), 10.0, f"workers {workers} to die")
+    finally:
+        if _group(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
 # -- campaign ---------------------------------------------------------------------------
 class _Borrowed:
     """The module's Spark session, lent to a campaign that would stop its own at the end."""

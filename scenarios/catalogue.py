@@ -171,11 +171,13 @@ class Scenario:
         state_cache_check: bool = False,
         check_footprints: bool = False,
         cross_check: bool = False,
+        worker_setup: Callable[[], None] | None = None,
     ) -> ProofReport:
         """Bounded exhaustive exploration on the proof configuration and the scenario's caps.
 
         ``reduction``: the partial-order reduction (sound; off walks every schedule);
-        ``jobs`` > 1 splits the walk over that many worker processes (same counts);
+        ``jobs`` > 1 splits the walk over that many worker processes (same counts),
+        each of which first calls ``worker_setup`` (the command line's: die with it);
         ``state_cache`` cuts at explored states of a model that declares its state.
         """
         run = self.runner(variant, self.prove_config if config is None else config, checker)
@@ -193,6 +195,7 @@ class Scenario:
                 run, jobs, budget=budget, reduction=reduction, progress=progress,
                 max_deviations=max_dev, max_branch=branch, state_cache=state_cache,
                 state_cache_check=state_cache_check, check_footprints=check_footprints,
+                worker_setup=worker_setup,
             )  # fmt: skip
         return prove(
             run, budget=budget, progress=progress, reduction=reduction,

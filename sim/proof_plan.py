@@ -229,14 +229,17 @@ _WORKER: dict[str, Any] = {}
 IN_PROCESS_RUNS = 64
 
 
-def _worker_signals() -> None:
+def _worker_signals(setup: Callable[[], None] | None = None) -> None:
     """A worker leaves Ctrl-C to its parent and dies quietly when the pool terminates it.
 
     Forked, it inherits the parent's handlers (the CLI's raise ``Interrupted``), which
-    would print a traceback from every worker that ``Pool.terminate`` stops.
+    would print a traceback from every worker that ``Pool.terminate`` stops. Then the
+    caller's ``setup``, if any.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if setup is not None:
+        setup()
 
 
 def _walk_shard(shard: Shard) -> ProofReport:
@@ -272,10 +275,14 @@ def prove_parallel(
     state_cache: bool = False,
     state_cache_check: bool = False,
     check_footprints: bool = False,
+    worker_setup: Callable[[], None] | None = None,
 ) -> ProofReport:
     """``prove`` split over ``jobs`` worker processes (forked, so ``run`` needs no pickling).
 
     Each shard gets the whole budget of seconds and of runs, and its own state cache.
+    Each worker calls ``worker_setup`` first: the command line passes one that asks the
+    kernel to kill the worker when the command dies (``raceproof.runs.processes``),
+    which this kernel module cannot import.
     """
     if jobs < 1:
         raise ValueError(f"prove_parallel: jobs must be >= 1, got {jobs}")
@@ -316,7 +323,7 @@ def prove_parallel(
         walked(_walk_shard(left.pop(0)))
     if left:
         context = multiprocessing.get_context("fork")
-        with context.Pool(jobs, initializer=_worker_signals) as pool:
+        with context.Pool(jobs, initializer=_worker_signals, initargs=(worker_setup,)) as pool:
             for report in pool.imap(_walk_shard, left):
                 walked(report)
     return merge(first, reports)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -29,7 +31,7 @@ from raceproof.cli.validation import (
     positive_seconds,
     prepare_output_dir,
 )
-from raceproof.runs import runner
+from raceproof.runs import processes, runner
 from raceproof.sim import (
     Budget,
 )
@@ -99,6 +101,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
             state_cache=args.state_cache or args.check_state_cache,
             state_cache_check=args.check_state_cache, check_footprints=args.check_footprints,
             cross_check=args.cross_check,
+            worker_setup=functools.partial(processes.die_with_parent, os.getpid()),
         )  # fmt: skip
     except KeyboardInterrupt as exc:
         line.done()
