@@ -25,10 +25,16 @@ MERMAID_JS = MERMAID_DIR / "node_modules" / "mermaid" / "dist" / "mermaid.min.js
 MERMAID_VERSION = "11.17.2"
 
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-default-apps", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--no-first-run",
     "--allow-file-access-from-files",
-]  # fmt: skip
+]
 
 
 def chromium() -> str:
@@ -41,10 +47,20 @@ def mermaid_js() -> Path:
     if not MERMAID_JS.exists():
         MERMAID_DIR.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(MERMAID_DIR),
-             f"mermaid@{MERMAID_VERSION}"],
-            capture_output=True, text=True, timeout=600, check=False,
-        )  # fmt: skip
+            [
+                "npm",
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+                str(MERMAID_DIR),
+                f"mermaid@{MERMAID_VERSION}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
         assert done.returncode == 0 and MERMAID_JS.exists(), f"npm install mermaid: {done.stderr}"
     return MERMAID_JS
 
@@ -54,11 +70,21 @@ def load(page: Path, *, budget_ms: int = 8000, window: str = "1400,900") -> tupl
     with tempfile.TemporaryDirectory(prefix="raceproof-chromium-") as tmp:
         net_log = Path(tmp) / "net.json"
         done = subprocess.run(
-            [chromium(), *FLAGS, f"--user-data-dir={tmp}/profile", f"--window-size={window}",
-             f"--virtual-time-budget={budget_ms}", f"--log-net-log={net_log}", "--dump-dom",
-             page.resolve().as_uri()],
-            capture_output=True, text=True, timeout=180, check=False,
-        )  # fmt: skip
+            [
+                chromium(),
+                *FLAGS,
+                f"--user-data-dir={tmp}/profile",
+                f"--window-size={window}",
+                f"--virtual-time-budget={budget_ms}",
+                f"--log-net-log={net_log}",
+                "--dump-dom",
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
         assert done.returncode == 0 and done.stdout, f"chromium failed: {done.stderr[-2000:]}"
         return done.stdout, page_requests(net_log)
 
@@ -79,11 +105,21 @@ def page_requests(net_log: Path) -> list[str]:
 def screenshot(page: Path, out: Path, window: str = "1400,900") -> None:
     with tempfile.TemporaryDirectory(prefix="raceproof-chromium-") as tmp:
         done = subprocess.run(
-            [chromium(), *FLAGS, f"--user-data-dir={tmp}/profile", f"--window-size={window}",
-             "--hide-scrollbars", "--virtual-time-budget=4000", f"--screenshot={out.resolve()}",
-             page.resolve().as_uri()],
-            capture_output=True, text=True, timeout=180, check=False,
-        )  # fmt: skip
+            [
+                chromium(),
+                *FLAGS,
+                f"--user-data-dir={tmp}/profile",
+                f"--window-size={window}",
+                "--hide-scrollbars",
+                "--virtual-time-budget=4000",
+                f"--screenshot={out.resolve()}",
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
         assert done.returncode == 0 and out.exists(), f"chromium failed: {done.stderr[-2000:]}"
 
 

@@ -57,16 +57,44 @@ def running_postgres() -> Iterator[str]:
     server: subprocess.Popen[bytes] | None = None
     try:
         subprocess.run(
-            _as_server_user([str(binaries / "initdb"), "-D", str(data), "-U", "postgres",
-                             "--auth=trust", "-E", "UTF8", "--no-sync"]),
-            check=True, capture_output=True, cwd=folder,
-        )  # fmt: skip
+            _as_server_user(
+                [
+                    str(binaries / "initdb"),
+                    "-D",
+                    str(data),
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--no-sync",
+                ]
+            ),
+            check=True,
+            capture_output=True,
+            cwd=folder,
+        )
         port = _free_port()
         server = subprocess.Popen(
-            _as_server_user([str(binaries / "postgres"), "-D", str(data), "-h", "127.0.0.1",
-                             "-p", str(port), "-k", str(folder), "-c", "fsync=off"]),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder,
-        )  # fmt: skip
+            _as_server_user(
+                [
+                    str(binaries / "postgres"),
+                    "-D",
+                    str(data),
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(port),
+                    "-k",
+                    str(folder),
+                    "-c",
+                    "fsync=off",
+                ]
+            ),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=folder,
+        )
         conninfo = f"host=127.0.0.1 port={port} user=postgres dbname=postgres connect_timeout=5"
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:

@@ -166,9 +166,12 @@ def test_the_fencing_lease_example_runs_as_a_user_would(tmp_path: Path) -> None:
     assert checked.returncode == 0, checked.stderr
     assert {r["scenario"] for r in json.loads(checked.stdout)["results"]} == {"fencing-lease"}
     gate = subprocess.run(
-        [str(BIN / "pytest"), "-q", "-p", "no:cacheprovider"], cwd=project, capture_output=True,
-        text=True, timeout=600,
-    )  # fmt: skip
+        [str(BIN / "pytest"), "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert gate.returncode == 0 and " passed" in gate.stdout, gate.stdout[-2000:]
 
 
@@ -199,8 +202,9 @@ def test_a_schedule_deviation_names_the_actor_that_ran_and_the_one_it_overtook()
 
     fifo = execute(build, ReplaySource([], strict=False), [])
     assert fifo.overtaken == {} and [op.actor for op in fifo.history.of_kind("ran")] == [
-        "leader", "stop-task2",
-    ]  # fmt: skip
+        "leader",
+        "stop-task2",
+    ]
     swapped = execute(build, ReplaySource([1]), [])
     assert [op.actor for op in swapped.history.of_kind("ran")] == ["stop-task2", "leader"]
     assert swapped.overtaken == {0: ("stop-task2", "leader")}

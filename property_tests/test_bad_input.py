@@ -64,9 +64,11 @@ EXAMPLES = [
 
 @pytest.mark.parametrize("argv", EXAMPLES, ids=[" ".join(a) for a in EXAMPLES])
 def test_each_example_is_bad_input(
-    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.chdir(tmp_path)
     try:
         code = main(argv)

@@ -148,9 +148,13 @@ def test_fact_force_stop_on_failure_marks_streams_whose_tokens_were_not_claimed(
 ) -> None:
     """A follower that cannot stop its task in time never claims; tokens time out at 60 s."""
     config = dataclasses.replace(
-        SCENARIO.config, streams=("A",), resumed=(), task_stop_ms=(70_000,),
-        force_stop_on_failure=force, stop_timeout_ms=200_000,
-    )  # fmt: skip
+        SCENARIO.config,
+        streams=("A",),
+        resumed=(),
+        task_stop_ms=(70_000,),
+        force_stop_on_failure=force,
+        stop_timeout_ms=200_000,
+    )
     outcome = fifo("fix-zk-lookup", config)
     assert outcome.history.of_kind("tokens.unclaimed")
     assert outcome.history.of_kind("final")[-1].get("statuses") == {"A": final_a}
@@ -196,16 +200,20 @@ def test_fact_a_gc_pause_stops_every_leader_thread_and_no_other_host() -> None:
 
 
 def test_fact_a_connection_loss_blocks_every_leader_call_until_it_reconnects() -> None:
-    config = dataclasses.replace(SCENARIO.prove_config, gc_pause_ms=(0,),
-                                 zk_connection_loss_ms=(0, 10_000))  # fmt: skip
+    config = dataclasses.replace(
+        SCENARIO.prove_config, gc_pause_ms=(0,), zk_connection_loss_ms=(0, 10_000)
+    )
     run = SCENARIO.runner("fix-zk-lookup", config)
     source = KeyedReplaySource({("fault.zk-connection-loss.stop-task1", 0): 1})
     ops = run(source).history.ops
     lost = next(op for op in ops if op.kind == "zk.connection-lost")
     back = next(op for op in ops[lost.index :] if op.get("state") == "connected")
     assert back.time_ms == lost.time_ms + 10_000  # reconnected inside the 30 s session
-    calls = [op for op in ops[lost.index : back.index] if on_leader(op)
-             and op.kind in ("status.write", "zk.read", "cache.refresh", "assign")]  # fmt: skip
+    calls = [
+        op
+        for op in ops[lost.index : back.index]
+        if on_leader(op) and op.kind in ("status.write", "zk.read", "cache.refresh", "assign")
+    ]
     assert calls == [] and not any(op.kind == "zk.session-expired" for op in ops)
     assert any(on_leader(op) and op.kind == "status.write" for op in ops[back.index :])
 
@@ -222,10 +230,16 @@ def test_fact_a_jvm_pause_between_two_stop_tasks_writes_loses_the_resume_under_9
     outcome = replay_positions("fix-zk-lookup", JVM_PAUSE_OPENS_974)
     assert outcome.status == "violated"
     ops = outcome.history.ops
-    culprit = next(op for op in ops if op.kind == "status.write" and op.get("from") == "READY"
-                   and op.get("to") == "STOPPED")  # fmt: skip
-    other = next(op for op in ops if op.kind == "status.write" and op.get("entity") == "A"
-                 and op.get("to") == "STOPPED")  # fmt: skip
+    culprit = next(
+        op
+        for op in ops
+        if op.kind == "status.write" and op.get("from") == "READY" and op.get("to") == "STOPPED"
+    )
+    other = next(
+        op
+        for op in ops
+        if op.kind == "status.write" and op.get("entity") == "A" and op.get("to") == "STOPPED"
+    )
     assert other.actor.startswith("stop-task") and other.actor != culprit.actor
     reads = [op for op in ops[: other.index] if op.kind == "zk.read" and op.get("entity") == "A"]
     assert {op.actor for op in reads} == {culprit.actor, other.actor}  # both read STOPPING
@@ -294,9 +308,12 @@ def test_the_reduction_agrees_with_the_full_walk_under_a_leader_jvm_pause() -> N
     """
     faults = {"gc_pause_ms": (0, 2_000)}
     config = dataclasses.replace(
-        SCENARIO.prove_config, resume_think_ms=(8_000,), leader_notify_ms=(3_000,),
-        task_stop_ms=(500,), **faults,
-    )  # fmt: skip
+        SCENARIO.prove_config,
+        resume_think_ms=(8_000,),
+        leader_notify_ms=(3_000,),
+        task_stop_ms=(500,),
+        **faults,
+    )
     run = SCENARIO.runner("fix-zk-lookup", config)
     reached: dict[bool, set[Any]] = {True: set(), False: set()}
     counts: dict[bool, int] = {}

@@ -136,8 +136,13 @@ def test_a_shard_that_crashes_makes_the_proof_an_error_row() -> None:
     proof = Cell("proof", "lost-update", "fix-cas", "exhaustive", 0, 1_000_000)
     shards, plan = shard_cells(proof)
     results = [prove_shard(shard, plan.max_deviations, plan.max_branch) for shard in shards]
-    results[-1] = {"shard": results[-1]["shard"], "verdict": "error", "error": "boom",
-                   "virtual_ms": 0, "seconds": 0.0}  # fmt: skip
+    results[-1] = {
+        "shard": results[-1]["shard"],
+        "verdict": "error",
+        "error": "boom",
+        "virtual_ms": 0,
+        "seconds": 0.0,
+    }
     row = merge(proof, plan, results)
     assert (row["verdict"], row["complete"], row["met"]) == ("error", False, False)
     assert row["error"] == f"shard {len(shards) - 1}: boom"
@@ -149,12 +154,23 @@ def _row(
 ) -> dict[str, Any]:
     expected = "violated" if variant == "buggy" else "ok"
     return {
-        "cell": f"search/s/{variant}/{strategy}/{seed}/10", "kind": "search", "scenario": "s",
-        "variant": variant, "strategy": strategy, "seed": seed, "expected": expected,
-        "verdict": verdict, "met": verdict == expected, "examples_to_violation": examples,
-        "seconds": 0.1, "blob": "3:0=1" if verdict == "violated" else None, "deviations": 1,
-        "checker": "c", "counterexample": "counterexamples/x.json", "error": None,
-    }  # fmt: skip
+        "cell": f"search/s/{variant}/{strategy}/{seed}/10",
+        "kind": "search",
+        "scenario": "s",
+        "variant": variant,
+        "strategy": strategy,
+        "seed": seed,
+        "expected": expected,
+        "verdict": verdict,
+        "met": verdict == expected,
+        "examples_to_violation": examples,
+        "seconds": 0.1,
+        "blob": "3:0=1" if verdict == "violated" else None,
+        "deviations": 1,
+        "checker": "c",
+        "counterexample": "counterexamples/x.json",
+        "error": None,
+    }
 
 
 def test_failed_expectations_name_a_violated_fix_and_a_bug_never_found() -> None:
@@ -169,14 +185,22 @@ def test_the_html_report_escapes_what_rows_carry_and_marks_a_determinism_failure
     rows = [_row("buggy", "random", s, "ok", None) for s in range(2)]
     rows.append(_row("fix<script>", "random", 0, "violated", 3))
     data = {
-        "folder": "out/<c1>", "cells": len(rows), "verdicts": {"ok": 2, "violated": 1},
-        "manifest": {"options": {"seeds": [0, 1], "examples": 10, "strategies": ["random"]},
-                     "tool_version": "0.1.0", "git_commit": "abc"},
-        "detection": report.detection(rows), "counterexamples": report.distinct_counterexamples(rows),
-        "failed": report.failed_expectations(rows), "proofs": report.proofs(rows),
+        "folder": "out/<c1>",
+        "cells": len(rows),
+        "verdicts": {"ok": 2, "violated": 1},
+        "manifest": {
+            "options": {"seeds": [0, 1], "examples": 10, "strategies": ["random"]},
+            "tool_version": "0.1.0",
+            "git_commit": "abc",
+        },
+        "detection": report.detection(rows),
+        "counterexamples": report.distinct_counterexamples(rows),
+        "failed": report.failed_expectations(rows),
+        "proofs": report.proofs(rows),
         "determinism": [{"cell": "c", "same": False, "executor": "h:1", "driver": "h:2"}],
-        "baseline": None, "changes": [],
-    }  # fmt: skip
+        "baseline": None,
+        "changes": [],
+    }
     page = report.render_html(data, b"png-bytes")
     assert "<script>" not in page and "fix&lt;script&gt;" in page
     assert "<title>Campaign out/&lt;c1&gt;</title>" in page
@@ -204,8 +228,14 @@ spark_group = pytest.mark.xdist_group("spark")
 
 
 def _options(out: Path, **changes: Any) -> campaign.Options:
-    base: dict[str, Any] = dict(scenarios=("lost-update",), strategies=("random", "hypothesis"),
-                                seeds=(0, 1), examples=30, out=str(out), cross_check=2)  # fmt: skip
+    base: dict[str, Any] = dict(
+        scenarios=("lost-update",),
+        strategies=("random", "hypothesis"),
+        seeds=(0, 1),
+        examples=30,
+        out=str(out),
+        cross_check=2,
+    )
     base.update(changes)
     return campaign.Options(**base)
 
@@ -257,8 +287,13 @@ def test_user_scenarios_reach_the_executors_and_a_crashing_cell_is_a_row(
 ) -> None:
     spec = tmp_path / "user_scenarios.py"
     spec.write_text(USER_SCENARIOS)
-    options = _options(tmp_path / "out", scenarios=("user-counter", "user-exploding"),
-                       strategies=("random",), seeds=(0,), scenario_specs=(str(spec),))  # fmt: skip
+    options = _options(
+        tmp_path / "out",
+        scenarios=("user-counter", "user-exploding"),
+        strategies=("random",),
+        seeds=(0,),
+        scenario_specs=(str(spec),),
+    )
     summary = campaign.run(options, spark=spark)
     rows = {(r["scenario"], r["variant"]): r for r in campaign.read_rows(tmp_path / "out")}
     assert summary.ran == 4 == len(rows)
@@ -288,8 +323,10 @@ def test_prove_in_shards_on_spark_matches_the_local_proof_and_the_report_renders
     html = (tmp_path / "p" / "report.html").read_text()
     assert "data:image/png;base64," in html and "Detection per strategy" in html
     old = tmp_path / "p"
-    campaign.run(_options(tmp_path / "q", strategies=("pct",), seeds=(0,),
-                          variants=("fix-cas",)), spark=spark)  # fmt: skip
+    campaign.run(
+        _options(tmp_path / "q", strategies=("pct",), seeds=(0,), variants=("fix-cas",)),
+        spark=spark,
+    )
     assert main(["report", str(tmp_path / "q"), "--baseline", str(old)]) == 0
     assert "no longer run" in (tmp_path / "q" / "report.md").read_text()
 

@@ -43,9 +43,12 @@ def _start(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
     with log.open("wb") as handle:
         return subprocess.Popen(
-            [str(spark_class), *args], stdout=handle, stderr=subprocess.STDOUT, env=env,
+            [str(spark_class), *args],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=env,
             start_new_session=True,
-        )  # fmt: skip
+        )
 
 
 def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes], what: str) -> None:
@@ -74,23 +77,50 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``spark://127.0.0.1:PORT`` of a master with one 1-core worker, both ours."""
     folder = tmp_path_factory.mktemp("standalone")
     port = _free_port()
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_LOG_DIR=str(folder), SPARK_WORKER_DIR=str(folder / "work"))  # fmt: skip
+    env = dict(
+        os.environ,
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOG_DIR=str(folder),
+        SPARK_WORKER_DIR=str(folder / "work"),
+    )
     env.pop("SPARK_HOME", None)
     master_log, worker_log = folder / "master.log", folder / "worker.log"
     master = _start(
-        ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-         "--webui-port", str(_free_port())], master_log, env,
-    )  # fmt: skip
+        [
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(_free_port()),
+        ],
+        master_log,
+        env,
+    )
     processes = [master]
     try:
         _wait_for(master_log, "I have been elected leader", master, "master")
         url = f"spark://127.0.0.1:{port}"
         worker = _start(
-            ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "1",
-             "--memory", "1g", "--webui-port", str(_free_port()),
-             "--work-dir", str(folder / "work")], worker_log, env,
-        )  # fmt: skip
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                url,
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                "--webui-port",
+                str(_free_port()),
+                "--work-dir",
+                str(folder / "work"),
+            ],
+            worker_log,
+            env,
+        )
         processes.append(worker)
         _wait_for(worker_log, "Successfully registered with master", worker, "worker")
         yield url
@@ -101,11 +131,32 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def _campaign(master: str, out: Path) -> dict[str, object]:
     done = subprocess.run(
-        [RACEPROOF, "campaign", "--master", master, "--scenario", "lost-update",
-         "--strategy", "random", "--strategy", "pct", "--seeds", "2", "--examples", "20",
-         "--cross-check", "1", "--out", str(out), "--json"],
-        capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+        [
+            RACEPROOF,
+            "campaign",
+            "--master",
+            master,
+            "--scenario",
+            "lost-update",
+            "--strategy",
+            "random",
+            "--strategy",
+            "pct",
+            "--seeds",
+            "2",
+            "--examples",
+            "20",
+            "--cross-check",
+            "1",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, object] = json.loads(done.stdout)
     return result

@@ -48,8 +48,13 @@ def _history(declared: bool, key: list[str] | None = None) -> History:
     """
     history = History()
     if declared or key is not None:
-        history.append(0, "driver", "pipeline", name="windowed-count",
-                       key=key if key is not None else ["window", "key"])  # fmt: skip
+        history.append(
+            0,
+            "driver",
+            "pipeline",
+            name="windowed-count",
+            key=key if key is not None else ["window", "key"],
+        )
     return history
 
 
@@ -114,8 +119,9 @@ def _drained(records: list[Pair], emit: dict[Pair, int], declared: bool = False)
     """Records, a drain, the reference's rows for the records (right after it), then the sink's rows."""
     history = _history(declared)
     for window, key in records:
-        history.append(0, "driver", "input.record", record={"window": window, "key": key},
-                       sentinel=False)  # fmt: skip
+        history.append(
+            0, "driver", "input.record", record={"window": window, "key": key}, sentinel=False
+        )
     # A reference row before the drain marker is not owed.
     history.append(1, "reference", "expect.row", row={"window": "early", "key": "z", "count": 1})
     history.append(2, "driver", "drain.request", procedure="stop")
@@ -219,8 +225,9 @@ def test_more_than_six_missing_rows_are_counted_but_six_shown() -> None:
 # -- replay-equivalence -------------------------------------------------------------------
 FILES = st.lists(
     st.lists(st.tuples(st.sampled_from("wx"), st.sampled_from("ab")), min_size=1, max_size=3),
-    min_size=1, max_size=4,
-)  # fmt: skip
+    min_size=1,
+    max_size=4,
+)
 
 
 def _replayed(
@@ -229,9 +236,14 @@ def _replayed(
     """Files (each record's state key), batches reading them, and the true state after each batch."""
     history = _history(declared)
     for number, keys in enumerate(files):
-        history.append(0, "driver", "input.file", file=f"f{number}",
-                       records=[{"window": w, "key": k} for w, k in keys],
-                       keys=[[w, k] for w, k in keys])  # fmt: skip
+        history.append(
+            0,
+            "driver",
+            "input.file",
+            file=f"f{number}",
+            records=[{"window": w, "key": k} for w, k in keys],
+            keys=[[w, k] for w, k in keys],
+        )
     states = []
     totals: dict[Pair, int] = {}
     for batch, read in enumerate(reads):
@@ -348,8 +360,14 @@ def test_a_declared_key_is_the_identity_of_a_row(rows: list[tuple[int, str, str]
 
 def test_a_declared_key_is_honoured_by_the_drain_and_state_checks() -> None:
     history = _history(True, key=["id"])
-    history.append(0, "driver", "input.file", file="f0", records=[{"id": 1}, {"id": 1}, {"id": 2}],
-                   keys=[["1"], ["1"], ["2"]])  # fmt: skip
+    history.append(
+        0,
+        "driver",
+        "input.file",
+        file="f0",
+        records=[{"id": 1}, {"id": 1}, {"id": 2}],
+        keys=[["1"], ["1"], ["2"]],
+    )
     history.append(0, "driver", "drain.request", procedure="stop")
     for ident, total in ((1, 2), (2, 1), (3, 0)):
         history.append(0, "reference", "expect.row", row={"id": ident, "total": total})
@@ -362,8 +380,9 @@ def test_a_declared_key_is_honoured_by_the_drain_and_state_checks() -> None:
     assert state_matches_inputs()(history).status == "ok"
     assert no_duplicate_emission()(history).status == "ok"  # same window, different ids
     verdict = drain_emits_every_window()(history)
-    assert verdict.message.endswith("1 of 3 rows expected from the input before the drain were "
-                                    "never emitted: id=3")  # fmt: skip
+    assert verdict.message.endswith(
+        "1 of 3 rows expected from the input before the drain were never emitted: id=3"
+    )
     _sink(history, 3, 1, {"id": 3, "total": 1, "window": "x"})
     assert drain_emits_every_window()(history).message == (
         "id=3 emitted total=1, but the reference gives 0"
@@ -403,8 +422,11 @@ def test_verdicts_are_frozen_values_and_a_violation_must_say_why() -> None:
 
 def test_verdicts_serialise_and_checkers_are_named() -> None:
     assert violated("a", 3, "why").to_json() == {
-        "checker": "a", "status": "violated", "op_index": 3, "message": "why",
-    }  # fmt: skip
+        "checker": "a",
+        "status": "violated",
+        "op_index": 3,
+        "message": "why",
+    }
     assert ok("a", "fine") == Verdict("a", "ok", None, "fine")
 
     @checker("named")

@@ -174,10 +174,13 @@ def test_pct_runs_the_top_priority_and_demotes_it_at_each_change_point(
         # Ranks before this draw's change point, if any: a key seen first now and demoted
         # at once was the top one.
         ranked = {
-            k: before[k] if k in before else source.priority[k] if source.priority[k] >= 0
+            k: before[k]
+            if k in before
+            else source.priority[k]
+            if source.priority[k] >= 0
             else 10**9
             for k in keys
-        }  # fmt: skip
+        }
         top = max(range(len(keys)), key=lambda i: (ranked[keys[i]], -i))
         if draw in points:
             demoted.append(source.priority[keys[top]])
@@ -258,8 +261,9 @@ def test_a_replay_names_where_and_how_it_no_longer_fits() -> None:
     with pytest.raises(ReplayMisaligned) as misfit:
         short.choose("b", (0, 1, 2))
     assert misfit.value.args == (
-        1, "the model asked for draw 'b' (3 options) but the recording holds only 1 draws",
-    )  # fmt: skip
+        1,
+        "the model asked for draw 'b' (3 options) but the recording holds only 1 draws",
+    )
     unused = ReplaySource([1, 1])
     unused.choose("a", (0, 1))
     with pytest.raises(ReplayMisaligned) as misfit:

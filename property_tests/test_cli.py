@@ -25,9 +25,20 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]
 
 
 REQUIRED_FIELDS = {
-    "scenario", "variant", "strategy", "verdict", "checker", "examples", "schedules",
-    "seconds", "virtual_ms", "steps", "trace_hash", "counterexample", "repro",
-}  # fmt: skip
+    "scenario",
+    "variant",
+    "strategy",
+    "verdict",
+    "checker",
+    "examples",
+    "schedules",
+    "seconds",
+    "virtual_ms",
+    "steps",
+    "trace_hash",
+    "counterexample",
+    "repro",
+}
 
 
 @pytest.mark.parametrize("strategy", ["random", "hypothesis", "pct"])
@@ -35,9 +46,18 @@ def test_explore_buggy_finds_saves_and_replays(
     strategy: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, result = run_json(
-        capsys, "explore", "lost-update", "--variant", "buggy", "--strategy", strategy,
-        "--seed", "1", "--out", str(tmp_path),
-    )  # fmt: skip
+        capsys,
+        "explore",
+        "lost-update",
+        "--variant",
+        "buggy",
+        "--strategy",
+        strategy,
+        "--seed",
+        "1",
+        "--out",
+        str(tmp_path),
+    )
     assert code == 1
     assert set(result) >= REQUIRED_FIELDS
     assert result["verdict"] == "violated"
@@ -96,15 +116,24 @@ def _saved_counterexample(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     [
         (lambda text: text[: len(text) // 2], "not valid JSON"),
         (lambda text: "", "not valid JSON"),
-        (lambda text: text.replace('"format_version": 1', '"format_version": 7'), "format version 7"),
-        (lambda text: text.replace('"fix-cas"', '"x"').replace('"variant": "buggy"', '"variant": "gone"'),
-         "unknown variant 'gone'"),
+        (
+            lambda text: text.replace('"format_version": 1', '"format_version": 7'),
+            "format version 7",
+        ),
+        (
+            lambda text: text.replace('"fix-cas"', '"x"').replace(
+                '"variant": "buggy"', '"variant": "gone"'
+            ),
+            "unknown variant 'gone'",
+        ),
         (lambda text: text.replace('"blob": "', '"blob": "9'), "does not match the choices"),
         (lambda text: text.replace('"actor": "client1"', '"actor": "clientX"', 1), "does not hash"),
-        (lambda text: text.replace('"scenario": "lost-update"', '"scenario": "elsewhere"'),
-         "unknown scenario 'elsewhere'"),
+        (
+            lambda text: text.replace('"scenario": "lost-update"', '"scenario": "elsewhere"'),
+            "unknown scenario 'elsewhere'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_corrupt_or_stale_counterexamples_exit_2(
     damage: object, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -143,8 +172,11 @@ def test_same_seed_same_trace_hash_across_processes_and_hash_seeds() -> None:
     for hash_seed in ("0", "1"):
         done = subprocess.run(
             [RACEPROOF, "repro", "lost-update", "--variant", "buggy", "--seed", "4", "--json"],
-            capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED=hash_seed), check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PYTHONHASHSEED=hash_seed),
+            check=False,
+        )
         assert done.returncode in (0, 1), done.stderr
         hashes.append(json.loads(done.stdout)["trace_hash"])
     assert hashes[0] == hashes[1]

@@ -27,8 +27,13 @@ from raceproof.sim import repro as repro_files
 from raceproof.spark_integration import campaign
 from raceproof.spark_integration.campaign_cells import COLUMN_NAMES, COLUMNS, Cell, run_cell
 
-_ARROW = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32(),
-          "double": pa.float64(), "boolean": pa.bool_()}  # fmt: skip
+_ARROW = {
+    "string": pa.string(),
+    "bigint": pa.int64(),
+    "int": pa.int32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+}
 
 BIN = Path(sys.executable).parent
 HUGE = "9" * 30
@@ -183,8 +188,13 @@ def test_a_pyproject_whose_tool_raceproof_is_not_a_table_is_bad_input(tmp_path: 
     (tmp_path / "pyproject.toml").write_text('[tool]\nraceproof = "x"\n')
     _refused_in_a_process(tmp_path, "list", says="tool.raceproof must be a table")
     (tmp_path / "pyproject.toml").write_text("tool = 3\n")  # not even a [tool] table
-    done = subprocess.run([str(BIN / "raceproof"), "list", "--json"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [str(BIN / "raceproof"), "list", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and "lost-update" in done.stdout, done.stderr
 
 
@@ -196,8 +206,11 @@ def test_sys_exit_in_a_scenario_module_or_a_pipeline_factory_is_a_message(tmp_pa
     (tmp_path / "pipe.py").write_text("import sys\ndef pipeline():\n    sys.exit(5)\n")
     done = subprocess.run(
         [str(BIN / "raceproof"), "spark-check", "--pipeline", "pipe.py:pipeline"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 4, (done.returncode, done.stderr)
     last = done.stderr.strip().splitlines()[-1]
     assert "pipeline error: the factory pipeline() of pipe.py raised SystemExit: 5" in last
@@ -228,8 +241,22 @@ def test_campaign_options_are_checked_before_spark_starts(
 def test_a_master_that_fails_leaves_no_folder(
     here: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _refused(here, ["campaign", "--scenario", "lost-update", "--seeds", "1", "--master",
-                    "bogus://x", "--out", "out/c"], capsys, "bogus://x")  # fmt: skip
+    _refused(
+        here,
+        [
+            "campaign",
+            "--scenario",
+            "lost-update",
+            "--seeds",
+            "1",
+            "--master",
+            "bogus://x",
+            "--out",
+            "out/c",
+        ],
+        capsys,
+        "bogus://x",
+    )
     assert not (here / "out").exists()
 
 
@@ -309,8 +336,13 @@ def test_the_plugin_reads_its_database_through_the_same_checks(tmp_path: Path) -
     (database / "deep.json").write_text("[" * 50_000 + "]" * 50_000)
     (database / "trunc.json").write_text('{"format": "raceproof-counterexample"')
     (tmp_path / "test_x.py").write_text("def test_ok():\n    pass\n")
-    done = subprocess.run([str(BIN / "pytest"), "-q", "-p", "no:cacheprovider"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [str(BIN / "pytest"), "-q", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1, done.stdout[-2000:]
     assert "2 failed, 1 passed" in done.stdout, done.stdout[-2000:]
     assert "JSON nested too deeply" in done.stdout and "not valid JSON" in done.stdout

@@ -52,8 +52,15 @@ def test_correct_designs_keep_log_and_state_together_on_every_tried_schedule(des
 
 
 def test_an_unloaded_coordinator_keeps_up_and_latency_is_the_pipeline() -> None:
-    config = CoordinatorConfig(threads=1, partitions=2, verification_ms=(5,), replication_ms=(1,),
-                               rate_per_s=50, duration_ms=2_000, quiet_log=True)  # fmt: skip
+    config = CoordinatorConfig(
+        threads=1,
+        partitions=2,
+        verification_ms=(5,),
+        replication_ms=(1,),
+        rate_per_s=50,
+        duration_ms=2_000,
+        quiet_log=True,
+    )
     for design in compare.DESIGNS:
         result = compare.one_run(design, config, seed=1)
         assert result["requests"] == 100
@@ -64,8 +71,15 @@ def test_an_unloaded_coordinator_keeps_up_and_latency_is_the_pipeline() -> None:
 
 
 def test_runs_are_deterministic_per_seed() -> None:
-    config = CoordinatorConfig(threads=2, partitions=8, verification_ms=(20,), replication_ms=(1,),
-                               rate_per_s=400, duration_ms=2_000, quiet_log=True)  # fmt: skip
+    config = CoordinatorConfig(
+        threads=2,
+        partitions=8,
+        verification_ms=(20,),
+        replication_ms=(1,),
+        rate_per_s=400,
+        duration_ms=2_000,
+        quiet_log=True,
+    )
     assert compare.one_run("block-event-loop", config, 7) == compare.one_run(
         "block-event-loop", config, 7
     )
@@ -81,8 +95,19 @@ def test_percentile() -> None:
 def test_compare_command_writes_table_csv_and_png(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["compare", "coordinator-async-append", "--seeds", "1", "--duration-ms", "1000",
-                 "--out", str(tmp_path), "--json"])  # fmt: skip
+    code = main(
+        [
+            "compare",
+            "coordinator-async-append",
+            "--seeds",
+            "1",
+            "--duration-ms",
+            "1000",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ]
+    )
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     # designs x transactional shares x write costs x verification latencies
@@ -112,8 +137,14 @@ def _ops(variant: str, config: CoordinatorConfig, script: dict[tuple[str, int], 
 def test_the_high_watermark_event_waits_behind_writes_already_queued() -> None:
     # One thread, one partition, three plain commits at once: b0's HighWatermarkUpdated is
     # enqueued (at 2 ms) after b2 (at 0 ms), so b2 is processed before b0 is acknowledged.
-    config = CoordinatorConfig(threads=1, partitions=1, writes=3, arrival_gap_ms=(0,),
-                               transactional=(False,), replication_ms=(1,))  # fmt: skip
+    config = CoordinatorConfig(
+        threads=1,
+        partitions=1,
+        writes=3,
+        arrival_gap_ms=(0,),
+        transactional=(False,),
+        replication_ms=(1,),
+    )
     ops = _ops("verify-then-write", config, {})
     poll_b2 = next(op.index for op in ops if op.kind == "event.poll" and op.get("event") == "b2")
     ack_b0 = next(op.index for op in ops if op.kind == "write.ack" and op.get("batch") == "b0")
@@ -123,8 +154,15 @@ def test_the_high_watermark_event_waits_behind_writes_already_queued() -> None:
 def test_the_write_timer_starts_at_the_append_not_at_arrival() -> None:
     # b0 (transactional) holds the only thread 1 + 10 ms under block-event-loop; b1 waits in
     # the queue longer than the 3 ms timeout, yet it is acknowledged: queue time is not timed.
-    config = CoordinatorConfig(threads=1, partitions=1, writes=2, arrival_gap_ms=(0,),
-                               verification_ms=(10,), replication_ms=(1,), write_timeout_ms=3)  # fmt: skip
+    config = CoordinatorConfig(
+        threads=1,
+        partitions=1,
+        writes=2,
+        arrival_gap_ms=(0,),
+        verification_ms=(10,),
+        replication_ms=(1,),
+        write_timeout_ms=3,
+    )
     ops = _ops("block-event-loop", config, {("txn.b0", 0): 1})
     acked = {op.get("batch") for op in ops if op.kind == "write.ack"}
     assert acked == {"b0", "b1"}
@@ -135,8 +173,14 @@ def test_the_write_timer_starts_at_the_append_not_at_arrival() -> None:
 
 
 def test_a_write_whose_hwm_never_comes_in_time_fails_through_a_queued_timeout_event() -> None:
-    config = CoordinatorConfig(threads=1, partitions=1, writes=1, replication_ms=(50,),
-                               write_timeout_ms=10, transactional=(False,))  # fmt: skip
+    config = CoordinatorConfig(
+        threads=1,
+        partitions=1,
+        writes=1,
+        replication_ms=(50,),
+        write_timeout_ms=10,
+        transactional=(False,),
+    )
     ops = _ops("verify-then-write", config, {})
     polls = [op.get("event") for op in ops if op.kind == "event.poll"]
     assert polls[:2] == ["b0", "timeout-b0"]

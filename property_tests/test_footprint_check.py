@@ -195,8 +195,15 @@ def test_prove_check_footprints_on_the_command_line(
 ) -> None:
     from raceproof.cli.main import main
 
-    argv = ["prove", "brooklin-double-stop", "--variant", "fix-conditional-write",
-            "--max-schedules", "300", "--check-footprints"]  # fmt: skip
+    argv = [
+        "prove",
+        "brooklin-double-stop",
+        "--variant",
+        "fix-conditional-write",
+        "--max-schedules",
+        "300",
+        "--check-footprints",
+    ]
     assert main([*argv, "--json"]) == 3  # a budget-capped walk: inconclusive, exit 3
     out = capsys.readouterr().out
     assert '"footprints_checked": ' in out and '"complete": false' in out

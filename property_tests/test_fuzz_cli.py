@@ -53,24 +53,67 @@ FUZZ = settings(
 )
 
 NASTY_TEXT = st.sampled_from(
-    ["", " ", "-1", "0", "1e400", "nan", "inf", "-inf", "true", "null", "[]", "{}", "[[[]]]",
-     "99999999999999999999", "1.5", "x" * 300, "\x00", "é", "--json", "=", "a=b=c", "/etc/passwd"]
-)  # fmt: skip
+    [
+        "",
+        " ",
+        "-1",
+        "0",
+        "1e400",
+        "nan",
+        "inf",
+        "-inf",
+        "true",
+        "null",
+        "[]",
+        "{}",
+        "[[[]]]",
+        "99999999999999999999",
+        "1.5",
+        "x" * 300,
+        "\x00",
+        "é",
+        "--json",
+        "=",
+        "a=b=c",
+        "/etc/passwd",
+    ]
+)
 SMALL_INT = st.integers(-3, 6).map(str)
 ANY_VALUE = st.one_of(NASTY_TEXT, SMALL_INT)
 SCENARIOS = st.sampled_from(["lost-update", "lost-update", "brooklin-double-stop", "nope", ""])
 VARIANTS = st.sampled_from(["buggy", "fix-cas", "", "nope"])
 SETS = st.lists(
     st.tuples(
-        st.sampled_from(["clients", "increments", "rpc_ms", "think_ms", "start_gap_ms", "nope", ""]),
+        st.sampled_from(
+            ["clients", "increments", "rpc_ms", "think_ms", "start_gap_ms", "nope", ""]
+        ),
         st.one_of(
-            st.sampled_from(["1", "2", "0", "-1", "true", "1.5", "[]", "[1,20]", "[1,-2]", "[[1]]",
-                             "soon", "NaN", "1e400", "null", "{}", "[" * 50 + "]" * 50, "3000"]),
+            st.sampled_from(
+                [
+                    "1",
+                    "2",
+                    "0",
+                    "-1",
+                    "true",
+                    "1.5",
+                    "[]",
+                    "[1,20]",
+                    "[1,-2]",
+                    "[[1]]",
+                    "soon",
+                    "NaN",
+                    "1e400",
+                    "null",
+                    "{}",
+                    "[" * 50 + "]" * 50,
+                    "3000",
+                ]
+            ),
             st.integers(-5, 5).map(str),
         ),
     ).map(lambda kv: f"{kv[0]}={kv[1]}"),
     max_size=2,
-)  # fmt: skip
+)
 
 
 def _option(name: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[list[str]]:
@@ -79,10 +122,22 @@ def _option(name: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[list
 
 @st.composite
 def command_lines(draw: st.DrawFn) -> list[str]:
-    command = draw(st.sampled_from(
-        ["list", "repro", "explore", "prove", "replay", "report", "compare", "bench", "spark-check",
-         "nope"]
-    ))  # fmt: skip
+    command = draw(
+        st.sampled_from(
+            [
+                "list",
+                "repro",
+                "explore",
+                "prove",
+                "replay",
+                "report",
+                "compare",
+                "bench",
+                "spark-check",
+                "nope",
+            ]
+        )
+    )
     words = [command]
     flag = lambda name: st.sampled_from([[], [name]])  # noqa: E731
     if command in ("repro", "explore", "prove"):
@@ -95,17 +150,47 @@ def command_lines(draw: st.DrawFn) -> list[str]:
         if source == "seed":
             words += ["--seed", draw(ANY_VALUE)]
         elif source == "choices":
-            words += ["--choices", draw(st.one_of(
-                st.sampled_from(["4:0=1", "4:", "4:0=0", "4:9=1", "0:", "x", "99999999999:",
-                                 "4:1=1,0=1", "-1:"]), NASTY_TEXT))]  # fmt: skip
+            words += [
+                "--choices",
+                draw(
+                    st.one_of(
+                        st.sampled_from(
+                            [
+                                "4:0=1",
+                                "4:",
+                                "4:0=0",
+                                "4:9=1",
+                                "0:",
+                                "x",
+                                "99999999999:",
+                                "4:1=1,0=1",
+                                "-1:",
+                            ]
+                        ),
+                        NASTY_TEXT,
+                    )
+                ),
+            ]
         elif source == "report":
             words += ["--report-timeline"]
         elif source == "two":
             words += ["--seed", "1", "--choices", "4:"]
-        words += draw(_option("--history-out", st.sampled_from(["h.jsonl", "sub/h.jsonl", ".",
-                                                                 "/etc/passwd/x", ""])))  # fmt: skip
-        words += draw(st.sampled_from([[], ["--backend", "nope"], ["--zk-hosts", "nohost:x"],
-                                       ["--backend", "zookeeper", "--zk-hosts", "a:b"]]))  # fmt: skip
+        words += draw(
+            _option(
+                "--history-out",
+                st.sampled_from(["h.jsonl", "sub/h.jsonl", ".", "/etc/passwd/x", ""]),
+            )
+        )
+        words += draw(
+            st.sampled_from(
+                [
+                    [],
+                    ["--backend", "nope"],
+                    ["--zk-hosts", "nohost:x"],
+                    ["--backend", "zookeeper", "--zk-hosts", "a:b"],
+                ]
+            )
+        )
     if command == "explore":
         words += ["--examples", draw(st.one_of(st.integers(1, 5).map(str), NASTY_TEXT))]
         words += draw(_option("--strategy", st.sampled_from(["random", "pct", "hypothesis", "x"])))
@@ -135,14 +220,41 @@ def command_lines(draw: st.DrawFn) -> list[str]:
         words += draw(flag("--all"))
     if command == "compare":  # always one bad value: a valid comparison runs for seconds
         words.append(draw(st.sampled_from(["coordinator-async-append", "lost-update", ""])))
-        words += draw(st.sampled_from([["--seeds", "0"], ["--rate", "-1"], ["--duration-ms", "x"],
-                                       ["--out", "/etc/passwd"], ["--seeds", "nan"]]))  # fmt: skip
+        words += draw(
+            st.sampled_from(
+                [
+                    ["--seeds", "0"],
+                    ["--rate", "-1"],
+                    ["--duration-ms", "x"],
+                    ["--out", "/etc/passwd"],
+                    ["--seeds", "nan"],
+                ]
+            )
+        )
     if command == "bench":
-        words += draw(st.sampled_from([["--seeds", "0"], ["--scenario", ""], ["--seeds", "x"],
-                                       ["--scenario", "nope"], ["--variant", ""]]))  # fmt: skip
+        words += draw(
+            st.sampled_from(
+                [
+                    ["--seeds", "0"],
+                    ["--scenario", ""],
+                    ["--seeds", "x"],
+                    ["--scenario", "nope"],
+                    ["--variant", ""],
+                ]
+            )
+        )
     if command == "spark-check":
-        words += draw(st.sampled_from([["--experiment", "nope"], ["--experiment", ""],
-                                       ["--repeat", "0"], ["--pipeline", "nope:x"], ["--bogus"]]))  # fmt: skip
+        words += draw(
+            st.sampled_from(
+                [
+                    ["--experiment", "nope"],
+                    ["--experiment", ""],
+                    ["--repeat", "0"],
+                    ["--pipeline", "nope:x"],
+                    ["--bogus"],
+                ]
+            )
+        )
     words += draw(flag("--json"))
     words += draw(st.sampled_from([[], [], ["--bogus-option"], ["stray"]]))
     return words
@@ -200,30 +312,53 @@ def valid_counterexample() -> dict[str, Any]:
     """A real counterexample file's JSON (found once, by a tiny search)."""
     if not _VALID:
         with _in_fresh_folder() as folder:
-            code, out, _ = run_cli(["explore", "lost-update", "--variant", "buggy", "--json",
-                                    "--out", str(folder)])  # fmt: skip
+            code, out, _ = run_cli(
+                ["explore", "lost-update", "--variant", "buggy", "--json", "--out", str(folder)]
+            )
             assert code == 1
             _VALID.update(json.loads(Path(json.loads(out)["counterexample"]).read_text()))
     return json.loads(json.dumps(_VALID))
 
 
 JSON_VALUES = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-(10**30), 10**30),
-              st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20)),
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(10**30), 10**30),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=20),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
-)  # fmt: skip
-FIELDS = ["format", "format_version", "tool_version", "git_commit", "scenario", "variant",
-          "config", "strategy", "deviations", "blob", "choices", "trace_hash", "verdict",
-          "timeline"]  # fmt: skip
+)
+FIELDS = [
+    "format",
+    "format_version",
+    "tool_version",
+    "git_commit",
+    "scenario",
+    "variant",
+    "config",
+    "strategy",
+    "deviations",
+    "blob",
+    "choices",
+    "trace_hash",
+    "verdict",
+    "timeline",
+]
 
 
 @st.composite
 def counterexample_texts(draw: st.DrawFn) -> str:
     raw = valid_counterexample()
-    how = draw(st.sampled_from(["field", "delete", "truncate", "choice", "config", "deep",
-                                "huge", "op", "valid"]))  # fmt: skip
+    how = draw(
+        st.sampled_from(
+            ["field", "delete", "truncate", "choice", "config", "deep", "huge", "op", "valid"]
+        )
+    )
     if how == "field":
         raw[draw(st.sampled_from(FIELDS))] = draw(JSON_VALUES)
     elif how == "delete":
@@ -236,8 +371,9 @@ def counterexample_texts(draw: st.DrawFn) -> str:
         )
     elif how == "config":
         key = draw(st.sampled_from([*raw["config"], "nope"]))
-        raw["config"][key] = draw(st.one_of(
-            JSON_VALUES, st.sampled_from([0, -1, True, [], [1, -1], 10**12, "soon", 1.5])))  # fmt: skip
+        raw["config"][key] = draw(
+            st.one_of(JSON_VALUES, st.sampled_from([0, -1, True, [], [1, -1], 10**12, "soon", 1.5]))
+        )
     elif how == "deep":
         depth = draw(st.sampled_from([50, 5_000, 100_000]))
         raw[draw(st.sampled_from(FIELDS))] = json.loads(
@@ -248,7 +384,8 @@ def counterexample_texts(draw: st.DrawFn) -> str:
             return text[:-1] + ', "x": ' + "[" * depth + "]" * depth + "}"
     elif how == "huge":  # (draw counts past the cap are fuzzed through the blob)
         raw[draw(st.sampled_from(["blob", "scenario", "trace_hash"]))] = draw(
-            st.sampled_from(["99999999999:", "x" * 1_000_000, "9" * 5000 + ":"]))  # fmt: skip
+            st.sampled_from(["99999999999:", "x" * 1_000_000, "9" * 5000 + ":"])
+        )
     elif how == "op":
         index = draw(st.integers(0, len(raw["timeline"]) - 1))
         op = raw["timeline"][index]
@@ -314,23 +451,64 @@ CONTEXT = {
 WRONG_FOLDERS = ["", "afile", "afile/sub", "/proc/raceproof/x"]
 DAMAGED_CAMPAIGNS = ["dcamp", "junkcamp", "afolder-with-notes"]  # for what reads a campaign
 WRONG_FILES = ["", "afolder", "afile/sub.xml", "/proc/raceproof/x.xml"]
-BAD_INPUTS = ["", "missing.json", "junk.json", "deep.json", "empty.json", "/dev/null",
-              "afile", "deep.jsonl", "ghost.json"]  # fmt: skip
-BAD_MODULES = ["no_such_module_xyz", "broken.py", "exits.py", "five.py", "junk.json",
-               "nope.py:factory", "exits.py:pipeline", ""]  # fmt: skip
+BAD_INPUTS = [
+    "",
+    "missing.json",
+    "junk.json",
+    "deep.json",
+    "empty.json",
+    "/dev/null",
+    "afile",
+    "deep.jsonl",
+    "ghost.json",
+]
+BAD_MODULES = [
+    "no_such_module_xyz",
+    "broken.py",
+    "exits.py",
+    "five.py",
+    "junk.json",
+    "nope.py:factory",
+    "exits.py:pipeline",
+    "",
+]
 BAD_NAMES = ["", "no-such-name", "x" * 300, "lost-update\x00", "--"]
 UNTYPED = {
-    "out": WRONG_FOLDERS, "baseline": [*WRONG_FOLDERS, *DAMAGED_CAMPAIGNS, "afolder"],
-    "junit": WRONG_FILES, "history_out": WRONG_FILES, "real_history_out": WRONG_FILES,
-    "input": BAD_INPUTS, "file": BAD_INPUTS, "beside": BAD_INPUTS,
-    "scenarios": BAD_MODULES, "pipeline": BAD_MODULES,
+    "out": WRONG_FOLDERS,
+    "baseline": [*WRONG_FOLDERS, *DAMAGED_CAMPAIGNS, "afolder"],
+    "junit": WRONG_FILES,
+    "history_out": WRONG_FILES,
+    "real_history_out": WRONG_FILES,
+    "input": BAD_INPUTS,
+    "file": BAD_INPUTS,
+    "beside": BAD_INPUTS,
+    "scenarios": BAD_MODULES,
+    "pipeline": BAD_MODULES,
     "set": ["novalue", "=1", "nope=1", "clients=0", "clients=1e400", "clients=" + "[" * 300],
     "seed_range": ["5:2", "x", "", "1:99999999", "-1:3", "1:2:3"],
-}  # fmt: skip
+}
 # Where one command's option reads more than its name says: a campaign's --out is resumed.
 UNTYPED_IN = {("campaign", "out"): [*WRONG_FOLDERS, *DAMAGED_CAMPAIGNS]}
-TYPED_CANDIDATES = ["", " ", "x", "-1", "0", "1.5", "1e400", "nan", "inf", "-inf", "9" * 30,
-                    "1000000000000", "a:b", "h:0", "h:99999", "x" * 300, "\x00", "é"]  # fmt: skip
+TYPED_CANDIDATES = [
+    "",
+    " ",
+    "x",
+    "-1",
+    "0",
+    "1.5",
+    "1e400",
+    "nan",
+    "inf",
+    "-inf",
+    "9" * 30,
+    "1000000000000",
+    "a:b",
+    "h:0",
+    "h:99999",
+    "x" * 300,
+    "\x00",
+    "é",
+]
 
 
 def _refuses(action: argparse.Action, value: str) -> bool:

@@ -56,18 +56,31 @@ def test_check_runs_every_expectation_and_writes_junit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     junit = tmp_path / "check.xml"
-    code = main([
-        "check", "lost-update", "--examples", "300", "--json", "--junit", str(junit),
-        "--out", str(tmp_path),
-    ])  # fmt: skip
+    code = main(
+        [
+            "check",
+            "lost-update",
+            "--examples",
+            "300",
+            "--json",
+            "--junit",
+            str(junit),
+            "--out",
+            str(tmp_path),
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["exit"] == 0 and result["profile"] == "ci"
     kinds = sorted((r["variant"], r["kind"], r["verdict"]) for r in result["results"])
     assert kinds == [
-        ("buggy", "hypothesis", "violated"), ("buggy", "pct", "violated"),
-        ("buggy", "random", "violated"), ("fix-cas", "hypothesis", "ok"), ("fix-cas", "pct", "ok"),
-        ("fix-cas", "prove", "ok"), ("fix-cas", "random", "ok"),
-    ]  # fmt: skip
+        ("buggy", "hypothesis", "violated"),
+        ("buggy", "pct", "violated"),
+        ("buggy", "random", "violated"),
+        ("fix-cas", "hypothesis", "ok"),
+        ("fix-cas", "pct", "ok"),
+        ("fix-cas", "prove", "ok"),
+        ("fix-cas", "random", "ok"),
+    ]
     assert all(
         r["examples"] == 300
         for r in result["results"]
@@ -122,9 +135,15 @@ def test_replay_of_deviations_that_never_come_up_is_not_reached(tmp_path: Path) 
 def _scenario(name: str) -> Scenario:
     base = get("lost-update")
     return Scenario(
-        name=name, summary="test", variants=base.variants, expect_violation=base.expect_violation,
-        checkers=base.checkers, build=base.build, config=base.config, prove_config=base.config,
-    )  # fmt: skip
+        name=name,
+        summary="test",
+        variants=base.variants,
+        expect_violation=base.expect_violation,
+        checkers=base.checkers,
+        build=base.build,
+        config=base.config,
+        prove_config=base.config,
+    )
 
 
 def test_register_is_one_call_or_a_decorator_and_refuses_duplicates() -> None:
@@ -150,8 +169,10 @@ def test_register_is_one_call_or_a_decorator_and_refuses_duplicates() -> None:
 def test_the_wheel_installs_raceproof_as_its_only_top_level_package(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     (wheel,) = tmp_path.glob("raceproof-*.whl")
     names = zipfile.ZipFile(wheel).namelist()

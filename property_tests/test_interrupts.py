@@ -97,8 +97,16 @@ def test_prove_interrupted_is_inconclusive_and_says_what_it_covered(
 ) -> None:
     # The estimate samples 30 runs before the walk; the signal lands 10 runs into the walk.
     signal_at_run(40, signal.SIGINT)
-    code = main(["prove", "brooklin-double-stop", "--variant", "fix-conditional-write",
-                 "--out", str(tmp_path)])  # fmt: skip
+    code = main(
+        [
+            "prove",
+            "brooklin-double-stop",
+            "--variant",
+            "fix-conditional-write",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 130
     assert "inconclusive: interrupted by SIGINT after" in out
@@ -152,8 +160,14 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
 def zk_repro(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     """The README's ZooKeeper repro, with its temporary folders in ``tmp_path``, once its JVM runs."""
     env = dict(os.environ, TMPDIR=str(tmp_path))
-    argv = [RACEPROOF, "repro", "brooklin-double-stop", "--report-timeline", "--backend",
-            "zookeeper"]  # fmt: skip
+    argv = [
+        RACEPROOF,
+        "repro",
+        "brooklin-double-stop",
+        "--report-timeline",
+        "--backend",
+        "zookeeper",
+    ]
     process = subprocess.Popen(
         argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -238,9 +252,13 @@ def _descendants_of(pid: int) -> list[int]:
 def test_sigterm_during_spark_check_stops_the_jvm_and_reports(tmp_path: Path) -> None:
     env = dict(os.environ, TMPDIR=str(tmp_path))
     process = subprocess.Popen(
-        [RACEPROOF, "spark-check", "--json"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [RACEPROOF, "spark-check", "--json"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         # The Spark JVM is up once the first trial's sandbox *folder* exists (the JVM's log
         # file, raceproof-spark-jvm-*.log, is created before the JVM starts).

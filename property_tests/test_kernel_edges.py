@@ -160,8 +160,9 @@ def test_a_debounce_checks_its_periods_with_their_names() -> None:
 def test_a_debounce_past_its_max_wait_fires_at_once() -> None:
     world = _Log([0, 1])  # the first firing is 3 ms late, past the max wait
     fired: list[int] = []
-    debounce = Debounce(world, "d", 10, lambda: fired.append(world.now_ms),
-                        max_wait_ms=10, late_ms=(3, 0))  # fmt: skip
+    debounce = Debounce(
+        world, "d", 10, lambda: fired.append(world.now_ms), max_wait_ms=10, late_ms=(3, 0)
+    )
     world.touched.clear()
     debounce.trigger()  # at 0: due at 10 (+3 late)
     assert world.touched[0] == ("timer:d", True)
@@ -381,8 +382,11 @@ def test_what_a_timer_spawns_is_named_after_the_timer_and_its_firing() -> None:
 def test_store_errors_name_the_node_and_versions_from_zero_are_checked() -> None:
     world = World(ReplaySource([], strict=False))
     store = VersionedStore(world)
-    for call in (lambda: store.check("/none"), lambda: store.children("/none"),
-                 lambda: store.delete("/none")):  # fmt: skip
+    for call in (
+        lambda: store.check("/none"),
+        lambda: store.children("/none"),
+        lambda: store.delete("/none"),
+    ):
         with pytest.raises(NoNode, match=r"^/none$"):
             call()
     store.create("/n", 0)
@@ -682,9 +686,13 @@ def test_swapping_one_deviation_tries_every_other_draw_and_value_in_order() -> N
     assert _swap_one(best, refuse) is False  # type: ignore[arg-type]
     # Deviations at (s,0) and (s,2); free draws (s,1) with values 1..2 and (d,0) with 1.
     assert tried == [
-        {("s", 2): 1, ("s", 1): 1}, {("s", 2): 1, ("s", 1): 2}, {("s", 2): 1, ("d", 0): 1},
-        {("s", 0): 1, ("s", 1): 1}, {("s", 0): 1, ("s", 1): 2}, {("s", 0): 1, ("d", 0): 1},
-    ]  # fmt: skip
+        {("s", 2): 1, ("s", 1): 1},
+        {("s", 2): 1, ("s", 1): 2},
+        {("s", 2): 1, ("d", 0): 1},
+        {("s", 0): 1, ("s", 1): 1},
+        {("s", 0): 1, ("s", 1): 2},
+        {("s", 0): 1, ("d", 0): 1},
+    ]
     tried.clear()
     assert _swap_one(best, lambda c: refuse(c) or len(tried) == 2) is True  # type: ignore[arg-type]
     assert len(tried) == 2

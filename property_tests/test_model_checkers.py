@@ -27,8 +27,16 @@ from raceproof.sim import History
 def _use(kind: str, offset: int, store_from: int | None, store_to: int, **more: object) -> History:
     history = History()
     history.append(0, "streams", "noise", offset=offset)  # another kind is never read
-    history.append(1, "threadA", kind, task="0_1", offset=offset, store_from=store_from,
-                   store_to=store_to, **more)  # fmt: skip
+    history.append(
+        1,
+        "threadA",
+        kind,
+        task="0_1",
+        offset=offset,
+        store_from=store_from,
+        store_to=store_to,
+        **more,
+    )
     return history
 
 
@@ -83,8 +91,14 @@ def _restored(appended: int, end: int, keys: list[str], restores: int = 1) -> Hi
     for offset in range(appended):
         history.append(offset, "changelog", "changelog.append", offset=offset, key=f"k{offset}")
     for number in range(restores):
-        history.append(100 + number, "threadB", "restore.done", end_offset=end if number == restores - 1 else 0,
-                       keys=keys if number == restores - 1 else [], checkpoint=3)  # fmt: skip
+        history.append(
+            100 + number,
+            "threadB",
+            "restore.done",
+            end_offset=end if number == restores - 1 else 0,
+            keys=keys if number == restores - 1 else [],
+            checkpoint=3,
+        )
     return history
 
 

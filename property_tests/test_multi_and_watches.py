@@ -154,8 +154,16 @@ def _events_after(store: VersionedStore, script: list[tuple[str, str]]) -> list[
     return seen
 
 
-SCRIPT = [("create", "/a"), ("set", "/a"), ("create", "/a/b"), ("set", "/a/b"),
-          ("create", "/a/b/c"), ("delete", "/a/b/c"), ("delete", "/a/b"), ("delete", "/a")]  # fmt: skip
+SCRIPT = [
+    ("create", "/a"),
+    ("set", "/a"),
+    ("create", "/a/b"),
+    ("set", "/a/b"),
+    ("create", "/a/b/c"),
+    ("delete", "/a/b/c"),
+    ("delete", "/a/b"),
+    ("delete", "/a"),
+]
 
 
 def test_persistent_and_recursive_watches_fire_as_zookeeper_3_8_does() -> None:
@@ -164,8 +172,16 @@ def test_persistent_and_recursive_watches_fire_as_zookeeper_3_8_does() -> None:
     persistent = [event for kind, event in seen if kind == "persistent"]
     recursive = [event for kind, event in seen if kind == "recursive"]
     assert persistent == ["created /a", "changed /a", "children /a", "children /a", "deleted /a"]
-    assert recursive == ["created /a", "changed /a", "created /a/b", "changed /a/b", "created /a/b/c",
-                         "deleted /a/b/c", "deleted /a/b", "deleted /a"]  # fmt: skip
+    assert recursive == [
+        "created /a",
+        "changed /a",
+        "created /a/b",
+        "changed /a/b",
+        "created /a/b/c",
+        "deleted /a/b/c",
+        "deleted /a/b",
+        "deleted /a",
+    ]
 
 
 def test_a_removed_persistent_watch_stops_firing() -> None:
@@ -264,15 +280,25 @@ def test_every_store_access_names_its_path_once_through_the_touch_hook() -> None
     store.transaction().check("/a", 0).set_data("/a", 1).commit()
     store.delete("/a")
     assert touched == [
-        ("write", "zk:/a"), ("write", "zk:/"), ("read", "zk:/a"), ("read", "zk:/"),
-        ("read", "zk:/a"), ("write", "zk:/a"),
-        ("write", "zk:/a"), ("write", "zk:/"), ("read", "zk:/a"),
-    ]  # fmt: skip
+        ("write", "zk:/a"),
+        ("write", "zk:/"),
+        ("read", "zk:/a"),
+        ("read", "zk:/"),
+        ("read", "zk:/a"),
+        ("write", "zk:/a"),
+        ("write", "zk:/a"),
+        ("write", "zk:/"),
+        ("read", "zk:/a"),
+    ]
 
 
 # -- persistent watches on the real ZooKeeper, through its own command line ----------------
-EVENT_KINDS = {"NodeCreated": "created", "NodeDataChanged": "changed",
-               "NodeDeleted": "deleted", "NodeChildrenChanged": "children"}  # fmt: skip
+EVENT_KINDS = {
+    "NodeCreated": "created",
+    "NodeDataChanged": "changed",
+    "NodeDeleted": "deleted",
+    "NodeChildrenChanged": "children",
+}
 
 
 class _ZkCli:
@@ -289,8 +315,13 @@ class _ZkCli:
             "-server",
             hosts + chroot,
         ]
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.buffer = b""
 
     def send(self, line: str) -> None:

@@ -369,8 +369,14 @@ def test_node_faults_strike_under_random_search() -> None:
     for seed in range(40):
         history, _ = run_model(RandomSource(seed))
         kinds |= {op.kind for op in history.ops}
-    assert {"node.paused", "node.crashed", "node.restarted", "node.clock-jump",
-            "zk.connection-lost", "actor.paused"} <= kinds  # fmt: skip
+    assert {
+        "node.paused",
+        "node.crashed",
+        "node.restarted",
+        "node.clock-jump",
+        "zk.connection-lost",
+        "actor.paused",
+    } <= kinds
 
 
 def test_an_actor_crashing_itself_is_refused_naming_the_call() -> None:

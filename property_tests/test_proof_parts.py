@@ -257,12 +257,20 @@ def test_the_reduction_keeps_one_schedule_per_order_of_dependent_writes() -> Non
         assert len(finals) <= reduced.schedules <= full.schedules
         assert reduced.schedules + reduced.sleep_blocked == reduced.runs
         assert reduced.accounting() == {
-            "complete": True, "schedules": reduced.schedules, "runs": reduced.runs,
-            "bounds_pruned": {}, "reduction": True,
+            "complete": True,
+            "schedules": reduced.schedules,
+            "runs": reduced.runs,
+            "bounds_pruned": {},
+            "reduction": True,
             "skipped_equivalent": reduced.skipped_equivalent,
-            "sleep_blocked": reduced.sleep_blocked, "frontier_left": 0, "shards": 1,
-            "state_cache_cuts": 0, "states_seen": 0, "state_cache_checked": 0, "probes": {},
-        }  # fmt: skip
+            "sleep_blocked": reduced.sleep_blocked,
+            "frontier_left": 0,
+            "shards": 1,
+            "state_cache_cuts": 0,
+            "states_seen": 0,
+            "state_cache_checked": 0,
+            "probes": {},
+        }
     # Two writes of two paths commute: one schedule, the other order skipped at its draw.
     independent = prove(runner(Toy(TWO_PATHS)), budget=Budget(), reduction=True)
     assert (independent.schedules, independent.runs, independent.skipped_equivalent) == (1, 1, 1)
@@ -293,8 +301,15 @@ def test_a_proof_reports_its_progress_and_its_deepest_branch() -> None:
     assert len(seen) == report.runs
     assert [s["runs"] for s in seen] == list(range(1, report.runs + 1))
     assert seen[-1]["schedules"] == report.schedules and seen[-1]["frontier"] == 0
-    assert set(seen[0]) == {"schedules", "runs", "frontier", "depth", "skipped_equivalent",
-                            "sleep_blocked", "elapsed_s"}  # fmt: skip
+    assert set(seen[0]) == {
+        "schedules",
+        "runs",
+        "frontier",
+        "depth",
+        "skipped_equivalent",
+        "sleep_blocked",
+        "elapsed_s",
+    }
     assert seen[0]["depth"] == 0 and seen[-1]["depth"] == report.max_deviations_seen >= 1
     assert seen[0]["elapsed_s"] == 0.0  # no clock: the kernel reads none
 
@@ -333,9 +348,12 @@ def test_the_estimate_of_a_uniform_tree_is_exact_and_its_time_is_measured() -> N
     assert plan.samples == 4 and plan.seconds_per_run == 1.0
     assert plan.schedules >= 1 and plan.seconds == plan.schedules
     assert plan.to_json() == {
-        "schedules_estimate": round(plan.schedules), "samples": 4, "seconds_per_run": 1.0,
-        "seconds_estimate": round(plan.schedules, 1), "draws_per_run_mean": plan.depth_mean,
-    }  # fmt: skip
+        "schedules_estimate": round(plan.schedules),
+        "samples": 4,
+        "seconds_per_run": 1.0,
+        "seconds_estimate": round(plan.schedules, 1),
+        "draws_per_run_mean": plan.depth_mean,
+    }
     assert estimate(run, samples=4).seconds_per_run == 0.0  # no clock, no time
     assert estimate(run, samples=3, max_branch=1).schedules == 1.0
     uniform = estimate(run, samples=50, seed=7)
@@ -359,7 +377,11 @@ def test_the_shards_of_a_small_walk_add_up_to_it(scripts: tuple, reduction: bool
     walked = [prove(run, budget=Budget(), reduction=reduction, shard=s) for s in shards]
     total = merge(first, walked)
     assert (total.schedules, total.runs, total.verdict, total.complete) == (
-        sequential.schedules, sequential.runs, sequential.verdict, sequential.complete)  # fmt: skip
+        sequential.schedules,
+        sequential.runs,
+        sequential.verdict,
+        sequential.complete,
+    )
     assert total.skipped_equivalent == sequential.skipped_equivalent
     assert total.sleep_blocked == sequential.sleep_blocked and total.shards == len(shards)
 
@@ -405,8 +427,13 @@ def test_merging_shard_reports_adds_every_count(
     everything = [first, *reports]
     for name in ("schedules", "runs", "skipped_equivalent"):
         assert getattr(total, name) == sum(getattr(r, name) for r in everything)
-    for name in ("sleep_blocked", "state_cache_cuts", "states_seen", "state_cache_checked",
-                 "frontier_left"):  # fmt: skip
+    for name in (
+        "sleep_blocked",
+        "state_cache_cuts",
+        "states_seen",
+        "state_cache_checked",
+        "frontier_left",
+    ):
         assert getattr(total, name) == sum(getattr(r, name) for r in reports)
     assert total.max_deviations_seen == max(r.max_deviations_seen for r in everything)
     bounds = {b for r in everything for b in r.pruned}
@@ -474,8 +501,11 @@ def test_the_debug_mode_compares_the_endings_of_two_visits() -> None:
     first, again = Visit(frozenset(), 0), Visit(frozenset(), 1)
     first.endings |= {("ok", (), ()), ("ok", (("c", "ok"),), ())}
     again.endings |= {("ok", (), ())}
-    with pytest.raises(StateCacheMismatch, match=r"abc.*\(1 endings only after the first visit, "
-                       r"0 only after the second\)"):  # fmt: skip
+    with pytest.raises(
+        StateCacheMismatch,
+        match=r"abc.*\(1 endings only after the first visit, "
+        r"0 only after the second\)",
+    ):
         compare("abc", first, again)
     again.endings |= {("ok", (("c", "ok"),), ())}
     compare("abc", first, again)  # the same endings: nothing to say
@@ -490,8 +520,9 @@ def test_a_proof_through_the_cache_cuts_repeated_states_and_its_debug_mode_cuts_
     assert cached.state_cache_cuts > 0 and cached.runs == cached.schedules + cached.state_cache_cuts
     assert cached.states_seen > 0 and cached.state_cache_checked == 0
     assert cached.accounting()["state_cache_cuts"] == cached.state_cache_cuts
-    checked = prove(runner(toy), budget=Budget(), reduction=False, state_cache=True,
-                    state_cache_check=True)  # fmt: skip
+    checked = prove(
+        runner(toy), budget=Budget(), reduction=False, state_cache=True, state_cache_check=True
+    )
     assert (checked.runs, checked.schedules) == (plain.runs, plain.schedules)
     # What the cache would have cut, over the whole walk; with no sleep sets (no reduction)
     # every such state is compared with its first visit.
@@ -542,19 +573,34 @@ def test_a_worker_walks_its_shard_with_the_options_it_was_given() -> None:
     ticks = iter(range(10**6))
     try:
         for reduction, cap, branch, cache, check in (
-            (True, None, None, False, False), (False, 1, None, False, False),
-            (False, None, 2, False, False), (False, None, None, True, False),
+            (True, None, None, False, False),
+            (False, 1, None, False, False),
+            (False, None, 2, False, False),
+            (False, None, None, True, False),
             (False, None, None, True, True),
-        ):  # fmt: skip
+        ):
             proof_plan._WORKER.update(
-                run=run, examples=10**6, seconds=None, clock=None, max_deviations=cap,
-                max_branch=branch, reduction=reduction, state_cache=cache,
+                run=run,
+                examples=10**6,
+                seconds=None,
+                clock=None,
+                max_deviations=cap,
+                max_branch=branch,
+                reduction=reduction,
+                state_cache=cache,
                 state_cache_check=check,
-            )  # fmt: skip
+            )
             walked = proof_plan._walk_shard(shards[0])
-            direct = prove(run, budget=Budget(), reduction=reduction, shard=shards[0],
-                           max_deviations=cap, max_branch=branch, state_cache=cache,
-                           state_cache_check=check)  # fmt: skip
+            direct = prove(
+                run,
+                budget=Budget(),
+                reduction=reduction,
+                shard=shards[0],
+                max_deviations=cap,
+                max_branch=branch,
+                state_cache=cache,
+                state_cache_check=check,
+            )
             assert walked == direct and walked.reduction is reduction
         proof_plan._WORKER.update(seconds=3.0, clock=lambda: float(next(ticks)))
         timed = proof_plan._walk_shard(shards[0])  # one tick a reading: out of time soon
@@ -587,13 +633,21 @@ def test_a_parallel_proof_passes_every_option_to_its_workers() -> None:
     run = runner(Toy(SAMPLE, state="right"))
 
     def counts(report: ProofReport) -> tuple[object, ...]:
-        return (report.verdict, report.schedules, report.runs, report.pruned,
-                report.skipped_equivalent, report.sleep_blocked)  # fmt: skip
+        return (
+            report.verdict,
+            report.schedules,
+            report.runs,
+            report.pruned,
+            report.skipped_equivalent,
+            report.sleep_blocked,
+        )
 
     for options in (
-        {"reduction": True}, {"reduction": False},
-        {"reduction": False, "max_deviations": 1}, {"reduction": False, "max_branch": 2},
-    ):  # fmt: skip
+        {"reduction": True},
+        {"reduction": False},
+        {"reduction": False, "max_deviations": 1},
+        {"reduction": False, "max_branch": 2},
+    ):
         one = prove(run, budget=Budget(), **options)  # type: ignore[arg-type]
         seen: list[dict[str, object]] = []
         two = prove_parallel(run, 2, budget=Budget(), progress=seen.append, **options)  # type: ignore[arg-type]
@@ -604,8 +658,9 @@ def test_a_parallel_proof_passes_every_option_to_its_workers() -> None:
         assert done == total == str(two.shards)
     cached = prove_parallel(run, 2, budget=Budget(), reduction=False, state_cache=True)
     assert cached.verdict == "ok" and cached.state_cache_cuts > 0
-    checked = prove_parallel(run, 2, budget=Budget(), reduction=False, state_cache=True,
-                             state_cache_check=True)  # fmt: skip
+    checked = prove_parallel(
+        run, 2, budget=Budget(), reduction=False, state_cache=True, state_cache_check=True
+    )
     assert checked.state_cache_checked > 0
     short = prove_parallel(run, 2, budget=Budget(examples=1), reduction=False)
     assert short.verdict == "inconclusive" and short.pruned.get("budget", 0) > 0
@@ -621,6 +676,9 @@ def test_an_estimate_rounds_each_figure_for_its_reader() -> None:
     plan = Estimate(schedules=123.456, samples=3, seconds_per_run=0.123456789, depth_mean=2.36)
     assert plan.seconds == 123.456 * 0.123456789
     assert plan.to_json() == {
-        "schedules_estimate": 123, "samples": 3, "seconds_per_run": 0.123457,
-        "seconds_estimate": 15.2, "draws_per_run_mean": 2.4,
-    }  # fmt: skip
+        "schedules_estimate": 123,
+        "samples": 3,
+        "seconds_per_run": 0.123457,
+        "seconds_estimate": 15.2,
+        "draws_per_run_mean": 2.4,
+    }

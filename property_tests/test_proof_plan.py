@@ -32,8 +32,15 @@ scripts = st.lists(
 
 
 def _counts(report):  # type: ignore[no-untyped-def]
-    return (report.verdict, report.complete, report.schedules, report.runs,
-            report.skipped_equivalent, report.sleep_blocked, report.pruned)  # fmt: skip
+    return (
+        report.verdict,
+        report.complete,
+        report.schedules,
+        report.runs,
+        report.skipped_equivalent,
+        report.sleep_blocked,
+        report.pruned,
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -78,8 +85,11 @@ RACEPROOF = shutil.which("raceproof") or str(Path(sys.executable).parent / "race
 def _cli(*args: str) -> dict:  # type: ignore[type-arg]
     done = subprocess.run(
         [RACEPROOF, *args, "--json"],  # the installed command, as a user runs it
-        capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     assert done.returncode in (0, 1, 3), done.stderr
     assert "Traceback" not in done.stderr, done.stderr  # not even from a pool worker's exit
     return json.loads(done.stdout)

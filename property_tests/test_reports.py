@@ -143,8 +143,9 @@ def test_any_text_through_mermaid_text_renders(texts: list[str]) -> None:
     history = History()
     for i, text in enumerate(texts):
         history.append(i, text if text.strip() else "x", "op", say=text)
-    story = Story(title="any", history=history,
-                  verdicts=[VerdictView("c;#<x>", "violated", 3, texts[0])])  # fmt: skip
+    story = Story(
+        title="any", history=history, verdicts=[VerdictView("c;#<x>", "violated", 3, texts[0])]
+    )
     with tempfile.TemporaryDirectory() as tmp:
         (result,) = render_mermaid([mermaid(story)], Path(tmp))
     assert result.startswith("OK "), result
@@ -178,8 +179,22 @@ def test_the_network_check_sees_a_page_that_does_ask(tmp_path: Path) -> None:
 def test_report_command_writes_every_format_and_reads_a_wall_clock_history(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["repro", "lost-update", "--variant", "buggy", "--choices", "4:0=1",
-                 "--out", str(tmp_path), "--json"]) == 1  # fmt: skip
+    assert (
+        main(
+            [
+                "repro",
+                "lost-update",
+                "--variant",
+                "buggy",
+                "--choices",
+                "4:0=1",
+                "--out",
+                str(tmp_path),
+                "--json",
+            ]
+        )
+        == 1
+    )
     result = json.loads(capsys.readouterr().out)
     assert Path(result["report_md"]).exists() and Path(result["report_html"]).exists()
     assert main(["report", result["counterexample"], "--out", str(tmp_path / "r"), "--json"]) == 0

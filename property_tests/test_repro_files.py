@@ -79,8 +79,12 @@ def test_a_saved_counterexample_loads_back_the_same(choices: list[Choice]) -> No
         assert raw["choices"] == [[c.label, c.n, c.value] for c in choices]
         assert example.values == [c.value for c in choices]
         assert raw["timeline"][1] == {
-            "index": 1, "time_ms": 3, "actor": "b", "kind": "read", "fields": {"value": None}
-        }  # fmt: skip
+            "index": 1,
+            "time_ms": 3,
+            "actor": "b",
+            "kind": "read",
+            "fields": {"value": None},
+        }
         assert path.read_text().endswith("}\n") and '\n "blob"' in path.read_text()
 
 
@@ -115,10 +119,19 @@ def _error(tmp_path: Path, edit: Any) -> str:
 
 
 FIELDS = {
-    "scenario": str, "variant": str, "config": dict, "verdict": dict, "tool_version": str,
-    "git_commit": str, "strategy": str, "trace_hash": str, "blob": str, "choices": list,
-    "timeline": list, "format_version": int,
-}  # fmt: skip
+    "scenario": str,
+    "variant": str,
+    "config": dict,
+    "verdict": dict,
+    "tool_version": str,
+    "git_commit": str,
+    "strategy": str,
+    "trace_hash": str,
+    "blob": str,
+    "choices": list,
+    "timeline": list,
+    "format_version": int,
+}
 
 
 @pytest.mark.parametrize("name", sorted(FIELDS))

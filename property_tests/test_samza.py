@@ -56,8 +56,19 @@ def test_drain_survives_a_container_restart_mid_drain() -> None:
 def test_each_mistake_is_caught_by_its_checker(
     variant: str, capsys: pytest.CaptureFixture[str], tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
-    code = main(["explore", "samza-drain", "--variant", variant, "--examples", "300", "--out", str(tmp_path),
-                 "--json"])  # fmt: skip
+    code = main(
+        [
+            "explore",
+            "samza-drain",
+            "--variant",
+            variant,
+            "--examples",
+            "300",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 1 and result["verdict"] == "violated"
     assert CAUGHT_BY[variant] in {

@@ -125,8 +125,9 @@ def test_only_the_current_run_is_obeyed(runs: list[str], enter: bool) -> None:
 def test_a_partition_is_drained_after_every_upstream(cases: list[tuple[int, int | None]]) -> None:
     history = History()
     for i, (count, expected) in enumerate(cases):
-        history.append(i, "t", "ssp.drained", ssp=f"i{i}", producers=list(range(count)),
-                       expected=expected)  # fmt: skip
+        history.append(
+            i, "t", "ssp.drained", ssp=f"i{i}", producers=list(range(count)), expected=expected
+        )
     verdict = drain_aggregation(history)
     bad = [i for i, (c, e) in enumerate(cases) if e is not None and c != e]
     if not bad:

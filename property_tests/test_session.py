@@ -246,8 +246,15 @@ def test_session_runs_are_deterministic(program: list[tuple[str, int, int]], see
 
 def test_the_property_sees_watches_fire_and_sessions_die() -> None:
     """The generated programs do exercise both sides of the property."""
-    program = [("watch", 1, 0), ("write", 1, 5), ("wait", 0, 600), ("create", 2, 0),
-               ("pause", 0, 2000), ("watch", 2, 0), ("wait", 0, 3000)]  # fmt: skip
+    program = [
+        ("watch", 1, 0),
+        ("write", 1, 5),
+        ("wait", 0, 600),
+        ("create", 2, 0),
+        ("pause", 0, 2000),
+        ("watch", 2, 0),
+        ("wait", 0, 3000),
+    ]
     world, fired, deaths = _run(program, 7)
     assert fired and deaths
     assert world.history.of_kind("zk.session-expired")[0].get("session") is not None

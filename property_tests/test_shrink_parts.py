@@ -109,8 +109,11 @@ def test_three_deviations_are_first_cut_to_each_one_and_each_pair() -> None:
     tried: list[object] = []
     result = shrink(_recording(run, tried), found, max_walk_runs=1)
     singles = [{("d0", 0): 1}, {("d0", 1): 1}, {("d1", 0): 1}, {("d1", 1): 1}]
-    pairs = [{("d0", 0): 1, ("d0", 1): 1}, {("d0", 0): 1, ("d1", 0): 1},
-             {("d0", 0): 1, ("d1", 1): 1}]  # fmt: skip
+    pairs = [
+        {("d0", 0): 1, ("d0", 1): 1},
+        {("d0", 0): 1, ("d1", 0): 1},
+        {("d0", 0): 1, ("d1", 1): 1},
+    ]
     assert tried[: len(singles) + len(pairs)] == singles + pairs  # stops at the first pair kept
     assert result.outcome.values == [1, 0, 0, 1]
     assert shrink_key(result.outcome) < shrink_key(found)
@@ -145,13 +148,16 @@ def test_two_deviations_go_through_the_cut_drop_and_lower_passes_in_order() -> N
     assert result.outcome.values == [0, 0, 0, 1]
     # Draws alternate d0, d1, d0, d1: the deviations are d1#0 = 1 and d1#1 = 2.
     assert tried[:-1] == [
-        [0, 0, 0, 0], [0, 1, 0, 0],  # keep the first 0, then 1 deviations: no
-        [0, 1, 0, 0], {("d1", 0): 1},  # drop the last (at its place, then by key): no
+        [0, 0, 0, 0],
+        [0, 1, 0, 0],  # keep the first 0, then 1 deviations: no
+        [0, 1, 0, 0],
+        {("d1", 0): 1},  # drop the last (at its place, then by key): no
         [0, 0, 0, 2],  # drop the first: kept
         [0, 0, 0, 1],  # lower what is left, 2 to 1: kept
         [0, 0, 0, 0],  # next round: keep none: no
-        [0, 0, 0, 0], {},  # drop the one left: no; nothing lower than 1: done
-    ]  # fmt: skip
+        [0, 0, 0, 0],
+        {},  # drop the one left: no; nothing lower than 1: done
+    ]
     assert result.runs == len(tried) == 10
     assert tried[-1] == []  # the walk's FIFO run (max_walk_runs=1)
 
@@ -164,46 +170,81 @@ def test_every_pass_of_the_shrinker_in_order_on_a_worked_example() -> None:
     result = shrink(_recording(run, tried), found, max_walk_runs=1)
     assert tried == [
         # 0. four deviations: each alone, then pairs until one violates ([2, 0, 2, 0])
-        {("d0", 0): 2}, {("d0", 1): 2}, {("d1", 0): 1}, {("d1", 1): 1},
+        {("d0", 0): 2},
+        {("d0", 1): 2},
+        {("d1", 0): 1},
+        {("d1", 1): 1},
         {("d0", 0): 2, ("d0", 1): 2},
         # 1. keep the first k deviations: none, then the first
-        [0, 0, 0, 0], [2, 0, 0, 0],
+        [0, 0, 0, 0],
+        [2, 0, 0, 0],
         # 2. drop one, last first, by position and then by (label, occurrence)
-        [2, 0, 0, 0], {("d0", 0): 2}, [0, 0, 2, 0], {("d0", 1): 2},
+        [2, 0, 0, 0],
+        {("d0", 0): 2},
+        [0, 0, 2, 0],
+        {("d0", 1): 2},
         # 3. lower: v0 to 1 violates (kept, next draw); v2 to 1 does not
-        [1, 0, 2, 0], [1, 0, 1, 0],
+        [1, 0, 2, 0],
+        [1, 0, 1, 0],
         # the same passes again from [1, 0, 2, 0]: nothing is kept, a fixed point
-        [0, 0, 0, 0], [1, 0, 0, 0],
-        [1, 0, 0, 0], {("d0", 0): 1}, [0, 0, 2, 0], {("d0", 1): 2},
+        [0, 0, 0, 0],
+        [1, 0, 0, 0],
+        [1, 0, 0, 0],
+        {("d0", 0): 1},
+        [0, 0, 2, 0],
+        {("d0", 1): 2},
         [1, 0, 1, 0],
         # 5. the final walk, cut to its first run (FIFO)
         [],
-    ]  # fmt: skip
+    ]
     assert (result.runs, result.outcome.values, result.exhausted) == (21, [1, 0, 2, 0], True)
     assert shrink(run, found, max_runs=1).exhausted  # the passes' cap, the walk complete
 
 
 KEEP_FIRST = [  # [1, 1, 0, 0] violates "v0 >= 1": pass 1 keeps the first deviation only
-    [0, 0, 0, 0], [1, 0, 0, 0],
-    [0, 0, 0, 0], [0, 0, 0, 0], {}, [],  # again from [1, 0, 0, 0]: a fixed point; the walk
-]  # fmt: skip
+    [0, 0, 0, 0],
+    [1, 0, 0, 0],
+    [0, 0, 0, 0],
+    [0, 0, 0, 0],
+    {},
+    [],  # again from [1, 0, 0, 0]: a fixed point; the walk
+]
 DROP_ONE = [  # [1, 0, 1, 0] violates "v2 >= 1": pass 2 drops the first deviation
-    [0, 0, 0, 0], [1, 0, 0, 0],  # pass 1 fails
-    [1, 0, 0, 0], {("d0", 0): 1}, [0, 0, 1, 0],  # the last dropped fails; the first, kept
-    [0, 0, 0, 0], [0, 0, 0, 0], {}, [],
-]  # fmt: skip
-THREE_NEEDED = [  # [1, 1, 1, 0] violates "v0, v1 and v2": nothing smaller does
-    {("d0", 0): 1}, {("d0", 1): 1}, {("d1", 0): 1},
-    {("d0", 0): 1, ("d0", 1): 1}, {("d0", 0): 1, ("d1", 0): 1}, {("d0", 1): 1, ("d1", 0): 1},
-    [0, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0],
-    [1, 1, 0, 0], {("d0", 0): 1, ("d1", 0): 1}, [1, 0, 1, 0], {("d0", 0): 1, ("d0", 1): 1},
-    [0, 1, 1, 0], {("d1", 0): 1, ("d0", 1): 1},
-    # 4. three deviations left: move each onto the one draw that has none, d1#1, as 1 or 2
-    {("d1", 0): 1, ("d0", 1): 1, ("d1", 1): 1}, {("d1", 0): 1, ("d0", 1): 1, ("d1", 1): 2},
-    {("d0", 0): 1, ("d1", 0): 1, ("d1", 1): 1}, {("d0", 0): 1, ("d1", 0): 1, ("d1", 1): 2},
-    {("d0", 0): 1, ("d0", 1): 1, ("d1", 1): 1}, {("d0", 0): 1, ("d0", 1): 1, ("d1", 1): 2},
+    [0, 0, 0, 0],
+    [1, 0, 0, 0],  # pass 1 fails
+    [1, 0, 0, 0],
+    {("d0", 0): 1},
+    [0, 0, 1, 0],  # the last dropped fails; the first, kept
+    [0, 0, 0, 0],
+    [0, 0, 0, 0],
+    {},
     [],
-]  # fmt: skip
+]
+THREE_NEEDED = [  # [1, 1, 1, 0] violates "v0, v1 and v2": nothing smaller does
+    {("d0", 0): 1},
+    {("d0", 1): 1},
+    {("d1", 0): 1},
+    {("d0", 0): 1, ("d0", 1): 1},
+    {("d0", 0): 1, ("d1", 0): 1},
+    {("d0", 1): 1, ("d1", 0): 1},
+    [0, 0, 0, 0],
+    [1, 0, 0, 0],
+    [1, 1, 0, 0],
+    [1, 1, 0, 0],
+    {("d0", 0): 1, ("d1", 0): 1},
+    [1, 0, 1, 0],
+    {("d0", 0): 1, ("d0", 1): 1},
+    [0, 1, 1, 0],
+    {("d1", 0): 1, ("d0", 1): 1},
+    # 4. three deviations left: move each onto the one draw that has none, d1#1, as 1 or 2
+    {("d1", 0): 1, ("d0", 1): 1, ("d1", 1): 1},
+    {("d1", 0): 1, ("d0", 1): 1, ("d1", 1): 2},
+    {("d0", 0): 1, ("d1", 0): 1, ("d1", 1): 1},
+    {("d0", 0): 1, ("d1", 0): 1, ("d1", 1): 2},
+    {("d0", 0): 1, ("d0", 1): 1, ("d1", 1): 1},
+    {("d0", 0): 1, ("d0", 1): 1, ("d1", 1): 2},
+    [],
+]
 
 
 @pytest.mark.parametrize(

@@ -64,14 +64,23 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> Non
 
 
 def _interrupt(
-    argv: list[str], signum: int, delay_s: float, ready: Callable[[subprocess.Popen[str]], bool],
-    cwd: Path, env: dict[str, str] | None = None,
-) -> tuple[int, str, str, float]:  # fmt: skip
+    argv: list[str],
+    signum: int,
+    delay_s: float,
+    ready: Callable[[subprocess.Popen[str]], bool],
+    cwd: Path,
+    env: dict[str, str] | None = None,
+) -> tuple[int, str, str, float]:
     """Start ``argv`` in its own session, signal it ``delay_s`` after ``ready``; (code, out, err, s)."""
     process = subprocess.Popen(
-        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
-    )  # fmt: skip
+    )
     try:
         _wait_for(lambda: ready(process) or process.poll() is not None, 300.0, "the command")
         assert process.poll() is None, process.communicate()
@@ -123,8 +132,17 @@ def test_check_j2_stops_at_a_random_moment_with_the_checks_done(
 
 def test_prove_j2_stops_and_says_what_it_covered(tmp_path: Path) -> None:
     for name in SIGNALS:
-        argv = [RACEPROOF, "prove", "brooklin-double-stop", "--variant", "fix-conditional-write",
-                "-j", "2", "--no-reduction", "--json"]  # fmt: skip
+        argv = [
+            RACEPROOF,
+            "prove",
+            "brooklin-double-stop",
+            "--variant",
+            "fix-conditional-write",
+            "-j",
+            "2",
+            "--no-reduction",
+            "--json",
+        ]
         code, out, err, took = _interrupt(argv, SIGNALS[name], 0.5, _workers_running(2), tmp_path)
         _assert_stopped_cleanly(code, err, took, name)
         result = json.loads(out)
@@ -135,19 +153,29 @@ def test_prove_j2_stops_and_says_what_it_covered(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "argv",
     [
-        ["prove", "brooklin-double-stop", "--variant", "fix-conditional-write", "-j", "2",
-         "--no-reduction"],
+        [
+            "prove",
+            "brooklin-double-stop",
+            "--variant",
+            "fix-conditional-write",
+            "-j",
+            "2",
+            "--no-reduction",
+        ],
         ["check", "-j", "2"],
     ],
     ids=["prove", "check"],
-)  # fmt: skip
+)
 def test_workers_die_with_a_command_killed_outright(argv: list[str], tmp_path: Path) -> None:
     # SIGKILL leaves the command no time to stop its pool: the kernel's parent-death signal
     # must. A prove shard runs for minutes, so a worker left to finish its task would stay.
     process = subprocess.Popen(
-        [RACEPROOF, *argv], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [RACEPROOF, *argv],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
-    )  # fmt: skip
+    )
     try:
         _wait_for(lambda: len(_group(process.pid)) >= 3, 300.0, "two workers")
         workers = [pid for pid in _group(process.pid) if pid != process.pid]
@@ -190,9 +218,11 @@ def _children() -> set[int]:
 
 @pytest.mark.xdist_group("spark")
 def test_campaign_stops_at_random_moments_with_its_finished_cells(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setattr(campaign, "campaign_session", lambda *a, **k: _Borrowed(spark))
     spark.sparkContext.parallelize([1, 2], 2).count()  # the Python workers are up before we count
     children, threads = _children(), threading.active_count()
@@ -210,8 +240,20 @@ def test_campaign_stops_at_random_moments_with_its_finished_cells(
                 os.kill(os.getpid(), signum)
 
             timer = threading.Timer(delay_s, fire)
-            argv = ["campaign", "--scenario", "lost-update", "--strategy", "random",
-                    "--seeds", "400", "--examples", "200", "--out", str(out), "--json"]  # fmt: skip
+            argv = [
+                "campaign",
+                "--scenario",
+                "lost-update",
+                "--strategy",
+                "random",
+                "--seeds",
+                "400",
+                "--examples",
+                "200",
+                "--out",
+                str(out),
+                "--json",
+            ]
             timer.start()
             code = main(argv)
             stopped = time.monotonic()
@@ -245,8 +287,21 @@ def test_a_campaign_command_stops_its_jvm_and_leaves_no_folder_behind(
     local = tmp_path / "spark-local"
     local.mkdir()
     env = dict(os.environ, SPARK_LOCAL_DIRS=str(local), TMPDIR=str(tmp_path))
-    argv = [RACEPROOF, "campaign", "--scenario", "lost-update", "--strategy", "random",
-            "--seeds", "400", "--examples", "200", "--out", "c", "--json"]  # fmt: skip
+    argv = [
+        RACEPROOF,
+        "campaign",
+        "--scenario",
+        "lost-update",
+        "--strategy",
+        "random",
+        "--seeds",
+        "400",
+        "--examples",
+        "200",
+        "--out",
+        "c",
+        "--json",
+    ]
     delay_s = random.Random(f"campaign-{name}-{moment}").uniform(0.0, 3.0)
     # "starting": once the JVM is being launched; "running": once Spark is up (the campaign
     # creates its folder only then), i.e. while cells run and rows are flushed.

@@ -37,10 +37,14 @@ def _write(folder: Path, name: str, body: str) -> str:
 def test_a_factory_that_raises_is_a_pipeline_error_naming_the_factory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = _write(tmp_path, "broken_job.py", """
+    path = _write(
+        tmp_path,
+        "broken_job.py",
+        """
         def make():
             raise RuntimeError("no connection string configured")
-        """)  # fmt: skip
+        """,
+    )
     assert main(["spark-check", "--pipeline", f"{path}:make"]) == EXIT_PIPELINE_ERROR == 4
     err = capsys.readouterr().err
     last = err.strip().splitlines()[-1]
@@ -64,30 +68,43 @@ def test_a_pipeline_file_loads_its_sibling_modules(
 @pytest.mark.parametrize(
     ("body", "says"),
     [
-        ("""
+        (
+            """
         class Batchy(WindowedCount):
             def query(self, source):
                 return source.sparkSession.range(3)
-        """, "returned a batch DataFrame"),
-        ("""
+        """,
+            "returned a batch DataFrame",
+        ),
+        (
+            """
         from raceproof.spark_integration.pipeline import Pipeline
         class NoReference(Pipeline):
             def query(self, source):
                 return source
-        """, "expected(records) raised NotImplementedError"),
-        ("""
+        """,
+            "expected(records) raised NotImplementedError",
+        ),
+        (
+            """
         class Rejected(WindowedCount):
             output_mode = "append"
             def query(self, source):
                 return source.groupBy("key").count()  # no watermark: append mode is refused
-        """, "Spark rejected the query"),
+        """,
+            "Spark rejected the query",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_users_query_errors_are_pipeline_errors(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, says: str
 ) -> None:
-    path = _write(tmp_path, "job.py", textwrap.dedent(body) + "\ndef make():\n    return [v for v in globals().values()"
-                  " if isinstance(v, type) and v.__module__ == __name__][-1]()\n")  # fmt: skip
+    path = _write(
+        tmp_path,
+        "job.py",
+        textwrap.dedent(body) + "\ndef make():\n    return [v for v in globals().values()"
+        " if isinstance(v, type) and v.__module__ == __name__][-1]()\n",
+    )
     code = main(["spark-check", "--pipeline", f"{path}:make", "--experiment", "drain"])
     captured = capsys.readouterr()
     assert code == 4, captured.err
@@ -97,7 +114,10 @@ def test_the_users_query_errors_are_pipeline_errors(
 def test_a_pipeline_wrong_without_faults_is_reported_as_wrong_and_no_experiment_runs(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = _write(tmp_path, "off_by_one.py", """
+    path = _write(
+        tmp_path,
+        "off_by_one.py",
+        """
         class OffByOne(WindowedCount):
             name = "off-by-one"
             def query(self, source):
@@ -105,7 +125,8 @@ def test_a_pipeline_wrong_without_faults_is_reported_as_wrong_and_no_experiment_
 
         def make():
             return OffByOne()
-        """)  # fmt: skip
+        """,
+    )
     code = main(["spark-check", "--pipeline", f"{path}:make"])
     out = capsys.readouterr().out
     assert code == 1

@@ -36,8 +36,18 @@ def test_a_pipeline_campaign_writes_parquet_rows_that_report_renders_and_resumes
     job = tmp_path / "my_job.py"
     job.write_text(USER_JOB)
     out = tmp_path / "campaign"
-    argv = ["campaign", "--pipeline", f"{job}:make", "--experiment", "generated-input",
-            "--seeds", "2", "--out", str(out), "--json"]  # fmt: skip
+    argv = [
+        "campaign",
+        "--pipeline",
+        f"{job}:make",
+        "--experiment",
+        "generated-input",
+        "--seeds",
+        "2",
+        "--out",
+        str(out),
+        "--json",
+    ]
     assert main(argv) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["ran"] == 3 and result["rows"] == 3

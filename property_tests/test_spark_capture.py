@@ -85,8 +85,10 @@ def test_an_uncaught_query_thread_death_in_the_jvm_log_is_a_violation(
     monkeypatch.setattr(session, "_JVM_LOG", log)
     offset = session.jvm_log_offset()
     with log.open("a") as handle:
-        handle.write('Exception in thread "stream execution thread for [id = 1, runId = 2]" '
-                     "java.lang.StackOverflowError\n\tat java.base/java.util.regex.Pattern\n")  # fmt: skip
+        handle.write(
+            'Exception in thread "stream execution thread for [id = 1, runId = 2]" '
+            "java.lang.StackOverflowError\n\tat java.base/java.util.regex.Pattern\n"
+        )
     (found,) = session.uncaught_errors_since(offset)
     assert found == (
         "stream execution thread for [id = 1, runId = 2]",
@@ -100,8 +102,10 @@ def test_an_uncaught_query_thread_death_in_the_jvm_log_is_a_violation(
 
 
 def test_short_error_keeps_the_java_line() -> None:
-    error = RuntimeError("An error occurred while calling o1.start.\n: java.lang.IllegalStateException: "
-                         "Cannot start query\n\tat org.apache.Foo")  # fmt: skip
+    error = RuntimeError(
+        "An error occurred while calling o1.start.\n: java.lang.IllegalStateException: "
+        "Cannot start query\n\tat org.apache.Foo"
+    )
     assert short_error(error) == "java.lang.IllegalStateException: Cannot start query"
     assert short_error(ValueError("")) == "ValueError"
 
@@ -128,8 +132,13 @@ def test_an_unknown_experiment_exits_2_naming_the_valid_ones(
 
 def test_spark_that_cannot_start_is_a_clear_error_with_what_the_jvm_said() -> None:
     env = {**os.environ, "JAVA_HOME": "/nonexistent-java"}
-    done = subprocess.run([sys.executable, "-m", "raceproof.cli.main", "spark-check", "--experiment", "drain"],
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "raceproof.cli.main", "spark-check", "--experiment", "drain"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     assert "cannot run spark-check: Spark did not start" in done.stderr
     assert "/nonexistent-java/bin/java" in done.stderr  # the JVM launcher's own words

@@ -26,9 +26,21 @@ pytestmark = pytest.mark.xdist_group("spark")
 
 
 def _repro(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str) -> tuple[int, Any]:
-    code = main(["repro", *args, "--backend", "spark", "--json", "--out", str(tmp_path / "cx"),
-                 "--history-out", str(tmp_path / "sim.jsonl"),
-                 "--real-history-out", str(tmp_path / "real.jsonl")])  # fmt: skip
+    code = main(
+        [
+            "repro",
+            *args,
+            "--backend",
+            "spark",
+            "--json",
+            "--out",
+            str(tmp_path / "cx"),
+            "--history-out",
+            str(tmp_path / "sim.jsonl"),
+            "--real-history-out",
+            str(tmp_path / "real.jsonl"),
+        ]
+    )
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -52,8 +64,10 @@ def test_resurrection_order_is_forced_and_spark_refuses_the_deleted_state(
     point = real.of_kind("fault.point")[0]
     delete = real.of_kind("fault.delete")[0]
     assert point.get("checked_on_files") is True and point.index < delete.index
-    assert (point.get("sim_index"), delete.get("sim_index")) == (steps[1]["sim_index"],
-                                                                 steps[2]["sim_index"])  # fmt: skip
+    assert (point.get("sim_index"), delete.get("sim_index")) == (
+        steps[1]["sim_index"],
+        steps[2]["sim_index"],
+    )
     assert session_running()  # the caller's session is left running
 
 
@@ -63,7 +77,11 @@ def test_drain_story_misses_the_windows_the_model_leaves_unfired(
     code, result = _repro(capsys, tmp_path, "samza-drain", "--variant", "drain-1.8")
     assert result["simulated"]["checker"] == "drain-completeness"
     assert (result["verdict"], result["checker"], result["reproduced"], code) == (
-        "violated", "drain-completeness", True, 1)  # fmt: skip
+        "violated",
+        "drain-completeness",
+        True,
+        1,
+    )
     sim = History.from_jsonl((tmp_path / "sim.jsonl").read_text())
     unfired = sim.of_kind("final")[-1].get("unfired_pane_seqs")
     windows = sorted({f"00:0{s // 3 // 6}:{s // 3 % 6}0" for s in unfired})
@@ -71,8 +89,18 @@ def test_drain_story_misses_the_windows_the_model_leaves_unfired(
     for window in windows:  # pane seq // 3 is the window starting at 10 * (seq // 3) seconds
         assert f"window=2026-01-01T{window}" in message, (windows, message)
     # The two histories drawn side by side in one report.
-    assert main(["report", str(tmp_path / "sim.jsonl"), "--beside", str(tmp_path / "real.jsonl"),
-                 "--format", "html", "--scenario", "samza-drain"]) in (0, 1)  # fmt: skip
+    assert main(
+        [
+            "report",
+            str(tmp_path / "sim.jsonl"),
+            "--beside",
+            str(tmp_path / "real.jsonl"),
+            "--format",
+            "html",
+            "--scenario",
+            "samza-drain",
+        ]
+    ) in (0, 1)
     capsys.readouterr()
     report = (tmp_path / "sim.html").read_text()
     assert "pane.fire" in report and "sink.row" in report  # the model's ops and Spark's
@@ -91,8 +119,18 @@ def test_a_variant_without_a_spark_counterpart_is_a_usage_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     running = session_running()
-    code = main(["repro", "samza-drain", "--variant", "accept-stale-run-id", "--backend", "spark",
-                 "--out", str(tmp_path)])  # fmt: skip
+    code = main(
+        [
+            "repro",
+            "samza-drain",
+            "--variant",
+            "accept-stale-run-id",
+            "--backend",
+            "spark",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "no Spark counterpart" in err and "Traceback" not in err
     assert session_running() == running  # refused before any Spark session started
@@ -105,8 +143,14 @@ def test_the_fixes_orders_are_forced_too(
 ) -> None:
     # KAFKA-9113's fix reads the checkpoint after the cleaner's delete: on Spark the state folder
     # is gone before the restart, and Spark refuses to start rather than run on no state.
-    code, result = _repro(capsys, tmp_path, "streams-checkpoint-resurrection",
-                          "--report-timeline", "--variant", "fix-load-after-lock")  # fmt: skip
+    code, result = _repro(
+        capsys,
+        tmp_path,
+        "streams-checkpoint-resurrection",
+        "--report-timeline",
+        "--variant",
+        "fix-load-after-lock",
+    )
     kinds = [s["sim"].split()[1] for s in result["real_steps"][1:3]]
     assert kinds == ["dir.delete", "checkpoint.load"], result["real_steps"]
     assert result["real_outcome"]["verdict"] == "raised"
@@ -115,8 +159,14 @@ def test_the_fixes_orders_are_forced_too(
     )
     assert not result["real_steps"][2]["reached"]  # the query never got to the batch
     # PR #6818's run has no delete in the story: the restarted state matches its inputs.
-    code, result = _repro(capsys, tmp_path, "streams-checkpoint-resurrection",
-                          "--report-timeline", "--variant", "fix-standby-running")  # fmt: skip
+    code, result = _repro(
+        capsys,
+        tmp_path,
+        "streams-checkpoint-resurrection",
+        "--report-timeline",
+        "--variant",
+        "fix-standby-running",
+    )
     assert all(s["reached"] for s in result["real_steps"]), result["real_steps"]
     assert not any("dir.delete" in s["sim"] for s in result["real_steps"])
     checked = {v["checker"]: v["status"] for v in result["verdicts"]}

@@ -56,8 +56,10 @@ def test_a_script_is_a_function_of_its_seed_and_round_trips(seed: int, lateness:
 
 def test_the_watermark_rule_splits_must_keep_from_may_drop() -> None:
     job = WindowedCount()
-    batches = [[{"key": "a", "ts": timestamp(25)}], [{"key": "a", "ts": timestamp(19)},
-               {"key": "a", "ts": timestamp(5)}]]  # fmt: skip
+    batches = [
+        [{"key": "a", "ts": timestamp(25)}],
+        [{"key": "a", "ts": timestamp(19)}, {"key": "a", "ts": timestamp(5)}],
+    ]
     must, maybe = generated.kept(job, batches, 10)  # watermark 15 in batch 1
     assert [r["ts"] for r in must] == [timestamp(25), timestamp(19)]  # window [10, 20) is open
     assert [r["ts"] for r in maybe] == [timestamp(5)]  # window [0, 10) ended at 10 <= 15
@@ -84,16 +86,39 @@ def test_a_short_watermark_is_caught_and_shrinks_to_a_script_that_replays(
     path = tmp_path / "short_job.py"
     path.write_text(textwrap.dedent(SHORT_WATERMARK))
     spec = f"{path}:make"
-    code = main(["spark-check", "--pipeline", spec, "--experiment", "generated-input",
-                 "--seed", "2", "--shrink-budget", "10"])  # fmt: skip
+    code = main(
+        [
+            "spark-check",
+            "--pipeline",
+            spec,
+            "--experiment",
+            "generated-input",
+            "--seed",
+            "2",
+            "--shrink-budget",
+            "10",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1 and "PIPELINE WRONG" in out, out
     shrunk = re.search(r"shrunk from (\d+) to (\d+) events", out)
     assert shrunk and int(shrunk[2]) < int(shrunk[1]), out
     replay = re.search(r"--script '([^']+)'", out)
     assert replay, out
-    code = main(["spark-check", "--pipeline", spec, "--experiment", "generated-input",
-                 "--script", replay[1], "--shrink-budget", "0", "--json"])  # fmt: skip
+    code = main(
+        [
+            "spark-check",
+            "--pipeline",
+            spec,
+            "--experiment",
+            "generated-input",
+            "--script",
+            replay[1],
+            "--shrink-budget",
+            "0",
+            "--json",
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     (row,) = [r for r in result["experiments"] if r["experiment"] == "generated-input"]
     assert code == 1 and row["broken_promises"] == ["watermark-reference"], row

@@ -126,7 +126,7 @@ def test_a_pipeline_that_cannot_be_loaded_is_a_usage_error(
         # measured runs, not every run under a loaded CI, so the test asks for the replay.)
         ("windowed-count", "stop-during-batch-job", {"no-duplicate-emission"}, True),
     ],
-)  # fmt: skip
+)
 def test_the_built_in_pipelines_measured_findings(
     spark: Any,
     pipeline: str,

@@ -52,8 +52,16 @@ def _stored(trial: Any) -> list[dict[str, Any]]:
 def test_a_non_idempotent_postgres_writer_is_caught_with_the_row_and_the_rerun_batch(
     spark: Any, postgres: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["spark-check", "--pipeline", f"{SINKS}:appending",
-                 "--experiment", "slow-sink-stop", "--json"])  # fmt: skip
+    code = main(
+        [
+            "spark-check",
+            "--pipeline",
+            f"{SINKS}:appending",
+            "--experiment",
+            "slow-sink-stop",
+            "--json",
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     (row,) = result["experiments"]
     assert code == 1 and result["verdict"] == "violated"

@@ -272,9 +272,11 @@ def test_a_search_names_deviations_only_in_the_run_it_reports(strategy: str) -> 
         return violated("the stop task ran first", 0) if ran[0] == "stop-task2" else None
 
     report = explore(
-        lambda source: execute(_stop_first, source, [leader_first]), strategy, 1,
+        lambda source: execute(_stop_first, source, [leader_first]),
+        strategy,
+        1,
         Budget(examples=200),
-    )  # fmt: skip
+    )
     assert report.found is not None and report.shrunk is not None
     # The search's own run drew the deviation without naming it ...
     assert not report.found.actors_named and report.found.overtaken == {}

@@ -70,8 +70,13 @@ def test_a_planted_violation_is_found_through_the_cache(reduction: bool) -> None
 
 def test_the_debug_mode_catches_a_fingerprint_that_leaves_state_out() -> None:
     with pytest.raises(StateCacheMismatch, match="leaves out state"):
-        prove(runner(Toy(SAMPLE, state="wrong")), budget=Budget(examples=10**6), reduction=False,
-              state_cache=True, state_cache_check=True)  # fmt: skip
+        prove(
+            runner(Toy(SAMPLE, state="wrong")),
+            budget=Budget(examples=10**6),
+            reduction=False,
+            state_cache=True,
+            state_cache_check=True,
+        )
     # and the right fingerprint passes the same check
     _, report = _finals(
         Toy(SAMPLE, state="right"), reduction=False, state_cache=True, state_cache_check=True

@@ -135,9 +135,15 @@ def test_hypothesis_search_on_ordered_watch_deliveries_ends_in_a_verdict() -> No
     stop_at=st.one_of(st.none(), st.integers(1, 30)),
 )
 def test_no_run_ends_in_an_exception_that_is_not_the_models_own(
-    watches: int, changes: int, expire_at: int | None, pause_ms: int, timer_ms: int | None,
-    seed: int, raise_at: int | None, stop_at: int | None,
-) -> None:  # fmt: skip
+    watches: int,
+    changes: int,
+    expire_at: int | None,
+    pause_ms: int,
+    timer_ms: int | None,
+    seed: int,
+    raise_at: int | None,
+    stop_at: int | None,
+) -> None:
     """Random small models (watches, sessions, expiries, timers, pauses): a run ends in a
     verdict, and an exception in it is the model's own (status ``error``, its own frame);
     a choice source that stops the test (Hypothesis' StopTest) stops it as itself."""
@@ -221,8 +227,18 @@ def test_a_base_exception_at_the_command_boundary_is_exit_70(
         "    expect_violation=frozenset(), checkers=(), build=build, config=None,\n"
         "    prove_config=None))\n"
     )
-    code = main(["explore", "escape", "--scenarios", str(tmp_path / "escape.py"),
-                 "--examples", "1", "--out", str(tmp_path / "cx")])  # fmt: skip
+    code = main(
+        [
+            "explore",
+            "escape",
+            "--scenarios",
+            str(tmp_path / "escape.py"),
+            "--examples",
+            "1",
+            "--out",
+            str(tmp_path / "cx"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 70, err
     assert "internal error: this is a bug in raceproof" in err and "Escape: out of band" in err

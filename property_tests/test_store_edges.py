@@ -77,10 +77,14 @@ def test_the_watches_an_expired_session_set_are_removed_and_never_fire() -> None
     store.create("/p/c")
     world.run()
     assert sorted(seen, key=str) == sorted(
-        [(second, "created", "/a"), (None, "created", "/a"),
-         (second, "children", "/p"), (second, "created", "/p/c")],
+        [
+            (second, "created", "/a"),
+            (None, "created", "/a"),
+            (second, "children", "/p"),
+            (second, "created", "/p/c"),
+        ],
         key=str,
-    )  # fmt: skip
+    )
 
 
 def test_an_unknown_or_expired_session_cannot_own_an_ephemeral_node() -> None:
@@ -193,8 +197,12 @@ def test_exists_reads_its_node_unless_it_sets_a_watch() -> None:
     assert touched == [("read", "zk:/x"), ("write", "zk:/x")]
 
 
-@given(st.lists(st.sampled_from(["create /q", "create /r", "delete", "seq /q", "seq /r", "fail"]),
-                max_size=12))  # fmt: skip
+@given(
+    st.lists(
+        st.sampled_from(["create /q", "create /r", "delete", "seq /q", "seq /r", "fail"]),
+        max_size=12,
+    )
+)
 def test_a_sequence_counts_the_children_ever_created_under_its_parent(steps: list[str]) -> None:
     """ZooKeeper 3.8.0's PrepRequestProcessor names a sequential node after its parent's
     cversion, which every create under it raises by one and a delete leaves; a failed
@@ -243,12 +251,18 @@ def test_the_servers_expiry_of_a_paused_client_reads_the_client_and_is_the_serve
         ("timer:zk-client:c1:expiry", True),  # the server's timer fires
         client_read,  # which session
         ("zk:sessions", True),
-        client_write, client_read, ("zk:sessions", False),  # the client resumes, finds it expired
-        client_write, client_read,  # and tells its listeners
-    ]  # fmt: skip
+        client_write,
+        client_read,
+        ("zk:sessions", False),  # the client resumes, finds it expired
+        client_write,
+        client_read,  # and tells its listeners
+    ]
     assert [(op.actor, op.kind) for op in world.history.ops] == [
-        ("c1", "zk.paused"), ("c1", "zk.session"), ("zk-server", "zk.session-expired"), ("c1", "zk.session"),
-    ]  # fmt: skip
+        ("c1", "zk.paused"),
+        ("c1", "zk.session"),
+        ("zk-server", "zk.session-expired"),
+        ("c1", "zk.session"),
+    ]
 
 
 def test_a_clients_persistent_watch_is_not_recursive_unless_asked() -> None:

@@ -199,8 +199,12 @@ def _leaders_model(world: World, overlap: bool) -> dict[str, bool]:
             leaders["n2"] = True
 
     world.spawn("handover", handover())
-    always(world, "single-leader", lambda: sum(leaders.values()) <= 1,
-           explain=lambda: f"leaders {sorted(k for k, v in leaders.items() if v)}")  # fmt: skip
+    always(
+        world,
+        "single-leader",
+        lambda: sum(leaders.values()) <= 1,
+        explain=lambda: f"leaders {sorted(k for k, v in leaders.items() if v)}",
+    )
     return leaders
 
 

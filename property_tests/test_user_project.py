@@ -80,9 +80,19 @@ def test_scenarios_from_the_command_line_repro_and_determinism(tmp_path: Path) -
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'elsewhere'\n")
     shutil.copy(EXAMPLE / "stale_cache.py", tmp_path / "races.py")
     found = run(
-        tmp_path, "raceproof", "explore", "stale-cache", "--scenarios", "races.py",
-        "--variant", "buggy", "--strategy", "pct", "--examples", "50",
-    )  # fmt: skip
+        tmp_path,
+        "raceproof",
+        "explore",
+        "stale-cache",
+        "--scenarios",
+        "races.py",
+        "--variant",
+        "buggy",
+        "--strategy",
+        "pct",
+        "--examples",
+        "50",
+    )
     assert found.returncode == 1, found.stderr
     argv = repro_of(found.stdout)
     assert argv[-2:] == ["--scenarios", "races.py"]

@@ -100,8 +100,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_explore_exits_4_with_the_models_own_frames(project: Path) -> None:
-    done = run(project, "raceproof", "explore", "typo-race", "--variant", "buggy",
-               "--examples", "200")  # fmt: skip
+    done = run(
+        project, "raceproof", "explore", "typo-race", "--variant", "buggy", "--examples", "200"
+    )
     assert done.returncode == 4, done.stdout + done.stderr
     out = done.stdout
     assert "ERROR" in out and "E   KeyError: 'cuont'" in out
@@ -120,11 +121,31 @@ def test_explore_exits_4_with_the_models_own_frames(project: Path) -> None:
     )
     assert result["probes"] == {"two writers overlap": 1}
     # --json of explore says error too, and the fix holds (exit 0), its window reached
-    shown = run(project, "raceproof", "explore", "typo-race", "--variant", "buggy",
-                "--strategy", "hypothesis", "--examples", "200", "--json")  # fmt: skip
+    shown = run(
+        project,
+        "raceproof",
+        "explore",
+        "typo-race",
+        "--variant",
+        "buggy",
+        "--strategy",
+        "hypothesis",
+        "--examples",
+        "200",
+        "--json",
+    )
     assert shown.returncode == 4 and json.loads(shown.stdout)["verdict"] == "error"
-    fixed = run(project, "raceproof", "explore", "typo-race", "--variant", "fixed",
-                "--examples", "200", "--json")  # fmt: skip
+    fixed = run(
+        project,
+        "raceproof",
+        "explore",
+        "typo-race",
+        "--variant",
+        "fixed",
+        "--examples",
+        "200",
+        "--json",
+    )
     assert fixed.returncode == 0, fixed.stdout
     assert json.loads(fixed.stdout)["probes"]["two writers overlap"] > 0
     proof = run(project, "raceproof", "prove", "typo-race", "--variant", "buggy", "--json")
@@ -174,8 +195,17 @@ def test_the_pytest_fixture_never_counts_an_error_as_violated(project: Path) -> 
 def test_an_unreachable_window_is_not_reached_never_ok(project: Path) -> None:
     """--set writers=1: nothing overlaps, the fix 'holds' vacuously: not-reached, exit 3."""
     for command in ("explore", "prove"):
-        done = run(project, "raceproof", command, "typo-race", "--variant", "fixed",
-                   "--set", "writers=1", "--json")  # fmt: skip
+        done = run(
+            project,
+            "raceproof",
+            command,
+            "typo-race",
+            "--variant",
+            "fixed",
+            "--set",
+            "writers=1",
+            "--json",
+        )
         assert done.returncode == 3, done.stdout + done.stderr
         result = json.loads(done.stdout)
         assert result["verdict"] == "not-reached"
@@ -193,8 +223,9 @@ def test_the_gate_in_both_directions() -> None:
     held = gate.run_explore("lost-update", "fix-cas", "random", ci, examples=200)
     assert (held.verdict, held.status) == ("ok", "pass") and held.probes[_COUNTER_WINDOW] > 0
     # "expected violated, got ok": a variant that silently stopped violating fails the gate
-    silent = gate.run_explore("lost-update", "fix-cas", "random", ci, examples=200,
-                              expect="violated")  # fmt: skip
+    silent = gate.run_explore(
+        "lost-update", "fix-cas", "random", ci, examples=200, expect="violated"
+    )
     assert (silent.verdict, silent.status) == ("ok", "fail")
     wrong = gate.run_explore("lost-update", "buggy", "random", ci, examples=200, expect="ok")
     assert wrong.status == "fail"
@@ -212,13 +243,25 @@ _COUNTER_WINDOW = "another client wrote between a read and its write"
 
 def test_lost_update_with_one_client_never_reaches_its_window(tmp_path: Path) -> None:
     """A --set that closes the built-in scenario's window: its ok expectation is not-reached."""
-    done = run(tmp_path, "raceproof", "explore", "lost-update", "--variant", "fix-cas",
-               "--set", "clients=1", "--examples", "100", "--json")  # fmt: skip
+    done = run(
+        tmp_path,
+        "raceproof",
+        "explore",
+        "lost-update",
+        "--variant",
+        "fix-cas",
+        "--set",
+        "clients=1",
+        "--examples",
+        "100",
+        "--json",
+    )
     assert done.returncode == 3, done.stdout + done.stderr
     result = json.loads(done.stdout)
     assert result["verdict"] == "not-reached" and result["probes"] == {_COUNTER_WINDOW: 0}
-    proof = run(tmp_path, "raceproof", "prove", "lost-update", "--variant", "fix-cas",
-                "--set", "clients=1")  # fmt: skip
+    proof = run(
+        tmp_path, "raceproof", "prove", "lost-update", "--variant", "fix-cas", "--set", "clients=1"
+    )
     assert proof.returncode == 3 and "NOT REACHED" in proof.stdout
     normal = run(tmp_path, "raceproof", "check", "lost-update", "--json")
     assert normal.returncode == 0, normal.stdout
@@ -251,9 +294,11 @@ def test_a_probe_unreachable_by_design_is_named_with_its_reason_and_not_judged()
 
     base = get("lost-update")
     scenario = dataclasses.replace(
-        base, name="lost-update-exempt", probes=(_COUNTER_WINDOW, "never"),
+        base,
+        name="lost-update-exempt",
+        probes=(_COUNTER_WINDOW, "never"),
         unreachable_probes={"fix-cas": {"never": "the fix closes it by design"}},
-    )  # fmt: skip
+    )
     verdict, counts, notes = scenario.judge_probes("fix-cas", "ok", {_COUNTER_WINDOW: 5})
     assert verdict == "ok" and counts == {_COUNTER_WINDOW: 5, "never": 0}
     assert notes == ["probe 'never' exempt on fix-cas: the fix closes it by design"]
@@ -278,15 +323,27 @@ def test_brooklin_double_stop_results_carry_its_probe(
     """The check --json result of a Brooklin search carries its race window's reached count."""
     from raceproof.cli.main import main
 
-    code = main(["explore", "brooklin-double-stop", "--variant", "fix-conditional-write",
-                 "--examples", "30", "--json", "--out", str(tmp_path)])  # fmt: skip
+    code = main(
+        [
+            "explore",
+            "brooklin-double-stop",
+            "--variant",
+            "fix-conditional-write",
+            "--examples",
+            "30",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["verdict"] == "ok"
     assert result["probes"] == {"a stop task decided to mark a stream STOPPED": 30}
     from raceproof.gate import expectations as gate
 
-    found = gate.run_explore("brooklin-double-stop", "buggy", "random", gate.PROFILES["ci"],
-                             examples=200)  # fmt: skip
+    found = gate.run_explore(
+        "brooklin-double-stop", "buggy", "random", gate.PROFILES["ci"], examples=200
+    )
     assert (
         found.status == "pass"
         and found.to_json()["probes"]["a stop task decided to mark a stream STOPPED"] >= 1

@@ -245,11 +245,16 @@ def test_a_violation_reports_what_a_budget_of_as_many_runs_reports() -> None:
     assert found.verdict == "violated" and cut.verdict == "inconclusive"
     assert found.complete is False and cut.complete is False
     assert (found.runs, found.schedules, found.max_deviations_seen, found.frontier_left) == (
-        cut.runs, cut.schedules, cut.max_deviations_seen, cut.frontier_left,
-    )  # fmt: skip
+        cut.runs,
+        cut.schedules,
+        cut.max_deviations_seen,
+        cut.frontier_left,
+    )
     assert (found.skipped_equivalent, found.sleep_blocked, found.reduction) == (
-        cut.skipped_equivalent, cut.sleep_blocked, True,
-    )  # fmt: skip
+        cut.skipped_equivalent,
+        cut.sleep_blocked,
+        True,
+    )
     assert found.skipped_equivalent > 0 and found.max_deviations_seen == 2
     assert {**found.pruned, "budget": cut.frontier_left} == cut.pruned and found.pruned
 
@@ -270,8 +275,10 @@ def test_a_splits_first_report_counts_what_one_run_of_the_walk_counts(
     # A budget of one run leaves the rest unwalked ("inconclusive"); the split hands it to shards.
     assert first.verdict == ("violated" if case == "violated" else "ok")
     assert (first.schedules, first.runs, first.max_deviations_seen) == (
-        one.schedules, one.runs, one.max_deviations_seen,
-    )  # fmt: skip
+        one.schedules,
+        one.runs,
+        one.max_deviations_seen,
+    )
     assert first.schedules == (0 if case == "bound" else 1)
     assert (first.reduction, first.skipped_equivalent) == (reduction, one.skipped_equivalent)
     assert first.pruned == {k: v for k, v in one.pruned.items() if k != "budget"}

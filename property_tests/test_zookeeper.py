@@ -94,9 +94,24 @@ def test_report_timeline_on_zookeeper_from_the_command_line(
     zookeeper: ZooKeeperServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     sim, real = tmp_path / "sim.jsonl", tmp_path / "zookeeper.jsonl"
-    code = main(["repro", "brooklin-double-stop", "--report-timeline", "--backend", "zookeeper",
-                 "--zk-hosts", zookeeper.hosts, "--json", "--out", str(tmp_path / "cx"),
-                 "--history-out", str(sim), "--real-history-out", str(real)])  # fmt: skip
+    code = main(
+        [
+            "repro",
+            "brooklin-double-stop",
+            "--report-timeline",
+            "--backend",
+            "zookeeper",
+            "--zk-hosts",
+            zookeeper.hosts,
+            "--json",
+            "--out",
+            str(tmp_path / "cx"),
+            "--history-out",
+            str(sim),
+            "--real-history-out",
+            str(real),
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert "_real_history" not in result and "_timeline" not in result
     # The real run's history is written too, so the two can be drawn side by side.
@@ -104,8 +119,23 @@ def test_report_timeline_on_zookeeper_from_the_command_line(
     assert len(real_history) == result["timeline_ops"]
     assert real_history.trace_hash() == result["trace_hash"]
     pictures = tmp_path / "pictures"
-    assert main(["report", str(sim), "--beside", str(real), "--format", "html",
-                 "--out", str(pictures), "--scenario", "brooklin-double-stop"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "report",
+                str(sim),
+                "--beside",
+                str(real),
+                "--format",
+                "html",
+                "--out",
+                str(pictures),
+                "--scenario",
+                "brooklin-double-stop",
+            ]
+        )
+        == 0
+    )
     page = next(pictures.glob("*.html")).read_text(encoding="utf-8")
     assert "beside" in page and "they part at op #" in page
     assert code == 1

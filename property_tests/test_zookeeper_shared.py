@@ -65,8 +65,16 @@ def test_a_chroot_is_created_then_removed_with_its_content(shared: ZooKeeperServ
 def test_two_concurrent_runs_with_the_same_pid_do_not_collide(
     shared: ZooKeeperServer, tmp_path: Path
 ) -> None:
-    argv = ["repro", "brooklin-double-stop", "--report-timeline", "--backend", "zookeeper",
-            "--zk-hosts", shared.hosts, "--json"]  # fmt: skip
+    argv = [
+        "repro",
+        "brooklin-double-stop",
+        "--report-timeline",
+        "--backend",
+        "zookeeper",
+        "--zk-hosts",
+        shared.hosts,
+        "--json",
+    ]
     runs = [
         subprocess.Popen(
             [sys.executable, "-c", SAME_PID, *argv, "--out", str(tmp_path / str(n))],
@@ -87,7 +95,8 @@ def test_two_concurrent_runs_with_the_same_pid_do_not_collide(
 
 
 def test_an_unreachable_zookeeper_is_bad_input_at_once(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["repro", "brooklin-double-stop", "--backend", "zookeeper",
-                 "--zk-hosts", "127.0.0.1:1"])  # fmt: skip
+    code = main(
+        ["repro", "brooklin-double-stop", "--backend", "zookeeper", "--zk-hosts", "127.0.0.1:1"]
+    )
     assert code == 2
     assert "no ZooKeeper reachable at 127.0.0.1:1" in capsys.readouterr().err

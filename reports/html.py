@@ -72,18 +72,34 @@ def layout(story: Story, show_all: bool = False) -> dict[str, Any]:
             flags.append({"x": x, "text": deviation.sentence(), "draw": deviation.draw})
         previous_index = op.index
         violations = story.violations_at(op.index)
-        boxes.append({
-            "index": op.index, "x": x, "lane": lane[op.actor], "actor": op.actor,
-            "time_ms": op.time_ms, "kind": op.kind, "text": op_text(op, 200),
-            "fields": json.dumps(dict(op.fields), indent=1, sort_keys=True, ensure_ascii=False),
-            "fault": is_fault(op), "noise": is_noise(op),
-            "violations": [f"{v.checker}: {v.message}" for v in violations],
-        })  # fmt: skip
+        boxes.append(
+            {
+                "index": op.index,
+                "x": x,
+                "lane": lane[op.actor],
+                "actor": op.actor,
+                "time_ms": op.time_ms,
+                "kind": op.kind,
+                "text": op_text(op, 200),
+                "fields": json.dumps(dict(op.fields), indent=1, sort_keys=True, ensure_ascii=False),
+                "fault": is_fault(op),
+                "noise": is_noise(op),
+                "violations": [f"{v.checker}: {v.message}" for v in violations],
+            }
+        )
         lane_end[op.actor] = x + BOX_W
         x += STEP_PX
     width = max([b["x"] + BOX_W for b in boxes] + [400]) + 40
-    return {"actors": actors, "boxes": boxes, "ticks": ticks, "breaks": breaks, "flags": flags,
-            "width": width, "lane_h": LANE_H, "box_w": BOX_W}  # fmt: skip
+    return {
+        "actors": actors,
+        "boxes": boxes,
+        "ticks": ticks,
+        "breaks": breaks,
+        "flags": flags,
+        "width": width,
+        "lane_h": LANE_H,
+        "box_w": BOX_W,
+    }
 
 
 def _signature(op: Op) -> str:
@@ -107,19 +123,31 @@ def aligned(story: Story) -> dict[str, Any] | None:
             b = right[b0 + k] if b0 + k < b1 else None
             if a is not None and b is not None and is_noise(a) and is_noise(b) and tag == "equal":
                 continue
-            rows.append({
-                "same": tag == "equal",
-                "left": _cell(a, story), "right": _cell(b, other),
-                "parted": parted is not None and (
-                    (a is not None and a.index == parted) or (b is not None and b.index == parted)),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "same": tag == "equal",
+                    "left": _cell(a, story),
+                    "right": _cell(b, other),
+                    "parted": parted is not None
+                    and (
+                        (a is not None and a.index == parted)
+                        or (b is not None and b.index == parted)
+                    ),
+                }
+            )
     first = next((i for i, r in enumerate(rows) if r["parted"]), None)
     for i, row in enumerate(rows):
         row["parted"] = i == first
     rows = _collapse(rows)
-    return {"rows": rows, "note": story.counterpart_note, "parted": parted,
-            "left_title": story.title, "right_title": other.title,
-            "left_status": story.status, "right_status": other.status}  # fmt: skip
+    return {
+        "rows": rows,
+        "note": story.counterpart_note,
+        "parted": parted,
+        "left_title": story.title,
+        "right_title": other.title,
+        "left_status": story.status,
+        "right_status": other.status,
+    }
 
 
 def _collapse(rows: list[dict[str, Any]], keep: int = 2) -> list[dict[str, Any]]:
@@ -149,8 +177,13 @@ def _collapse(rows: list[dict[str, Any]], keep: int = 2) -> list[dict[str, Any]]
 def _cell(op: Op | None, story: Story) -> dict[str, Any] | None:
     if op is None:
         return None
-    return {"index": op.index, "time_ms": op.time_ms, "actor": op.actor,
-            "text": op_text(op, 90), "violated": bool(story.violations_at(op.index))}  # fmt: skip
+    return {
+        "index": op.index,
+        "time_ms": op.time_ms,
+        "actor": op.actor,
+        "text": op_text(op, 90),
+        "violated": bool(story.violations_at(op.index)),
+    }
 
 
 def template(name: str) -> jinja2.Template:
@@ -185,6 +218,8 @@ def render_html(story: Story, show_all: bool = False) -> str:
         hidden=story.hidden_count(show_all),
         data_json=_script_json(data),
         diff=data["diff"],
-        gap_note=(f"The time axis is compressed: each idle stretch is drawn on a log scale "
-                  f"(a break mark gives the real length of every gap over {_duration(BREAK_MS)})."),
-    )  # fmt: skip
+        gap_note=(
+            f"The time axis is compressed: each idle stretch is drawn on a log scale "
+            f"(a break mark gives the real length of every gap over {_duration(BREAK_MS)})."
+        ),
+    )

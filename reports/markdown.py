@@ -46,8 +46,10 @@ def mermaid(story: Story, show_all: bool = False, width: int = 60) -> str:
     for op in story.visible_ops(show_all):
         deviations, previous = story.deviations_between(previous, op.index), op.index
         for deviation in deviations:
-            lines.append(f"    Note over {_deviation_actor(deviation, op, ids)}: "
-                         f"⚡ {mermaid_text(deviation.sentence())}")  # fmt: skip
+            lines.append(
+                f"    Note over {_deviation_actor(deviation, op, ids)}: "
+                f"⚡ {mermaid_text(deviation.sentence())}"
+            )
         if op.time_ms != last_time:
             lines.append(
                 f"    Note left of {first}: {mermaid_text(_time_label(story, op.time_ms))}"
@@ -121,9 +123,14 @@ def render_markdown(story: Story, show_all: bool = False) -> str:
         out.append("")
     out += ["```mermaid", mermaid(story, show_all).rstrip("\n"), "```", ""]
     if story.probes:
-        out += ["Race-window probes: " + "; ".join(
-            f"{name}: {'reached' if count else 'NOT reached'}" for name, count in story.probes.items()
-        ), ""]  # fmt: skip
+        out += [
+            "Race-window probes: "
+            + "; ".join(
+                f"{name}: {'reached' if count else 'NOT reached'}"
+                for name, count in story.probes.items()
+            ),
+            "",
+        ]
     if story.repro:
         out += ["Reproduce:", "", "```sh", story.repro, "```", ""]
     if story.counterpart is not None:

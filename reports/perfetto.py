@@ -31,16 +31,34 @@ def trace_events(story: Story, show_all: bool = True) -> dict[str, Any]:
     actors = story.actors()
     tids = {actor: i + 1 for i, actor in enumerate(actors)}
     events: list[dict[str, Any]] = [
-        {"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
-         "args": {"name": f"{story.title} ({story.unit})"}},
-        {"name": "thread_name", "ph": "M", "pid": PID, "tid": CHOICES_TID,
-         "args": {"name": "deviations from FIFO"}},
-    ]  # fmt: skip
+        {
+            "name": "process_name",
+            "ph": "M",
+            "pid": PID,
+            "tid": 0,
+            "args": {"name": f"{story.title} ({story.unit})"},
+        },
+        {
+            "name": "thread_name",
+            "ph": "M",
+            "pid": PID,
+            "tid": CHOICES_TID,
+            "args": {"name": "deviations from FIFO"},
+        },
+    ]
     for actor, tid in tids.items():
-        events.append({"name": "thread_name", "ph": "M", "pid": PID, "tid": tid,
-                       "args": {"name": actor}})  # fmt: skip
-        events.append({"name": "thread_sort_index", "ph": "M", "pid": PID, "tid": tid,
-                       "args": {"sort_index": tid}})  # fmt: skip
+        events.append(
+            {"name": "thread_name", "ph": "M", "pid": PID, "tid": tid, "args": {"name": actor}}
+        )
+        events.append(
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "pid": PID,
+                "tid": tid,
+                "args": {"sort_index": tid},
+            }
+        )
     per_ms = Counter(op.time_ms for op in ops)
     slot: Counter[int] = Counter()
     start_of: dict[int, int] = {}
@@ -55,16 +73,46 @@ def trace_events(story: Story, show_all: bool = True) -> dict[str, Any]:
             "time_ms": op.time_ms,
             **{f"field.{k}": v for k, v in op.fields.items()},
         }
-        events.append({"name": op.kind, "cat": category, "ph": "X", "ts": ts, "dur": max(1, share - 1),
-                       "pid": PID, "tid": tids[op.actor], "args": args})  # fmt: skip
+        events.append(
+            {
+                "name": op.kind,
+                "cat": category,
+                "ph": "X",
+                "ts": ts,
+                "dur": max(1, share - 1),
+                "pid": PID,
+                "tid": tids[op.actor],
+                "args": args,
+            }
+        )
         if is_fault(op):
-            events.append({"name": f"fault: {op.kind}", "cat": "fault", "ph": "i", "s": "t",
-                           "ts": ts, "pid": PID, "tid": tids[op.actor], "args": args})  # fmt: skip
+            events.append(
+                {
+                    "name": f"fault: {op.kind}",
+                    "cat": "fault",
+                    "ph": "i",
+                    "s": "t",
+                    "ts": ts,
+                    "pid": PID,
+                    "tid": tids[op.actor],
+                    "args": args,
+                }
+            )
     for d in story.deviations:
         at = start_of.get(d.before_op) if d.before_op is not None else None
         ts = at if at is not None else (start_of[ops[0].index] if ops else 0)
-        events.append({"name": f"⚡ {d.sentence()}", "cat": "deviation", "ph": "i", "s": "p",
-                       "ts": ts, "pid": PID, "tid": CHOICES_TID, "args": d.to_json()})  # fmt: skip
+        events.append(
+            {
+                "name": f"⚡ {d.sentence()}",
+                "cat": "deviation",
+                "ph": "i",
+                "s": "p",
+                "ts": ts,
+                "pid": PID,
+                "tid": CHOICES_TID,
+                "args": d.to_json(),
+            }
+        )
     for number, verdict in enumerate(story.violations, start=1):
         if verdict.op_index is None or verdict.op_index not in start_of:
             continue
@@ -74,20 +122,53 @@ def trace_events(story: Story, show_all: bool = True) -> dict[str, Any]:
             continue
         origin_ts, origin_tid = origin
         name = f"✗ {verdict.checker}"
-        events.append({"name": name, "cat": "violation", "ph": "s", "id": number, "ts": origin_ts,
-                       "pid": PID, "tid": origin_tid})  # fmt: skip
-        events.append({"name": name, "cat": "violation", "ph": "f", "bp": "e", "id": number,
-                       "ts": start_of[end_op.index], "pid": PID, "tid": tids[end_op.actor],
-                       "args": {"message": verdict.message}})  # fmt: skip
-        events.append({"name": name, "cat": "violation", "ph": "i", "s": "t",
-                       "ts": start_of[end_op.index], "pid": PID, "tid": tids[end_op.actor],
-                       "args": {"message": verdict.message, "op_index": end_op.index}})  # fmt: skip
+        events.append(
+            {
+                "name": name,
+                "cat": "violation",
+                "ph": "s",
+                "id": number,
+                "ts": origin_ts,
+                "pid": PID,
+                "tid": origin_tid,
+            }
+        )
+        events.append(
+            {
+                "name": name,
+                "cat": "violation",
+                "ph": "f",
+                "bp": "e",
+                "id": number,
+                "ts": start_of[end_op.index],
+                "pid": PID,
+                "tid": tids[end_op.actor],
+                "args": {"message": verdict.message},
+            }
+        )
+        events.append(
+            {
+                "name": name,
+                "cat": "violation",
+                "ph": "i",
+                "s": "t",
+                "ts": start_of[end_op.index],
+                "pid": PID,
+                "tid": tids[end_op.actor],
+                "args": {"message": verdict.message, "op_index": end_op.index},
+            }
+        )
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
-        "otherData": {"title": story.title, "clock": story.clock, "unit": story.unit,
-                      "status": story.status, "repro": story.repro or ""},
-    }  # fmt: skip
+        "otherData": {
+            "title": story.title,
+            "clock": story.clock,
+            "unit": story.unit,
+            "status": story.status,
+            "repro": story.repro or "",
+        },
+    }
 
 
 def _origin(story: Story, start_of: dict[int, int]) -> tuple[int, int] | None:

@@ -56,8 +56,14 @@ class Deviation:
 
     def to_json(self) -> dict[str, Any]:
         named = {} if self.ran is None else {"ran": self.ran, "overtook": self.overtook}
-        return {"draw": self.draw, "label": self.label, "option": self.option,
-                "options": self.options, "before_op": self.before_op, **named}  # fmt: skip
+        return {
+            "draw": self.draw,
+            "label": self.label,
+            "option": self.option,
+            "options": self.options,
+            "before_op": self.before_op,
+            **named,
+        }
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,18 @@ from rich.text import Text
 
 from raceproof.reports.story import Story, is_fault, op_text
 
-_COLOURS = ["cyan", "green", "magenta", "blue", "yellow", "bright_cyan", "bright_green",
-            "bright_magenta", "bright_blue", "white"]  # fmt: skip
+_COLOURS = [
+    "cyan",
+    "green",
+    "magenta",
+    "blue",
+    "yellow",
+    "bright_cyan",
+    "bright_green",
+    "bright_magenta",
+    "bright_blue",
+    "white",
+]
 
 
 def timeline_lines(story: Story, show_all: bool = False, width: int = 120) -> list[Text]:
@@ -35,8 +45,10 @@ def timeline_lines(story: Story, show_all: bool = False, width: int = 120) -> li
     for op in story.visible_ops(show_all):
         for deviation in story.deviations_between(previous, op.index):
             line = Text(" " * (lanes_w + time_w + 2))
-            line.append(f"⚡ deviation: {deviation.sentence()} (draw #{deviation.draw})",
-                        style="bold yellow")  # fmt: skip
+            line.append(
+                f"⚡ deviation: {deviation.sentence()} (draw #{deviation.draw})",
+                style="bold yellow",
+            )
             lines.append(line)
         previous = op.index
         violations = story.violations_at(op.index)
@@ -59,12 +71,20 @@ def timeline_lines(story: Story, show_all: bool = False, width: int = 120) -> li
             lines.append(mark)
     after = story.deviations_between(previous, 1 << 62)
     for deviation in after + [d for d in story.deviations if d.before_op is None]:
-        lines.append(Text(f"⚡ deviation: {deviation.sentence()} (draw #{deviation.draw})",
-                          style="bold yellow"))  # fmt: skip
+        lines.append(
+            Text(
+                f"⚡ deviation: {deviation.sentence()} (draw #{deviation.draw})",
+                style="bold yellow",
+            )
+        )
     hidden = story.hidden_count(show_all)
     if hidden:
-        lines.append(Text(f"({hidden} noise ops hidden: checkpoints, kernel; --all shows them)",
-                          style="grey62"))  # fmt: skip
+        lines.append(
+            Text(
+                f"({hidden} noise ops hidden: checkpoints, kernel; --all shows them)",
+                style="grey62",
+            )
+        )
     return lines
 
 

@@ -150,8 +150,12 @@ class Scenario:
         ]
         missing = [name for name in self.probes_for(variant) if not counts.get(name)]
         if missing and verdict in ("ok", "inconclusive"):
-            notes.insert(0, "race window never reached: probe(s) " + ", ".join(
-                repr(name) for name in missing) + " reached by no run")  # fmt: skip
+            notes.insert(
+                0,
+                "race window never reached: probe(s) "
+                + ", ".join(repr(name) for name in missing)
+                + " reached by no run",
+            )
             verdict = "not-reached" if verdict == "ok" else verdict
         return verdict, counts, notes
 
@@ -187,21 +191,37 @@ class Scenario:
             from raceproof.sim.cross_check import cross_check as compared
 
             return compared(
-                run, budget=budget, progress=progress, max_deviations=max_dev,
+                run,
+                budget=budget,
+                progress=progress,
+                max_deviations=max_dev,
                 max_branch=branch,
-            )  # fmt: skip
+            )
         if jobs > 1:
             return prove_parallel(
-                run, jobs, budget=budget, reduction=reduction, progress=progress,
-                max_deviations=max_dev, max_branch=branch, state_cache=state_cache,
-                state_cache_check=state_cache_check, check_footprints=check_footprints,
+                run,
+                jobs,
+                budget=budget,
+                reduction=reduction,
+                progress=progress,
+                max_deviations=max_dev,
+                max_branch=branch,
+                state_cache=state_cache,
+                state_cache_check=state_cache_check,
+                check_footprints=check_footprints,
                 worker_setup=worker_setup,
-            )  # fmt: skip
+            )
         return prove(
-            run, budget=budget, progress=progress, reduction=reduction,
-            max_deviations=max_dev, max_branch=branch, state_cache=state_cache,
-            state_cache_check=state_cache_check, check_footprints=check_footprints,
-        )  # fmt: skip
+            run,
+            budget=budget,
+            progress=progress,
+            reduction=reduction,
+            max_deviations=max_dev,
+            max_branch=branch,
+            state_cache=state_cache,
+            state_cache_check=state_cache_check,
+            check_footprints=check_footprints,
+        )
 
     @property
     def report_timeline(self) -> str | None:

@@ -60,8 +60,12 @@ def no_duplicate_emission(name: str = "no-duplicate-emission") -> Checker:
         for op in history.of_kind("sink.row"):
             key = row_key(row_of(op), fields)
             if key in seen:
-                return violated(name, op.index, f"{describe(key, fields)} emitted again in batch "
-                                f"{op.get('batch')} (first at op #{seen[key]}): a replayed batch")  # fmt: skip
+                return violated(
+                    name,
+                    op.index,
+                    f"{describe(key, fields)} emitted again in batch "
+                    f"{op.get('batch')} (first at op #{seen[key]}): a replayed batch",
+                )
             seen[key] = op.index
         return ok(name)
 
@@ -89,15 +93,23 @@ def drain_emits_every_window(name: str = "drain-completeness") -> Checker:
         missing = sorted(key for key in expected if key not in emitted)
         if missing:
             shown = ", ".join(describe(key, fields) for key in missing[:6])
-            return violated(name, len(history) - 1, f"{len(missing)} of {len(expected)} rows expected "
-                            f"from the input before the drain were never emitted: {shown}")  # fmt: skip
+            return violated(
+                name,
+                len(history) - 1,
+                f"{len(missing)} of {len(expected)} rows expected "
+                f"from the input before the drain were never emitted: {shown}",
+            )
         for key, row in sorted(expected.items()):
             got = emitted[key]
             wrong = sorted(f for f in row if f not in fields and got.get(f) != row[f])
             if wrong:
                 f = wrong[0]
-                return violated(name, len(history) - 1, f"{describe(key, fields)} emitted {f}="
-                                f"{got.get(f)}, but the reference gives {row[f]}")  # fmt: skip
+                return violated(
+                    name,
+                    len(history) - 1,
+                    f"{describe(key, fields)} emitted {f}="
+                    f"{got.get(f)}, but the reference gives {row[f]}",
+                )
         return ok(name)
 
     return check
@@ -143,14 +155,22 @@ def state_matches_inputs(name: str = "replay-equivalence") -> Checker:
                 continue
             for key, (count, index) in sorted(stored.items()):
                 if expected.get(key, 0) != count:
-                    return violated(name, index, f"after batch {batch} the store holds count {count} for "
-                                    f"{' '.join(key)}; the inputs read so far give "
-                                    f"{expected.get(key, 0)}")  # fmt: skip
+                    return violated(
+                        name,
+                        index,
+                        f"after batch {batch} the store holds count {count} for "
+                        f"{' '.join(key)}; the inputs read so far give "
+                        f"{expected.get(key, 0)}",
+                    )
             for key, count in sorted(expected.items()):
                 emitted = emitted_at.get(key)
                 if key not in stored and (emitted is None or emitted > batch):
-                    return violated(name, len(history) - 1, f"after batch {batch} {' '.join(key)} "
-                                    f"({count} records read) is neither in the store nor emitted")  # fmt: skip
+                    return violated(
+                        name,
+                        len(history) - 1,
+                        f"after batch {batch} {' '.join(key)} "
+                        f"({count} records read) is neither in the store nor emitted",
+                    )
         return ok(name)
 
     return check

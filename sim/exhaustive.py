@@ -208,10 +208,20 @@ def prove(
             count_probes(probes, outcome)
             result = shrink(run, outcome)
             return ProofReport(
-                outcome.status, False, schedules + 1, runs, deepest, pruned, outcome,
-                result.outcome, len(frontier), reduction, skipped, blocked,
+                outcome.status,
+                False,
+                schedules + 1,
+                runs,
+                deepest,
+                pruned,
+                outcome,
+                result.outcome,
+                len(frontier),
+                reduction,
+                skipped,
+                blocked,
                 probes=dict(sorted(probes.items())),
-            )  # fmt: skip
+            )
         elif outcome.bound is not None:
             pruned[outcome.bound] = pruned.get(outcome.bound, 0) + 1
         else:
@@ -247,10 +257,18 @@ def prove(
     complete = not pruned
     verdict: ProofVerdict = "ok" if complete else "inconclusive"
     report = ProofReport(
-        verdict, complete, schedules, runs, deepest, pruned, frontier_left=len(frontier),
-        reduction=reduction, skipped_equivalent=skipped, sleep_blocked=blocked,
+        verdict,
+        complete,
+        schedules,
+        runs,
+        deepest,
+        pruned,
+        frontier_left=len(frontier),
+        reduction=reduction,
+        skipped_equivalent=skipped,
+        sleep_blocked=blocked,
         probes=dict(sorted(probes.items())),
-    )  # fmt: skip
+    )
     if cache is not None:
         report.state_cache_cuts, report.state_cache_checked = cache_cuts, cache.checked
         if cache.check:

@@ -102,15 +102,25 @@ def count_probes(probes: dict[str, int], outcome: RunOutcome) -> None:
 
 
 def _violated(
-    strategy: str, run: Runner, examples: int, inconclusive: int, found: RunOutcome,
+    strategy: str,
+    run: Runner,
+    examples: int,
+    inconclusive: int,
+    found: RunOutcome,
     shrink_runs: int = 0,
-) -> SearchReport:  # fmt: skip
+) -> SearchReport:
     """The search found ``found`` (a violation or an error): shrink it (``run`` replays candidates)."""
     result = shrink(run, found)
     return SearchReport(
-        strategy, found.status, examples, inconclusive, None, found, result.outcome,
+        strategy,
+        found.status,
+        examples,
+        inconclusive,
+        None,
+        found,
+        result.outcome,
         shrink_runs + result.runs,
-    )  # fmt: skip
+    )
 
 
 def _out_of_time(strategy: str, examples: int, inconclusive: int, budget: Budget) -> SearchReport:
@@ -251,9 +261,13 @@ def explore_hypothesis(
         except _Found as found:
             # Hypothesis re-raises for its shrunk example: replay-ready choices.
             report = _violated(
-                "hypothesis", run, counts["examples"], counts["inconclusive"], found.outcome,
+                "hypothesis",
+                run,
+                counts["examples"],
+                counts["inconclusive"],
+                found.outcome,
                 counts["shrink"],
-            )  # fmt: skip
+            )
             report.found = first[0]
             return _with(probes, report)
         chunk_index += 1

@@ -160,8 +160,12 @@ def no_uncaught_error(name: str = "no-uncaught-error") -> Checker:
     @checker(name)
     def check(history: History) -> Verdict:
         for op in history.of_kind("error.uncaught"):
-            return violated(name, op.index, f"{op.get('thread')} died with an uncaught {op.get('error')}; "
-                            "the query handle reported no exception")  # fmt: skip
+            return violated(
+                name,
+                op.index,
+                f"{op.get('thread')} died with an uncaught {op.get('error')}; "
+                "the query handle reported no exception",
+            )
         return ok(name)
 
     return check

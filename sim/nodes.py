@@ -117,8 +117,12 @@ class Node:
             raise ValueError(f"Node.pause({duration_ms!r}): a duration is an int >= 0 ms")
         self.world.touch_all()
         until_ms = self.world.now_ms + duration_ms
-        self.world.log(self.name, "node.paused", duration_ms=duration_ms,
-                       until_ms=max(until_ms, self.paused_until_ms))  # fmt: skip
+        self.world.log(
+            self.name,
+            "node.paused",
+            duration_ms=duration_ms,
+            until_ms=max(until_ms, self.paused_until_ms),
+        )
         if until_ms > self.paused_until_ms:
             self.paused_until_ms = until_ms
             if self not in self.world.paused_nodes:
@@ -162,8 +166,9 @@ class Node:
             raise ValueError(f"Node.jump_clock({delta_ms!r}): a jump is an int of ms")
         self.world.touch(self.resource)
         self.clock_offset_ms += delta_ms
-        self.world.log(self.name, "node.clock-jump", delta_ms=delta_ms,
-                       offset_ms=self.clock_offset_ms)  # fmt: skip
+        self.world.log(
+            self.name, "node.clock-jump", delta_ms=delta_ms, offset_ms=self.clock_offset_ms
+        )
 
     @property
     def now_ms(self) -> int:

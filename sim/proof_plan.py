@@ -246,11 +246,16 @@ def _walk_shard(shard: Shard) -> ProofReport:
     options = _WORKER
     budget = Budget(options["examples"], options["seconds"], options["clock"])
     return prove(
-        options["run"], budget=budget, max_deviations=options["max_deviations"],
-        max_branch=options["max_branch"], reduction=options["reduction"], shard=shard,
-        state_cache=options["state_cache"], state_cache_check=options["state_cache_check"],
+        options["run"],
+        budget=budget,
+        max_deviations=options["max_deviations"],
+        max_branch=options["max_branch"],
+        reduction=options["reduction"],
+        shard=shard,
+        state_cache=options["state_cache"],
+        state_cache_check=options["state_cache_check"],
         check_footprints=options.get("check_footprints", False),
-    )  # fmt: skip
+    )
 
 
 def _check_first_run(run: Runner, reduction: bool, first: ProofReport) -> None:
@@ -294,26 +299,42 @@ def prove_parallel(
     if check_footprints and first.found is None:
         if not shards:  # the whole walk is that one run's: walk it here, checked
             return prove(
-                run, budget=budget, reduction=reduction, max_deviations=max_deviations,
-                max_branch=max_branch, check_footprints=True,
-            )  # fmt: skip
+                run,
+                budget=budget,
+                reduction=reduction,
+                max_deviations=max_deviations,
+                max_branch=max_branch,
+                check_footprints=True,
+            )
         _check_first_run(run, reduction, first)
     if first.found is not None or not shards:
         return merge(first, [])
     _WORKER.update(
-        run=run, examples=budget.examples, seconds=budget.seconds, clock=budget.clock,
-        max_deviations=max_deviations, max_branch=max_branch, reduction=reduction,
-        state_cache=state_cache, state_cache_check=state_cache_check,
+        run=run,
+        examples=budget.examples,
+        seconds=budget.seconds,
+        clock=budget.clock,
+        max_deviations=max_deviations,
+        max_branch=max_branch,
+        reduction=reduction,
+        state_cache=state_cache,
+        state_cache_check=state_cache_check,
         check_footprints=check_footprints,
-    )  # fmt: skip
+    )
     reports: list[ProofReport] = []
 
     def walked(report: ProofReport) -> None:
         reports.append(report)
         if progress:
             done = merge(first, reports)
-            progress({"shards": f"{len(reports)}/{len(shards)}", "schedules": done.schedules,
-                      "runs": done.runs, "skipped_equivalent": done.skipped_equivalent})  # fmt: skip
+            progress(
+                {
+                    "shards": f"{len(reports)}/{len(shards)}",
+                    "schedules": done.schedules,
+                    "runs": done.runs,
+                    "skipped_equivalent": done.skipped_equivalent,
+                }
+            )
 
     # A short proof is over before a pool has started: walk shards here, in order, until
     # they have cost IN_PROCESS_RUNS runs, and only then hand the rest to the workers. A

@@ -198,8 +198,9 @@ class ZkClient:
     def lose_connection(self, duration_ms: int) -> None:
         """The connection drops for ``duration_ms``; every actor calling through it is blocked."""
         assert duration_ms >= 0
-        self.world.log(self.name, "zk.connection-lost", session=self.session,
-                       duration_ms=duration_ms)  # fmt: skip
+        self.world.log(
+            self.name, "zk.connection-lost", session=self.session, duration_ms=duration_ms
+        )
         self._disconnect_for(duration_ms)
 
     def _disconnect_for(self, duration_ms: int) -> None:

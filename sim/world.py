@@ -629,9 +629,10 @@ def execute(
             reason = "crash"
             world.log("kernel", "model.exception", error=error.headline, at=error.where)
             crash = violated(
-                "model-exception", len(world.history) - 1,
+                "model-exception",
+                len(world.history) - 1,
                 f"the model raised {error.headline} (declared a violation)",
-            )  # fmt: skip
+            )
             error = None
     if isinstance(source, ReplaySource):
         source.finish()

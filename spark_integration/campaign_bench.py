@@ -37,12 +37,17 @@ def _load() -> str:
 
 def figures(seeds: int = 6, examples: int = 100, progress: Say = None) -> dict[str, Any]:
     say = progress or (lambda _line: None)
-    options = Options(scenarios=("lost-update",), seeds=tuple(range(seeds)), examples=examples,
-                      cross_check=0)  # fmt: skip
+    options = Options(
+        scenarios=("lost-update",), seeds=tuple(range(seeds)), examples=examples, cross_check=0
+    )
     cells = grid(options)
-    result: dict[str, Any] = {"grid": f"lost-update x 2 variants x 3 strategies x {seeds} seeds, "
-                              f"{examples} examples per cell", "cells": len(cells),
-                              "cpus": os.cpu_count(), "load_before": _load()}  # fmt: skip
+    result: dict[str, Any] = {
+        "grid": f"lost-update x 2 variants x 3 strategies x {seeds} seeds, "
+        f"{examples} examples per cell",
+        "cells": len(cells),
+        "cpus": os.cpu_count(),
+        "load_before": _load(),
+    }
     say(f"campaign bench: {len(cells)} cells ({result['grid']}); load average {_load()}")
     started = time.perf_counter()
     for cell in cells:
@@ -56,8 +61,10 @@ def figures(seeds: int = 6, examples: int = 100, progress: Say = None) -> dict[s
             _warm_up(spark)
             with tempfile.TemporaryDirectory(prefix="raceproof-campaign-bench-") as out:
                 started = time.perf_counter()
-                run_campaign(Options(**{**options.__dict__, "master": master,
-                                        "out": str(Path(out) / "c")}), spark=spark)  # fmt: skip
+                run_campaign(
+                    Options(**{**options.__dict__, "master": master, "out": str(Path(out) / "c")}),
+                    spark=spark,
+                )
                 seconds = time.perf_counter() - started
         finally:
             spark.stop()
@@ -69,6 +76,8 @@ def figures(seeds: int = 6, examples: int = 100, progress: Say = None) -> dict[s
     overhead_ms = 1000 * (1 / one - 1 / result["in_process_cells_per_s"])
     result["overhead_ms_per_cell_local1_vs_in_process"] = round(overhead_ms, 1)
     result["load_after"] = _load()
-    say(f"scaling local[2] / local[1]: {two / one:.2f}; overhead of a campaign cell on local[1] "
-        f"against in-process: {overhead_ms:+.0f} ms per cell")  # fmt: skip
+    say(
+        f"scaling local[2] / local[1]: {two / one:.2f}; overhead of a campaign cell on local[1] "
+        f"against in-process: {overhead_ms:+.0f} ms per cell"
+    )
     return result

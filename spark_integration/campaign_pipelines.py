@@ -74,9 +74,16 @@ def run(
     done = {str(r["cell"]) for r in read_rows(out)} if (out / "results").exists() else set()
     cells = [(name, seed) for name in names for seed in seeds]
     summary = Summary(cells=len(cells) + 1, master="local[2] (driver)", parallelism=1)
-    options = Options(scenarios=(pipeline.name,), variants=tuple(names),
-                      strategies=("fault-experiment",), seeds=tuple(seeds), examples=1,
-                      master=summary.master, out=str(out), cross_check=0)  # fmt: skip
+    options = Options(
+        scenarios=(pipeline.name,),
+        variants=tuple(names),
+        strategies=("fault-experiment",),
+        seeds=tuple(seeds),
+        examples=1,
+        master=summary.master,
+        out=str(out),
+        cross_check=0,
+    )
     spark = spark if spark is not None else session.spark_session()
     base_key = f"pipeline/{pipeline.name}/baseline/0"
     base_verdict = "ok"
@@ -108,10 +115,14 @@ def run(
             row = _row(pipeline.name, name, seed, "ok")
             try:
                 result = run_experiment(spark, name, pipeline, seed=seed)
-                row.update(verdict=result["verdict"], checker=result["checker"],
-                           trace_hash=result["trace_hash"], cell_hash=result["trace_hash"],
-                           seconds=result["seconds"],
-                           error=f"stock Spark: {result['stock']['stability']}")  # fmt: skip
+                row.update(
+                    verdict=result["verdict"],
+                    checker=result["checker"],
+                    trace_hash=result["trace_hash"],
+                    cell_hash=result["trace_hash"],
+                    seconds=result["seconds"],
+                    error=f"stock Spark: {result['stock']['stability']}",
+                )
             except PipelineRaised as exc:
                 row.update(verdict="error", error=str(exc)[:1000], seconds=0.0)
             _write_rows(spark, out, [finish_row(row, "ok")])

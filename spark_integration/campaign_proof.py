@@ -83,9 +83,13 @@ def prove_shard(cell: Cell, max_deviations: int | None, max_branch: int | None) 
         scenario = get(cell.scenario)
         recorder = _Recorder(scenario.runner(cell.variant, scenario.prove_config))
         report = prove(
-            recorder, budget=Budget(examples=cell.examples), max_deviations=max_deviations,
-            max_branch=max_branch, reduction=True, shard=cell.shard,
-        )  # fmt: skip
+            recorder,
+            budget=Budget(examples=cell.examples),
+            max_deviations=max_deviations,
+            max_branch=max_branch,
+            reduction=True,
+            shard=cell.shard,
+        )
         result["report"] = _report_dict(report)
         result["verdict"] = report.verdict
         if report.shrunk is not None:

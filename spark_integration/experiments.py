@@ -208,8 +208,13 @@ def stop_start_race(
             time.sleep(pace.uniform(0.05, 0.6))
             with feeding:
                 failed = job.process(query)  # idle: every file read, every batch committed
-                run.recorder.log("nemesis", "fault.point", point="idle, no input pending",
-                                 run=str(query.runId), failed=failed)  # fmt: skip
+                run.recorder.log(
+                    "nemesis",
+                    "fault.point",
+                    point="idle, no input pending",
+                    run=str(query.runId),
+                    failed=failed,
+                )
                 racer = threading.Thread(target=query.stop, name="second-stopper")
                 racer.start()
                 job.stop(query)
@@ -264,15 +269,19 @@ def generated_input(
         run.recorder.log("driver", "input.seed", seed=seed)
         generated.trial_input(run, script)
         failure = run.job.run()
-        batches = [[r for key, second in events for r in pipeline.records(key, second)]
-                   for events in script]  # fmt: skip
+        batches = [
+            [r for key, second in events for r in pipeline.records(key, second)]
+            for events in script
+        ]
         must, maybe = generated.kept(pipeline, batches, lateness)
         failure = failure or run.drain()
         for key, rows in sorted(generated.acceptable(pipeline, must, maybe).items()):
             run.recorder.log("reference", "expect.acceptable", key=list(key), rows=rows)
-        run.note(f"seed {seed}, {sum(map(len, script))} events in {len(script)} batches, "
-                 f"{len(maybe)} records beyond the {lateness} s lateness (may be dropped); "
-                 f"script {generated.script_json(script)}")  # fmt: skip
+        run.note(
+            f"seed {seed}, {sum(map(len, script))} events in {len(script)} batches, "
+            f"{len(maybe)} records beyond the {lateness} s lateness (may be dropped); "
+            f"script {generated.script_json(script)}"
+        )
         checks = [no_duplicate_emission(), generated.within_watermark_reference()]
         return run.judge(checks, failing_at_end=failure is not None)
 
@@ -310,8 +319,12 @@ def stop_during_batch_job(spark: Any, pipeline: Pipeline, guarded: bool) -> Tria
         else:
             k = int(gate.reached_batch or 0)
             point = f"batch {k} after its first row (offsets/{k} written, commits/{k} not)"
-            run.recorder.log("nemesis", "fault.point", point=point,
-                             checked_on_files=at_offsets_not_committed(sandbox, k))  # fmt: skip
+            run.recorder.log(
+                "nemesis",
+                "fault.point",
+                point=point,
+                checked_on_files=at_offsets_not_committed(sandbox, k),
+            )
             if guarded:
                 gate.release()
                 committed = wait_committed(sandbox, k)
@@ -365,8 +378,13 @@ def stop_before_commit(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
         else:
             committed = (sandbox.checkpoint / "commits" / str(k)).exists()
             point = f"batch {k} after its foreachBatch ran (offsets/{k} written, commits/{k} not)"
-            run.recorder.log("nemesis", "fault.process-stopped", point=point,
-                             checked_on_files=abandon.at_point, committed_after=committed)  # fmt: skip
+            run.recorder.log(
+                "nemesis",
+                "fault.process-stopped",
+                point=point,
+                checked_on_files=abandon.at_point,
+                committed_after=committed,
+            )
             run.note(f"the process stopped in {point}")
         failure = job.run() or run.drain()
         return run.judge(DATA, failing_at_end=failure is not None)
@@ -445,8 +463,13 @@ def maintenance_snapshot(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial
                 relative = str(snapshot.relative_to(sandbox.root))
                 size = snapshot.stat().st_size
                 sandbox.inside(relative).write_bytes(b"")
-                run.recorder.log("nemesis", "fault.truncate", path=relative, bytes=size,
-                                 point="state-store maintenance wrote a snapshot")  # fmt: skip
+                run.recorder.log(
+                    "nemesis",
+                    "fault.truncate",
+                    path=relative,
+                    bytes=size,
+                    point="state-store maintenance wrote a snapshot",
+                )
                 run.note(f"truncated {relative} ({size} bytes) as maintenance wrote it")
             job.stop(query)
             job.add_input([("a", 25), ("b", 27)])
@@ -503,57 +526,129 @@ class Experiment:
 EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in [
-        Experiment("double-stop-resume", "two stops; resume; the late stop lands",
-                   "acknowledged-resume-holds, no-lost-update", lifecycle.double_stop_resume,
-                   "stop bound to the run id", ("acknowledged-resume-holds", "no-lost-update")),
-        Experiment("second-start", "a second start while a run is active",
-                   "acknowledged-resume-holds", lifecycle.second_start,
-                   "stopActiveRunOnRestart=false", ("acknowledged-resume-holds",)),
-        Experiment("stop-start-race", "threads race stop()/start() while input arrives",
-                   "no-duplicate-emission, drain-completeness, no-uncaught-error",
-                   stop_start_race, KEYED_SINK, (NO_DUPLICATE,), frozenset({"drain"})),
-        Experiment("stale-checkpoint-restore",
-                   "restore offsets/ and commits/ from an older copy, restart",
-                   "no-duplicate-emission", stale_checkpoint_restore, "checkpoint fencing",
-                   (NO_DUPLICATE,)),
-        Experiment("cleaner-partition-state", "delete one partition's state while running",
-                   "no-duplicate-emission, drain-completeness", _cleaner(_one_partition), None,
-                   needs=frozenset({"drain"})),
-        Experiment("cleaner-latest-delta", "delete the newest state delta while running",
-                   "no-duplicate-emission, drain-completeness", _cleaner(_latest_delta), None,
-                   needs=frozenset({"drain"})),
-        Experiment("cleaner-whole-checkpoint", "delete the whole checkpoint while running",
-                   "no-duplicate-emission, drain-completeness", _cleaner(_whole_checkpoint),
-                   "checkpoint fencing", (NO_DUPLICATE,), frozenset({"drain"})),
-        Experiment("drain", "stop with Trigger.AvailableNow (append mode, watermark)",
-                   "drain-completeness", drain, "drain procedure (sentinel)", (COMPLETE,),
-                   frozenset({"drain"})),
-        Experiment("slow-sink-stop", "stop during a slow foreachBatch write, restart",
-                   "no-duplicate-emission, drain-completeness", slow_sink_stop,
-                   KEYED_SINK, (NO_DUPLICATE,), frozenset({"drain", "batch-hook"})),
-        Experiment("stop-before-commit",
-                   "the process stops in batch k after foreachBatch wrote (offsets/k written, "
-                   "commits/k not), restart", "no-duplicate-emission, drain-completeness",
-                   stop_before_commit, KEYED_SINK, (NO_DUPLICATE,),
-                   frozenset({"drain", "batch-hook"})),
-        Experiment("stop-during-batch-job",
-                   "stop() in batch k's foreachBatch after 1 row, and the batch then runs a "
-                   "Spark job of its own",
-                   "no-uncaught-error, no-duplicate-emission", stop_during_batch_job,
-                   "stop only between batches (idle)", ("no-uncaught-error", NO_DUPLICATE),
-                   frozenset({"drain", "batch-hook"})),
-        Experiment("maintenance-snapshot",
-                   "truncate the snapshot state-store maintenance just wrote, restart",
-                   "no-duplicate-emission, drain-completeness, replay-equivalence",
-                   maintenance_snapshot, None, needs=frozenset({"drain"})),
-        Experiment("generated-input",
-                   "no fault: drawn input, late within and beyond the lateness, out of order, "
-                   "duplicated", "watermark-reference, no-duplicate-emission", generated_input,
-                   None, needs=frozenset({"drain", "lateness"}), judges_pipeline=True),
-        Experiment("replay-equivalence", "stop and restart mid-stream (state recovered)",
-                   "replay-equivalence", replay_equivalence, None, needs=frozenset({"state"})),
+        Experiment(
+            "double-stop-resume",
+            "two stops; resume; the late stop lands",
+            "acknowledged-resume-holds, no-lost-update",
+            lifecycle.double_stop_resume,
+            "stop bound to the run id",
+            ("acknowledged-resume-holds", "no-lost-update"),
+        ),
+        Experiment(
+            "second-start",
+            "a second start while a run is active",
+            "acknowledged-resume-holds",
+            lifecycle.second_start,
+            "stopActiveRunOnRestart=false",
+            ("acknowledged-resume-holds",),
+        ),
+        Experiment(
+            "stop-start-race",
+            "threads race stop()/start() while input arrives",
+            "no-duplicate-emission, drain-completeness, no-uncaught-error",
+            stop_start_race,
+            KEYED_SINK,
+            (NO_DUPLICATE,),
+            frozenset({"drain"}),
+        ),
+        Experiment(
+            "stale-checkpoint-restore",
+            "restore offsets/ and commits/ from an older copy, restart",
+            "no-duplicate-emission",
+            stale_checkpoint_restore,
+            "checkpoint fencing",
+            (NO_DUPLICATE,),
+        ),
+        Experiment(
+            "cleaner-partition-state",
+            "delete one partition's state while running",
+            "no-duplicate-emission, drain-completeness",
+            _cleaner(_one_partition),
+            None,
+            needs=frozenset({"drain"}),
+        ),
+        Experiment(
+            "cleaner-latest-delta",
+            "delete the newest state delta while running",
+            "no-duplicate-emission, drain-completeness",
+            _cleaner(_latest_delta),
+            None,
+            needs=frozenset({"drain"}),
+        ),
+        Experiment(
+            "cleaner-whole-checkpoint",
+            "delete the whole checkpoint while running",
+            "no-duplicate-emission, drain-completeness",
+            _cleaner(_whole_checkpoint),
+            "checkpoint fencing",
+            (NO_DUPLICATE,),
+            frozenset({"drain"}),
+        ),
+        Experiment(
+            "drain",
+            "stop with Trigger.AvailableNow (append mode, watermark)",
+            "drain-completeness",
+            drain,
+            "drain procedure (sentinel)",
+            (COMPLETE,),
+            frozenset({"drain"}),
+        ),
+        Experiment(
+            "slow-sink-stop",
+            "stop during a slow foreachBatch write, restart",
+            "no-duplicate-emission, drain-completeness",
+            slow_sink_stop,
+            KEYED_SINK,
+            (NO_DUPLICATE,),
+            frozenset({"drain", "batch-hook"}),
+        ),
+        Experiment(
+            "stop-before-commit",
+            "the process stops in batch k after foreachBatch wrote (offsets/k written, "
+            "commits/k not), restart",
+            "no-duplicate-emission, drain-completeness",
+            stop_before_commit,
+            KEYED_SINK,
+            (NO_DUPLICATE,),
+            frozenset({"drain", "batch-hook"}),
+        ),
+        Experiment(
+            "stop-during-batch-job",
+            "stop() in batch k's foreachBatch after 1 row, and the batch then runs a "
+            "Spark job of its own",
+            "no-uncaught-error, no-duplicate-emission",
+            stop_during_batch_job,
+            "stop only between batches (idle)",
+            ("no-uncaught-error", NO_DUPLICATE),
+            frozenset({"drain", "batch-hook"}),
+        ),
+        Experiment(
+            "maintenance-snapshot",
+            "truncate the snapshot state-store maintenance just wrote, restart",
+            "no-duplicate-emission, drain-completeness, replay-equivalence",
+            maintenance_snapshot,
+            None,
+            needs=frozenset({"drain"}),
+        ),
+        Experiment(
+            "generated-input",
+            "no fault: drawn input, late within and beyond the lateness, out of order, duplicated",
+            "watermark-reference, no-duplicate-emission",
+            generated_input,
+            None,
+            needs=frozenset({"drain", "lateness"}),
+            judges_pipeline=True,
+        ),
+        Experiment(
+            "replay-equivalence",
+            "stop and restart mid-stream (state recovered)",
+            "replay-equivalence",
+            replay_equivalence,
+            None,
+            needs=frozenset({"state"}),
+        ),
     ]
-}  # fmt: skip
+}
 
 
 def applicable(pipeline: Pipeline) -> list[str]:
@@ -669,6 +764,11 @@ def shrink_input(
         return again.checker == checker
 
     small, trials = generated.shrink_script(script, fails, budget=budget)
-    return {"checker": checker, "events": sum(map(len, small)), "from_events":
-            sum(map(len, script)), "trials": trials, "script": generated.script_json(small),
-            "batches": generated.describe(small)}  # fmt: skip
+    return {
+        "checker": checker,
+        "events": sum(map(len, small)),
+        "from_events": sum(map(len, script)),
+        "trials": trials,
+        "script": generated.script_json(small),
+        "batches": generated.describe(small),
+    }

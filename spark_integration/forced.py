@@ -67,8 +67,12 @@ class Step:
     reached: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"sim_index": self.sim_index, "sim": self.sim, "spark": self.spark,
-                "reached": self.reached}  # fmt: skip
+        return {
+            "sim_index": self.sim_index,
+            "sim": self.sim,
+            "spark": self.spark,
+            "reached": self.reached,
+        }
 
 
 @dataclass
@@ -161,20 +165,26 @@ def streams_resurrection(
     appends = [op for op in history.of_kind("changelog.append") if op.get("task") == TASK]
     restores = history.of_kind("restore.done")
     end = restores[-1].index if restores else len(history)
-    loads = [op for op in history.of_kind("checkpoint.load")
-             if op.get("task") == TASK and op.index < end]  # fmt: skip
+    loads = [
+        op for op in history.of_kind("checkpoint.load") if op.get("task") == TASK and op.index < end
+    ]
     if not loads or not appends:
         raise NoSparkCounterpart(
             f"the simulated run of {variant} never loads a checkpoint of {TASK}: no story to force"
         )
     load = loads[-1]  # the load the final owner's store rests on
-    deletes = [op for op in history.of_kind("dir.delete")
-               if op.get("task") == TASK and op.index < end]  # fmt: skip
+    deletes = [
+        op for op in history.of_kind("dir.delete") if op.get("task") == TASK and op.index < end
+    ]
     delete = next((op for op in deletes if op.index > load.index), deletes[-1] if deletes else None)
     # The checkpoints on disk when it loads: each one a committed micro-batch on Spark.
-    writes = sorted({int(op.get("offset")) for op in history.of_kind("checkpoint.write")
-                     if op.get("task") == TASK and op.index < load.index
-                     and int(op.get("offset")) > 0})  # fmt: skip
+    writes = sorted(
+        {
+            int(op.get("offset"))
+            for op in history.of_kind("checkpoint.write")
+            if op.get("task") == TASK and op.index < load.index and int(op.get("offset")) > 0
+        }
+    )
     offset = max(writes, default=0)
     steps: list[Step] = []
     with TrialRun(spark or session.spark_session(), WindowedCount()) as run:
@@ -188,11 +198,21 @@ def streams_resurrection(
             low = high
         job.run()
         last = max(committed_batches(sandbox), default=-1)
-        first = next((op for op in history.of_kind("checkpoint.write")
-                      if op.get("task") == TASK and int(op.get("offset")) > 0), None)  # fmt: skip
-        steps.append(Step(first.index if first else None,
-                          f"checkpoints of {TASK} up to offset {offset}",
-                          f"{offset} records committed in batches 0..{last}"))  # fmt: skip
+        first = next(
+            (
+                op
+                for op in history.of_kind("checkpoint.write")
+                if op.get("task") == TASK and int(op.get("offset")) > 0
+            ),
+            None,
+        )
+        steps.append(
+            Step(
+                first.index if first else None,
+                f"checkpoints of {TASK} up to offset {offset}",
+                f"{offset} records committed in batches 0..{last}",
+            )
+        )
         after = [op for op in appends if int(op.get("offset")) >= offset and op.index < end]
         half = len(after) // 2
         job.add_input([_record_event(op) for op in after[:half]] or [("late", 0)])
@@ -207,12 +227,23 @@ def streams_resurrection(
         query = job.start()
         reached = _held_or_failed(gate, query)
         files = at_offsets_not_committed(sandbox, last + 1) if reached else False
-        run.recorder.log("nemesis", "fault.point", point=f"entry of batch {last + 1}",
-                         reached=reached, checked_on_files=files, sim_index=load.index)  # fmt: skip
-        steps.append(Step(load.index, _describe(load),
-                          f"restarted query holds at the entry of batch {last + 1} (offsets/"
-                          f"{last + 1} written, commits/{last + 1} not, its state not loaded)",
-                          reached and files))  # fmt: skip
+        run.recorder.log(
+            "nemesis",
+            "fault.point",
+            point=f"entry of batch {last + 1}",
+            reached=reached,
+            checked_on_files=files,
+            sim_index=load.index,
+        )
+        steps.append(
+            Step(
+                load.index,
+                _describe(load),
+                f"restarted query holds at the entry of batch {last + 1} (offsets/"
+                f"{last + 1} written, commits/{last + 1} not, its state not loaded)",
+                reached and files,
+            )
+        )
         if delete is not None and delete.index > load.index:
             sandbox.delete("checkpoint/state")
             run.recorder.log(
@@ -224,17 +255,31 @@ def streams_resurrection(
         job.stop(query)
         job.gate = None
         recreated = delete is not None and sandbox.checkpoint.joinpath("state").exists()
-        seeks = [op for op in history.of_kind("seek") if op.index > load.index and op.index < end
-                 and op.actor == load.actor]  # fmt: skip
+        seeks = [
+            op
+            for op in history.of_kind("seek")
+            if op.index > load.index and op.index < end and op.actor == load.actor
+        ]
         if seeks and reached:
-            steps.append(Step(seeks[0].index, _describe(seeks[0]),
-                              f"batch {last + 1} ran over the state: "
-                              + (f"failed: {_short(failure)}" if failure else "committed")
-                              + ("; checkpoint/state re-created" if recreated else "")))  # fmt: skip
+            steps.append(
+                Step(
+                    seeks[0].index,
+                    _describe(seeks[0]),
+                    f"batch {last + 1} ran over the state: "
+                    + (f"failed: {_short(failure)}" if failure else "committed")
+                    + ("; checkpoint/state re-created" if recreated else ""),
+                )
+            )
         elif seeks:
-            steps.append(Step(seeks[0].index, _describe(seeks[0]),
-                              f"not reached: the query failed before batch {last + 1}: "
-                              f"{_short(failure or 'no error')}", False))  # fmt: skip
+            steps.append(
+                Step(
+                    seeks[0].index,
+                    _describe(seeks[0]),
+                    f"not reached: the query failed before batch {last + 1}: "
+                    f"{_short(failure or 'no error')}",
+                    False,
+                )
+            )
         if failure is None:
             job.add_input([_record_event(op) for op in after[half:]] or [("late", 1)])
             failure = job.run()
@@ -247,18 +292,30 @@ def streams_resurrection(
                 run.note(f"the state store could not be read back: {str(exc).splitlines()[0]}")
         if restores:
             restore = restores[-1]
-            steps.append(Step(restore.index, _describe(restore),
-                              "restart; the state store read back (statestore source) after "
-                              "every batch" if failure is None else
-                              f"not run: the query failed loudly at batch {last + 1}",
-                              failure is None))  # fmt: skip
-        trial = run.judge([state_matches_inputs(), no_duplicate_emission()],
-                          failing_at_end=failure is not None)  # fmt: skip
-    return ForcedTrial("KAFKA-8187", trial, steps,
-                       {"checkpoint-soundness": "replay-equivalence",
-                        "no-record-lost": "replay-equivalence",
-                        "no-stale-read": "replay-equivalence"},
-                       [failure] if failure else [])  # fmt: skip
+            steps.append(
+                Step(
+                    restore.index,
+                    _describe(restore),
+                    "restart; the state store read back (statestore source) after every batch"
+                    if failure is None
+                    else f"not run: the query failed loudly at batch {last + 1}",
+                    failure is None,
+                )
+            )
+        trial = run.judge(
+            [state_matches_inputs(), no_duplicate_emission()], failing_at_end=failure is not None
+        )
+    return ForcedTrial(
+        "KAFKA-8187",
+        trial,
+        steps,
+        {
+            "checkpoint-soundness": "replay-equivalence",
+            "no-record-lost": "replay-equivalence",
+            "no-stale-read": "replay-equivalence",
+        },
+        [failure] if failure else [],
+    )
 
 
 # -- drain (SAMZA-2741) ---------------------------------------------------------------------
@@ -303,14 +360,23 @@ def samza_drain(spark: Any | None, variant: str, config: Any, simulated: RunOutc
             job.add_input([_message_event(op, window_size) for op in ops])
         job.run()
         fired = sum(1 for op in history.of_kind("pane.fire") if op.index < stop.index)
-        steps.append(Step(before[0].index if before else None,
-                          f"{len(before)} stage-2 messages processed, {fired} panes fired",
-                          f"{len(groups)} files, one micro-batch each; "
-                          f"{len(committed_batches(run.sandbox))} batches committed"))  # fmt: skip
+        steps.append(
+            Step(
+                before[0].index if before else None,
+                f"{len(before)} stage-2 messages processed, {fired} panes fired",
+                f"{len(groups)} files, one micro-batch each; "
+                f"{len(committed_batches(run.sandbox))} batches committed",
+            )
+        )
         requests = history.of_kind("drain.request")
         if requests:
-            steps.append(Step(requests[0].index, _describe(requests[0]),
-                              "(the drain takes effect at the markers below)"))  # fmt: skip
+            steps.append(
+                Step(
+                    requests[0].index,
+                    _describe(requests[0]),
+                    "(the drain takes effect at the markers below)",
+                )
+            )
         if in_flight:
             job.add_input([_message_event(op, window_size) for op in in_flight])
         failure: str | None
@@ -323,8 +389,13 @@ def samza_drain(spark: Any | None, variant: str, config: Any, simulated: RunOutc
             steps.append(Step(stop.index, _describe(stop), "query.stop() (no drain)"))
         elif variant == "drain":
             failure = run.drain()
-            steps.append(Step(stop.index, _describe(stop),
-                              "drain procedure: sentinel past every window, then AvailableNow"))  # fmt: skip
+            steps.append(
+                Step(
+                    stop.index,
+                    _describe(stop),
+                    "drain procedure: sentinel past every window, then AvailableNow",
+                )
+            )
         else:
             job.request_drain("AvailableNow")
             failure = job.run(available_now=True)
@@ -333,10 +404,22 @@ def samza_drain(spark: Any | None, variant: str, config: Any, simulated: RunOutc
         if finals:
             unfired = finals[-1].get("unfired_pane_seqs") or []
             windows = sorted({int(s) // window_size for s in unfired})
-            steps.append(Step(finals[-1].index, f"upgrade: unfired panes of messages {unfired}",
-                              f"drain-completeness judged on the sink (panes {windows} are "
-                              f"windows starting at second {[w * WINDOW_S for w in windows]})"))  # fmt: skip
-        trial = run.judge([drain_emits_every_window(), no_duplicate_emission()],
-                          failing_at_end=failure is not None)  # fmt: skip
-    return ForcedTrial("SAMZA-2741", trial, steps, {"drain-completeness": "drain-completeness"},
-                       [failure] if failure else [])  # fmt: skip
+            steps.append(
+                Step(
+                    finals[-1].index,
+                    f"upgrade: unfired panes of messages {unfired}",
+                    f"drain-completeness judged on the sink (panes {windows} are "
+                    f"windows starting at second {[w * WINDOW_S for w in windows]})",
+                )
+            )
+        trial = run.judge(
+            [drain_emits_every_window(), no_duplicate_emission()],
+            failing_at_end=failure is not None,
+        )
+    return ForcedTrial(
+        "SAMZA-2741",
+        trial,
+        steps,
+        {"drain-completeness": "drain-completeness"},
+        [failure] if failure else [],
+    )

@@ -147,16 +147,28 @@ def within_watermark_reference(name: str = "watermark-reference") -> Checker:
         for key, rows in sorted(allowed.items()):
             got = emitted.get(key)
             if got is None and {"optional": True} not in rows:
-                return violated(name, end, f"{describe_key(key, fields)} was never emitted; "
-                                f"the records that must be kept give {rows[0]}")  # fmt: skip
+                return violated(
+                    name,
+                    end,
+                    f"{describe_key(key, fields)} was never emitted; "
+                    f"the records that must be kept give {rows[0]}",
+                )
             if got is not None and got not in rows:
                 shown = " or ".join(str(r) for r in rows if r != {"optional": True})
-                return violated(name, end, f"{describe_key(key, fields)} emitted {got}; the "
-                                f"watermark's semantics allow {shown}")  # fmt: skip
+                return violated(
+                    name,
+                    end,
+                    f"{describe_key(key, fields)} emitted {got}; the "
+                    f"watermark's semantics allow {shown}",
+                )
         for key in sorted(set(emitted) - set(allowed)):
             if "__sentinel__" not in key:
-                return violated(name, end, f"{describe_key(key, fields)} emitted {emitted[key]}, "
-                                "a row no input record gives")  # fmt: skip
+                return violated(
+                    name,
+                    end,
+                    f"{describe_key(key, fields)} emitted {emitted[key]}, "
+                    "a row no input record gives",
+                )
         return ok(name)
 
     return check

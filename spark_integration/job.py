@@ -82,8 +82,13 @@ class PipelineJob:
         # delivery is a ``batch.row`` and the stored rows become ``sink.row`` at the end.
         self.judges_store = pipeline.reads_own_output() or pipeline.store_rule() != "append"
         self.row_kind = "batch.row" if self.judges_store else "sink.row"
-        recorder.log("driver", "pipeline", name=pipeline.name, key=list(pipeline.key_fields),
-                     output_mode=pipeline.output_mode)  # fmt: skip
+        recorder.log(
+            "driver",
+            "pipeline",
+            name=pipeline.name,
+            key=list(pipeline.key_fields),
+            output_mode=pipeline.output_mode,
+        )
 
     def add_input(self, events: list[tuple[str, int]], *, sentinel: bool = False) -> None:
         """One micro-batch file holding the records of these (key, event second) events."""
@@ -190,8 +195,12 @@ class PipelineJob:
             raise PipelineRaised(
                 f"pipeline error: Spark rejected the query: {short_error(exc)}", user_frames(exc)
             ) from exc
-        self.recorder.log(client, "query.start", run=str(query.runId),
-                          trigger="availableNow" if available_now else "processAllAvailable")  # fmt: skip
+        self.recorder.log(
+            client,
+            "query.start",
+            run=str(query.runId),
+            trigger="availableNow" if available_now else "processAllAvailable",
+        )
         return query
 
     def stop(self, query: Any, *, client: str = "driver") -> None:
@@ -233,8 +242,9 @@ class PipelineJob:
         for batch in committed_batches(self.sandbox):
             if batch not in self._batches_logged:
                 self._batches_logged.add(batch)
-                self.recorder.log("spark", "checkpoint.batch", batch=batch,
-                                  files=batch_files(self.sandbox, batch))  # fmt: skip
+                self.recorder.log(
+                    "spark", "checkpoint.batch", batch=batch, files=batch_files(self.sandbox, batch)
+                )
 
     def capture_store(self) -> None:
         """What the sink stores now, as ``sink.row`` ops (once, when a trial is judged).
@@ -260,8 +270,11 @@ class PipelineJob:
             rows = [dict(r) for r in stored or []]
         elif self.pipeline.store_rule() == "snapshot":
             last = delivered[-1][0] if delivered else None
-            rows = list({tuple(str(r.get(f)) for f in fields): r
-                         for b, r in delivered if b == last}.values())  # fmt: skip
+            rows = list(
+                {
+                    tuple(str(r.get(f)) for f in fields): r for b, r in delivered if b == last
+                }.values()
+            )
         else:  # "upsert": each delivered row replaces the key's last one
             rows = list({tuple(str(r.get(f)) for f in fields): r for _, r in delivered}.values())
         seen: dict[tuple[str, ...], int] = {}

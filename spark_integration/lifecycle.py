@@ -54,8 +54,15 @@ class Controller:
         query = self.run.job.start(client=client)
         self.handles[str(query.runId)] = query
         self.entity_run[entity] = str(query.runId)
-        self.log(client, "status.write", entity=entity, to=ACTIVE, version_read=None,
-                 version_overwritten=before, **{"from": ACTIVE if before else STOPPED})  # fmt: skip
+        self.log(
+            client,
+            "status.write",
+            entity=entity,
+            to=ACTIVE,
+            version_read=None,
+            version_overwritten=before,
+            **{"from": ACTIVE if before else STOPPED},
+        )
         self.log(client, "resume.ack", entity=entity, run=str(query.runId))
         return str(query.runId)
 
@@ -70,8 +77,15 @@ class Controller:
         current = self.active_run()
         if current is not None:
             self.run.job.stop(self.handles[current], client=client)
-        self.log(client, "status.write", entity=entity, to=STOPPED, version_read=seen,
-                 version_overwritten=current, **{"from": ACTIVE if current else STOPPED})  # fmt: skip
+        self.log(
+            client,
+            "status.write",
+            entity=entity,
+            to=STOPPED,
+            version_read=seen,
+            version_overwritten=current,
+            **{"from": ACTIVE if current else STOPPED},
+        )
 
     def stop_by_run(self, client: str, entity: str, seen: str | None) -> None:
         """Stop the run the client saw, and nothing else."""
@@ -85,8 +99,15 @@ class Controller:
         """Record a run that stopped without any client asking (Spark did it)."""
         if self.handles[run_id].isActive:
             return
-        self.log("spark", "status.write", entity=entity, to=STOPPED, version_read=None,
-                 version_overwritten=run_id, **{"from": ACTIVE})  # fmt: skip
+        self.log(
+            "spark",
+            "status.write",
+            entity=entity,
+            to=STOPPED,
+            version_read=None,
+            version_overwritten=run_id,
+            **{"from": ACTIVE},
+        )
 
     def final(self) -> None:
         """Statuses at the end: an entity is ACTIVE while the run its last start made is."""

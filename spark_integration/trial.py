@@ -46,9 +46,15 @@ class Trial:
         return {v.checker for v in self.verdicts if v.status == "violated"}
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "checker": self.checker, "message": self.message,
-                "violated": sorted(self.violated()), "seconds": round(self.seconds, 2),
-                "ops": len(self.history), "notes": self.notes}  # fmt: skip
+        return {
+            "verdict": self.verdict,
+            "checker": self.checker,
+            "message": self.message,
+            "violated": sorted(self.violated()),
+            "seconds": round(self.seconds, 2),
+            "ops": len(self.history),
+            "notes": self.notes,
+        }
 
 
 class TrialRun:
@@ -118,5 +124,12 @@ class TrialRun:
             message = "; ".join([*self.notes, f"the query fails with: {failures[-1]}"])
         else:
             verdict, message = "ok", "; ".join(self.notes) or "every checker holds"
-        return Trial(verdict, found.checker if found else None, message, history,
-                     time.monotonic() - self.started, verdicts, self.notes)  # fmt: skip
+        return Trial(
+            verdict,
+            found.checker if found else None,
+            message,
+            history,
+            time.monotonic() - self.started,
+            verdicts,
+            self.notes,
+        )

@@ -32,10 +32,18 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "docs" / "report-brooklin-timeline.png"
 WINDOW = "1400,1000"
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-default-apps", "--no-first-run",
-    "--allow-file-access-from-files", "--hide-scrollbars", "--virtual-time-budget=4000",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--no-first-run",
+    "--allow-file-access-from-files",
+    "--hide-scrollbars",
+    "--virtual-time-budget=4000",
+]
 
 
 def main(argv: list[str]) -> int:
@@ -56,10 +64,19 @@ def main(argv: list[str]) -> int:
         page = Path(tmp) / "brooklin.html"
         page.write_text(render_html(story), encoding="utf-8")
         done = subprocess.run(
-            [browser, *FLAGS, f"--user-data-dir={tmp}/profile", f"--window-size={WINDOW}",
-             f"--screenshot={out.resolve()}", page.as_uri()],
-            capture_output=True, text=True, timeout=180, check=False,
-        )  # fmt: skip
+            [
+                browser,
+                *FLAGS,
+                f"--user-data-dir={tmp}/profile",
+                f"--window-size={WINDOW}",
+                f"--screenshot={out.resolve()}",
+                page.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
     if done.returncode != 0 or not out.exists():
         print(f"brooklin_timeline_png: chromium failed: {done.stderr[-2000:]}", file=sys.stderr)
         return 1

@@ -42,10 +42,12 @@ from pyspark.sql import SparkSession
 
 TRIALS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 spark = (
-    SparkSession.builder.master("local[2]").appName("stop-commit-race")
-    .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+    SparkSession.builder.master("local[2]")
+    .appName("stop-commit-race")
+    .config("spark.ui.enabled", "false")
+    .config("spark.sql.shuffle.partitions", "2")
     .getOrCreate()
-)  # fmt: skip
+)
 spark.sparkContext.setLogLevel("ERROR")
 
 
@@ -73,10 +75,13 @@ def trial(release: str) -> tuple[bool, int]:
 
     def start():  # type: ignore[no-untyped-def]
         return (
-            spark.readStream.schema("n INT").option("maxFilesPerTrigger", 1).json(str(source))
+            spark.readStream.schema("n INT")
+            .option("maxFilesPerTrigger", 1)
+            .json(str(source))
             .writeStream.foreachBatch(batch_function)
-            .option("checkpointLocation", str(checkpoint)).start()
-        )  # fmt: skip
+            .option("checkpointLocation", str(checkpoint))
+            .start()
+        )
 
     query = start()
     query.processAllAvailable()  # batches 0 and 1 committed

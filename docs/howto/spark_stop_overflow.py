@@ -27,11 +27,13 @@ def batch_function(batch, batch_id):  # type: ignore[no-untyped-def]
 
 
 query = (
-    spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    spark.readStream.format("rate")
+    .option("rowsPerSecond", 1)
+    .load()
     .writeStream.foreachBatch(batch_function)
     .option("checkpointLocation", tempfile.mkdtemp())
     .start()
-)  # fmt: skip
+)
 entered.wait(60)
 stopper = threading.Thread(target=query.stop)
 stopper.start()

@@ -160,9 +160,11 @@ def rest_stop(
         rt.log(host, "stop.rejected", entity=name, status=status)
         return False
     stopped = yield from poll_until(
-        rt, lambda: zk.get(stream_path(name))[0]["status"] == STOPPED,
-        config.stop_poll_ms, config.stop_timeout_ms,
-    )  # fmt: skip
+        rt,
+        lambda: zk.get(stream_path(name))[0]["status"] == STOPPED,
+        config.stop_poll_ms,
+        config.stop_timeout_ms,
+    )
     rt.log(host, "stop.ack" if stopped else "stop.timeout", entity=name)
     return stopped
 

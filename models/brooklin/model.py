@@ -165,8 +165,15 @@ class BrooklinConfig:
         require(self.streams, "streams must name at least one stream")
         require(set(self.resumed) <= set(self.streams), "resumed streams must be streams")
         require(set(self.restopped) <= set(self.streams), "restopped streams must be streams")
-        for name in ("stop_gap_ms", "resume_think_ms", "leader_notify_ms", "follower_notify_ms",
-                     "task_stop_ms", "gc_pause_ms", "zk_connection_loss_ms"):  # fmt: skip
+        for name in (
+            "stop_gap_ms",
+            "resume_think_ms",
+            "leader_notify_ms",
+            "follower_notify_ms",
+            "task_stop_ms",
+            "gc_pause_ms",
+            "zk_connection_loss_ms",
+        ):
             options = getattr(self, name)
             require(options and all(d >= 0 for d in options), f"{name} needs delays >= 0")
         require(self.zk_rtt_ms >= 0, "zk_rtt_ms must be >= 0")
@@ -254,8 +261,16 @@ def update_datastream(
         rt.touch(DATASTREAMS, write=False)  # ds.data, shared with the cache
         rt.checkpoint(actor, "mark.write", entity=ds.name)
         try:
-            write_status(rt, zk, actor, ds.name, ds.data, version_read=version_read,
-                         expected_version=version, conditional=False)  # fmt: skip
+            write_status(
+                rt,
+                zk,
+                actor,
+                ds.name,
+                ds.data,
+                version_read=version_read,
+                expected_version=version,
+                conditional=False,
+            )
             return True
         except BadVersion:  # the updater ignores the old data: the retry writes the same
             rt.log(actor, "write.retry", entity=ds.name, expected_version=version)
@@ -395,9 +410,11 @@ class Leader:
                 self.rt.checkpoint("leader", "cache.refresh")
                 yield from self.cache.refresh()
                 self.rt.touch(DATASTREAMS, write=False)
-                self.rt.log("leader", "cache.refresh", statuses={
-                    name: ds.status for name, ds in sorted(self.cache.objects.items())
-                })  # fmt: skip
+                self.rt.log(
+                    "leader",
+                    "cache.refresh",
+                    statuses={name: ds.status for name, ds in sorted(self.cache.objects.items())},
+                )
             else:
                 yield from self.do_assignment()
             yield self.rt.sleep(self.config.handler_ms)
@@ -488,8 +505,9 @@ class Leader:
         self.rt.log(actor, "stop-task.done", streams=names)
         self.rt.touch(LEADER)
         if self.variant == "fix-stop-dedupe" and failed:
-            self.handled.difference_update((ds.name, ds.version) for ds in snapshot
-                                           if ds.name in failed)  # fmt: skip
+            self.handled.difference_update(
+                (ds.name, ds.version) for ds in snapshot if ds.name in failed
+            )
             entity_op(self.rt, actor, "stop.retry", sorted(failed), streams=sorted(failed))
             self.queue.put(LEADER_DO_ASSIGNMENT)  # the seed's "on failure, call LDA again"
         self.running_tasks -= 1
@@ -514,8 +532,13 @@ class Leader:
         """``datastream.setStatus(STOPPED)``, logging whether that object is the cached one."""
         self.rt.touch(DATASTREAMS)
         ds.set_status(STOPPED)
-        self.rt.log(actor, "object.set-status", entity=ds.name, to=STOPPED,
-                    cached=self.cache.objects.get(ds.name) is ds)  # fmt: skip
+        self.rt.log(
+            actor,
+            "object.set-status",
+            entity=ds.name,
+            to=STOPPED,
+            cached=self.cache.objects.get(ds.name) is ds,
+        )
 
     def mark_stopped(self, actor: str, snapshot: Snapshot, failed: set[str]) -> Gen:
         """``markDatastreamsStopped``; True unless a stream's znode is gone."""
@@ -546,8 +569,9 @@ class Leader:
                 self.rt.touch(DATASTREAMS, write=False)
                 if fresh is None:
                     break
-                self.rt.log(actor, "zk.read", entity=ds.name, status=fresh.status,
-                            version=fresh.version)  # fmt: skip
+                self.rt.log(
+                    actor, "zk.read", entity=ds.name, status=fresh.status, version=fresh.version
+                )
                 if fresh.status != STOPPING:
                     break
                 self.rt.checkpoint(actor, "mark.decided", entity=ds.name)
@@ -563,10 +587,18 @@ class Leader:
                 self.rt.touch(DATASTREAMS, write=False)  # fresh.data, shared with the cache
                 self.rt.checkpoint(actor, "mark.write", entity=ds.name)
                 try:
-                    write_status(self.rt, self.zk, actor, ds.name, fresh.data,
-                                 version_read=fresh.version, expected_version=fresh.version)  # fmt: skip
+                    write_status(
+                        self.rt,
+                        self.zk,
+                        actor,
+                        ds.name,
+                        fresh.data,
+                        version_read=fresh.version,
+                        expected_version=fresh.version,
+                    )
                     break
                 except BadVersion:
-                    self.rt.log(actor, "write.conflict", entity=ds.name,
-                                expected_version=fresh.version)  # fmt: skip
+                    self.rt.log(
+                        actor, "write.conflict", entity=ds.name, expected_version=fresh.version
+                    )
         return success

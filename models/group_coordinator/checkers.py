@@ -26,8 +26,12 @@ def one_event_in_flight(history: History) -> Verdict:
         partition = int(op.get("partition"))
         if op.kind == "event.poll":
             if partition in busy:
-                return violated(IN_FLIGHT, op.index, f"partition {partition} polled again while the "
-                                f"event polled at op #{busy[partition]} is in flight")  # fmt: skip
+                return violated(
+                    IN_FLIGHT,
+                    op.index,
+                    f"partition {partition} polled again while the "
+                    f"event polled at op #{busy[partition]} is in flight",
+                )
             busy[partition] = op.index
         else:
             busy.pop(partition, None)
@@ -53,8 +57,11 @@ def log_matches_state(history: History) -> Verdict:
             why = f"the state holds {missing} which the log does not"
         else:
             why = f"the log's order {theirs} differs from the replay order {mine}"
-        return violated(AGREEMENT, index, f"partition {partition}: {why}; replaying the log would not "
-                        "rebuild the state")  # fmt: skip
+        return violated(
+            AGREEMENT,
+            index,
+            f"partition {partition}: {why}; replaying the log would not rebuild the state",
+        )
 
     for op in history.ops:
         partition = op.get("partition")
@@ -86,11 +93,19 @@ def ack_after_hwm(history: History) -> Verdict:
         elif op.kind == "write.ack":
             partition, offset = int(op.get("partition")), int(op.get("offset"))
             if int(op.get("hwm")) < offset + 1:
-                return violated(ACK, op.index, f"{op.get('batch')} acknowledged at offset {offset} "
-                                f"before the HWM ({op.get('hwm')}) covered it")  # fmt: skip
+                return violated(
+                    ACK,
+                    op.index,
+                    f"{op.get('batch')} acknowledged at offset {offset} "
+                    f"before the HWM ({op.get('hwm')}) covered it",
+                )
             if placed.get((partition, offset)) != op.get("batch"):
-                return violated(ACK, op.index, f"{op.get('batch')} acknowledged at offset {offset} of "
-                                f"partition {partition}, where the log holds {placed.get((partition, offset))}")  # fmt: skip
+                return violated(
+                    ACK,
+                    op.index,
+                    f"{op.get('batch')} acknowledged at offset {offset} of "
+                    f"partition {partition}, where the log holds {placed.get((partition, offset))}",
+                )
     return ok(ACK)
 
 
@@ -101,8 +116,11 @@ def last_written_increases(history: History) -> Verdict:
     for op in history.of_kind("last-written"):
         partition, offset = int(op.get("partition")), int(op.get("offset"))
         if partition in last and offset <= last[partition]:
-            return violated(LAST_WRITTEN, op.index, f"partition {partition}: lastWrittenOffset went "
-                            f"from {last[partition]} to {offset}")  # fmt: skip
+            return violated(
+                LAST_WRITTEN,
+                op.index,
+                f"partition {partition}: lastWrittenOffset went from {last[partition]} to {offset}",
+            )
         last[partition] = offset
     return ok(LAST_WRITTEN)
 

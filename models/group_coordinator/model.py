@@ -202,8 +202,12 @@ class Coordinator:
         while True:
             partition, event = yield from self.poll()
             self.touch(partition.index)
-            self.log(actor, "event.poll", partition=partition.index,
-                     event=event if isinstance(event, str) else event.batch)  # fmt: skip
+            self.log(
+                actor,
+                "event.poll",
+                partition=partition.index,
+                event=event if isinstance(event, str) else event.batch,
+            )
             if event == HWM_EVENT:
                 self.on_hwm(partition)
             elif isinstance(event, WriteTimeout):
@@ -226,8 +230,13 @@ class Coordinator:
             # appendRecords returns before verification completes: no result is there.
             self.world.spawn(f"verifier-{event.batch}", self._late_append(partition, event))
             del partition.state[snapshot:]
-            self.log(actor, "revert", partition=partition.index, batches=[event.batch],
-                     reason="append gave no result")  # fmt: skip
+            self.log(
+                actor,
+                "revert",
+                partition=partition.index,
+                batches=[event.batch],
+                reason="append gave no result",
+            )
             self._finish(event, "write.fail")
             return
         if (
@@ -350,9 +359,14 @@ class Coordinator:
         while self.acked + self.failed < self.requests:  # queue time is not timed: wait it out
             yield self.world.sleep(config.write_timeout_ms)
             self.touch(runtime=True)
-        self.log("observer", "final", partitions={
-            str(p.index): {"state": p.state, "log": p.log, "hwm": p.hwm} for p in self.partitions
-        })  # fmt: skip
+        self.log(
+            "observer",
+            "final",
+            partitions={
+                str(p.index): {"state": p.state, "log": p.log, "hwm": p.hwm}
+                for p in self.partitions
+            },
+        )
         self.world.finish()
 
 

@@ -54,8 +54,11 @@ def no_record_lost(history: History) -> Verdict:
         return unknown(LOST, "the run ended before the final restore")
     restore = restores[-1]
     end = int(restore.get("end_offset"))
-    wanted = {str(op.get("key")): int(op.get("offset")) for op in history.of_kind("changelog.append")
-              if int(op.get("offset")) < end}  # fmt: skip
+    wanted = {
+        str(op.get("key")): int(op.get("offset"))
+        for op in history.of_kind("changelog.append")
+        if int(op.get("offset")) < end
+    }
     missing = sorted(set(wanted) - set(restore.get("keys") or []), key=lambda k: wanted[k])
     if missing:
         shown = ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else "")

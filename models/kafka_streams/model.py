@@ -162,8 +162,13 @@ class Instance:
         self.world.touch(TASKS)
         standby.loaded_offset = self.dirs.read_checkpoint(standby.task)
         standby.loaded_generation = generation
-        self.world.log(standby.thread, "checkpoint.load", task=standby.task,
-                       offset=standby.loaded_offset, generation=generation)  # fmt: skip
+        self.world.log(
+            standby.thread,
+            "checkpoint.load",
+            task=standby.task,
+            offset=standby.loaded_offset,
+            generation=generation,
+        )
 
     def initialize(self, standby: StandbyTask) -> Gen:
         """initializeStateStores: lock (or stay created), open the store, capture the offsets."""
@@ -171,8 +176,12 @@ class Instance:
         self.world.touch(TASKS)  # the standby's fields, in this step
         if not locked:
             self.world.touch(LOCKS, write=False)
-            self.world.log(standby.thread, "lock.fail", task=standby.task,
-                           owner=self.dirs.locks.get(standby.task))  # fmt: skip
+            self.world.log(
+                standby.thread,
+                "lock.fail",
+                task=standby.task,
+                owner=self.dirs.locks.get(standby.task),
+            )
             return False
         generation = self.dirs.directory_for_task(standby.thread, standby.task)  # the store's open
         if self.variant == "fix-load-after-lock":
@@ -186,10 +195,15 @@ class Instance:
         """assignStandbyPartitions: seek to the offsets captured at initialization (or the start)."""
         self.world.touch(TASKS)
         standby.position = standby.checkpointed or 0
-        self.world.log(standby.thread, "seek", task=standby.task, offset=standby.position,
-                       loaded_generation=standby.loaded_generation,
-                       generation=self.dirs.generation(standby.task),
-                       **self.dirs.store_fields(standby.task))  # fmt: skip
+        self.world.log(
+            standby.thread,
+            "seek",
+            task=standby.task,
+            offset=standby.position,
+            loaded_generation=standby.loaded_generation,
+            generation=self.dirs.generation(standby.task),
+            **self.dirs.store_fields(standby.task),
+        )
 
     def apply(self, standby: StandbyTask) -> None:
         """maybeUpdateStandbyTasks: apply the changelog from the position into the store."""
@@ -203,10 +217,17 @@ class Instance:
         low = (
             standby.position if store["from"] is None else min(int(store["from"]), standby.position)
         )
-        self.dirs.write_store(standby.task, {"from": low, "to": max(end, int(store["to"])),
-                                             "keys": sorted(keys, key=lambda k: int(k[1:]))})  # fmt: skip
-        self.world.log(standby.thread, "store.apply", task=standby.task,
-                       offsets=[standby.position, end])  # fmt: skip
+        self.dirs.write_store(
+            standby.task,
+            {
+                "from": low,
+                "to": max(end, int(store["to"])),
+                "keys": sorted(keys, key=lambda k: int(k[1:])),
+            },
+        )
+        self.world.log(
+            standby.thread, "store.apply", task=standby.task, offsets=[standby.position, end]
+        )
         standby.position, standby.commit_needed = end, True
 
     def checkpoint(self, standby: StandbyTask) -> None:
@@ -220,8 +241,13 @@ class Instance:
         offset = standby.position if standby.initialized else standby.loaded_offset
         if offset is None or (offset == 0 and standby.loaded_offset is None):
             return  # OffsetCheckpoint.write skips an empty map
-        self.dirs.write_checkpoint(standby.thread, standby.task, offset, holds_lock=holds_lock,
-                                   loaded_generation=standby.loaded_generation)  # fmt: skip
+        self.dirs.write_checkpoint(
+            standby.thread,
+            standby.task,
+            offset,
+            holds_lock=holds_lock,
+            loaded_generation=standby.loaded_generation,
+        )
         standby.commit_needed = False
 
     def close(self, standby: StandbyTask) -> Gen:
@@ -229,8 +255,13 @@ class Instance:
         self.world.touch(TASKS)
         del self.tasks[standby.thread][standby.task]
         if not standby.initialized:
-            self.world.log(standby.thread, "standby.close", task=standby.task, initialized=False,
-                           wrote_checkpoint=False)  # fmt: skip
+            self.world.log(
+                standby.thread,
+                "standby.close",
+                task=standby.task,
+                initialized=False,
+                wrote_checkpoint=False,
+            )
             return
         self.apply(standby)
         self.checkpoint(standby)
@@ -250,8 +281,13 @@ class Instance:
                 self.world.log(thread, "standby.suspend", task=standby.task)
             elif standby.state == "created":  # closeNonRunningTasks(created); created.clear()
                 del self.tasks[thread][standby.task]
-                self.world.log(thread, "standby.close", task=standby.task, initialized=False,
-                               wrote_checkpoint=False)  # fmt: skip
+                self.world.log(
+                    thread,
+                    "standby.close",
+                    task=standby.task,
+                    initialized=False,
+                    wrote_checkpoint=False,
+                )
 
     def on_assigned(self, thread: str, assigned: set[str]) -> Gen:
         """onPartitionsAssigned (createTasks), then runOnce's lock attempts while ASSIGNED."""
@@ -310,13 +346,18 @@ class Instance:
             self.world.touch(CHANGELOG)
             key = f"r{len(self.changelog)}"
             self.changelog.append(key)
-            self.world.log("changelog", "changelog.append", task=TASK,
-                           offset=len(self.changelog) - 1, key=key)  # fmt: skip
+            self.world.log(
+                "changelog", "changelog.append", task=TASK, offset=len(self.changelog) - 1, key=key
+            )
             yield self.world.sleep(self.config.record_interval_ms)
 
     def rebalance(self, number: int, assignment: dict[str, set[str]]) -> Gen:
-        self.world.log("coordinator", "rebalance", number=number,
-                       assignment={t: sorted(tasks) for t, tasks in sorted(assignment.items())})  # fmt: skip
+        self.world.log(
+            "coordinator",
+            "rebalance",
+            number=number,
+            assignment={t: sorted(tasks) for t, tasks in sorted(assignment.items())},
+        )
         for thread in THREADS:
             self.on_revoked(thread)
         yield self.world.sleep(self.config.join_ms)
@@ -347,8 +388,14 @@ class Instance:
         restorer = StandbyTask(TASK, actor, "running", True, checkpoint, generation, checkpoint)
         self.seek(restorer)
         self.apply(restorer)
-        self.world.log(actor, "restore.done", task=TASK, end_offset=len(self.changelog),
-                       checkpoint=checkpoint, keys=self.dirs.store(TASK)["keys"])  # fmt: skip
+        self.world.log(
+            actor,
+            "restore.done",
+            task=TASK,
+            end_offset=len(self.changelog),
+            checkpoint=checkpoint,
+            keys=self.dirs.store(TASK)["keys"],
+        )
 
     def scenario(self) -> Gen:
         """A holds standbys 0_0 and 1_0; two rebalances; 1_0 promoted here; the end."""

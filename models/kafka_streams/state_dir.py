@@ -127,13 +127,26 @@ class StateDirectory:
         try:
             self.fs.write(tmp, offset)
         except FsError:
-            self.world.log(actor, "checkpoint.fail", task=task, offset=offset, level="WARN",
-                           reason="FileNotFoundException: the task directory does not exist")  # fmt: skip
+            self.world.log(
+                actor,
+                "checkpoint.fail",
+                task=task,
+                offset=offset,
+                level="WARN",
+                reason="FileNotFoundException: the task directory does not exist",
+            )
             return False
         self.fs.remove(tmp)
         self.fs.write(path, offset)
-        self.world.log(actor, "checkpoint.write", task=task, offset=offset,
-                       generation=self.generation(task), **fields, **self.store_fields(task))  # fmt: skip
+        self.world.log(
+            actor,
+            "checkpoint.write",
+            task=task,
+            offset=offset,
+            generation=self.generation(task),
+            **fields,
+            **self.store_fields(task),
+        )
         return True
 
     # -- the cleaner ----------------------------------------------------------------------

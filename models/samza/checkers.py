@@ -36,8 +36,12 @@ def drain_completeness(history: History) -> Verdict:
     }
     if left:
         count = sum(len(seqs) for seqs in left.values())
-        return violated(COMPLETE, final.index, f"{count} intermediate messages left for the new deployment, "
-                        f"which cannot deserialize them: {left}")  # fmt: skip
+        return violated(
+            COMPLETE,
+            final.index,
+            f"{count} intermediate messages left for the new deployment, "
+            f"which cannot deserialize them: {left}",
+        )
     unfired = final.get("unfired_pane_seqs") or []
     if unfired:
         return violated(
@@ -69,8 +73,12 @@ def drain_completeness(history: History) -> Verdict:
                 f"{ssp}: offsets {missing} before the drain marker were never processed",
             )
         if int(committed.get(ssp, 0)) < marker_offset:
-            return violated(COMPLETE, final.index, f"{ssp}: last checkpoint {committed.get(ssp)} is before the drain "
-                            f"marker at {marker_offset}")  # fmt: skip
+            return violated(
+                COMPLETE,
+                final.index,
+                f"{ssp}: last checkpoint {committed.get(ssp)} is before the drain "
+                f"marker at {marker_offset}",
+            )
     return ok(COMPLETE)
 
 
@@ -79,8 +87,12 @@ def run_isolation(history: History) -> Verdict:
     """Only the current run's notifications and DrainMessages have an effect."""
     for op in history.of_kind("drain.notified", "drain.enter"):
         if op.get("run_id") != CURRENT_RUN:
-            return violated(ISOLATION, op.index, f"{op.actor} obeyed a drain of run {op.get('run_id')} while "
-                            f"{CURRENT_RUN} is running")  # fmt: skip
+            return violated(
+                ISOLATION,
+                op.index,
+                f"{op.actor} obeyed a drain of run {op.get('run_id')} while "
+                f"{CURRENT_RUN} is running",
+            )
     return ok(ISOLATION)
 
 
@@ -91,8 +103,12 @@ def drain_aggregation(history: History) -> Verdict:
         expected = op.get("expected")
         producers = op.get("producers") or []
         if expected is not None and len(producers) != int(expected):
-            return violated(AGGREGATION, op.index, f"{op.get('ssp')} declared drained after DrainMessages from "
-                            f"{producers}, but {expected} upstream tasks produce to it")  # fmt: skip
+            return violated(
+                AGGREGATION,
+                op.index,
+                f"{op.get('ssp')} declared drained after DrainMessages from "
+                f"{producers}, but {expected} upstream tasks produce to it",
+            )
     return ok(AGGREGATION)
 
 
@@ -115,8 +131,12 @@ def drain_liveness(history: History) -> Verdict:
     timeouts = history.of_kind("drain.timeout")
     if timeouts:
         op = timeouts[-1]
-        return violated(LIVENESS, op.index, f"the drain did not finish within {op.get('after_ms')} ms; "
-                        f"still running: {op.get('tasks_running')}")  # fmt: skip
+        return violated(
+            LIVENESS,
+            op.index,
+            f"the drain did not finish within {op.get('after_ms')} ms; "
+            f"still running: {op.get('tasks_running')}",
+        )
     if history.of_kind("final"):
         return ok(LIVENESS)
     return unknown(LIVENESS, "the run ended before the drain finished or timed out")

@@ -397,14 +397,22 @@ class Pipeline:
         if message.topic == "int":
             task.processed = message.offset + 1
         task.draining = True
-        self.world.log(actor, "drain.enter", ssp=f"{message.topic}/{task.partition}", run_id=message.run_id,
-                       producer=message.producer or None)  # fmt: skip
+        self.world.log(
+            actor,
+            "drain.enter",
+            ssp=f"{message.topic}/{task.partition}",
+            run_id=message.run_id,
+            producer=message.producer or None,
+        )
         self.world.reach(DRAIN_WINDOW)
         if task.topic == "src":
             # PartitionByOperatorImpl.handleDrain -> ControlMessageSender.send: one partition.
             p = self.config.aggregate_partition
-            self.append("int", p, Message("drain", "int", p, 0, run_id=message.run_id,
-                                          producer=f"t{task.partition}"))  # fmt: skip
+            self.append(
+                "int",
+                p,
+                Message("drain", "int", p, 0, run_id=message.run_id, producer=f"t{task.partition}"),
+            )
             yield from self.finish_task(c, task, expected=None)
             return
         if not message.producer:  # the aggregating task's re-broadcast: drained at once
@@ -419,8 +427,12 @@ class Pipeline:
             if self.variant == "drain-1.8" and not all(t.drained for t in others):
                 # OperatorImpl.aggregateDrainMessages re-broadcasts only once isDrained(stream):
                 # every SSP of the stream in this task. The others wait for this very broadcast.
-                self.world.log(actor, "drain.rebroadcast-withheld", ssp=f"int/{task.partition}",
-                               waiting_for=[f"int/{t.partition}" for t in others if not t.drained])  # fmt: skip
+                self.world.log(
+                    actor,
+                    "drain.rebroadcast-withheld",
+                    ssp=f"int/{task.partition}",
+                    waiting_for=[f"int/{t.partition}" for t in others if not t.drained],
+                )
                 return
             # OperatorImpl.aggregateDrainMessages: broadcast to the other partitions.
             for p in range(self.config.int_partitions):
@@ -447,8 +459,13 @@ class Pipeline:
         (DrainStates.areAllStreamsDrained): commit, then shutdown(CURRENT_TASK)."""
         self._writes(f"{task.name}.state")
         task.drained = True
-        self.world.log(task.name, "ssp.drained", ssp=f"{task.topic}/{task.partition}",
-                       producers=sorted(task.producers_seen), expected=expected)  # fmt: skip
+        self.world.log(
+            task.name,
+            "ssp.drained",
+            ssp=f"{task.topic}/{task.partition}",
+            producers=sorted(task.producers_seen),
+            expected=expected,
+        )
         tasks = self._tasks(c)
         self._reads(*(f"{t.name}.state" for t in tasks))
         if not all(t.drained for t in tasks):
@@ -462,8 +479,12 @@ class Pipeline:
             self._writes(f"{ssp.name}.shutdown")
             self._reads(f"{ssp.name}.commit")
             ssp.shut_down = True
-            self.world.log(ssp.name, "task.shutdown", commit_pending=ssp.commit_pending,
-                           committed=ssp.committed)  # fmt: skip
+            self.world.log(
+                ssp.name,
+                "task.shutdown",
+                commit_pending=ssp.commit_pending,
+                committed=ssp.committed,
+            )
 
     def commit_sync(self, task: Task) -> Gen:
         yield self.world.sleep(self.config.commit_latency_ms)
@@ -567,8 +588,14 @@ class Pipeline:
         unfired = sorted(
             {seq for panes in self.panes.values() for seqs in panes.values() for seq in seqs}
         )
-        self.world.log("upgrade", "final", run_id="run2", intermediate_left=left, source_committed=sources,
-                       unfired_pane_seqs=unfired)  # fmt: skip
+        self.world.log(
+            "upgrade",
+            "final",
+            run_id="run2",
+            intermediate_left=left,
+            source_committed=sources,
+            unfired_pane_seqs=unfired,
+        )
         self.world.finish()
         yield self.world.sleep(0)
 

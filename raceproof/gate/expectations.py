@@ -136,8 +136,10 @@ class CheckResult:
         ]
         lines += [f"  {note}" for note in self.notes]
         if self.probes:
-            lines.append("  probes reached: " + ", ".join(
-                f"{name!r} {count}" for name, count in self.probes.items()))  # fmt: skip
+            lines.append(
+                "  probes reached: "
+                + ", ".join(f"{name!r} {count}" for name, count in self.probes.items())
+            )
         if self.run_text:
             lines += ["shrunk timeline:", self.run_text]
         if self.repro:
@@ -163,8 +165,9 @@ def _seed(profile: Profile) -> int:
     return 0 if profile.derandomize else int.from_bytes(os.urandom(4), "big")
 
 
-def _found(result: CheckResult, scenario: Scenario, config: Any, shrunk: RunOutcome,
-           out_dir: Path | None) -> None:  # fmt: skip
+def _found(
+    result: CheckResult, scenario: Scenario, config: Any, shrunk: RunOutcome, out_dir: Path | None
+) -> None:
     """Fill a result with its shrunk run; save the counterexample when it was not expected."""
     result.deviations = sum(1 for v in shrunk.values if v)
     result.repro = runner.repro_line(scenario, result.variant, shrunk.values, config)
@@ -206,9 +209,16 @@ def run_explore(
     started = clock()
     report = explore(scenario.runner(variant, scenario.config), strategy, seed, budget)
     result = CheckResult(
-        scenario.name, variant, strategy, expected, report.verdict,
-        report.examples, round(clock() - started, 3), seed, notes=list(report.notes),
-    )  # fmt: skip
+        scenario.name,
+        variant,
+        strategy,
+        expected,
+        report.verdict,
+        report.examples,
+        round(clock() - started, 3),
+        seed,
+        notes=list(report.notes),
+    )
     if report.shrunk is not None:
         result.notes = []
         _found(result, scenario, scenario.config, report.shrunk, out_dir)
@@ -243,9 +253,15 @@ def run_prove(
     started = clock()
     report = scenario.prove(variant, budget)
     result = CheckResult(
-        scenario.name, variant, "prove", expected, report.verdict,
-        report.schedules, round(clock() - started, 3), complete=report.complete,
-    )  # fmt: skip
+        scenario.name,
+        variant,
+        "prove",
+        expected,
+        report.verdict,
+        report.schedules,
+        round(clock() - started, 3),
+        complete=report.complete,
+    )
     if report.pruned:
         result.notes.append(
             "pruned by: "
@@ -276,8 +292,13 @@ def jobs_for(scenarios: Sequence[Scenario], profile: Profile) -> list[Job]:
     return jobs
 
 
-def run_job(job: Job, profile: Profile, out_dir: Path | None = None,
-            examples: int | None = None, clock: Clock = time.monotonic) -> CheckResult:  # fmt: skip
+def run_job(
+    job: Job,
+    profile: Profile,
+    out_dir: Path | None = None,
+    examples: int | None = None,
+    clock: Clock = time.monotonic,
+) -> CheckResult:
     if job.kind == "prove":
         return run_prove(job.scenario, job.variant, profile, clock=clock, out_dir=out_dir)
     return run_explore(
@@ -313,9 +334,14 @@ def table(results: Sequence[CheckResult], profile: Profile) -> str:
     for (name, variant), cells in rows.items():
         statuses = {c.status for c in cells.values()}
         outcome = (
-            "FAIL" if "fail" in statuses else "ERROR" if "error" in statuses
-            else "?" if "inconclusive" in statuses else "ok"
-        )  # fmt: skip
+            "FAIL"
+            if "fail" in statuses
+            else "ERROR"
+            if "error" in statuses
+            else "?"
+            if "inconclusive" in statuses
+            else "ok"
+        )
         expected = next(iter(cells.values())).expected
         lines.append(
             (
@@ -344,9 +370,12 @@ def junit(results: Sequence[CheckResult], seconds: float) -> str:
     )
     for r in results:
         case = ET.SubElement(
-            suite, "testcase", classname=f"{r.scenario}.{r.variant}", name=r.kind,
+            suite,
+            "testcase",
+            classname=f"{r.scenario}.{r.variant}",
+            name=r.kind,
             time=f"{r.seconds:.3f}",
-        )  # fmt: skip
+        )
         if r.probes:
             properties = ET.SubElement(case, "properties")
             for name, count in r.probes.items():

@@ -117,9 +117,11 @@ class RaceproofGate:
         )
         for probe, count in result.probes.items():  # the race window's reached counts
             self.node.user_properties.append(
-                (f"raceproof {result.scenario} / {result.variant} / {result.kind} / probe:{probe}",
-                 count)
-            )  # fmt: skip
+                (
+                    f"raceproof {result.scenario} / {result.variant} / {result.kind} / probe:{probe}",
+                    count,
+                )
+            )
         if result.status != "pass":
             pytest.fail(result.explain(), pytrace=False)
         return result

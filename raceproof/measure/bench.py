@@ -185,8 +185,10 @@ def run(quick: bool = False, progress: Progress = None, alternations: int = 5) -
     ):
         figure = spread(runs, 1)
         result[key], result[f"{key}_range"] = figure["median"], figure["range"]
-        say(f"{label} median {figure['median']:,.0f} (range {figure['range'][0]:,.0f}-"
-            f"{figure['range'][1]:,.0f}) on one core (lost-update/fix-cas)")  # fmt: skip
+        say(
+            f"{label} median {figure['median']:,.0f} (range {figure['range'][0]:,.0f}-"
+            f"{figure['range'][1]:,.0f}) on one core (lost-update/fix-cas)"
+        )
 
     horizon_ms = 24 * 3_600_000 * scale
 
@@ -204,11 +206,15 @@ def run(quick: bool = False, progress: Progress = None, alternations: int = 5) -
     result["virtual_workload"] = (
         f"7 timers (100 ms .. 10 min) over {horizon_ms // 3_600_000} virtual hours"
     )
-    say(f"virtual time: median {figure['median']:,.0f} virtual seconds per wall second "
-        f"({horizon_ms // 3_600_000} h of 7 timers)")  # fmt: skip
+    say(
+        f"virtual time: median {figure['median']:,.0f} virtual seconds per wall second "
+        f"({horizon_ms // 3_600_000} h of 7 timers)"
+    )
     result["load_average_end"] = load_average()
-    say(f"load average (1, 5, 15 min): {result['load_average_start']} at start, "
-        f"{result['load_average_end']} at end")  # fmt: skip
+    say(
+        f"load average (1, 5, 15 min): {result['load_average_start']} at start, "
+        f"{result['load_average_end']} at end"
+    )
     return result
 
 
@@ -260,10 +266,12 @@ def search_figures(
             "shrunk_ops_max": max(ops, default=None),
         }
         figures["strategies"][strategy] = row
-        say(f"{strategy:10} found {row['found']}  seconds median {row['seconds_median']} max "
+        say(
+            f"{strategy:10} found {row['found']}  seconds median {row['seconds_median']} max "
             f"{row['seconds_max']}  examples median {row['examples_median']} max {row['examples_max']}  "
             f"shrunk: <= {row['shrunk_deviations_max']} deviations, ops median "
-            f"{row['shrunk_ops_median']} max {row['shrunk_ops_max']}")  # fmt: skip
+            f"{row['shrunk_ops_median']} max {row['shrunk_ops_max']}"
+        )
     return figures
 
 
@@ -283,8 +291,10 @@ def proof_figures(scenario_name: str, progress: Progress = None) -> dict[str, An
             "runs": report.runs,
             "seconds": round(seconds, 2),
         }
-        say(f"prove {variant:24} {report.verdict:12} complete={report.complete}  "
-            f"{report.schedules} schedules ({report.runs} runs) in {seconds:.2f}s")  # fmt: skip
+        say(
+            f"prove {variant:24} {report.verdict:12} complete={report.complete}  "
+            f"{report.schedules} schedules ({report.runs} runs) in {seconds:.2f}s"
+        )
     return {"scenario": scenario_name, "prove": rows}
 
 
@@ -395,7 +405,8 @@ def proof_bench(
         # A full walk cut by the budget ran fewer schedules than it has: the ratios are floors.
         row["ratios_are_lower_bounds"] = reduced["complete"] and not full["complete"]
         at_least = "x>=" if row["ratios_are_lower_bounds"] else "x"
-        say(f"{scenario.name:34} {variant:22} reduced {reduced['schedules']:>8} sched "
+        say(
+            f"{scenario.name:34} {variant:22} reduced {reduced['schedules']:>8} sched "
             f"{reduced['seconds']['median']:>7}s {'complete' if reduced['complete'] else 'INCOMPLETE'} | "
             f"full {full['schedules']:>8} sched {full['seconds']['median']:>7}s "
             f"{'complete' if full['complete'] else 'INCOMPLETE'} | {at_least}{row['seconds_full_over_reduced']} "
@@ -404,11 +415,14 @@ def proof_bench(
             f"(range {j2['range'][0]}-{j2['range'][1]}) "
             f"{'same counts' if row['j2_same_counts'] else 'DIFFERENT counts'} | whole-object "
             f"footprints {whole['schedules']} sched: tracked "
-            f"{'no larger' if row['tracked_no_larger'] else 'LARGER or incomplete'}")  # fmt: skip
+            f"{'no larger' if row['tracked_no_larger'] else 'LARGER or incomplete'}"
+        )
     result["proofs"] = rows
     result["load_average_end"] = load_average()
-    say(f"load average (1, 5, 15 min): {result['load_average_start']} at start, "
-        f"{result['load_average_end']} at end; medians over {alternations} alternations")  # fmt: skip
+    say(
+        f"load average (1, 5, 15 min): {result['load_average_start']} at start, "
+        f"{result['load_average_end']} at end; medians over {alternations} alternations"
+    )
     return result
 
 
@@ -453,8 +467,12 @@ def swarm_table(
                     scenario.name, variant, strategy, seeds, max_examples
                 )
             rows.append(row)
-            say(f"{scenario.name:34} {variant:36} " + "  ".join(
-                f"{s} {row[s]['found']} median {row[s]['examples_median']} max "
-                f"{row[s]['examples_max']}" for s in ("random", "swarm")
-            ))  # fmt: skip
+            say(
+                f"{scenario.name:34} {variant:36} "
+                + "  ".join(
+                    f"{s} {row[s]['found']} median {row[s]['examples_median']} max "
+                    f"{row[s]['examples_max']}"
+                    for s in ("random", "swarm")
+                )
+            )
     return {"seeds": seeds, "max_examples": max_examples, "swarm_table": rows}

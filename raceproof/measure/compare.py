@@ -110,8 +110,12 @@ def coordinator_comparison(grid: Grid, progress: Progress = None) -> list[dict[s
             for cost_us in grid.write_cost_us:
                 for verification_ms in grid.verification_ms:
                     config = point_config(grid, verification_ms, cost_us, percent)
-                    runs = [one_run(design, config, derive_seed(seed, percent, cost_us, verification_ms))
-                            for seed in range(grid.seeds)]  # fmt: skip
+                    runs = [
+                        one_run(
+                            design, config, derive_seed(seed, percent, cost_us, verification_ms)
+                        )
+                        for seed in range(grid.seeds)
+                    ]
                     row: dict[str, Any] = {
                         "design": design,
                         "transactional_percent": percent,
@@ -123,23 +127,41 @@ def coordinator_comparison(grid: Grid, progress: Progress = None) -> list[dict[s
                         row[metric] = round(mean, 1)
                         row[f"{metric}_sd"] = round(spread, 1)
                     rows.append(row)
-                    say(f"{design:18} txn {percent:3}%  write {cost_us / 1000:.1f} ms  verification "
+                    say(
+                        f"{design:18} txn {percent:3}%  write {cost_us / 1000:.1f} ms  verification "
                         f"{verification_ms:3} ms: {row['throughput']:7.1f} commits/s  p50 {row['p50']:8.1f} ms  "
-                        f"p99 {row['p99']:8.1f} ms  unacknowledged {row['backlog']:.0f}")  # fmt: skip
+                        f"p99 {row['p99']:8.1f} ms  unacknowledged {row['backlog']:.0f}"
+                    )
     return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    header = ("design", "txn %", "write ms", "verify ms", "commits/s (±sd)", "p50 ms (±sd)",
-              "p99 ms (±sd)", "unacked", "timed out")  # fmt: skip
+    header = (
+        "design",
+        "txn %",
+        "write ms",
+        "verify ms",
+        "commits/s (±sd)",
+        "p50 ms (±sd)",
+        "p99 ms (±sd)",
+        "unacked",
+        "timed out",
+    )
     lines = [header]
     for r in rows:
-        lines.append((
-            r["design"], str(r["transactional_percent"]), f"{r['write_cost_ms']:.1f}",
-            str(r["verification_ms"]), f"{r['throughput']:.1f} ±{r['throughput_sd']:.1f}",
-            f"{r['p50']:.1f} ±{r['p50_sd']:.1f}", f"{r['p99']:.1f} ±{r['p99_sd']:.1f}",
-            f"{r['backlog']:.0f}", f"{r['failed']:.0f}",
-        ))  # fmt: skip
+        lines.append(
+            (
+                r["design"],
+                str(r["transactional_percent"]),
+                f"{r['write_cost_ms']:.1f}",
+                str(r["verification_ms"]),
+                f"{r['throughput']:.1f} ±{r['throughput_sd']:.1f}",
+                f"{r['p50']:.1f} ±{r['p50_sd']:.1f}",
+                f"{r['p99']:.1f} ±{r['p99_sd']:.1f}",
+                f"{r['backlog']:.0f}",
+                f"{r['failed']:.0f}",
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in lines
@@ -172,9 +194,13 @@ def write_outputs(rows: list[dict[str, Any]], out_dir: Path, grid: Grid) -> tupl
                     )
             panels.append((f"{metric}, {percent}% transactional", label, series, log_y))
     png_path = out_dir / "coordinator-async-append-compare.png"
-    panels_png(png_path, f"group coordinator at PR #15142: {grid.rate_per_s} commits/s, "
-               f"{grid.threads} event thread, {grid.partitions} partitions",
-               panels, "verification round trip (ms)")  # fmt: skip
+    panels_png(
+        png_path,
+        f"group coordinator at PR #15142: {grid.rate_per_s} commits/s, "
+        f"{grid.threads} event thread, {grid.partitions} partitions",
+        panels,
+        "verification round trip (ms)",
+    )
     return csv_path, png_path
 
 

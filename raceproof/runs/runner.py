@@ -221,15 +221,20 @@ def attach_counterexample(
 
 
 def write_reports(
-    counterexample: Path, scenario: Scenario, variant: str, config: Any, outcome: RunOutcome,
+    counterexample: Path,
+    scenario: Scenario,
+    variant: str,
+    config: Any,
+    outcome: RunOutcome,
     repro: str,
-) -> dict[str, str]:  # fmt: skip
+) -> dict[str, str]:
     """Write ``NAME.md`` and ``NAME.html`` beside the counterexample file ``NAME.json``."""
     from raceproof.reports import render_html, render_markdown
     from raceproof.runs.stories import story_of_outcome
 
-    story = story_of_outcome(scenario, variant, config, outcome, repro=repro,
-                             source=str(counterexample))  # fmt: skip
+    story = story_of_outcome(
+        scenario, variant, config, outcome, repro=repro, source=str(counterexample)
+    )
     md_path = counterexample.with_suffix(".md")
     html_path = counterexample.with_suffix(".html")
     repro_files.write_atomically(md_path, render_markdown(story))

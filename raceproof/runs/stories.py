@@ -131,11 +131,15 @@ def attach_counterpart(
     parted = first_divergence(outcome.history, run.history)
     where = f"the runs part at op #{parted}" if parted is not None else "the histories are equal"
     if rank < 2:
-        note = (f"Reverting the one deviation `{deviation.sentence()}` (draw #{deviation.draw}) "
-                f"to FIFO, everything else the same, `{violation.checker}` holds; {where}.")  # fmt: skip
+        note = (
+            f"Reverting the one deviation `{deviation.sentence()}` (draw #{deviation.draw}) "
+            f"to FIFO, everything else the same, `{violation.checker}` holds; {where}."
+        )
     else:
-        note = (f"No single deviation decides it alone; reverting the latest, "
-                f"`{deviation.sentence()}`, `{violation.checker}` still fails; {where}.")  # fmt: skip
+        note = (
+            f"No single deviation decides it alone; reverting the latest, "
+            f"`{deviation.sentence()}`, `{violation.checker}` still fails; {where}."
+        )
     others_failing = [
         v for v in run.verdicts if v.status == "violated" and v.checker != violation.checker
     ]
@@ -182,8 +186,11 @@ def load_for_report(
     if scenario_name is not None:
         scenario = get(scenario_name)
         verdicts = run_checkers(story.history, scenario.checkers)
-        story = replace(story, verdicts=[VerdictView(v.checker, v.status, v.op_index, v.message)
-                                         for v in verdicts], scenario=scenario.name)  # fmt: skip
+        story = replace(
+            story,
+            verdicts=[VerdictView(v.checker, v.status, v.op_index, v.message) for v in verdicts],
+            scenario=scenario.name,
+        )
     return story
 
 
@@ -203,6 +210,10 @@ def _enrich_counterexample(path: Path, story: Story) -> Story:
     from raceproof.runs.runner import repro_line
 
     return story_of_outcome(
-        scenario, cx.variant, config, outcome,
-        repro=repro_line(scenario, cx.variant, outcome.values, config), source=str(path),
-    )  # fmt: skip
+        scenario,
+        cx.variant,
+        config,
+        outcome,
+        repro=repro_line(scenario, cx.variant, outcome.values, config),
+        source=str(path),
+    )

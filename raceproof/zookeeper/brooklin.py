@@ -90,9 +90,11 @@ def run_forced(
             runtime.finish()
             runtime.join(5.0)
             runtime.log(
-                "kernel", "run.end", reason="finished" if finished else "timeout",
+                "kernel",
+                "run.end",
+                reason="finished" if finished else "timeout",
                 backend="zookeeper",
-            )  # fmt: skip
+            )
         finally:
             client.stop()
             client.close()

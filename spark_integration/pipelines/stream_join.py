@@ -63,8 +63,13 @@ class StreamJoin(Pipeline):
                 p for k, p in sorted(paid) if k == key and at <= p <= at + BOUND_S
             ]
             for match in matches or [None]:
-                rows.append({"key": key, "order_ts": timestamp(at),
-                             "paid_ts": None if match is None else timestamp(match)})  # fmt: skip
+                rows.append(
+                    {
+                        "key": key,
+                        "order_ts": timestamp(at),
+                        "paid_ts": None if match is None else timestamp(match),
+                    }
+                )
         return rows
 
 

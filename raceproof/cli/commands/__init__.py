@@ -15,9 +15,17 @@ from raceproof.cli.commands import (
 )
 
 COMMANDS = (
-    listing, repro, explore_cmd, prove_cmd, replay, report, check, compare_cmd, spark_check,
+    listing,
+    repro,
+    explore_cmd,
+    prove_cmd,
+    replay,
+    report,
+    check,
+    compare_cmd,
+    spark_check,
     campaign,
     bench_cmd,
-)  # fmt: skip
+)
 
 __all__ = ["COMMANDS"]

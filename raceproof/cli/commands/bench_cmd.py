@@ -55,28 +55,46 @@ def add(commands: Any) -> None:
         "  raceproof bench --proofs --scenario lost-update\n"
         "  raceproof bench --campaign",
     )
-    sub.add_argument("--campaign", action="store_true",
-                     help="instead: campaign cells/s on local[1] and local[2], and per-cell overhead")  # fmt: skip
+    sub.add_argument(
+        "--campaign",
+        action="store_true",
+        help="instead: campaign cells/s on local[1] and local[2], and per-cell overhead",
+    )
     sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
-    sub.add_argument("--alternations", type=int_in(1, 1000), default=5,
-                     help="rounds of alternating runs each ratio's median and range come from (5)")  # fmt: skip
-    sub.add_argument("--scenario", type=non_empty,
-                     help="instead: search figures over seeds, and proof figures")  # fmt: skip
-    sub.add_argument("--variant", type=non_empty,
-                     help="with --scenario: the variant searched (default: its first)")  # fmt: skip
-    sub.add_argument("--checker", type=non_empty,
-                     help="with --scenario: count only this checker's violations")  # fmt: skip
-    sub.add_argument("--seeds", type=int_in(1, 10_000), default=20,
-                     help="with --scenario: seeds per strategy")  # fmt: skip
-    sub.add_argument("--swarm-table", action="store_true",
-                     help="instead: random against swarm, examples to first violation of every "
-                     "variant expected to violate, over --seeds seeds")  # fmt: skip
+    sub.add_argument(
+        "--alternations",
+        type=int_in(1, 1000),
+        default=5,
+        help="rounds of alternating runs each ratio's median and range come from (5)",
+    )
+    sub.add_argument(
+        "--scenario", type=non_empty, help="instead: search figures over seeds, and proof figures"
+    )
+    sub.add_argument(
+        "--variant",
+        type=non_empty,
+        help="with --scenario: the variant searched (default: its first)",
+    )
+    sub.add_argument(
+        "--checker", type=non_empty, help="with --scenario: count only this checker's violations"
+    )
+    sub.add_argument(
+        "--seeds", type=int_in(1, 10_000), default=20, help="with --scenario: seeds per strategy"
+    )
+    sub.add_argument(
+        "--swarm-table",
+        action="store_true",
+        help="instead: random against swarm, examples to first violation of every "
+        "variant expected to violate, over --seeds seeds",
+    )
     sub.add_argument(
         "--proofs",
         action="store_true",
         help="instead: each scenario's proof with and without the reduction, and on -j 2",
     )
     sub.add_argument(
-        "--proof-budget", type=positive_seconds, default=300.0,
+        "--proof-budget",
+        type=positive_seconds,
+        default=300.0,
         help="with --proofs: seconds per proof (300)",
-    )  # fmt: skip
+    )

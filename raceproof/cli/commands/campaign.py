@@ -127,19 +127,28 @@ def pipeline_campaign(args: argparse.Namespace) -> int:
     status = StatusLine("campaign", not args.json)
     with _refusals_are_usage_errors(status):
         summary = campaign_pipelines.run(
-            args.pipeline, Path(args.out), _seeds(args), args.experiment or (),
+            args.pipeline,
+            Path(args.out),
+            _seeds(args),
+            args.experiment or (),
             status if not args.json else None,
-        )  # fmt: skip
+        )
     rows = campaign.read_rows(Path(args.out))
     verdicts = summary.verdicts
     verdict = "violated" if verdicts.get("violated") else "error" if verdicts.get("error") else "ok"
     if args.json:
-        print(json.dumps({"verdict": verdict, "out": args.out, "rows": len(rows),
-                          **summary.to_json()}, sort_keys=True))  # fmt: skip
+        print(
+            json.dumps(
+                {"verdict": verdict, "out": args.out, "rows": len(rows), **summary.to_json()},
+                sort_keys=True,
+            )
+        )
     else:
-        print(f"campaign {args.out}: {summary.cells} cells, {summary.already_done} already done, "
-              f"{summary.ran} run now in {summary.seconds:.1f}s; {len(rows)} rows; "
-              f"verdicts {verdicts}")  # fmt: skip
+        print(
+            f"campaign {args.out}: {summary.cells} cells, {summary.already_done} already done, "
+            f"{summary.ran} run now in {summary.seconds:.1f}s; {len(rows)} rows; "
+            f"verdicts {verdicts}"
+        )
         print(f"report: raceproof report {args.out}")
     if verdict == "error":
         return EXIT_PIPELINE_ERROR

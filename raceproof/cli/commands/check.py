@@ -67,9 +67,8 @@ def _default_scenarios(args: argparse.Namespace) -> list[Any]:
     if getattr(args, "all", False):
         return everything
     own = [
-        s for s in everything
-        if ORIGINS.get(s.name, "").startswith(("pyproject:", "command-line:"))
-    ]  # fmt: skip
+        s for s in everything if ORIGINS.get(s.name, "").startswith(("pyproject:", "command-line:"))
+    ]
     return own or everything
 
 
@@ -127,8 +126,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     if junit_path is not None:
         runner.repro_files.write_atomically(junit_path, gate.junit(results, seconds))
     if args.json:
-        print(json.dumps({"profile": profile.name, "seconds": seconds, "exit": code,
-                          "results": [r.to_json() for r in results]}, sort_keys=True))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "profile": profile.name,
+                    "seconds": seconds,
+                    "exit": code,
+                    "results": [r.to_json() for r in results],
+                },
+                sort_keys=True,
+            )
+        )
         return code
     print(gate.table(results, profile))
     if any(r.probes for r in results):
@@ -136,10 +144,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     for result in results:
         if result.status != "pass":
             print("\n" + result.explain())
-    verdict = {0: "every expectation holds", 1: "SOME EXPECTATIONS FAILED",
-               4: "A MODEL RAISED (verdict error: a crash, not a found race)",
-               3: "some expectations were inconclusive or their race window "
-                  "was never reached (nothing failed)"}[code]  # fmt: skip
+    verdict = {
+        0: "every expectation holds",
+        1: "SOME EXPECTATIONS FAILED",
+        4: "A MODEL RAISED (verdict error: a crash, not a found race)",
+        3: "some expectations were inconclusive or their race window "
+        "was never reached (nothing failed)",
+    }[code]
     print(f"\n{verdict}: {len(results)} checks, profile {profile.name}, {seconds}s")
     return code
 
@@ -158,9 +169,19 @@ def _interrupted(
     note = f"interrupted by {name} after {len(results)} of {total} checks"
     code = signals.exit_code_for(exc)
     if args.json:
-        print(json.dumps({"profile": profile.name, "seconds": seconds, "exit": code,
-                          "interrupted": name, "notes": [note],
-                          "results": [r.to_json() for r in results]}, sort_keys=True))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "profile": profile.name,
+                    "seconds": seconds,
+                    "exit": code,
+                    "interrupted": name,
+                    "notes": [note],
+                    "results": [r.to_json() for r in results],
+                },
+                sort_keys=True,
+            )
+        )
         return code
     if results:
         print(gate.table(results, profile))
@@ -180,13 +201,16 @@ def add(commands: Any) -> None:
         "  raceproof check --scenarios my_races.py -j 2 --json",
     )
     sub.add_argument(
-        "names", nargs="*", metavar="SCENARIO",
+        "names",
+        nargs="*",
+        metavar="SCENARIO",
         help="only these (default: the project's own scenarios if it has any, else all)",
-    )  # fmt: skip
+    )
     sub.add_argument(
-        "--all", action="store_true",
+        "--all",
+        action="store_true",
         help="every scenario, the built-in catalogue too (default inside a project: its own)",
-    )  # fmt: skip
+    )
     sub.add_argument(
         "--examples",
         type=int_in(1, MAX_EXAMPLES),

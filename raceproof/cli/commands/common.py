@@ -214,9 +214,14 @@ def print_outcome(outcome: RunOutcome, title: str, story: Story | None = None) -
     from raceproof.reports.terminal import print_timeline
 
     if story is None:
-        story = _Story(title=title, history=outcome.history, deviations=deviations_of(outcome.choices, None, outcome.overtaken),
-                       verdicts=[VerdictView(v.checker, v.status, v.op_index, v.message)
-                                 for v in outcome.verdicts])  # fmt: skip
+        story = _Story(
+            title=title,
+            history=outcome.history,
+            deviations=deviations_of(outcome.choices, None, outcome.overtaken),
+            verdicts=[
+                VerdictView(v.checker, v.status, v.op_index, v.message) for v in outcome.verdicts
+            ],
+        )
     print(title, flush=True)
     print_timeline(story, Console(highlight=False, soft_wrap=True))
     print()

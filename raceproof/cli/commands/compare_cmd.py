@@ -24,17 +24,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     scenario = get(args.scenario)
     if scenario.name not in compare.COMPARISONS:
-        raise UsageError(f"{scenario.name} has no design comparison; "
-                         f"valid: {', '.join(sorted(compare.COMPARISONS))}")  # fmt: skip
+        raise UsageError(
+            f"{scenario.name} has no design comparison; "
+            f"valid: {', '.join(sorted(compare.COMPARISONS))}"
+        )
     out_dir = prepare_output_dir(args.out)
     grid = compare.Grid(seeds=args.seeds, rate_per_s=args.rate, duration_ms=args.duration_ms)
     started = time.monotonic()
     rows = compare.COMPARISONS[scenario.name](grid, None if args.json else print)
     csv_path, png_path = compare.write_outputs(rows, out_dir, grid)
     result = {
-        "scenario": scenario.name, "verdict": "ok", "rows": rows, "grid": dataclasses.asdict(grid),
-        "csv": str(csv_path), "png": str(png_path), "seconds": round(time.monotonic() - started, 2),
-    }  # fmt: skip
+        "scenario": scenario.name,
+        "verdict": "ok",
+        "rows": rows,
+        "grid": dataclasses.asdict(grid),
+        "csv": str(csv_path),
+        "png": str(png_path),
+        "seconds": round(time.monotonic() - started, 2),
+    }
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
@@ -55,12 +62,17 @@ def add(commands: Any) -> None:
     sub.add_argument("scenario", help="a scenario with a design comparison")
     sub.add_argument("--seeds", type=int_in(1, 1_000), default=3, help="runs per point (default 3)")
     sub.add_argument(
-        "--rate", type=int_in(1, 1_000_000), default=400,
+        "--rate",
+        type=int_in(1, 1_000_000),
+        default=400,
         help="commits per second offered (default 400)",
-    )  # fmt: skip
+    )
     sub.add_argument(
-        "--duration-ms", type=int_in(1, 10**9), default=10_000,
+        "--duration-ms",
+        type=int_in(1, 10**9),
+        default=10_000,
         help="virtual ms of load (default 10000)",
-    )  # fmt: skip
-    sub.add_argument("--out", type=non_empty, default="out",
-                     help="folder for the CSV and the PNG (default out/)")  # fmt: skip
+    )
+    sub.add_argument(
+        "--out", type=non_empty, default="out", help="folder for the CSV and the PNG (default out/)"
+    )

@@ -62,9 +62,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         report = explore(
-            run, args.strategy, args.seed, budget, coverage.progress(progress),
+            run,
+            args.strategy,
+            args.seed,
+            budget,
+            coverage.progress(progress),
             pct_depth=args.pct_depth,
-        )  # fmt: skip
+        )
     except KeyboardInterrupt as exc:
         progress.done()
         partial = runner.base_result(scenario, variant, args.strategy, config)
@@ -104,13 +108,17 @@ def cmd_explore(args: argparse.Namespace) -> int:
     def human() -> None:
         probes = probes_line(result, "examples")
         if report.shrunk is not None and report.shrunk.error is not None:
-            print(f"== {scenario.name} / {variant}: ERROR found by {args.strategy} after "
-                  f"{report.examples} examples")  # fmt: skip
+            print(
+                f"== {scenario.name} / {variant}: ERROR found by {args.strategy} after "
+                f"{report.examples} examples"
+            )
             print(runner.error_text(report.shrunk, result["repro"]))
         elif report.shrunk is not None:
-            title = (f"== {scenario.name} / {variant}: violation found by "
-                     f"{args.strategy} after {report.examples} examples, shrunk to "
-                     f"{result['deviations']} deviation(s) from FIFO ({result['timeline_ops']} ops)")  # fmt: skip
+            title = (
+                f"== {scenario.name} / {variant}: violation found by "
+                f"{args.strategy} after {report.examples} examples, shrunk to "
+                f"{result['deviations']} deviation(s) from FIFO ({result['timeline_ops']} ops)"
+            )
             story = outcome_story(scenario, variant, config, report.shrunk, title)
             print_outcome(report.shrunk, title, story)
             print(f"counterexample: {result['counterexample']}")

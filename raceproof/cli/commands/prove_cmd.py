@@ -95,24 +95,33 @@ def cmd_prove(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         report = scenario.prove(
-            variant, budget, config=config, checker=args.checker, max_deviations=max_dev,
-            max_branch=max_branch, progress=coverage.progress(progress),
-            reduction=not args.no_reduction, jobs=args.jobs,
+            variant,
+            budget,
+            config=config,
+            checker=args.checker,
+            max_deviations=max_dev,
+            max_branch=max_branch,
+            progress=coverage.progress(progress),
+            reduction=not args.no_reduction,
+            jobs=args.jobs,
             state_cache=args.state_cache or args.check_state_cache,
-            state_cache_check=args.check_state_cache, check_footprints=args.check_footprints,
+            state_cache_check=args.check_state_cache,
+            check_footprints=args.check_footprints,
             cross_check=args.cross_check,
             worker_setup=functools.partial(processes.die_with_parent, os.getpid()),
-        )  # fmt: skip
+        )
     except KeyboardInterrupt as exc:
         line.done()
         seen = coverage.snapshot
         partial = runner.base_result(scenario, variant, "exhaustive", config)
         partial.update(
-            complete=False, schedules=seen.get("schedules", 0), examples=seen.get("runs", 0),
+            complete=False,
+            schedules=seen.get("schedules", 0),
+            examples=seen.get("runs", 0),
             bounds_pruned={"interrupted": seen.get("frontier", 0)},
             max_deviations_reached=seen.get("depth", 0),
             seconds=round(time.monotonic() - started, 3),
-        )  # fmt: skip
+        )
         covered = (
             f"{partial['schedules']} distinct complete schedules ({partial['examples']} runs, "
             f"{seen.get('frontier', 0)} left unexplored); not a proof"
@@ -227,17 +236,21 @@ def add(commands: Any) -> None:
         "--budget", type=positive_seconds, default=600.0, help="wall seconds (default 600)"
     )
     sub.add_argument(
-        "--max-schedules", type=int_in(1, 10**9), default=1_000_000,
+        "--max-schedules",
+        type=int_in(1, 10**9),
+        default=1_000_000,
         help="runs at most (default 1e6)",
-    )  # fmt: skip
+    )
     sub.add_argument(
-        "--max-deviations", type=int_in(0, 10_000),
+        "--max-deviations",
+        type=int_in(0, 10_000),
         help="cap on deviations from FIFO (prunes: not complete)",
-    )  # fmt: skip
+    )
     sub.add_argument(
-        "--max-branch", type=int_in(1, 10_000),
+        "--max-branch",
+        type=int_in(1, 10_000),
         help="cap on options per draw, 1 = FIFO only (prunes: not complete)",
-    )  # fmt: skip
+    )
     sub.add_argument("--checker", type=non_empty, help="judge only this checker (default: all)")
     sub.add_argument(
         "--out", type=non_empty, default="counterexamples", help="folder for counterexample files"

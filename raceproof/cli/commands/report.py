@@ -73,8 +73,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     out_dir = prepare_output_dir(args.out) if args.out is not None else None
     written: list[dict[str, Any]] = []
     for path, story in zip(paths, stories, strict=True):
-        entry: dict[str, Any] = {"input": str(path), "title": story.title, "clock": story.clock,
-                                 "status": story.status, "ops": len(story.history)}  # fmt: skip
+        entry: dict[str, Any] = {
+            "input": str(path),
+            "title": story.title,
+            "clock": story.clock,
+            "status": story.status,
+            "ops": len(story.history),
+        }
         for fmt in formats:
             if fmt == "text" and out_dir is None:
                 if not args.json:
@@ -109,8 +114,10 @@ def _beside(story: Story, other: Story) -> None:
     parted = first_divergence(story.history, other.history)
     where = f"they part at op #{parted}" if parted is not None else "the histories are equal"
     story.counterpart = other
-    story.counterpart_note = (f"{story.title} ({story.unit}, {story.status}) beside {other.title} "
-                              f"({other.unit}, {other.status}); {where}.")  # fmt: skip
+    story.counterpart_note = (
+        f"{story.title} ({story.unit}, {story.status}) beside {other.title} "
+        f"({other.unit}, {other.status}); {where}."
+    )
 
 
 def add(commands: Any) -> None:
@@ -127,14 +134,24 @@ def add(commands: Any) -> None:
         "  raceproof report out/c2 --baseline out/c1     # a campaign folder",
     )
     sub.add_argument("input", help="a counterexample file, a history (.jsonl), or a folder of them")
-    sub.add_argument("--format", choices=sorted(FORMATS),
-                     help="one format (default: md, html and perfetto files)")  # fmt: skip
+    sub.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        help="one format (default: md, html and perfetto files)",
+    )
     sub.add_argument("--out", help="folder for the files (default: beside each input)")
-    sub.add_argument("--all", action="store_true",
-                     help="show the noise too (checkpoints, kernel ops)")  # fmt: skip
-    sub.add_argument("--clock", choices=["virtual", "wall"],
-                     help="the history's clock (default: virtual if it ends with the kernel's run.end)")  # fmt: skip
+    sub.add_argument(
+        "--all", action="store_true", help="show the noise too (checkpoints, kernel ops)"
+    )
+    sub.add_argument(
+        "--clock",
+        choices=["virtual", "wall"],
+        help="the history's clock (default: virtual if it ends with the kernel's run.end)",
+    )
     sub.add_argument("--scenario", help="judge a history with this scenario's checkers")
-    sub.add_argument("--baseline", metavar="OLD_DIR",
-                     help="with a campaign folder: the previous campaign to compare with")  # fmt: skip
+    sub.add_argument(
+        "--baseline",
+        metavar="OLD_DIR",
+        help="with a campaign folder: the previous campaign to compare with",
+    )
     sub.add_argument("--beside", help="a second history to draw beside the first (a real replay)")

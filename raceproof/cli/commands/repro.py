@@ -131,8 +131,9 @@ def cmd_repro(args: argparse.Namespace) -> int:
         if outcome.error is not None:
             print(runner.error_text(outcome, None))
         if result["probes"]:
-            reached = ", ".join(f"{k!r} {'reached' if v else 'NOT reached'}"
-                                for k, v in result["probes"].items())  # fmt: skip
+            reached = ", ".join(
+                f"{k!r} {'reached' if v else 'NOT reached'}" for k, v in result["probes"].items()
+            )
             print(f"probes: {reached}")
         if args.backend != "sim":
             print(f"\n== the same schedule forced onto {args.backend} ({result['real_forced']})")
@@ -331,8 +332,12 @@ def add(commands: Any) -> None:
         type=non_empty,
         help="with --backend: write the real run's history (wall ms) as JSON Lines to this file",
     )
-    sub.add_argument("--out", type=non_empty, default="counterexamples",
-                     help="folder for the counterexample file and its reports, when the run fails")  # fmt: skip
+    sub.add_argument(
+        "--out",
+        type=non_empty,
+        default="counterexamples",
+        help="folder for the counterexample file and its reports, when the run fails",
+    )
     sub.add_argument(
         "--backend",
         default="sim",

@@ -171,8 +171,10 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
                     f"  shrunk from {small['from_events']} to {small['events']} events in "
                     f"{small['trials']} trials: {small['batches']}"
                 )
-                print(f"  replay: raceproof spark-check --pipeline {r['pipeline']} --experiment "
-                      f"generated-input --script '{small['script']}'")  # fmt: skip
+                print(
+                    f"  replay: raceproof spark-check --pipeline {r['pipeline']} --experiment "
+                    f"generated-input --script '{small['script']}'"
+                )
         print(
             f"\nsession start {session_s}s, total {result['seconds']}s; "
             + (
@@ -198,14 +200,27 @@ def baseline_row(spec: str, name: str, trial: dict[str, Any]) -> dict[str, Any]:
         else "THE PIPELINE FAILS WITHOUT ANY FAULT (no fault experiment was run)"
     )
     return {
-        "scenario": name, "pipeline": spec, "experiment": "baseline", "variant": "stock",
-        "strategy": "baseline", "verdict": "violated" if wrong else "error",
-        "checker": trial["checker"], "summary": summary, "examples": 1, "fault": "none",
-        "checkers": "no-duplicate-emission, drain-completeness", "guard": None, "promises": [],
-        "broken_promises": [], "stock": {"stability": trial["verdict"], "trials": [trial]},
-        "guarded": None, "seconds": trial["seconds"], "python_cpu_s": 0.0, "jvm_cpu_s": 0.0,
+        "scenario": name,
+        "pipeline": spec,
+        "experiment": "baseline",
+        "variant": "stock",
+        "strategy": "baseline",
+        "verdict": "violated" if wrong else "error",
+        "checker": trial["checker"],
+        "summary": summary,
+        "examples": 1,
+        "fault": "none",
+        "checkers": "no-duplicate-emission, drain-completeness",
+        "guard": None,
+        "promises": [],
+        "broken_promises": [],
+        "stock": {"stability": trial["verdict"], "trials": [trial]},
+        "guarded": None,
+        "seconds": trial["seconds"],
+        "python_cpu_s": 0.0,
+        "jvm_cpu_s": 0.0,
         "jvm_peak_mb": 0.0,
-    }  # fmt: skip
+    }
 
 
 def gate_cell(row: dict[str, Any]) -> str:
@@ -246,9 +261,12 @@ def interrupted(
     failed = any(r.get("verdict") == "violated" for r in rows)
     note = f"interrupted by {name} after {len(rows)} of {planned} experiments"
     result: dict[str, Any] = {
-        "verdict": "violated" if failed else "inconclusive", "experiments": rows,
-        "interrupted": name, "seconds": seconds, "notes": [note],
-    }  # fmt: skip
+        "verdict": "violated" if failed else "inconclusive",
+        "experiments": rows,
+        "interrupted": name,
+        "seconds": seconds,
+        "notes": [note],
+    }
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
@@ -260,16 +278,31 @@ def interrupted(
 
 def spark_table(rows: list[dict[str, Any]]) -> str:
     """The spark-check table: one line per pipeline and experiment, outcomes with their stability."""
-    header = ("pipeline", "experiment", "stock Spark", "guard", "with the guard", "gate", "wall s",
-              "CPU s", "JVM MiB")  # fmt: skip
+    header = (
+        "pipeline",
+        "experiment",
+        "stock Spark",
+        "guard",
+        "with the guard",
+        "gate",
+        "wall s",
+        "CPU s",
+        "JVM MiB",
+    )
     lines = [header] + [
-        (r["scenario"], r["experiment"], r["stock"]["stability"], r["guard"] or "-",
-         r["guarded"]["stability"] if r["guarded"] else "-",
-         gate_cell(r),
-         f"{r['seconds']:.1f}", f"{r['jvm_cpu_s'] + r['python_cpu_s']:.1f}",
-         f"{r['jvm_peak_mb']:.0f}")
+        (
+            r["scenario"],
+            r["experiment"],
+            r["stock"]["stability"],
+            r["guard"] or "-",
+            r["guarded"]["stability"] if r["guarded"] else "-",
+            gate_cell(r),
+            f"{r['seconds']:.1f}",
+            f"{r['jvm_cpu_s'] + r['python_cpu_s']:.1f}",
+            f"{r['jvm_peak_mb']:.0f}",
+        )
         for r in rows
-    ]  # fmt: skip
+    ]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
@@ -289,11 +322,19 @@ def add(commands: Any) -> None:
         "  raceproof spark-check --pipeline mypackage.jobs:pipeline --repeat 10\n"
         "  raceproof spark-check --pipeline path/to/job.py:pipeline --experiment drain --json",
     )
-    sub.add_argument("--pipeline", action="append", metavar="MODULE:FACTORY",
-                     help="the pipeline to test (repeatable): MODULE:FACTORY, FILE.py:FACTORY, "
-                     f"'all', or a built-in one: {', '.join(BUILT_IN)} (default {DEFAULT_PIPELINE})")  # fmt: skip
-    sub.add_argument("--experiment", action="append", metavar="NAME",
-                     help="run only this experiment (repeatable); one of: " + ", ".join(EXPERIMENTS))  # fmt: skip
+    sub.add_argument(
+        "--pipeline",
+        action="append",
+        metavar="MODULE:FACTORY",
+        help="the pipeline to test (repeatable): MODULE:FACTORY, FILE.py:FACTORY, "
+        f"'all', or a built-in one: {', '.join(BUILT_IN)} (default {DEFAULT_PIPELINE})",
+    )
+    sub.add_argument(
+        "--experiment",
+        action="append",
+        metavar="NAME",
+        help="run only this experiment (repeatable); one of: " + ", ".join(EXPERIMENTS),
+    )
     sub.add_argument(
         "--seed",
         type=int_in(0, 2**63 - 1),
@@ -315,5 +356,10 @@ def add(commands: Any) -> None:
         help="at most N Spark trials to shrink a violated generated-input script "
         "(default 20; 0: do not shrink)",
     )
-    sub.add_argument("--repeat", type=int_in(1, 1_000), default=1, metavar="N",
-                     help="run every trial N times and report each verdict's stability")  # fmt: skip
+    sub.add_argument(
+        "--repeat",
+        type=int_in(1, 1_000),
+        default=1,
+        metavar="N",
+        help="run every trial N times and report each verdict's stability",
+    )
