@@ -79,6 +79,7 @@ from raceproof.sim.store import (
     WatchEvent,
 )
 from raceproof.sim.timers import Debounce, Timer
+from raceproof.sim.visibility import reads_op_order
 from raceproof.sim.world import BoundHit, Bounds, Runner, RunOutcome, World, execute
 
 __all__ = [
@@ -175,6 +176,7 @@ __all__ = [
     "poll_until",
     "prove",
     "quiescent",
+    "reads_op_order",
     "require",
     "run_checkers",
     "shrink",

@@ -35,6 +35,7 @@ from typing import Any
 
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.configs import BadInput
+from raceproof.sim.invariants import INVARIANT_OP
 from raceproof.sim.state_cache import ending, kernel_fingerprint
 from raceproof.sim.world import Runner, RunOutcome, SleepBlocked
 
@@ -220,7 +221,7 @@ class FootprintChecker:
                 f"footprints are wrong: step {b.key} ({_actor(b.key)}, recorded "
                 f"{_show(b.footprint)}) does not commute with step {culprit.key} "
                 f"({_actor(culprit.key)}, recorded {_show(culprit.footprint)}): {difference}; "
-                f"they share an object no footprint records (track it, or world.touch it)"
+                f"{_cause(first, second)}"
             )
 
     def _culprit(
@@ -276,6 +277,43 @@ class FootprintChecker:
         only = sorted(set(end1[2]) - set(end2[2])) or sorted(set(end2[2]) - set(end1[2]))
         time_ms, actor, kind, fields = only[0]
         return f"the ops differ, first {actor} {kind} {fields} at {time_ms} ms"
+
+
+def _cause(
+    first: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+    second: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+) -> str:
+    """What the two steps share that no footprint records, as far as the two runs tell.
+
+    An invariant whose verdict differs reads state between steps that its reads did
+    not record; a checker whose verdict differs over the same ops reads their order.
+    """
+    out1, out2 = first[1], second[1]
+    if out1 is not None and out2 is not None:
+        status1 = {v.checker: v.status for v in out1.verdicts}
+        status2 = {v.checker: v.status for v in out2.verdicts}
+        differing = sorted(
+            c for c in status1.keys() | status2.keys() if status1.get(c) != status2.get(c)
+        )
+        invariants = {
+            str(op.get("invariant"))
+            for outcome in (out1, out2)
+            for op in outcome.history.of_kind(INVARIANT_OP)
+        }
+        named = [c for c in differing if c in invariants]
+        if named:
+            return (
+                f"the invariant {named[0]!r} sees a state between them that differs: its "
+                f"predicate reads state that no footprint records (read it through "
+                f"world.shared, or world.touch it)"
+            )
+        if differing and ending(out1, 0)[2] == ending(out2, 0)[2]:
+            return (
+                f"the checker {differing[0]!r} judges the same ops differently in another "
+                f"order: it reads the order of ops of different actors (mark it with "
+                f"raceproof.reads_op_order)"
+            )
+    return "they share an object no footprint records (track it, or world.touch it)"
 
 
 def _show(footprint: Footprint) -> str:

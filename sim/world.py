@@ -42,6 +42,7 @@ from raceproof.sim.history import History, JSONValue
 from raceproof.sim.model_errors import ModelError, model_error
 from raceproof.sim.nodes import Node, hold_paused
 from raceproof.sim.shared import Shared
+from raceproof.sim.visibility import OP_ORDER, observes_op_order
 
 ProcessGenerator = Generator[Event, Any, Any]
 
@@ -104,6 +105,7 @@ class World(simpy.Environment):
         self.nodes: dict[str, Node] = {}  # hosts / JVMs grouping processes (raceproof.sim.nodes)
         self.paused_nodes: list[Node] = []  # nodes in a pause: their processes' events are held
         self.probes: dict[str, int] = {}  # race-window probe -> times reached (see ``reach``)
+        self.op_order_read = False  # a checker reads the order of ops (``visibility``)
         self._due_keys = self._due_actors  # bound once: the schedule draw's lazy actor names
         self._draw_schedule = source.schedule  # bound once: called on nearly every step
         # A plain ``RandomSource``'s values computed ahead: ``step`` inlines its ``schedule``.
@@ -306,6 +308,8 @@ class World(simpy.Environment):
     def log(self, actor: str, kind: str, **fields: JSONValue) -> None:
         if self._footprint is not None:
             self.touch(f"history:{actor}")
+            if self.op_order_read:  # a checker reads the order of every op (``visibility``)
+                self.touch(OP_ORDER)
         self.history.add(self._now, actor, kind, fields)  # type: ignore[arg-type]  # int-checked there
 
     def reach(self, probe: str) -> None:
@@ -351,7 +355,8 @@ class World(simpy.Environment):
         without a draw: an actor begins the moment it is spawned and runs
         until its first yield. A model that wants its start to interleave
         with other events of the same instant spawns it with ``interleave``.
-        The ``after_step`` hooks run after each step.
+        The ``after_step`` hooks run after each step; under a proof's observer,
+        inside the step's footprint (what they read is visible to the reduction).
         """
         queue, due = self._queue, self._due
         if not due:
@@ -422,16 +427,21 @@ class World(simpy.Environment):
                 callback(event)
             if not event._ok and not hasattr(event, "_defused"):
                 raise event._value
+            if self.after_step:
+                self._run_hooks()
         elif not (self.footprints_declared or self.state_fingerprint is not None):
             # Nothing declared: every step touches everything, nothing to record.
             observer.before_step(None)
             self._process(due.pop(index))
+            self._run_hooks()
             observer.after_step(None, None)
         else:
-            self._observed_step(due.pop(index), observer)
-        if self.after_step:
-            for hook in self.after_step:
-                hook()
+            self._observed_step(due.pop(index), observer)  # the hooks run inside its footprint
+
+    def _run_hooks(self) -> None:
+        """The ``after_step`` observers (invariants), over a copy: one may remove itself."""
+        for hook in list(self.after_step):
+            hook()
 
     def _observed_step(
         self, entry: tuple[Any, EventPriority, int, Event], observer: StepObserver
@@ -455,6 +465,15 @@ class World(simpy.Environment):
             joined = getattr(target, "rp_id", None)
             if isinstance(target, Process) and joined is not None:
                 footprint.setdefault(f"proc:{joined}", False)  # it waits for that process's end
+        if self.after_step:
+            # What the observers read between steps joins the step's footprint (visibility,
+            # ``raceproof.sim.visibility``): a step writing what an invariant reads then never
+            # commutes with one the invariant saw it beside.
+            self._footprint = footprint
+            try:
+                self._run_hooks()
+            finally:
+                self._footprint = None
         declared = self.footprints_declared and not self.untracked
         observer.after_step(key, footprint if declared and ALL not in footprint else None)
 
@@ -612,6 +631,7 @@ def execute(
     propagate, as does any BaseException that is not an Exception.
     """
     world = World(source, bounds)
+    world.op_order_read = observes_op_order(checkers)
     bound: str | None = None
     crash: Verdict | None = None
     error: ModelError | None = None
