@@ -106,6 +106,21 @@ def test_tracked_state_records_keys_fields_and_membership() -> None:
         world.shared.dict("t")
 
 
+def test_a_record_may_have_a_field_called_name() -> None:
+    world = TouchLog()
+    member = world.shared.record("member", name="c1", epoch=0)
+    start = len(world.touched)
+    assert member.name == "c1"
+    member.name = "c2"
+    assert member.name == "c2" and member.epoch == 0
+    assert _since(world, start)[:2] == [
+        ("shared:member.name", False),
+        ("shared:member.name", True),
+    ]
+    with pytest.raises(ValueError, match=r"\['_world'\] are the record's own"):
+        world.shared.record("bad", _world=1)
+
+
 def _step_footprints(build: Any) -> list[Any]:
     source = SleepSetSource((), {}, reduce=True, log_steps=True)
 

@@ -397,3 +397,70 @@ def test_a_bad_pause_is_refused_naming_the_call(bad: Any) -> None:
     world = fifo_world()
     with pytest.raises(ValueError, match=r"Node\.pause\("):
         world.node("jvm").pause(bad)
+
+
+# -- a session-bound client that belongs to a node -----------------------------------------
+def node_bound_session(pause_ms: int, *, bound: bool = True) -> tuple[World, ZkClient, list[str]]:
+    """A client with an ephemeral znode on node ``jvm``, paused for ``pause_ms`` at 10 ms."""
+    world = fifo_world()
+    store = VersionedStore(world)
+    jvm = world.node("jvm")
+    client = ZkClient(world, store, "c", session_timeout_ms=100, node=jvm if bound else None)
+    client.create("/leader", "c", ephemeral=True)
+    heard: list[str] = []
+    client.add_listener(lambda event: heard.append(f"{event.state}@{world.now_ms}"))
+
+    def nemesis() -> Gen:
+        yield world.sleep(10)
+        jvm.pause(pause_ms)
+
+    world.spawn("nemesis", nemesis())
+    world.run_to_end()
+    return world, client, heard
+
+
+def test_a_node_pause_past_the_timeout_expires_its_clients_session() -> None:
+    world, client, heard = node_bound_session(300)
+    expired = world.history.of_kind("zk.session-expired")
+    assert [op.time_ms for op in expired] == [110]  # 100 ms after the heartbeats stopped
+    assert not client.live and not client.store.exists("/leader")
+    # The client's code hears nothing while its JVM is paused: both at the pause's end.
+    assert heard == ["disconnected@310", "expired@310"]
+    assert client.state == "expired"
+
+
+def test_a_short_node_pause_keeps_the_session() -> None:
+    world, client, heard = node_bound_session(50)
+    assert world.history.of_kind("zk.session-expired") == []
+    assert client.live and client.connected and client.store.exists("/leader")
+    assert heard == ["disconnected@60", "connected@60"]
+
+
+def test_a_client_of_no_node_keeps_its_heartbeats_through_the_pause() -> None:
+    world, client, heard = node_bound_session(300, bound=False)
+    assert world.history.of_kind("zk.session-expired") == []
+    assert client.live and heard == []
+
+
+def test_a_node_crash_expires_its_clients_session_a_timeout_later_and_tells_nobody() -> None:
+    world = fifo_world()
+    store = VersionedStore(world)
+    jvm = world.node("jvm")
+    client = ZkClient(world, store, "c", session_timeout_ms=100, node=jvm)
+    client.create("/leader", "c", ephemeral=True)
+    heard: list[str] = []
+    client.add_listener(lambda event: heard.append(event.state))
+
+    def nemesis() -> Gen:
+        yield world.sleep(10)
+        jvm.crash()
+        yield world.sleep(50)
+        assert store.exists("/leader")  # the server has not noticed yet
+        yield world.sleep(500)
+        jvm.restart()
+
+    world.spawn("nemesis", nemesis())
+    world.run_to_end()
+    assert [op.time_ms for op in world.history.of_kind("zk.session-expired")] == [110]
+    assert not store.exists("/leader") and heard == []
+    assert client.state == "disconnected" and not client.live  # it never comes back

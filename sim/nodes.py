@@ -70,6 +70,7 @@ class Node:
         self.up = True
         self._start_hooks: list[Callable[[], None]] = []
         self._crash_hooks: list[Callable[[], None]] = []
+        self._pause_hooks: list[Callable[[int], None]] = []
 
     def __repr__(self) -> str:
         return f"Node({self.name!r})"
@@ -106,6 +107,15 @@ class Node:
         """``hook()`` runs at every ``crash`` (forget the node's in-memory state)."""
         self._crash_hooks.append(hook)
 
+    def on_pause(self, hook: Callable[[int], None]) -> None:
+        """``hook(until_ms)`` runs at every ``pause``: what the node's threads stop doing stops.
+
+        A session-bound client of the node (``ZkClient(..., node=node)``) uses
+        it: its heartbeats stop with the JVM, so the connection drops until the
+        pause ends and a pause past the session timeout expires the session.
+        """
+        self._pause_hooks.append(hook)
+
     # -- faults ------------------------------------------------------------------
     @property
     def paused(self) -> bool:
@@ -127,6 +137,8 @@ class Node:
             self.paused_until_ms = until_ms
             if self not in self.world.paused_nodes:
                 self.world.paused_nodes.append(self)
+            for hook in self._pause_hooks:  # only a pause that ends later changes anything
+                hook(until_ms)
 
     def crash(self) -> None:
         """Every live process of the node ends now; its in-memory state is gone."""

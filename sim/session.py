@@ -22,6 +22,13 @@ it, holding one session, as a ZooKeeper or kazoo client does:
   so a pause (``pause``, or the drawn fault ``pause_with_session``) longer
   than the timeout expires it and the client hears ``expired`` when it comes
   back;
+- a client may belong to a node (``ZkClient(..., node=node)``), as a real
+  client lives in one JVM: the node's pause (``Node.pause``, the drawn
+  ``maybe_pause_node``) stops its heartbeats, so the connection drops for the
+  pause and the session expires when the pause outlasts the timeout, with no
+  wiring by hand; its listeners and held watch deliveries run on the node (a
+  paused JVM hears nothing); the node's crash drops the connection for good
+  (the server expires the session a timeout later, its ephemerals with it);
 - a connection loss (``lose_connection``, or the drawn fault
   ``maybe_lose_connection``) blocks every actor that calls through the client
   with ``retrying`` (Helix/I0Itec ``ZkClient.retryUntilConnected``): each waits
@@ -58,6 +65,7 @@ from simpy.events import Event, Process
 
 from raceproof.sim.errors import contract
 from raceproof.sim.history import JSONValue
+from raceproof.sim.nodes import Node
 from raceproof.sim.store import (
     ConnectionLoss,
     SessionExpired,
@@ -117,6 +125,7 @@ class ZkClient:
         session_timeout_ms: int = 30_000,
         latency_ms: Sequence[int] = (0,),
         notice_ms: Sequence[int] = (0,),
+        node: Node | None = None,
     ) -> None:
         if not (session_timeout_ms > 0 and latency_ms and notice_ms):
             raise ValueError(
@@ -142,6 +151,35 @@ class ZkClient:
         self._reconnect_at_ms = 0  # the end of the latest pause or connection loss
         self._drops = 0  # connections lost so far: a round trip cut by one is retried
         self._waiting: list[Event] = []  # actors blocked until the client reconnects
+        self.node = node
+        self._dead = False  # its node crashed: the connection never comes back
+        if node is not None:
+            node.on_pause(self._node_paused)
+            node.on_crash(self._node_crashed)
+
+    def _node_paused(self, until_ms: int) -> None:
+        """The node's JVM stops: no heartbeats until ``until_ms``, then it reconnects."""
+        if self.state in ("connected", "disconnected") and not self._dead:
+            self._disconnect_for(until_ms - self.world.now_ms)  # logs nothing: the node did
+
+    def _node_crashed(self) -> None:
+        """The node's process died: the connection drops and never comes back.
+
+        Nobody is told (the listeners died with the node); the server expires
+        the session ``session_timeout_ms`` later, and its ephemerals with it.
+        """
+        self.world.touch(self.resource)
+        self._dead = True
+        self._held = []
+        if self.state == "connected":
+            self._drops += 1
+            self.state = "disconnected"
+            self._expiry.start(self.session_timeout_ms)
+
+    def _spawn(self, actor: str, generator: Generator[Event, Any, None]) -> Process:
+        """A process of the client's own threads: on its node while that node is up."""
+        node = self.node if self.node is not None and self.node.up else None
+        return self.world.spawn(actor, generator, node=node)
 
     # -- the session -------------------------------------------------------------
     @property
@@ -183,7 +221,7 @@ class ZkClient:
             self._set_state("connected")
             held, self._held = self._held, []
             if held:
-                self.world.spawn(f"{self.name}-watch", self._deliver_held(held))
+                self._spawn(f"{self.name}-watch", self._deliver_held(held))
         else:
             self._held = []
             self._set_state("expired")
@@ -278,7 +316,7 @@ class ZkClient:
 
     def _resume_after(self, duration_ms: int) -> Generator[Event, Any, None]:
         yield self.world.sleep(duration_ms)
-        if self.world.now_ms >= self._reconnect_at_ms:  # a later loss keeps it down longer
+        if self.world.now_ms >= self._reconnect_at_ms and not self._dead:  # a later loss: longer
             self.reconnect()
 
     def _deliver_held(
@@ -297,9 +335,7 @@ class ZkClient:
         notice_ms = self.world.source.choose(f"{self.name}.notice", self.notice_ms)
         event = SessionEvent(state, self.session)
         previous = self._last_tell
-        self._last_tell = self.world.spawn(
-            f"{self.name}-events", self._tell(event, notice_ms, previous)
-        )
+        self._last_tell = self._spawn(f"{self.name}-events", self._tell(event, notice_ms, previous))
 
     def _tell(
         self, event: SessionEvent, notice_ms: int, previous: Process | None

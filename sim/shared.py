@@ -94,8 +94,17 @@ class Shared:
         """An integer read with ``.value`` and changed with ``.add(n)`` or ``.set(v)``."""
         return Counter(self._world, self._claim("counter", name), start)
 
-    def record(self, name: str, **fields: Any) -> Record:
-        """An object with these attributes (and no others), each one a footprint."""
+    def record(self, name: str, /, **fields: Any) -> Record:
+        """An object with these attributes (and no others), each one a footprint.
+
+        ``name`` is positional-only, so a field may itself be called ``name``
+        (``world.shared.record("member", name="c1", epoch=0)``). Only the
+        record's own three slots (``_fields``, ``_resource``, ``_world``) are
+        refused: an attribute by that name would not be the field.
+        """
+        taken = sorted(set(fields) & set(Record.__slots__))
+        if taken:
+            raise ValueError(f"shared record {name!r}: field names {taken} are the record's own")
         return Record(self._world, self._claim("record", name), fields)
 
 
