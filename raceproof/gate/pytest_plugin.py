@@ -18,7 +18,11 @@ default ``counterexamples/``) is collected as regression tests: each file
 replays against its own variant (must still violate) and against every
 variant of its scenario expected to hold (must hold). A replay that does not
 reach the race window fails as "not reached" (ini ``raceproof_not_reached =
-skip`` makes it a skip; it is never a pass). Scenarios come from the usual
+skip`` makes it a skip; it is never a pass). A file the model has moved away
+from (out of date) fails saying whether its choices still violate;
+``--raceproof-rerecord`` re-records every such file of the folder whose choices
+still violate before the replays run (``raceproof replay FILE --rerecord`` for
+one). Scenarios come from the usual
 places (entry points, ``[tool.raceproof]``) and ``--raceproof-scenarios``.
 Test ids and JUnit records name the scenario and the variant, with
 ``pytest -n`` too (every worker collects the same sorted database).
@@ -59,6 +63,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="DIR",
         help="the counterexample database folder (default: ini raceproof_counterexamples)",
+    )
+    group.addoption(
+        "--raceproof-rerecord",
+        action="store_true",
+        default=False,
+        help="re-record the database's out-of-date counterexamples whose choices still violate",
     )
     parser.addini(
         "raceproof_counterexamples",
@@ -189,6 +199,8 @@ class CounterexampleItem(pytest.Item):
 
     def runtest(self) -> None:
         loaded = counterexamples.load(self.path)
+        if self.variant == loaded.counterexample.variant:
+            counterexamples.check_current(loaded)  # out of date: says what the choices do now
         replayed = counterexamples.replay_on(loaded, self.variant)
         self.user_properties.append(
             (f"raceproof {loaded.scenario.name} / {self.variant} / replay", replayed.verdict)
@@ -234,6 +246,10 @@ class CounterexampleFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         try:
             loaded = counterexamples.load(self.path)
+            if self.config.getoption("raceproof_rerecord"):
+                # Deterministic bytes, written atomically: xdist workers that each
+                # collect (and so re-record) the same file write the same content.
+                counterexamples.rerecord(loaded)
         except (CounterexampleError, counterexamples.OutOfDate, BadInput) as exc:
             # A damaged file (the one JSON reader's size and depth checks included) or a
             # configuration its scenario refuses: one failing item saying so, no traceback.

@@ -22,6 +22,15 @@ the variant holds against this counterexample.
 The counterexample database is a folder of such files; each is a regression
 test: its own variant must still violate, and every variant of its scenario
 expected to hold must hold when the counterexample is replayed against it.
+
+A file goes out of date when the model (or the kernel) changes what a run
+logs or draws: the exact replay no longer gives the recorded timeline. Then
+``staleness`` replays *the same choices* on the model as it is now (its
+deviations keyed by label and occurrence, every other draw FIFO) and says
+whether they still violate, and ``rerecord`` writes that run over the file
+(``raceproof replay FILE --rerecord``; ``pytest --raceproof-rerecord`` for a
+whole folder). A file whose choices no longer violate is never re-recorded:
+the race it pinned is gone or moved, and a person decides.
 """
 
 from __future__ import annotations
@@ -46,6 +55,10 @@ from raceproof.sim import repro as repro_files
 
 class OutOfDate(ValueError):
     """A counterexample that no longer fits its scenario; the message says where."""
+
+
+class Diverged(OutOfDate):
+    """Out of date: the exact replay no longer gives the recorded timeline (the model changed)."""
 
 
 @dataclass
@@ -86,7 +99,7 @@ def replay_exact(loaded: Loaded) -> RunOutcome:
     try:
         outcome = run(ReplaySource(cx.choices, strict=True))
     except ReplayMisaligned as exc:
-        raise OutOfDate(
+        raise Diverged(
             f"{loaded.path}: out of date, the model changed underneath it: {exc}"
         ) from None
     if outcome.trace_hash != cx.trace_hash:
@@ -94,7 +107,7 @@ def replay_exact(loaded: Loaded) -> RunOutcome:
         where = ""
         if index is not None and index < min(len(cx.history), len(outcome.history)):
             where = f": recorded {cx.history[index].describe()} / now {outcome.history[index].describe()}"
-        raise OutOfDate(
+        raise Diverged(
             f"{loaded.path}: out of date: the replay diverges from the recorded timeline "
             f"at op #{index}{where}"
         )
@@ -130,6 +143,81 @@ def replay_on(loaded: Loaded, variant: str | None) -> Replayed:
             "window (every deviation was taken)"
         )
     return Replayed(variant, "keyed", verdict, outcome, missing, reason)
+
+
+RERECORD_HINT = "pytest --raceproof-rerecord re-records a whole folder"
+
+
+@dataclass
+class Staleness:
+    """What the same choices do on the model as it is now, for an out-of-date file."""
+
+    outcome: RunOutcome
+    recorded_checker: str | None
+
+    @property
+    def still_violates(self) -> bool:
+        return self.outcome.status == "violated"
+
+    def sentence(self, path: Path) -> str:
+        """One line: whether the same choices still violate, and what to do."""
+        now = self.outcome.violation
+        if now is not None and self.outcome.error is None:
+            same = (
+                ""
+                if now.checker == self.recorded_checker
+                else f" (recorded: {self.recorded_checker})"
+            )
+            return (
+                f"the same choices still violate {now.checker}{same} at op #{now.op_index}; "
+                f"re-record it: raceproof replay {path} --rerecord ({RERECORD_HINT})"
+            )
+        return (
+            f"the same choices no longer violate (verdict now {self.outcome.status}): the race "
+            f"this file pinned is gone or moved; nothing to re-record (delete the file, or "
+            f"explore again)"
+        )
+
+
+def staleness(loaded: Loaded) -> Staleness:
+    """Replay the file's deviations, keyed by (label, occurrence), on its own variant now."""
+    cx = loaded.counterexample
+    source = KeyedReplaySource(dict(keyed_deviations(cx.choices)))
+    outcome = loaded.scenario.runner(cx.variant, loaded.config)(source)
+    recorded = cx.verdict.get("checker") if isinstance(cx.verdict, dict) else None
+    return Staleness(outcome, recorded if isinstance(recorded, str) else None)
+
+
+def check_current(loaded: Loaded) -> None:
+    """Raise ``Diverged`` (its message extended by what the same choices do now) if out of date."""
+    try:
+        replay_exact(loaded)
+    except Diverged as exc:
+        raise Diverged(f"{exc}; {staleness(loaded).sentence(loaded.path)}") from None
+
+
+def rerecord(loaded: Loaded) -> Staleness | None:
+    """Write the same choices' run on the model as it is now over the file, if it still violates.
+
+    None when the file is up to date (nothing written); the ``Staleness``
+    otherwise, written over ``loaded.path`` only if ``still_violates``.
+    """
+    from raceproof.runs.runner import counterexample_of  # runner stamps version and commit
+
+    try:
+        replay_exact(loaded)
+        return None
+    except Diverged:
+        pass
+    stale = staleness(loaded)
+    if stale.still_violates and stale.outcome.error is None:
+        cx = loaded.counterexample
+        fresh = counterexample_of(
+            loaded.scenario, cx.variant, loaded.config, stale.outcome, cx.strategy or "rerecord"
+        )
+        repro_files.save(loaded.path, fresh)
+        loaded.counterexample = fresh
+    return stale
 
 
 def regression_expectations(loaded: Loaded) -> list[tuple[str, str]]:

@@ -186,9 +186,14 @@ def save_counterexample(
     return path
 
 
+NOT_SAVED = (
+    "not saved (--out DIR saves it; --out counterexamples puts it in the pytest regression folder)"
+)
+
+
 def attach_counterexample(
     result: dict[str, Any],
-    out_dir: Path,
+    out_dir: Path | None,
     scenario: Scenario,
     variant: str,
     config: Any,
@@ -201,11 +206,16 @@ def attach_counterexample(
     diagram, for a ticket) and the HTML timeline, named like it; their paths go
     into ``result`` as ``report_md`` and ``report_html``. An erring run (the
     model raised) gets its error, its choices and its repro line, but no
-    counterexample file: it is not a violation to replay against a fix.
+    counterexample file: it is not a violation to replay against a fix. With no
+    ``out_dir`` (``prove`` and ``repro`` without ``--out``) nothing is written:
+    ``counterexample`` is None, so the pytest regression folder grows only when asked.
     """
     result.update(outcome_fields(outcome))
     result["repro"] = repro_line(scenario, variant, outcome.values, config)
     if outcome.error is not None:
+        return
+    if out_dir is None:
+        result["counterexample"] = None
         return
     try:
         path = save_counterexample(out_dir, scenario, variant, config, outcome, strategy)

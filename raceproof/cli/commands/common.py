@@ -79,7 +79,7 @@ def emit_interrupted(
         print(json.dumps(result, sort_keys=True, allow_nan=False))
     else:
         if result.get("repro"):
-            print(f"counterexample: {result['counterexample']}")
+            print(f"counterexample: {result['counterexample'] or runner.NOT_SAVED}")
             print(f"repro: {result['repro']}")
         print(
             f"{result.get('scenario')} / {result.get('variant')}: {result['verdict']}: "

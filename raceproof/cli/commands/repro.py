@@ -60,7 +60,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     history_out = (
         prepare_output_file(args.history_out, "--history-out") if args.history_out else None
     )
-    out_dir = prepare_output_dir(args.out)
+    out_dir = prepare_output_dir(args.out) if args.out is not None else None
     if args.real_history_out and args.backend == "sim":
         raise UsageError("--real-history-out needs a real backend (--backend zookeeper|spark)")
     real_history_out = (
@@ -149,6 +149,8 @@ def cmd_repro(args: argparse.Namespace) -> int:
         if result.get("counterexample"):
             print(f"counterexample: {result['counterexample']}")
             print_reports(result)
+        elif "counterexample" in result:
+            print(f"counterexample: {runner.NOT_SAVED}")
         if "determinism" in result:
             d = result["determinism"]
             print(
@@ -335,8 +337,9 @@ def add(commands: Any) -> None:
     sub.add_argument(
         "--out",
         type=non_empty,
-        default="counterexamples",
-        help="folder for the counterexample file and its reports, when the run fails",
+        default=None,
+        help="save the counterexample file and its reports in this folder when the run fails "
+        "(default: nothing is written)",
     )
     sub.add_argument(
         "--backend",
