@@ -89,6 +89,23 @@ def test_a_scenario_registered_without_a_configuration_lists_and_runs(tmp_path: 
     assert "PROVEN" in proven.stdout
 
 
+def test_prove_warns_when_the_actors_never_share_an_instant(tmp_path: Path) -> None:
+    """Nothing ties, nothing interleaves: a proof of one schedule says it is trivial."""
+    (tmp_path / "counting.py").write_text(NO_CONFIG)
+    apart = NO_CONFIG.replace(
+        "def client(name: str):\n        yield world.sleep(1)",
+        'def client(name: str):\n        yield world.sleep(1 if name == "a" else 5)',
+    )
+    assert apart != NO_CONFIG
+    (tmp_path / "apart.py").write_text(apart)
+    warning = "warning: this configuration has one schedule: no two events were ever due"
+    for module, warned in (("apart.py", True), ("counting.py", False)):
+        proven = run(tmp_path, "prove", "no-config", "--variant", "fixed", "--scenarios", module)
+        assert proven.returncode == 0, proven.stderr + proven.stdout
+        assert (warning in proven.stdout) is warned, proven.stdout
+        assert ("1 equivalence classes" in proven.stdout) is warned
+
+
 def test_a_default_configuration_is_checked_like_set_values(tmp_path: Path) -> None:
     for override, field, why in (
         ("{'db_read_ms': (-5, 30)}", "db_read_ms[0]", "between 0 and"),
@@ -162,6 +179,17 @@ def test_the_fencing_lease_example_runs_as_a_user_would(tmp_path: Path) -> None:
     )
     assert crossed.returncode == 0, crossed.stderr  # same verdict and final states as the full walk
     assert json.loads(crossed.stdout)["cross_checked"] == json.loads(full.stdout)["schedules"]
+    # A full walk cut short (10 < its 13 schedules) compared nothing: inconclusive, one line.
+    capped = ("prove", "fencing-lease", "--variant", "fix-fencing", "--cross-check")
+    unfinished = run(project, *capped, "--max-schedules", "10")
+    assert unfinished.returncode == 3, unfinished.stderr
+    assert unfinished.stdout.splitlines() == [
+        "fencing-lease / fix-fencing: INCONCLUSIVE: --cross-check: the full walk did not finish "
+        "within the budget, so nothing was compared (raise --budget or --max-schedules, or "
+        "prove without --cross-check)"
+    ]
+    unfinished_json = json.loads(run(project, *capped, "--max-schedules", "10", "--json").stdout)
+    assert unfinished_json["verdict"] == "inconclusive" and "cross_checked" not in unfinished_json
     checked = run(project, "check", "--json")  # inside the project: its own scenarios only
     assert checked.returncode == 0, checked.stderr
     assert {r["scenario"] for r in json.loads(checked.stdout)["results"]} == {"fencing-lease"}

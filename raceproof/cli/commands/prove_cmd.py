@@ -57,13 +57,25 @@ def _report_estimate(
 
 
 # -- prove --------------------------------------------------------------------------
+ONE_SCHEDULE = (
+    "warning: this configuration has one schedule: no two events were ever due at the same "
+    "virtual ms and no draw had a second option, so nothing interleaved and the proof is "
+    "trivial; give timing its choices (draw delays from world.source, see 'Giving timing its "
+    "choices' in the proofs page)"
+)
+CROSS_CHECK_UNFINISHED = (
+    "--cross-check: the full walk did not finish within the budget, so nothing was compared "
+    "(raise --budget or --max-schedules, or prove without --cross-check)"
+)
+
+
 def cmd_prove(args: argparse.Namespace) -> int:
     scenario, variant = scenario_and_variant(args)
     overrides = runner.parse_overrides(args.set)
     config = scenario.config_for("prove", overrides)
     max_dev = scenario.prove_max_deviations if args.max_deviations is None else args.max_deviations
     max_branch = scenario.prove_max_branch if args.max_branch is None else args.max_branch
-    out_dir = prepare_output_dir(args.out)
+    out_dir = prepare_output_dir(args.out) if args.out is not None else None
     budget = Budget(examples=args.max_schedules, seconds=args.budget, clock=time.monotonic)
     run = scenario.runner(variant, config, args.checker)
     try:
@@ -156,6 +168,13 @@ def cmd_prove(args: argparse.Namespace) -> int:
         result["verdict"] = report.verdict
         result["schedules"] = report.schedules
     judge_probes(result, scenario, variant, report.probes)
+    if report.complete and report.schedules == 1 and report.max_deviations_seen == 0:
+        result["notes"] = [*result.get("notes", []), ONE_SCHEDULE]
+    unchecked = args.cross_check and report.cross_checked is None and result["verdict"] == "ok"
+    if unchecked:
+        # --cross-check asks for the proof checked against the full walk: without it, say less.
+        result["verdict"] = "inconclusive"
+        result["notes"] = [*result.get("notes", []), CROSS_CHECK_UNFINISHED]
     result["seconds"] = round(time.monotonic() - started, 3)
 
     def human() -> None:
@@ -170,9 +189,12 @@ def cmd_prove(args: argparse.Namespace) -> int:
             )
             story = outcome_story(scenario, variant, config, report.shrunk, title)
             print_outcome(report.shrunk, title, story)
-            print(f"counterexample: {result['counterexample']}")
+            print(f"counterexample: {result['counterexample'] or runner.NOT_SAVED}")
             print_reports(result)
             print(f"repro: {result['repro']}")
+            return
+        if unchecked:
+            print(f"{scenario.name} / {variant}: INCONCLUSIVE: {CROSS_CHECK_UNFINISHED}")
             return
         state = "PROVEN" if report.complete else "INCONCLUSIVE"
         if result["verdict"] == "not-reached":
@@ -253,7 +275,10 @@ def add(commands: Any) -> None:
     )
     sub.add_argument("--checker", type=non_empty, help="judge only this checker (default: all)")
     sub.add_argument(
-        "--out", type=non_empty, default="counterexamples", help="folder for counterexample files"
+        "--out",
+        type=non_empty,
+        default=None,
+        help="save a violation's counterexample file in this folder (default: nothing is written)",
     )
     sub.add_argument(
         "--no-reduction",
