@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raceproof.sim.checkers import (
-    Verdict,
+    CheckerResult,
     checker,
     checker_name,
     first_violation,
@@ -409,15 +409,15 @@ def test_verdicts_are_frozen_values_and_a_violation_must_say_why() -> None:
 
     import pytest
 
-    verdict = Verdict("a", "ok")
+    verdict = CheckerResult("a", "ok")
     assert (verdict.op_index, verdict.message) == (None, "")
     assert ok("a") == verdict and ok("a").message == ""
     with pytest.raises(dataclasses.FrozenInstanceError):
         verdict.status = "violated"  # type: ignore[misc]
-    assert {verdict: 1}[Verdict("a", "ok")] == 1  # hashable, equal by value
+    assert {verdict: 1}[CheckerResult("a", "ok")] == 1  # hashable, equal by value
     with pytest.raises(ValueError, match=r"^a violation must say why(\n|$)"):
         violated("a", 1, "")
-    assert unknown("a", "?") == Verdict("a", "unknown", None, "?")
+    assert unknown("a", "?") == CheckerResult("a", "unknown", None, "?")
 
 
 def test_verdicts_serialise_and_checkers_are_named() -> None:
@@ -427,10 +427,10 @@ def test_verdicts_serialise_and_checkers_are_named() -> None:
         "op_index": 3,
         "message": "why",
     }
-    assert ok("a", "fine") == Verdict("a", "ok", None, "fine")
+    assert ok("a", "fine") == CheckerResult("a", "ok", None, "fine")
 
     @checker("named")
-    def always(history: History) -> Verdict:
+    def always(history: History) -> CheckerResult:
         """Doc."""
         return ok("named")
 
@@ -439,13 +439,13 @@ def test_verdicts_serialise_and_checkers_are_named() -> None:
     )
     assert run_checkers(History(), [always, always]) == [ok("named"), ok("named")]
 
-    def plain(history: History) -> Verdict:
+    def plain(history: History) -> CheckerResult:
         return ok("plain")
 
     assert checker_name(plain) == "plain"
 
     @checker("liar")
-    def liar(history: History) -> Verdict:
+    def liar(history: History) -> CheckerResult:
         return ok("someone-else")
 
     try:

@@ -17,11 +17,11 @@ import pytest
 from raceproof.sim import (
     BoundHit,
     Budget,
+    CheckerResult,
     ChoiceSource,
     History,
     ReplaySource,
     RunOutcome,
-    Verdict,
     World,
     checker,
     execute,
@@ -36,7 +36,7 @@ STRATEGIES = ["random", "pct", "hypothesis"]
 
 
 @checker("not-seven")
-def _not_seven(history: History) -> Verdict:
+def _not_seven(history: History) -> CheckerResult:
     for op in history.of_kind("drew"):
         if op.get("value") == 7:
             return violated("drew 7", op.index)

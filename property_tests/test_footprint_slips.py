@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from raceproof.sim import Bounds, Budget, ChoiceSource, RunOutcome, World, execute, prove, violated
-from raceproof.sim.checkers import Verdict, checker
+from raceproof.sim.checkers import CheckerResult, checker
 from raceproof.sim.footprint_check import FootprintMismatch
 from raceproof.sim.history import History
 from raceproof.sim.primitives import EventQueue, Lock
@@ -107,7 +107,7 @@ def release_recording_nothing() -> Iterator[None]:
 
 
 @checker
-def first_come_first_served(history: History) -> Verdict | None:
+def first_come_first_served(history: History) -> CheckerResult | None:
     """The model's claim (false): c1 always takes the first item (whichever take comes first does)."""
     for op in history.of_kind("took"):
         if op.actor == "c2" and op.get("item") == "a":
@@ -116,7 +116,7 @@ def first_come_first_served(history: History) -> Verdict | None:
 
 
 @checker
-def audit_last(history: History) -> Verdict | None:
+def audit_last(history: History) -> CheckerResult | None:
     """The auditor's round must be logged (it runs at the instant the workload finishes)."""
     if not history.of_kind("audited"):
         return violated("the audit never ran", len(history.ops) - 1)
@@ -124,7 +124,7 @@ def audit_last(history: History) -> Verdict | None:
 
 
 @checker
-def seen_written(history: History) -> Verdict | None:
+def seen_written(history: History) -> CheckerResult | None:
     """A reader at the writer's instant must see the write (the model orders them by a flag)."""
     for op in history.of_kind("saw"):
         if op.get("value") != "written":
@@ -205,7 +205,7 @@ def lock_model(world: World) -> None:
 
 
 Plant = Callable[[], contextlib.AbstractContextManager[None]]
-Slip = tuple[Plant, Callable[[World], None], Callable[..., Verdict | None], tuple[str, str]]
+Slip = tuple[Plant, Callable[[World], None], Callable[..., CheckerResult | None], tuple[str, str]]
 SLIPS: dict[str, Slip] = {
     "queue take recorded as a read": (
         queue_take_recorded_as_read,
@@ -234,7 +234,7 @@ SLIPS: dict[str, Slip] = {
 }
 
 
-def runner(build: Callable[[World], None], check: Callable[..., Verdict | None]) -> Runner:
+def runner(build: Callable[[World], None], check: Callable[..., CheckerResult | None]) -> Runner:
     def run(source: ChoiceSource) -> RunOutcome:
         return execute(build, source, [check], BOUNDS)
 
@@ -318,7 +318,7 @@ def test_the_cross_check_reports_each_slip_that_hides_a_violation(slip: str) -> 
 
 
 @checker
-def nothing(history: History) -> Verdict | None:
+def nothing(history: History) -> CheckerResult | None:
     return None
 
 

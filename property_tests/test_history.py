@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from raceproof.sim import History, Verdict, checker, first_divergence, first_violation, ok, violated
+from raceproof.sim import (
+    CheckerResult,
+    History,
+    checker,
+    first_divergence,
+    first_violation,
+    ok,
+    violated,
+)
 from raceproof.sim.checkers import _named
 from raceproof.sim.errors import KernelError
 from raceproof.sim.history import Op, canonical_json, op_from_json
@@ -79,15 +87,15 @@ def test_first_divergence() -> None:
 
 def test_checkers_name_themselves_and_the_earliest_violation_wins() -> None:
     @checker("late")
-    def late(history: History) -> Verdict:
+    def late(history: History) -> CheckerResult:
         return violated("late", 7, "late problem")
 
     @checker("early")
-    def early(history: History) -> Verdict:
+    def early(history: History) -> CheckerResult:
         return violated("early", 2, "early problem")
 
     @checker("fine")
-    def fine(history: History) -> Verdict:
+    def fine(history: History) -> CheckerResult:
         return ok("fine")
 
     verdicts = [late(History()), fine(History()), early(History())]
@@ -95,7 +103,7 @@ def test_checkers_name_themselves_and_the_earliest_violation_wins() -> None:
     assert found is not None and found.checker == "early"
 
     @checker("liar")
-    def liar(history: History) -> Verdict:
+    def liar(history: History) -> CheckerResult:
         return ok("someone-else")
 
     with pytest.raises(TypeError, match="checker liar returned"):
@@ -222,15 +230,15 @@ def test_a_history_keeps_text_as_written_and_refuses_ops_out_of_order() -> None:
 
 def test_a_checker_is_named_from_its_function_and_keeps_names_it_was_given() -> None:
     @checker
-    def _lost_update_(history: History) -> Verdict:
+    def _lost_update_(history: History) -> CheckerResult:
         return violated("lost", 0)
 
     @checker("outer")
-    def delegating(history: History) -> Verdict:
+    def delegating(history: History) -> CheckerResult:
         return violated("inner", 0, "found by a checker it calls")
 
     assert _lost_update_(History()).checker == "lost-update"
-    with pytest.raises(TypeError, match=r"^checker outer returned Verdict\(checker='inner'"):
+    with pytest.raises(TypeError, match=r"^checker outer returned CheckerResult\(checker='inner'"):
         delegating(History())  # a verdict under another checker's name is a bug in the checker
     for bad in ("", 5):
         with pytest.raises(ValueError, match=r"^a checker needs a name"):

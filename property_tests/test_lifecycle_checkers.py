@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raceproof.sim import ReplaySource, World
-from raceproof.sim.checkers import Verdict, ok, unknown
+from raceproof.sim.checkers import CheckerResult, ok, unknown
 from raceproof.sim.history import History
 from raceproof.sim.invariants import INVARIANT_OP, always, invariant_checker
 from raceproof.sim.lifecycle import (
@@ -108,7 +108,7 @@ def test_no_lost_update_flags_a_write_decided_on_an_older_version(
         assert verdict == ok("nlu")
     else:
         bad = history[first_bad]
-        assert verdict == Verdict(
+        assert verdict == CheckerResult(
             "nlu",
             "violated",
             first_bad,
@@ -186,7 +186,7 @@ def test_a_lost_resume_names_the_culprit_and_the_trail() -> None:
     history.append(1, "leader", "status.write", entity="d", to="READY")
     history.append(2, "follower", "status.write", entity="d", to="STOPPED")
     history.append(3, "observer", "final", statuses={"d": "STOPPED"})
-    assert acknowledged_resume_holds("resume", "READY")(history) == Verdict(
+    assert acknowledged_resume_holds("resume", "READY")(history) == CheckerResult(
         "resume",
         "violated",
         2,
@@ -260,7 +260,7 @@ def test_each_request_is_worked_on_once_unless_retried(
         assert verdict == ok("once")
     else:
         index, entity, earlier = first_bad
-        assert verdict == Verdict(
+        assert verdict == CheckerResult(
             "once",
             "violated",
             index,
@@ -288,7 +288,7 @@ def test_the_first_uncaught_error_is_the_violation(kinds: list[str]) -> None:
         assert verdict == ok("no-uncaught-error")
     else:
         at = kinds.index("error.uncaught")
-        assert verdict == Verdict(
+        assert verdict == CheckerResult(
             "no-uncaught-error",
             "violated",
             at,
@@ -348,7 +348,7 @@ def test_an_invariant_checker_reads_only_its_own_name() -> None:
     history.append(0, "invariant", INVARIANT_OP, invariant="other", message="no")
     assert invariant_checker("mine")(history) == ok("mine")
     history.append(1, "invariant", INVARIANT_OP, invariant="mine", message="broke")
-    assert invariant_checker("mine")(history) == Verdict("mine", "violated", 1, "broke")
+    assert invariant_checker("mine")(history) == CheckerResult("mine", "violated", 1, "broke")
 
 
 def test_a_new_request_allows_the_work_again_and_a_retry_allows_one_more() -> None:

@@ -25,7 +25,7 @@ from raceproof.models.samza.checkers import (
     drain_liveness,
     run_isolation,
 )
-from raceproof.sim import History, Verdict, ok, unknown
+from raceproof.sim import CheckerResult, History, ok, unknown
 
 
 def _drain(
@@ -65,12 +65,12 @@ def test_drain_completeness_boundaries() -> None:
     assert after.message == "s offset 2 processed after its drain marker at 2"
     # An offset below the marker never processed.
     gap = drain_completeness(_drain(2, [(1, True)], 2))
-    assert gap == Verdict(
+    assert gap == CheckerResult(
         name, "violated", 2, "s: offsets [0] before the drain marker were never processed"
     )
     # Committed one short of the marker, or not at all.
     short = drain_completeness(_drain(2, done, 1))
-    assert short == Verdict(
+    assert short == CheckerResult(
         name, "violated", 3, "s: last checkpoint 1 is before the drain marker at 2"
     )
     assert drain_completeness(_drain(2, done, None)).message.startswith("s: last checkpoint None")
@@ -86,7 +86,7 @@ def test_drain_completeness_leftovers_come_first() -> None:
     left = drain_completeness(
         _drain(1, [], 0, intermediate_left={"i1": [4, 5], "i0": [], "i2": [7]})
     )
-    assert left == Verdict(
+    assert left == CheckerResult(
         name,
         "violated",
         1,
@@ -96,7 +96,7 @@ def test_drain_completeness_leftovers_come_first() -> None:
     empty = drain_completeness(_drain(0, [], 0, intermediate_left={"i0": []}, unfired_pane_seqs=[]))
     assert empty == ok(name)
     panes = drain_completeness(_drain(1, [], 0, unfired_pane_seqs=[3, 9]))
-    assert panes == Verdict(
+    assert panes == CheckerResult(
         name, "violated", 1, "window panes never fired; the aggregates of messages [3, 9] are lost"
     )
 
@@ -113,7 +113,7 @@ def test_only_the_current_run_is_obeyed(runs: list[str], enter: bool) -> None:
         assert verdict == ok("run-isolation")
     else:
         at = stale[0]
-        assert verdict == Verdict(
+        assert verdict == CheckerResult(
             "run-isolation",
             "violated",
             at,
@@ -135,7 +135,7 @@ def test_a_partition_is_drained_after_every_upstream(cases: list[tuple[int, int 
     else:
         at = bad[0]
         count, expected = cases[at]
-        assert verdict == Verdict(
+        assert verdict == CheckerResult(
             "drain-aggregation",
             "violated",
             at,
@@ -177,7 +177,7 @@ def test_no_async_commit_while_draining_and_no_pending_commit_at_exit(
     if first is None:
         assert verdict == ok("commit-discipline")
     else:
-        assert verdict == Verdict("commit-discipline", "violated", *first)
+        assert verdict == CheckerResult("commit-discipline", "violated", *first)
 
 
 def test_the_drain_liveness_reads_the_last_timeout() -> None:
@@ -191,7 +191,7 @@ def test_the_drain_liveness_reads_the_last_timeout() -> None:
     history.append(1, "driver", "drain.timeout", after_ms=100, tasks_running=["a"])
     history.append(2, "driver", "drain.timeout", after_ms=200, tasks_running=["b"])
     history.append(3, "driver", "drain.timeout", after_ms=300, tasks_running=["c"])
-    assert drain_liveness(history) == Verdict(
+    assert drain_liveness(history) == CheckerResult(
         name, "violated", 3, "the drain did not finish within 300 ms; still running: ['c']"
     )
 
@@ -222,7 +222,7 @@ def test_one_event_in_flight_per_partition(events: list[tuple[str, int]]) -> Non
     if first is None:
         assert verdict == ok("one-event-in-flight")
     else:
-        assert verdict == Verdict("one-event-in-flight", "violated", *first)
+        assert verdict == CheckerResult("one-event-in-flight", "violated", *first)
 
 
 def _coordinator(*ops: tuple[str, dict[str, object]]) -> History:
@@ -248,7 +248,7 @@ def test_the_log_must_match_the_replayed_state() -> None:
     )
     assert log_matches_state(good) == ok(name)
     phantom = _coordinator(("log.append", {**p0, "batch": "x"}))
-    assert log_matches_state(phantom) == Verdict(
+    assert log_matches_state(phantom) == CheckerResult(
         name,
         "violated",
         0,
@@ -292,10 +292,10 @@ def test_an_ack_needs_the_hwm_past_its_offset_and_its_batch_there() -> None:
 
     assert ack_after_hwm(ack(4, 5)) == ok(name)
     assert ack_after_hwm(ack(4, 9)) == ok(name)
-    assert ack_after_hwm(ack(4, 4)) == Verdict(
+    assert ack_after_hwm(ack(4, 4)) == CheckerResult(
         name, "violated", 1, "a acknowledged at offset 4 before the HWM (4) covered it"
     )
-    assert ack_after_hwm(ack(3, 5)) == Verdict(
+    assert ack_after_hwm(ack(3, 5)) == CheckerResult(
         name, "violated", 1, "a acknowledged at offset 3 of partition 0, where the log holds None"
     )
     assert ack_after_hwm(ack(4, 5, batch="b")).message.endswith("where the log holds a")
@@ -319,4 +319,4 @@ def test_last_written_strictly_increases(writes: list[tuple[int, int]]) -> None:
     if first is None:
         assert verdict == ok("last-written-increases")
     else:
-        assert verdict == Verdict("last-written-increases", "violated", *first)
+        assert verdict == CheckerResult("last-written-increases", "violated", *first)

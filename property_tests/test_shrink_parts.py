@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 
 from raceproof.sim import (
     Bounds,
+    CheckerResult,
     ChoiceSource,
     History,
     KeyedReplaySource,
     RandomSource,
     ReplaySource,
     RunOutcome,
-    Verdict,
     World,
     checker,
     execute,
@@ -47,7 +47,7 @@ def _model(predicate: Predicate) -> Callable[[ChoiceSource], RunOutcome]:
         world.spawn("a", actor())
 
     @checker("pred")
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         (op,) = history.of_kind("drew")
         values = list(op.get("values"))
         return violated("pred", op.index, f"{values}") if predicate(values) else ok("pred")

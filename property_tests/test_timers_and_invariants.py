@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from raceproof.sim import (
     Actor,
     Budget,
+    CheckerResult,
     Debounce,
     History,
     RandomSource,
     ReplaySource,
     Timer,
-    Verdict,
     World,
     always,
     checker,
@@ -224,13 +224,13 @@ def test_always_logs_the_first_violation_and_its_checker_reports_it() -> None:
 # -- @checker --------------------------------------------------------------------------------
 def test_checker_fills_in_its_name() -> None:
     @checker
-    def no_stop_after_resume(history: History) -> Verdict | None:
+    def no_stop_after_resume(history: History) -> CheckerResult | None:
         for op in history.of_kind("stop"):
             return violated(f"stopped at {op.time_ms} ms", op.index)
         return None
 
     @checker("explicit-name")
-    def undecided(history: History) -> Verdict:
+    def undecided(history: History) -> CheckerResult:
         return unknown("cannot tell") if len(history) else ok()
 
     history = History()
@@ -241,7 +241,7 @@ def test_checker_fills_in_its_name() -> None:
     assert checker_name(no_stop_after_resume) == "no-stop-after-resume"
 
     @checker("mine")
-    def wrong(history: History) -> Verdict:
+    def wrong(history: History) -> CheckerResult:
         return ok("someone-else")
 
     with pytest.raises(TypeError, match="checker mine returned"):

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from raceproof.sim import (
     Bounds,
     Checker,
+    CheckerResult,
     ChoiceSource,
     History,
     Runner,
     RunOutcome,
-    Verdict,
     VersionedStore,
     World,
     checker,
@@ -148,7 +148,7 @@ def build(world: World, toy: Toy) -> None:
 
 def make_checker(planted: str | None) -> Checker:
     @checker("not-planted")
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         finals = history.of_kind("final")
         if not finals:
             return unknown("not-planted", "no final state")

@@ -31,7 +31,7 @@ from raceproof.sim import (
     execute,
     violated,
 )
-from raceproof.sim.checkers import Verdict, checker
+from raceproof.sim.checkers import CheckerResult, checker
 from raceproof.sim.store import NodeExists
 
 
@@ -133,7 +133,7 @@ def build(world: World, variant: str, config: ZombieConfig) -> None:
 
 
 @checker
-def no_stale_command(history: History) -> Verdict | None:
+def no_stale_command(history: History) -> CheckerResult | None:
     newest = 0
     for op in history.of_kind("command"):
         if op.get("accepted"):

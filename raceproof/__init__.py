@@ -19,3 +19,12 @@ from raceproof.sim import *  # noqa: F403  (the kernel's public names are the AP
 from raceproof.sim import __all__ as _sim_all
 
 __all__ = ["RegistrationError", "Scenario", "ScenarioLoadError", "register", *_sim_all]
+
+
+def __getattr__(name: str) -> object:
+    """``Verdict``, the checker result's old name, still imports (with a DeprecationWarning)."""
+    if name == "Verdict":
+        from raceproof import sim
+
+        return sim.__getattr__(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,6 +22,8 @@ from typing import Any
 
 import matplotlib
 
+from raceproof.sim.verdicts import Verdict
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
@@ -70,7 +72,7 @@ def detection(rows: Sequence[Row]) -> list[Row]:
     for (scenario, variant, strategy), cells in _groups(
         search, "scenario", "variant", "strategy"
     ).items():
-        found = [r for r in cells if r["verdict"] == "violated"]
+        found = [r for r in cells if r["verdict"] == Verdict.VIOLATED]
         examples = [r["examples_to_violation"] for r in found]
         seconds = [r["seconds"] for r in found]
         table.append(
@@ -82,7 +84,7 @@ def detection(rows: Sequence[Row]) -> list[Row]:
                 "cells": len(cells),
                 "found": len(found),
                 "rate": len(found) / len(cells),
-                "errors": sum(r["verdict"] == "error" for r in cells),
+                "errors": sum(r["verdict"] == Verdict.ERROR for r in cells),
                 "examples_median": _median(examples),
                 "examples_max": max(examples, default=None),
                 "seconds_median": _median(seconds),
@@ -94,7 +96,7 @@ def detection(rows: Sequence[Row]) -> list[Row]:
 
 def distinct_counterexamples(rows: Sequence[Row]) -> list[Row]:
     """One entry per (scenario, variant, shrunk blob): how many cells found it, and by what."""
-    found = [r for r in rows if r["verdict"] == "violated" and r["blob"] is not None]
+    found = [r for r in rows if r["verdict"] == Verdict.VIOLATED and r["blob"] is not None]
     entries = []
     for (scenario, variant, blob), cells in _groups(found, "scenario", "variant", "blob").items():
         entries.append(
@@ -119,22 +121,22 @@ def failed_expectations(rows: Sequence[Row]) -> list[Row]:
         expected = cells[0]["expected"]
         search = [r for r in cells if r["kind"] == "search"]
         proofs = [r for r in cells if r["kind"] == "proof"]
-        errors = [r for r in cells if r["verdict"] == "error"]
-        violated = [r for r in search if r["verdict"] == "violated"]
+        errors = [r for r in cells if r["verdict"] == Verdict.ERROR]
+        violated = [r for r in search if r["verdict"] == Verdict.VIOLATED]
         whys = []
         if errors:
             whys.append(
                 f"{len(errors)} cell(s) crashed, e.g. {errors[0]['cell']}: {errors[0]['error']}"
             )
-        if expected == "ok" and violated:
+        if expected == Verdict.OK and violated:
             whys.append(
                 f"expected to hold, violated in {len(violated)} of {len(search)} search "
                 f"cells (first {violated[0]['cell']}, {violated[0]['checker']})"
             )
-        if expected == "violated" and search and not violated:
+        if expected == Verdict.VIOLATED and search and not violated:
             whys.append(f"expected a violation, none found in {len(search)} search cells")
         for proof in proofs:
-            if proof["verdict"] != "error" and not proof["met"]:
+            if proof["verdict"] != Verdict.ERROR and not proof["met"]:
                 whys.append(
                     f"proof {proof['verdict']} (complete={proof['complete']}), expected {expected}"
                 )
@@ -196,7 +198,7 @@ def baseline_diff(rows: Sequence[Row], old_rows: Sequence[Row]) -> list[Row]:
 
 def plot(rows: Sequence[Row], path: Path) -> bool:
     """Box plots of examples and seconds to the first violation per variant and strategy."""
-    found = [r for r in rows if r["kind"] == "search" and r["verdict"] == "violated"]
+    found = [r for r in rows if r["kind"] == "search" and r["verdict"] == Verdict.VIOLATED]
     groups = _groups(found, "scenario", "variant", "strategy")
     if not groups:
         return False

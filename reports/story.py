@@ -25,6 +25,7 @@ from raceproof.sim import Choice, History, Op
 from raceproof.sim import repro as repro_files
 from raceproof.sim.history import op_from_json
 from raceproof.sim.repro import CounterexampleError
+from raceproof.sim.verdicts import CheckStatus
 
 Clock = Literal["virtual", "wall"]
 
@@ -106,15 +107,16 @@ class Story:
 
     @property
     def violations(self) -> list[VerdictView]:
-        return [v for v in self.verdicts if v.status == "violated"]
+        return [v for v in self.verdicts if v.status == CheckStatus.VIOLATED]
 
     @property
     def status(self) -> str:
         if self.violations:
-            return "violated"
+            return CheckStatus.VIOLATED
         if not self.verdicts:
             return "not judged"
-        return "unknown" if any(v.status == "unknown" for v in self.verdicts) else "ok"
+        unknown = any(v.status == CheckStatus.UNKNOWN for v in self.verdicts)
+        return CheckStatus.UNKNOWN if unknown else CheckStatus.OK
 
     def violations_at(self, index: int) -> list[VerdictView]:
         return [v for v in self.violations if v.op_index == index]
@@ -214,7 +216,7 @@ def story_of_counterexample(path: Path) -> Story:
         verdicts=[
             VerdictView(
                 str(verdict.get("checker")),
-                str(verdict.get("status", "violated")),
+                str(verdict.get("status", CheckStatus.VIOLATED)),
                 verdict.get("op_index"),
                 str(verdict.get("message", "")),
             )

@@ -34,6 +34,7 @@ from raceproof.sim import (
 from raceproof.sim import configs as validation
 from raceproof.sim.explore import Progress
 from raceproof.sim.proof_plan import prove_parallel
+from raceproof.sim.verdicts import Verdict
 
 
 class UnknownName(LookupError):
@@ -149,14 +150,14 @@ class Scenario:
             for name, why in sorted(self.unreachable_probes.get(variant, {}).items())
         ]
         missing = [name for name in self.probes_for(variant) if not counts.get(name)]
-        if missing and verdict in ("ok", "inconclusive"):
+        if missing and verdict in (Verdict.OK, Verdict.INCONCLUSIVE):
             notes.insert(
                 0,
                 "race window never reached: probe(s) "
                 + ", ".join(repr(name) for name in missing)
                 + " reached by no run",
             )
-            verdict = "not-reached" if verdict == "ok" else verdict
+            verdict = Verdict.NOT_REACHED if verdict == Verdict.OK else Verdict(verdict)
         return verdict, counts, notes
 
     def prove(

@@ -6,7 +6,7 @@ build on what is re-exported here.
 
 from raceproof.sim.checkers import (
     Checker,
-    Verdict,
+    CheckerResult,
     checker,
     checker_name,
     first_violation,
@@ -80,6 +80,7 @@ from raceproof.sim.store import (
 )
 from raceproof.sim.timers import Debounce, Timer
 from raceproof.sim.visibility import reads_op_order
+from raceproof.sim.verdicts import CheckStatus
 from raceproof.sim.world import BoundHit, Bounds, Runner, RunOutcome, World, execute
 
 __all__ = [
@@ -95,7 +96,9 @@ __all__ = [
     "BoundHit",
     "Bounds",
     "Budget",
+    "CheckStatus",
     "Checker",
+    "CheckerResult",
     "Choice",
     "ChoiceSource",
     "ConnectionLoss",
@@ -143,7 +146,6 @@ __all__ = [
     "Transaction",
     "TransactionFailed",
     "TxOp",
-    "Verdict",
     "VersionedStore",
     "WatchEvent",
     "World",
@@ -184,3 +186,18 @@ __all__ = [
     "unknown",
     "violated",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``Verdict``, the checker result's old name, still imports, with a DeprecationWarning."""
+    if name == "Verdict":
+        import warnings
+
+        warnings.warn(
+            "raceproof.Verdict is renamed CheckerResult"
+            " (the verdict words are raceproof.sim.verdicts.Verdict)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return CheckerResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

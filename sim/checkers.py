@@ -18,17 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, overload
+from typing import Any, overload
 
 from raceproof.sim.history import History
-
-Status = Literal["ok", "violated", "unknown"]
+from raceproof.sim.verdicts import CheckStatus
 
 
 @dataclass(frozen=True)
-class Verdict:
+class CheckerResult:
+    """What one checker says about one history (named ``Verdict`` before; ``raceproof.Verdict`` is a deprecated alias)."""
+
     checker: str
-    status: Status
+    status: CheckStatus
     op_index: int | None = None
     message: str = ""
 
@@ -41,19 +42,19 @@ class Verdict:
         }
 
 
-Checker = Callable[[History], Verdict]
+Checker = Callable[[History], CheckerResult]
 
 
-def ok(checker: str = "", message: str = "") -> Verdict:
+def ok(checker: str = "", message: str = "") -> CheckerResult:
     """The property holds. ``ok()`` inside a ``@checker`` function; ``ok(name)`` outside."""
-    return Verdict(checker, "ok", None, message)
+    return CheckerResult(checker, CheckStatus.OK, None, message)
 
 
 @overload
-def violated(message: str, op_index: int | None, /) -> Verdict: ...
+def violated(message: str, op_index: int | None, /) -> CheckerResult: ...
 @overload
-def violated(checker: str, op_index: int | None, message: str, /) -> Verdict: ...
-def violated(*args: Any) -> Verdict:
+def violated(checker: str, op_index: int | None, message: str, /) -> CheckerResult: ...
+def violated(*args: Any) -> CheckerResult:
     """The property became false at op ``op_index``, for the reason ``message``.
 
     ``violated(message, op_index)`` inside a ``@checker`` function (the name is
@@ -71,22 +72,22 @@ def violated(*args: Any) -> Verdict:
         raise ValueError("a violation must say why")
     if not (op_index is None or isinstance(op_index, int)):
         raise TypeError(f"op_index must be an int, got {op_index!r}")
-    return Verdict(name, "violated", op_index, message)
+    return CheckerResult(name, CheckStatus.VIOLATED, op_index, message)
 
 
 @overload
-def unknown(message: str, /) -> Verdict: ...
+def unknown(message: str, /) -> CheckerResult: ...
 @overload
-def unknown(checker: str, message: str, /) -> Verdict: ...
-def unknown(*args: str) -> Verdict:
+def unknown(checker: str, message: str, /) -> CheckerResult: ...
+def unknown(*args: str) -> CheckerResult:
     """The history cannot tell. ``unknown(message)`` inside a ``@checker``; ``unknown(name, message)`` outside."""
     if len(args) not in (1, 2):
         raise TypeError(f"unknown takes (message) or (checker, message), got {args!r}")
     name, message = ("", args[0]) if len(args) == 1 else args
-    return Verdict(name, "unknown", None, message)
+    return CheckerResult(name, CheckStatus.UNKNOWN, None, message)
 
 
-CheckFunction = Callable[[History], Verdict | None]
+CheckFunction = Callable[[History], CheckerResult | None]
 
 
 @overload
@@ -111,11 +112,11 @@ def _named(name: str) -> Callable[[CheckFunction], Checker]:
         raise ValueError("a checker needs a name")
 
     def wrap(fn: CheckFunction) -> Checker:
-        def run(history: History) -> Verdict:
+        def run(history: History) -> CheckerResult:
             verdict = fn(history)
             if verdict is None:
                 return ok(name)
-            if not (isinstance(verdict, Verdict) and verdict.checker in ("", name)):
+            if not (isinstance(verdict, CheckerResult) and verdict.checker in ("", name)):
                 raise TypeError(f"checker {name} returned {verdict!r}")
             return replace(verdict, checker=name)  # it may have left its name blank
 
@@ -131,13 +132,13 @@ def checker_name(fn: Checker) -> str:
     return str(getattr(fn, "checker_name", fn.__name__))
 
 
-def run_checkers(history: History, checkers: Iterable[Checker]) -> list[Verdict]:
+def run_checkers(history: History, checkers: Iterable[Checker]) -> list[CheckerResult]:
     return [fn(history) for fn in checkers]
 
 
-def first_violation(verdicts: Iterable[Verdict]) -> Verdict | None:
+def first_violation(verdicts: Iterable[CheckerResult]) -> CheckerResult | None:
     """The violation that became false earliest in the history (None if none)."""
-    found = [v for v in verdicts if v.status == "violated"]
+    found = [v for v in verdicts if v.status == CheckStatus.VIOLATED]
     if not found:
         return None
     return min(found, key=lambda v: v.op_index if v.op_index is not None else 1 << 60)

@@ -22,6 +22,7 @@ from raceproof.sim.choices import ChoiceSource
 from raceproof.sim.exhaustive import ProofReport, prove
 from raceproof.sim.footprint_check import FootprintMismatch
 from raceproof.sim.state_cache import ending
+from raceproof.sim.verdicts import FINDINGS, CheckStatus
 from raceproof.sim.world import Runner, RunOutcome
 
 
@@ -38,7 +39,7 @@ def _walk(run: Runner, reduction: bool, **options: Any) -> tuple[ProofReport, se
 
 def _show(end: Any) -> str:
     status, verdicts, ops = end
-    failing = [name for name, verdict in verdicts if verdict != "ok"]
+    failing = [name for name, verdict in verdicts if verdict != CheckStatus.OK]
     shown = "; ".join(f"{time_ms} ms {actor} {kind}" for time_ms, actor, kind, _ in ops[:6])
     return f"{status}{' (' + ', '.join(failing) + ')' if failing else ''}: {shown}"
 
@@ -53,7 +54,7 @@ def cross_check(run: Runner, **options: Any) -> ProofReport:
     options.pop("check_footprints", None)
     reduced, reduced_endings = _walk(run, True, **options)
     full, full_endings = _walk(run, False, **options)
-    if full.verdict in ("violated", "error") and reduced.verdict not in ("violated", "error"):
+    if full.verdict in FINDINGS and reduced.verdict not in FINDINGS:
         raise FootprintMismatch(
             f"footprints are wrong: the reduced walk says {reduced.verdict} "
             f"({reduced.schedules} schedules) but the full walk finds {full.verdict} "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from raceproof.sim.checkers import Checker, Verdict, checker, ok, unknown, violated
+from raceproof.sim.checkers import Checker, CheckerResult, checker, ok, unknown, violated
 from raceproof.sim.history import History, Op
 
 DEFAULT_KEY = ("window", "key")
@@ -54,7 +54,7 @@ def no_duplicate_emission(name: str = "no-duplicate-emission") -> Checker:
     """No output row (by the pipeline's key) is emitted twice: a sink that does not deduplicate sees it."""
 
     @checker(name)
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         fields = key_fields(history)
         seen: dict[RowKey, int] = {}
         for op in history.of_kind("sink.row"):
@@ -76,7 +76,7 @@ def drain_emits_every_window(name: str = "drain-completeness") -> Checker:
     """After a drain, every row the reference expects from the inputs before it was emitted, as expected."""
 
     @checker(name)
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         requests = history.of_kind("drain.request")
         if not requests:
             return ok(name)
@@ -124,7 +124,7 @@ def state_matches_inputs(name: str = "replay-equivalence") -> Checker:
     """
 
     @checker(name)
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         fields = key_fields(history)
         keys_of = {
             str(op.get("file")): [tuple(str(p) for p in k) for k in op.get("keys") or []]

@@ -33,10 +33,9 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Literal
 
 from raceproof.sim.errors import KernelError, contract
-from raceproof.sim.explore import FINDINGS, Budget, Progress, count_probes
+from raceproof.sim.explore import Budget, Progress, count_probes
 from raceproof.sim.footprint_check import FootprintChecker
 from raceproof.sim.reduction import (
     Footprint,
@@ -47,9 +46,10 @@ from raceproof.sim.reduction import (
 )
 from raceproof.sim.shrink import shrink
 from raceproof.sim.state_cache import StateCache, StateSeen, compare, ending
+from raceproof.sim.verdicts import FINDINGS, Verdict
 from raceproof.sim.world import Runner, RunOutcome, SleepBlocked
 
-ProofVerdict = Literal["ok", "violated", "inconclusive", "error"]
+ProofVerdict = Verdict  # a proof is ok, violated, inconclusive or error (never not-reached)
 
 
 @dataclass
@@ -255,7 +255,7 @@ def prove(
             compare(node.visit[2], node.repeats, node.visit[0])
             cache.checked += 1
     complete = not pruned
-    verdict: ProofVerdict = "ok" if complete else "inconclusive"
+    verdict = Verdict.OK if complete else Verdict.INCONCLUSIVE
     report = ProofReport(
         verdict,
         complete,

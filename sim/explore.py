@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from raceproof.sim.choices import (
     SCHEDULE_LABEL,
@@ -24,6 +24,7 @@ from raceproof.sim.choices import (
     derive_seed,
 )
 from raceproof.sim.shrink import shrink
+from raceproof.sim.verdicts import FINDINGS, Verdict
 from raceproof.sim.world import Runner, RunOutcome
 
 SourceT = TypeVar("SourceT", bound=ChoiceSource)
@@ -32,8 +33,6 @@ STRATEGIES = ("random", "hypothesis", "pct")  # the gate's strategies
 # Every strategy a search may name; ``swarm`` (random over a random subset of the draw
 # kinds, see SwarmSource) is not in the gate until it is measured no worse there.
 SEARCH_STRATEGIES = (*STRATEGIES, "swarm")
-Verdict = Literal["violated", "ok", "inconclusive", "error"]
-FINDINGS = ("violated", "error")  # what ends a search: a violation, or the model's own exception
 Progress = Callable[[dict[str, Any]], None]
 
 
@@ -125,15 +124,17 @@ def _violated(
 
 def _out_of_time(strategy: str, examples: int, inconclusive: int, budget: Budget) -> SearchReport:
     note = f"the {budget.seconds}s budget ran out after {examples} of {budget.examples} examples"
-    return SearchReport(strategy, "inconclusive", examples, inconclusive, "seconds", notes=[note])
+    return SearchReport(
+        strategy, Verdict.INCONCLUSIVE, examples, inconclusive, "seconds", notes=[note]
+    )
 
 
 def _no_violation(strategy: str, examples: int, inconclusive: int) -> SearchReport:
     """Every example of the budget ran; inconclusive if any of them hit a bound."""
     notes = [f"no violation in {examples} examples (a search, not a proof)"]
-    verdict: Verdict = "ok"
+    verdict = Verdict.OK
     if inconclusive:
-        verdict = "inconclusive"
+        verdict = Verdict.INCONCLUSIVE
         notes.append(f"{inconclusive} runs hit a bound before finishing")
     return SearchReport(strategy, verdict, examples, inconclusive, "examples", notes=notes)
 
@@ -154,7 +155,7 @@ def explore_random(
         if budget.out_of_time():
             return _with(probes, _out_of_time(strategy, example, inconclusive, budget))
         outcome = run(searching(make(derive_seed(seed, example))))
-        inconclusive += outcome.status == "inconclusive"
+        inconclusive += outcome.status == Verdict.INCONCLUSIVE
         count_probes(probes, outcome)
         if progress:
             progress({"examples": example + 1, "status": outcome.status})
@@ -185,7 +186,7 @@ def explore_pct(
         if budget.out_of_time():
             return _with(probes, _out_of_time("pct", example, inconclusive, budget))
         outcome = run(searching(PCTSource(derive_seed(seed, example), depth, steps)))
-        inconclusive += outcome.status == "inconclusive"
+        inconclusive += outcome.status == Verdict.INCONCLUSIVE
         count_probes(probes, outcome)
         if progress:
             progress({"examples": example + 1, "status": outcome.status})
@@ -245,7 +246,7 @@ def explore_hypothesis(
                 counts["shrink"] += 1
             else:
                 counts["examples"] += 1
-                counts["inconclusive"] += outcome.status == "inconclusive"
+                counts["inconclusive"] += outcome.status == Verdict.INCONCLUSIVE
                 count_probes(probes, outcome)
                 if progress:
                     progress({"examples": counts["examples"], "status": outcome.status})
@@ -278,7 +279,7 @@ def _same_finding(first: RunOutcome, outcome: RunOutcome) -> bool:
     """``outcome`` is a finding of the same kind as ``first`` (an error at the same place)."""
     if first.error is not None:
         return first.error.same_as(outcome.error)
-    return outcome.status == "violated"
+    return outcome.status == Verdict.VIOLATED
 
 
 def explore(

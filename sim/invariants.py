@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from raceproof.sim.checkers import Checker, Verdict, checker, ok, violated
+from raceproof.sim.checkers import Checker, CheckerResult, checker, ok, violated
 from raceproof.sim.history import History
 from raceproof.sim.world import World
 
@@ -51,7 +51,7 @@ def invariant_checker(name: str) -> Checker:
     """The checker of invariant ``name``: violated at its ``invariant.violated`` op, else ok."""
 
     @checker(name)
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         for op in history.of_kind(INVARIANT_OP):
             if op.get("invariant") == name:
                 return violated(str(op.get("message")), op.index)

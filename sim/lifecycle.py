@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from raceproof.sim.checkers import Checker, Verdict, checker, ok, unknown, violated
+from raceproof.sim.checkers import Checker, CheckerResult, checker, ok, unknown, violated
 from raceproof.sim.history import History
 
 
@@ -32,7 +32,7 @@ def legal_transitions(name: str, legal: Iterable[tuple[str, str]]) -> Checker:
     allowed = frozenset(legal)
 
     @checker(name)
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         for op in history.of_kind("status.write"):
             before, after = op.get("from"), op.get("to")
             if before != after and (before, after) not in allowed:
@@ -55,7 +55,7 @@ def no_lost_update(name: str) -> Checker:
     """
 
     @checker(name)
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         for op in history.of_kind("status.write"):
             read, replaced = op.get("version_read"), op.get("version_overwritten")
             if op.get("from") == op.get("to"):
@@ -76,7 +76,7 @@ def acknowledged_resume_holds(name: str, running: str) -> Checker:
     """A resume that was acknowledged and not followed by a stop leaves the entity ``running``."""
 
     @checker(name)
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         finals = history.of_kind("final")
         if not finals:
             return unknown(name, "the run ended before the final statuses were read")
@@ -129,7 +129,7 @@ def processed_once(
     """
 
     @checker(name)
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         seen: dict[str, int] = {}  # entity -> op index of the work done for its last request
         for op in history.ops:
             if op.kind == request:
@@ -158,7 +158,7 @@ def no_uncaught_error(name: str = "no-uncaught-error") -> Checker:
     """No worker thread died with an error nobody was told about (``error.uncaught`` ops)."""
 
     @checker(name)
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         for op in history.of_kind("error.uncaught"):
             return violated(
                 name,

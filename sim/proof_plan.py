@@ -46,6 +46,7 @@ from raceproof.sim.reduction import (
     branch_options,
 )
 from raceproof.sim.shrink import shrink
+from raceproof.sim.verdicts import FINDINGS, Verdict
 from raceproof.sim.world import Runner, SleepBlocked
 
 
@@ -139,9 +140,9 @@ def split(
         skipped += asleep
         nodes.append(node)
     first = ProofReport(
-        "ok", True, 0, 1, 0, pruned, reduction=reduction, skipped_equivalent=skipped
+        Verdict.OK, True, 0, 1, 0, pruned, reduction=reduction, skipped_equivalent=skipped
     )
-    if outcome.status in ("violated", "error"):  # judged, as prove counts it
+    if outcome.status in FINDINGS:  # judged, as prove counts it
         first.verdict, first.found, first.schedules = outcome.status, outcome, 1
         first.probes = {name: 1 for name in outcome.probes}
     elif outcome.bound is not None:
@@ -189,7 +190,7 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
         for bound, count in report.pruned.items():
             pruned[bound] = pruned.get(bound, 0) + count
     winner = next((report for report in everything if report.found is not None), None)
-    verdict: ProofVerdict = "inconclusive" if pruned else "ok"
+    verdict: ProofVerdict = Verdict.INCONCLUSIVE if pruned else Verdict.OK
     if winner is not None:
         verdict = winner.verdict
     probes: dict[str, int] = {}
@@ -198,7 +199,7 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
             probes[name] = probes.get(name, 0) + count
     return ProofReport(
         verdict,
-        verdict == "ok",
+        verdict == Verdict.OK,
         schedules=sum(report.schedules for report in everything),
         runs=sum(report.runs for report in everything),
         max_deviations_seen=max(report.max_deviations_seen for report in everything),

@@ -28,6 +28,7 @@ from raceproof.sim.choices import (
 )
 from raceproof.sim.enumeration import Walk
 from raceproof.sim.errors import contract
+from raceproof.sim.verdicts import CheckStatus
 from raceproof.sim.world import Runner, RunOutcome
 
 
@@ -38,7 +39,7 @@ def shrink_key(outcome: RunOutcome) -> tuple[int, int, int, int]:
 
 def violates(outcome: RunOutcome, checker: str) -> bool:
     """The run violates ``checker`` (whether or not another checker failed first)."""
-    return any(v.checker == checker and v.status == "violated" for v in outcome.verdicts)
+    return any(v.checker == checker and v.status == CheckStatus.VIOLATED for v in outcome.verdicts)
 
 
 def same_finding(found: RunOutcome) -> Callable[[RunOutcome], bool]:

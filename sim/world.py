@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import simpy
 from simpy.core import EmptySchedule
@@ -35,7 +35,7 @@ from simpy.events import (
     Timeout,
 )
 
-from raceproof.sim.checkers import Checker, Verdict, first_violation, run_checkers, violated
+from raceproof.sim.checkers import Checker, CheckerResult, first_violation, run_checkers, violated
 from raceproof.sim.choices import Choice, ChoiceSource, RandomSource, ReplayMisaligned, ReplaySource
 from raceproof.sim.errors import KernelError
 from raceproof.sim.history import History, JSONValue
@@ -43,6 +43,7 @@ from raceproof.sim.model_errors import ModelError, model_error
 from raceproof.sim.nodes import Node, hold_paused
 from raceproof.sim.shared import Shared
 from raceproof.sim.visibility import OP_ORDER, observes_op_order
+from raceproof.sim.verdicts import CheckStatus, Verdict
 
 ProcessGenerator = Generator[Event, Any, Any]
 
@@ -574,7 +575,9 @@ class StepObserver(Protocol):
     def after_step(self, key: str | None, footprint: dict[str, bool] | None) -> None: ...
 
 
-RunStatus = Literal["ok", "violated", "inconclusive", "error"]
+RunStatus = (
+    Verdict  # a run is ok, violated, inconclusive (a bound, or a checker undecided) or error
+)
 
 
 @dataclass
@@ -582,7 +585,7 @@ class RunOutcome:
     """Everything one run produced."""
 
     status: RunStatus
-    verdicts: list[Verdict]
+    verdicts: list[CheckerResult]
     history: History
     choices: list[Choice]
     steps: int
@@ -597,7 +600,7 @@ class RunOutcome:
     actors_named: bool = True  # ``overtaken`` was recorded (see ``ChoiceSource.names_deviations``)
 
     @property
-    def violation(self) -> Verdict | None:
+    def violation(self) -> CheckerResult | None:
         return first_violation(self.verdicts)
 
     @property
@@ -633,7 +636,7 @@ def execute(
     world = World(source, bounds)
     world.op_order_read = observes_op_order(checkers)
     bound: str | None = None
-    crash: Verdict | None = None
+    crash: CheckerResult | None = None
     error: ModelError | None = None
     try:
         build(world)
@@ -643,7 +646,7 @@ def execute(
     except _CONTROL:  # a kernel bug or the search's control flow is never a finding
         raise
     except Exception as exc:
-        reason = "error"
+        reason = str(Verdict.ERROR)  # the run ended in the model's own exception
         error = model_error(exc)
         if violation_exceptions and isinstance(exc, violation_exceptions):
             reason = "crash"
@@ -657,7 +660,7 @@ def execute(
     if isinstance(source, ReplaySource):
         source.finish()
     world.log("kernel", "run.end", reason=reason, steps=world.steps)
-    verdicts: list[Verdict] = []
+    verdicts: list[CheckerResult] = []
     if error is None:
         try:
             verdicts = run_checkers(world.history, checkers)
@@ -669,13 +672,13 @@ def execute(
         verdicts.insert(0, crash)
     status: RunStatus
     if error is not None:
-        status = "error"
+        status = Verdict.ERROR
     elif first_violation(verdicts) is not None:
-        status = "violated"
-    elif bound is not None or any(v.status == "unknown" for v in verdicts):
-        status = "inconclusive"
+        status = Verdict.VIOLATED
+    elif bound is not None or any(v.status == CheckStatus.UNKNOWN for v in verdicts):
+        status = Verdict.INCONCLUSIVE
     else:
-        status = "ok"
+        status = Verdict.OK
     return RunOutcome(
         status=status,
         verdicts=verdicts,

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from raceproof.sim import repro as repro_files
+from raceproof.sim.verdicts import Verdict
 from raceproof.spark_integration.campaign_cells import (
     COLUMN_NAMES,
     COLUMNS,
@@ -92,6 +93,11 @@ class Summary:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def count(self, verdict: str) -> None:
+        """One more cell with ``verdict`` (kept as its plain word, as JSON and the text say it)."""
+        word = str(verdict)
+        self.verdicts[word] = self.verdicts.get(word, 0) + 1
 
 
 # -- the grid -----------------------------------------------------------------------
@@ -196,6 +202,11 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
     return read(out)
 
 
+def _plain(value: Any) -> Any:
+    """A verdict as its plain word: Spark accepts only exact ``str`` for a string column."""
+    return str(value) if isinstance(value, Verdict) else value
+
+
 def _write_rows(spark: Any, out: Path, rows: list[dict[str, Any]]) -> None:
     """Counterexample files first, then one Parquet append: a row never names a missing file."""
     if not rows:
@@ -207,7 +218,7 @@ def _write_rows(spark: Any, out: Path, rows: list[dict[str, Any]]) -> None:
             if not target.exists():
                 repro_files.write_atomically(target, text)
     schema = ", ".join(f"`{name}` {kind}" for name, kind, _doc in COLUMNS)
-    data = [tuple(row.get(name) for name in COLUMN_NAMES) for row in rows]
+    data = [tuple(_plain(row.get(name)) for name in COLUMN_NAMES) for row in rows]
     frame = spark.createDataFrame(data, schema)
     frame.coalesce(1).write.mode("append").parquet(str(out / RESULTS))
 
@@ -266,7 +277,9 @@ def expected_of(cell: Cell) -> str:
 
     scenario = CATALOGUE.get(cell.scenario)
     return (
-        "violated" if scenario is not None and cell.variant in scenario.expect_violation else "ok"
+        Verdict.VIOLATED
+        if scenario is not None and cell.variant in scenario.expect_violation
+        else Verdict.OK
     )
 
 
@@ -311,7 +324,7 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
         pending.extend(rows)
         ran.extend(comparable(r) | {"_executor": r["executor"]} for r in rows)
         for row in rows:
-            summary.verdicts[row["verdict"]] = summary.verdicts.get(row["verdict"], 0) + 1
+            summary.count(row["verdict"])
         if quiet:
             return
         say(f"  {len(ran)}/{len(todo)} cells  {time.perf_counter() - started:7.1f}s")
@@ -419,7 +432,7 @@ def _restore_sigint(previous: Any) -> None:
 # -- determinism across executors ---------------------------------------------------
 def cross_check(rows: list[dict[str, Any]], options: Options, say: Say) -> list[dict[str, Any]]:
     """Re-run a sample of the search cells in this (the driver's) process; compare cell hashes."""
-    candidates = [r for r in rows if r["kind"] == "search" and r["verdict"] != "error"]
+    candidates = [r for r in rows if r["kind"] == "search" and r["verdict"] != Verdict.ERROR]
     candidates.sort(key=lambda r: hashlib.sha256(r["cell"].encode()).hexdigest())
     checks = []
     for row in candidates[: options.cross_check]:

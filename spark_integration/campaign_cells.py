@@ -30,6 +30,7 @@ from typing import Any
 
 from raceproof.sim import Budget, Runner, RunOutcome, deviations, encode_blob, explore
 from raceproof.sim.reduction import Shard
+from raceproof.sim.verdicts import Verdict
 
 # (column, Spark SQL type, what it holds); the README's schema table is this list.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -56,7 +57,11 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("blob", "string", "the shrunk counterexample's choice blob"),
     ("deviations", "bigint", "deviations from FIFO of the shrunk counterexample"),
     ("counterexample", "string", "its file, relative to the campaign folder"),
-    ("error", "string", "what a crashed cell raised; for an inconclusive proof, what pruned it"),
+    (
+        "error",  # a column's name, not a verdict
+        "string",
+        "what a crashed cell raised; for an inconclusive proof, what pruned it",
+    ),
     ("tool_version", "string", "raceproof version that ran the cell"),
     ("git_commit", "string", "git commit of that raceproof"),
     ("executor", "string", "host:pid that ran the cell (varies between runs)"),
@@ -224,11 +229,11 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     from raceproof.scenarios.catalogue import get
 
     started = time.perf_counter()
-    row = empty_row(cell, "ok")
+    row = empty_row(cell, Verdict.OK)
     try:
         load_scenarios(cell.scenarios_base, cell.scenarios)
         scenario = get(cell.scenario)
-        expected = "violated" if cell.variant in scenario.expect_violation else "ok"
+        expected = Verdict.VIOLATED if cell.variant in scenario.expect_violation else Verdict.OK
         row["expected"] = expected
         config = scenario.config
         recorder = _Recorder(scenario.runner(cell.variant, config))
@@ -258,7 +263,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
                 scenario, cell.variant, config, shrunk, cell.strategy
             )
     except Exception as exc:
-        row["verdict"] = "error"
+        row["verdict"] = Verdict.ERROR
         row["error"] = _error_line(exc)
     row["seconds"] = round(time.perf_counter() - started, 4)
     return finish_row(row, row["expected"])
@@ -273,7 +278,7 @@ def _error_line(exc: BaseException) -> str:
 def error_row(cell: Cell, expected: str, message: str) -> dict[str, Any]:
     """The row of a cell whose task failed outside Python (a worker that died)."""
     row = empty_row(cell, expected)
-    row["verdict"] = "error"
+    row["verdict"] = Verdict.ERROR
     row["error"] = message[:1000]
     row["seconds"] = 0.0
     return finish_row(row, expected)

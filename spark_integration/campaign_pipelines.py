@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from raceproof.sim.verdicts import Verdict
 from raceproof.spark_integration.campaign import (
     CampaignError,
     Options,
@@ -39,7 +40,7 @@ Say = Callable[[str], None]
 
 def _row(pipeline: str, experiment: str, seed: int, verdict: str) -> dict[str, Any]:
     cell = Cell("pipeline", pipeline, experiment, "fault-experiment", seed, 1)
-    row = empty_row(cell, "ok")
+    row = empty_row(cell, Verdict.OK)
     row["cell"] = f"pipeline/{pipeline}/{experiment}/{seed}"
     row["verdict"] = verdict
     row["examples"] = 1
@@ -86,33 +87,34 @@ def run(
     )
     spark = spark if spark is not None else session.spark_session()
     base_key = f"pipeline/{pipeline.name}/baseline/0"
-    base_verdict = "ok"
+    base_verdict = Verdict.OK
     if base_key in done:
         summary.already_done += 1
-        base_verdict = next(str(r["verdict"]) for r in read_rows(out) if r["cell"] == base_key)
+        base_verdict = next(Verdict(r["verdict"]) for r in read_rows(out) if r["cell"] == base_key)
     else:
         tell(f"{pipeline.name}: baseline, no fault ...")
-        row = _row(pipeline.name, "baseline", 0, "ok")
+        row = _row(pipeline.name, "baseline", 0, Verdict.OK)
         began = time.monotonic()
         try:
             trial = baseline(spark, pipeline)
-            base_verdict = {"ok": "ok", "violated": "violated"}.get(trial.verdict, "error")
+            judged = trial.verdict in (Verdict.OK, Verdict.VIOLATED)
+            base_verdict = Verdict(trial.verdict) if judged else Verdict.ERROR
             row["checker"], row["trace_hash"] = trial.checker, trial.history.trace_hash()
-            row["error"] = None if base_verdict == "ok" else trial.message[:1000]
+            row["error"] = None if base_verdict == Verdict.OK else trial.message[:1000]
         except PipelineRaised as exc:
-            base_verdict, row["error"] = "error", str(exc)[:1000]
+            base_verdict, row["error"] = Verdict.ERROR, str(exc)[:1000]
         row["verdict"] = base_verdict
         row["seconds"] = round(time.monotonic() - began, 2)
-        _write_rows(spark, out, [finish_row(row, "ok")])
+        _write_rows(spark, out, [finish_row(row, Verdict.OK)])
         summary.ran += 1
-    summary.verdicts[base_verdict] = summary.verdicts.get(base_verdict, 0) + 1
-    if base_verdict == "ok":
+    summary.count(base_verdict)
+    if base_verdict == Verdict.OK:
         for number, (name, seed) in enumerate(cells, 1):
             if f"pipeline/{pipeline.name}/{name}/{seed}" in done:
                 summary.already_done += 1
                 continue
             tell(f"[{number}/{len(cells)}] {pipeline.name}: {name}, seed {seed} ...")
-            row = _row(pipeline.name, name, seed, "ok")
+            row = _row(pipeline.name, name, seed, Verdict.OK)
             try:
                 result = run_experiment(spark, name, pipeline, seed=seed)
                 row.update(
@@ -124,10 +126,10 @@ def run(
                     error=f"stock Spark: {result['stock']['stability']}",
                 )
             except PipelineRaised as exc:
-                row.update(verdict="error", error=str(exc)[:1000], seconds=0.0)
-            _write_rows(spark, out, [finish_row(row, "ok")])
+                row.update(verdict=Verdict.ERROR, error=str(exc)[:1000], seconds=0.0)
+            _write_rows(spark, out, [finish_row(row, Verdict.OK)])
             summary.ran += 1
-            summary.verdicts[row["verdict"]] = summary.verdicts.get(row["verdict"], 0) + 1
+            summary.count(row["verdict"])
     summary.seconds = round(time.monotonic() - started, 1)
     _write_manifest(out, options, summary)
     return summary

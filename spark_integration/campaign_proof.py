@@ -29,6 +29,7 @@ from raceproof.sim.exhaustive import ProofReport, prove
 from raceproof.sim.proof_plan import merge as merge_reports
 from raceproof.sim.proof_plan import split
 from raceproof.sim.shrink import shrink
+from raceproof.sim.verdicts import Verdict
 from raceproof.spark_integration.campaign_cells import (
     Cell,
     _error_line,
@@ -77,7 +78,7 @@ def prove_shard(cell: Cell, max_deviations: int | None, max_branch: int | None) 
 
     assert cell.shard is not None, "a proof-shard cell carries its shard"
     started = time.perf_counter()
-    result: dict[str, Any] = {"shard": cell.shard_index, "verdict": "ok", "virtual_ms": 0}
+    result: dict[str, Any] = {"shard": cell.shard_index, "verdict": Verdict.OK, "virtual_ms": 0}
     try:
         load_scenarios(cell.scenarios_base, cell.scenarios)
         scenario = get(cell.scenario)
@@ -97,7 +98,7 @@ def prove_shard(cell: Cell, max_deviations: int | None, max_branch: int | None) 
         result["virtual_ms"] = recorder.virtual_ms
         result["hash"] = recorder.digest.hexdigest()
     except Exception as exc:
-        result["verdict"] = "error"
+        result["verdict"] = Verdict.ERROR
         result["error"] = _error_line(exc)
     result["seconds"] = time.perf_counter() - started
     return result
@@ -124,7 +125,7 @@ def shard_cells(proof: Cell) -> tuple[list[Cell], ProofPlan]:
     started = time.perf_counter()
     load_scenarios(proof.scenarios_base, proof.scenarios)
     scenario = get(proof.scenario)
-    expected = "violated" if proof.variant in scenario.expect_violation else "ok"
+    expected = Verdict.VIOLATED if proof.variant in scenario.expect_violation else Verdict.OK
     run: Runner = scenario.runner(proof.variant, scenario.prove_config)
     recorder = _Recorder(run)
     max_dev, max_branch = scenario.prove_max_deviations, scenario.prove_max_branch
@@ -161,9 +162,9 @@ def merge(proof: Cell, plan: ProofPlan, shards: list[dict[str, Any]]) -> dict[st
     row["seconds"] = round(plan.seconds + sum(float(s["seconds"]) for s in shards), 4)
     row["shards"] = len(shards)
     row["cell_hash"] = digest.hexdigest()
-    errors = [s for s in shards if s["verdict"] == "error"]
+    errors = [s for s in shards if s["verdict"] == Verdict.ERROR]
     if errors:
-        row["verdict"] = "error"
+        row["verdict"] = Verdict.ERROR
         said = errors[0].get("error") or (errors[0].get("found") or {}).get("error")
         row["error"] = f"shard {errors[0]['shard']}: {said}"
         row["complete"] = False
@@ -171,12 +172,14 @@ def merge(proof: Cell, plan: ProofPlan, shards: list[dict[str, Any]]) -> dict[st
     total = merge_reports(plan.first, [ProofReport(**s["report"]) for s in shards])
     row["schedules"], row["examples"] = total.schedules, total.runs
     # The first violation in walk order: the first run's own, else the first shard's.
-    found = plan.found or next((s["found"] for s in shards if s["verdict"] == "violated"), None)
-    if found is not None and "error" in found:  # the FIFO run itself raised
-        row["verdict"], row["complete"] = "error", False
+    found = plan.found or next(
+        (s["found"] for s in shards if s["verdict"] == Verdict.VIOLATED), None
+    )
+    if found is not None and "error" in found:  # not a verdict: the FIFO run itself raised
+        row["verdict"], row["complete"] = Verdict.ERROR, False
         row.update(found)
     elif found is not None:
-        row["verdict"], row["complete"] = "violated", False
+        row["verdict"], row["complete"] = Verdict.VIOLATED, False
         row.update(found)
         row["counterexample"] = counterexample_name(row)
     else:

@@ -56,6 +56,7 @@ from raceproof.sim.dataflow import (
     no_duplicate_emission,
     state_matches_inputs,
 )
+from raceproof.sim.verdicts import Verdict
 from raceproof.spark_integration import generated, lifecycle, session
 from raceproof.spark_integration.faults import (
     BatchAbandon,
@@ -133,7 +134,7 @@ def baseline(spark: Any, pipeline: Pipeline) -> Trial:
         if failure is not None:
             run.note(f"the query failed with no fault injected: {failure}")
         trial = run.judge(DATA)
-        if failure is not None and trial.verdict == "ok":
+        if failure is not None and trial.verdict == Verdict.OK:
             trial.verdict, trial.message = "raised", "; ".join(run.notes)
         return trial
 
@@ -658,7 +659,7 @@ def applicable(pipeline: Pipeline) -> list[str]:
 
 def outcome(trial: dict[str, Any]) -> str:
     """One trial's outcome as a table cell: the verdict and, if violated, what failed."""
-    failed = trial["violated"] if trial["verdict"] == "violated" else []
+    failed = trial["violated"] if trial["verdict"] == Verdict.VIOLATED else []
     return trial["verdict"] + (f" ({', '.join(failed)})" if failed else "")
 
 
@@ -729,7 +730,7 @@ def run_experiment(
         "experiment": name,
         "variant": "guarded" if experiment.guard else "stock",
         "strategy": "fault-experiment",
-        "verdict": "violated" if broken else "ok",
+        "verdict": Verdict.VIOLATED if broken else Verdict.OK,
         "checker": broken[0] if broken else None,
         "examples": repeat,
         "fault": experiment.fault,

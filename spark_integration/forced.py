@@ -37,13 +37,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raceproof.models.kafka_streams import TASK
-from raceproof.sim import RunOutcome, Verdict
+from raceproof.sim import CheckerResult, RunOutcome
 from raceproof.sim.dataflow import (
     drain_emits_every_window,
     no_duplicate_emission,
     state_matches_inputs,
 )
 from raceproof.sim.history import History, Op
+from raceproof.sim.verdicts import Verdict
 from raceproof.spark_integration import session
 from raceproof.spark_integration.faults import WAIT_S, BatchGate, at_offsets_not_committed
 from raceproof.spark_integration.job import committed_batches
@@ -90,7 +91,7 @@ class ForcedTrial:
         return self.trial.history
 
     @property
-    def verdicts(self) -> list[Verdict]:
+    def verdicts(self) -> list[CheckerResult]:
         return self.trial.verdicts
 
     @property
@@ -113,7 +114,7 @@ class ForcedTrial:
     @property
     def status(self) -> str:
         """``violated`` only for a silent violation; a query that failed loudly is ``ok`` (told)."""
-        return "violated" if self.trial.verdict == "violated" else "ok"
+        return Verdict.VIOLATED if self.trial.verdict == Verdict.VIOLATED else Verdict.OK
 
     def side_by_side(self) -> str:
         width = max((len(s.sim) for s in self.steps), default=0)

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from itertools import combinations
 from typing import Any
 
-from raceproof.sim.checkers import Checker, Verdict, checker, ok, violated
+from raceproof.sim.checkers import Checker, CheckerResult, checker, ok, violated
 from raceproof.sim.choices import RandomSource
 from raceproof.sim.dataflow import describe as describe_key
 from raceproof.sim.dataflow import key_fields, row_key, row_of
@@ -132,7 +132,7 @@ def within_watermark_reference(name: str = "watermark-reference") -> Checker:
     """
 
     @checker(name)
-    def check(history: History) -> Verdict:
+    def check(history: History) -> CheckerResult:
         fields = key_fields(history)
         allowed = {
             tuple(str(p) for p in op.get("key") or []): list(op.get("rows") or [])

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from raceproof.sim import Checker, Verdict, first_violation, run_checkers
+from raceproof.sim import Checker, CheckerResult, first_violation, run_checkers
 from raceproof.sim.checkers import checker_name
 from raceproof.sim.dataflow import drain_emits_every_window
 from raceproof.sim.history import History
 from raceproof.sim.lifecycle import no_uncaught_error
+from raceproof.sim.verdicts import CheckStatus, Verdict
 from raceproof.spark_integration import session
 from raceproof.spark_integration.job import PipelineJob, Recorder
 from raceproof.spark_integration.pipeline import Pipeline, calling_user
@@ -38,12 +39,12 @@ class Trial:
     message: str
     history: History
     seconds: float
-    verdicts: list[Verdict]
+    verdicts: list[CheckerResult]
     notes: list[str] = field(default_factory=list)
 
     def violated(self) -> set[str]:
         """Every checker that failed (``checker`` names only the earliest)."""
-        return {v.checker for v in self.verdicts if v.status == "violated"}
+        return {v.checker for v in self.verdicts if v.status == CheckStatus.VIOLATED}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -117,13 +118,14 @@ class TrialRun:
             verdicts = [v for v in verdicts if v.checker not in CONSEQUENCES_OF_FAILURE]
         found = first_violation(verdicts)
         failures = [str(op.get("error")) for op in history.of_kind("query.failed")]
+        verdict: str  # a verdict word, or ``raised``: the query itself failed
         if found is not None:
-            verdict, message = "violated", found.message
+            verdict, message = Verdict.VIOLATED, found.message
         elif failing_at_end:
             verdict = "raised"
             message = "; ".join([*self.notes, f"the query fails with: {failures[-1]}"])
         else:
-            verdict, message = "ok", "; ".join(self.notes) or "every checker holds"
+            verdict, message = Verdict.OK, "; ".join(self.notes) or "every checker holds"
         return Trial(
             verdict,
             found.checker if found else None,

@@ -16,8 +16,8 @@ from simpy.events import Event
 
 from raceproof.sim import (
     BadVersion,
+    CheckerResult,
     History,
-    Verdict,
     VersionedStore,
     World,
     checker,
@@ -101,7 +101,7 @@ def _observer(world: World, store: VersionedStore, finished: list[Event]) -> Pro
 
 
 @checker("final-equals-acks")
-def final_equals_acks(history: History) -> Verdict:
+def final_equals_acks(history: History) -> CheckerResult:
     """The counter's final value equals the number of acknowledged increments."""
     finals = history.of_kind("final")
     if not finals:

@@ -8,7 +8,7 @@ Ops read: ``event.poll`` / ``event.done`` (``partition``), ``replay`` and
 
 from __future__ import annotations
 
-from raceproof.sim import History, Verdict, checker, ok, violated
+from raceproof.sim import CheckerResult, History, checker, ok, violated
 
 IN_FLIGHT, AGREEMENT, ACK, LAST_WRITTEN = (
     "one-event-in-flight",
@@ -19,7 +19,7 @@ IN_FLIGHT, AGREEMENT, ACK, LAST_WRITTEN = (
 
 
 @checker(IN_FLIGHT)
-def one_event_in_flight(history: History) -> Verdict:
+def one_event_in_flight(history: History) -> CheckerResult:
     """At most one event per partition is in flight, from poll to done."""
     busy: dict[int, int] = {}
     for op in history.of_kind("event.poll", "event.done"):
@@ -39,13 +39,13 @@ def one_event_in_flight(history: History) -> Verdict:
 
 
 @checker(AGREEMENT)
-def log_matches_state(history: History) -> Verdict:
+def log_matches_state(history: History) -> CheckerResult:
     """With no event in flight for a partition, its replayed and not reverted batches are its log."""
     state: dict[int, list[str]] = {}
     log: dict[int, list[str]] = {}
     in_flight: set[int] = set()
 
-    def compare(partition: int, index: int) -> Verdict | None:
+    def compare(partition: int, index: int) -> CheckerResult | None:
         mine, theirs = state.get(partition, []), log.get(partition, [])
         if mine == theirs:
             return None
@@ -84,7 +84,7 @@ def log_matches_state(history: History) -> Verdict:
 
 
 @checker(ACK)
-def ack_after_hwm(history: History) -> Verdict:
+def ack_after_hwm(history: History) -> CheckerResult:
     """A write is acknowledged only when HWM >= its offset + 1, at the offset where its batch is."""
     placed: dict[tuple[int, int], str] = {}
     for op in history.ops:
@@ -110,7 +110,7 @@ def ack_after_hwm(history: History) -> Verdict:
 
 
 @checker(LAST_WRITTEN)
-def last_written_increases(history: History) -> Verdict:
+def last_written_increases(history: History) -> CheckerResult:
     """lastWrittenOffset strictly increases per partition."""
     last: dict[int, int] = {}
     for op in history.of_kind("last-written"):

@@ -9,13 +9,13 @@ Ops read: ``checkpoint.write`` and ``seek`` (``offset``, ``store_from``,
 
 from __future__ import annotations
 
-from raceproof.sim import History, Verdict, checker, ok, unknown, violated
+from raceproof.sim import CheckerResult, History, checker, ok, unknown, violated
 
 SOUNDNESS, STALE, LOST = "checkpoint-soundness", "no-stale-read", "no-record-lost"
 
 
 @checker(SOUNDNESS)
-def checkpoint_soundness(history: History) -> Verdict:
+def checkpoint_soundness(history: History) -> CheckerResult:
     """A checkpoint or seek at offset C means the store in that directory has every offset below C."""
     for op in history.of_kind("checkpoint.write", "seek"):
         offset = int(op.get("offset") or 0)
@@ -32,7 +32,7 @@ def checkpoint_soundness(history: History) -> Verdict:
 
 
 @checker(STALE)
-def no_stale_read(history: History) -> Verdict:
+def no_stale_read(history: History) -> CheckerResult:
     """Offsets used for a seek or a checkpoint come from the directory generation current at use."""
     for op in history.of_kind("checkpoint.write", "seek"):
         loaded, current = op.get("loaded_generation"), op.get("generation")
@@ -47,7 +47,7 @@ def no_stale_read(history: History) -> Verdict:
 
 
 @checker(LOST)
-def no_record_lost(history: History) -> Verdict:
+def no_record_lost(history: History) -> CheckerResult:
     """After the final restore the store holds every record of the changelog."""
     restores = history.of_kind("restore.done")
     if not restores:

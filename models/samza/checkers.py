@@ -10,7 +10,7 @@ Ops read: ``drain.inject`` (``ssp``, ``marker_offset``), ``process`` (``ssp``,
 
 from __future__ import annotations
 
-from raceproof.sim import History, Verdict, checker, ok, unknown, violated
+from raceproof.sim import CheckerResult, History, checker, ok, unknown, violated
 
 CURRENT_RUN = "run1"
 COMPLETE, ISOLATION, AGGREGATION, COMMITS, LIVENESS = (
@@ -23,7 +23,7 @@ COMPLETE, ISOLATION, AGGREGATION, COMMITS, LIVENESS = (
 
 
 @checker(COMPLETE)
-def drain_completeness(history: History) -> Verdict:
+def drain_completeness(history: History) -> CheckerResult:
     """Nothing is left for the new deployment: sources processed up to their marker and
     committed past it, nothing after a marker processed, every intermediate partition
     consumed to its end, every window pane fired."""
@@ -83,7 +83,7 @@ def drain_completeness(history: History) -> Verdict:
 
 
 @checker(ISOLATION)
-def run_isolation(history: History) -> Verdict:
+def run_isolation(history: History) -> CheckerResult:
     """Only the current run's notifications and DrainMessages have an effect."""
     for op in history.of_kind("drain.notified", "drain.enter"):
         if op.get("run_id") != CURRENT_RUN:
@@ -97,7 +97,7 @@ def run_isolation(history: History) -> Verdict:
 
 
 @checker(AGGREGATION)
-def drain_aggregation(history: History) -> Verdict:
+def drain_aggregation(history: History) -> CheckerResult:
     """An intermediate partition is drained only after DrainMessages from every upstream task."""
     for op in history.of_kind("ssp.drained"):
         expected = op.get("expected")
@@ -113,7 +113,7 @@ def drain_aggregation(history: History) -> Verdict:
 
 
 @checker(COMMITS)
-def commit_discipline(history: History) -> Verdict:
+def commit_discipline(history: History) -> CheckerResult:
     """No async commit while draining; no task exits with a commit pending."""
     for op in history.of_kind("commit", "task.shutdown"):
         if op.kind == "commit" and op.get("mode") == "async" and op.get("draining"):
@@ -126,7 +126,7 @@ def commit_discipline(history: History) -> Verdict:
 
 
 @checker(LIVENESS)
-def drain_liveness(history: History) -> Verdict:
+def drain_liveness(history: History) -> CheckerResult:
     """The drain finishes within the scenario's bound (hitting it is this checker's violation)."""
     timeouts = history.of_kind("drain.timeout")
     if timeouts:

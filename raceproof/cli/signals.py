@@ -34,6 +34,7 @@ from typing import Any
 
 from raceproof.runs import processes
 from raceproof.sim import RunOutcome, deviations
+from raceproof.sim.verdicts import Verdict
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 
@@ -130,7 +131,7 @@ class Coverage:
         def counted(source: Any) -> RunOutcome:
             outcome = run(source)
             self.runs += 1
-            if outcome.status == "violated":
+            if outcome.status == Verdict.VIOLATED:
                 if self.first_violation_at is None:
                     self.first_violation_at = self.runs
                 if self.best is None or deviations(outcome.values) < deviations(self.best.values):

@@ -34,6 +34,7 @@ from typing import Any
 from raceproof.runs import runner
 from raceproof.scenarios.catalogue import Scenario, UnknownName, get
 from raceproof.sim import STRATEGIES, Budget, RunOutcome, explore
+from raceproof.sim.verdicts import ExitCode, GateStatus, Verdict, gate_exit_code
 
 Clock = Callable[[], float]
 
@@ -91,8 +92,8 @@ class CheckResult:
     scenario: str
     variant: str
     kind: str  # "random", "hypothesis", "pct" or "prove"
-    expected: str  # "violated" or "ok"
-    verdict: str  # "violated", "ok", "inconclusive", "not-reached" or "error"
+    expected: Verdict  # violated or ok
+    verdict: Verdict  # violated, ok, inconclusive, not-reached or error
     examples: int = 0
     seconds: float = 0.0
     seed: int | None = None
@@ -106,14 +107,10 @@ class CheckResult:
     error: dict[str, Any] | None = None  # the model's exception (verdict ``error``)
 
     @property
-    def status(self) -> str:
+    def status(self) -> GateStatus:
         """pass; fail (the opposite verdict); error (the model raised: never a pass);
         inconclusive (a bound or budget was hit, or the race window was never reached)."""
-        if self.verdict == self.expected:
-            return "pass"
-        if self.verdict == "error":
-            return "error"
-        return "inconclusive" if self.verdict in ("inconclusive", "not-reached") else "fail"
+        return GateStatus.of(self.expected, self.verdict)
 
     @property
     def cell(self) -> str:
@@ -124,7 +121,12 @@ class CheckResult:
             text = f"{self.verdict}@{self.examples}{devs}"
         if self.probes:
             text += f" r{min(self.probes.values())}"  # runs that reached the least-reached probe
-        mark = {"pass": "", "fail": " FAIL", "error": " ERROR", "inconclusive": " ?"}[self.status]
+        mark = {
+            GateStatus.PASS: "",
+            GateStatus.FAIL: " FAIL",
+            GateStatus.ERROR: " ERROR",
+            GateStatus.INCONCLUSIVE: " ?",
+        }[self.status]
         return f"{text} {self.seconds:.1f}s{mark}"
 
     def explain(self) -> str:
@@ -152,13 +154,13 @@ class CheckResult:
         return {**asdict(self), "status": self.status}
 
 
-def _expected(scenario: Scenario, variant: str, expect: str | None = None) -> str:
+def _expected(scenario: Scenario, variant: str, expect: str | None = None) -> Verdict:
     """``expect`` if given (it must be ``ok`` or ``violated``), else what the catalogue says."""
-    if expect is not None and expect not in ("ok", "violated"):
+    if expect is not None and expect not in (Verdict.OK, Verdict.VIOLATED):
         raise UnknownName(f"expect must be 'ok' or 'violated', got {expect!r}")
     if expect is not None:
-        return expect
-    return "violated" if variant in scenario.expect_violation else "ok"
+        return Verdict(expect)
+    return Verdict.VIOLATED if variant in scenario.expect_violation else Verdict.OK
 
 
 def _seed(profile: Profile) -> int:
@@ -176,7 +178,7 @@ def _found(
         result.run_text = runner.error_text(shrunk, None)
         return  # no counterexample file: an error is not a violation to replay
     result.run_text = outcome_text(shrunk, f"== {scenario.name} / {result.variant}")
-    if out_dir is not None and result.status != "pass":
+    if out_dir is not None and result.status != GateStatus.PASS:
         path = runner.save_counterexample(
             out_dir, scenario, result.variant, config, shrunk, result.kind
         )
@@ -229,9 +231,10 @@ def run_explore(
 def _judge_probes(result: CheckResult, scenario: Scenario, reached: dict[str, int]) -> None:
     """The probes' counts into ``result``; an ``ok`` whose race window was never reached is not."""
     verdict, result.probes, notes = scenario.judge_probes(result.variant, result.verdict, reached)
-    result.verdict = verdict
+    result.verdict = Verdict(verdict)
     # the reason a verdict became not-reached goes first; otherwise the search's own notes do
-    result.notes = [*notes, *result.notes] if verdict == "not-reached" else [*result.notes, *notes]
+    first = verdict == Verdict.NOT_REACHED
+    result.notes = [*notes, *result.notes] if first else [*result.notes, *notes]
 
 
 def run_prove(
@@ -312,15 +315,10 @@ def run_job(
     )
 
 
-def exit_code(results: Sequence[CheckResult]) -> int:
+def exit_code(results: Sequence[CheckResult]) -> ExitCode:
     """1 if any expectation failed, else 4 if a model raised, else 3 if any was
     inconclusive or not reached, else 0."""
-    statuses = {r.status for r in results}
-    if "fail" in statuses:
-        return runner.EXIT_VIOLATED
-    if "error" in statuses:
-        return runner.EXIT_ERROR
-    return runner.EXIT_INCONCLUSIVE if "inconclusive" in statuses else runner.EXIT_OK
+    return gate_exit_code({r.status for r in results})
 
 
 def table(results: Sequence[CheckResult], profile: Profile) -> str:
@@ -333,15 +331,12 @@ def table(results: Sequence[CheckResult], profile: Profile) -> str:
     lines = [header]
     for (name, variant), cells in rows.items():
         statuses = {c.status for c in cells.values()}
-        outcome = (
-            "FAIL"
-            if "fail" in statuses
-            else "ERROR"
-            if "error" in statuses
-            else "?"
-            if "inconclusive" in statuses
-            else "ok"
-        )
+        outcome = {
+            ExitCode.VIOLATED: "FAIL",
+            ExitCode.ERROR: "ERROR",
+            ExitCode.INCONCLUSIVE: "?",
+            ExitCode.OK: Verdict.OK,
+        }[gate_exit_code(statuses)]
         expected = next(iter(cells.values())).expected
         lines.append(
             (
@@ -364,8 +359,8 @@ def junit(results: Sequence[CheckResult], seconds: float) -> str:
         "testsuite",
         name="raceproof check",
         tests=str(len(results)),
-        failures=str(sum(r.status in ("fail", "error") for r in results)),
-        errors=str(sum(r.status == "inconclusive" for r in results)),
+        failures=str(sum(r.status in (GateStatus.FAIL, GateStatus.ERROR) for r in results)),
+        errors=str(sum(r.status == GateStatus.INCONCLUSIVE for r in results)),
         time=f"{seconds:.3f}",
     )
     for r in results:
@@ -380,11 +375,12 @@ def junit(results: Sequence[CheckResult], seconds: float) -> str:
             properties = ET.SubElement(case, "properties")
             for name, count in r.probes.items():
                 ET.SubElement(properties, "property", name=f"probe:{name}", value=str(count))
-        if r.status in ("fail", "error"):
+        if r.status in (GateStatus.FAIL, GateStatus.ERROR):
             ET.SubElement(
                 case, "failure", message=f"expected {r.expected}, got {r.verdict}"
             ).text = r.explain()
-        elif r.status == "inconclusive":
-            ET.SubElement(case, "error", message=r.verdict).text = r.explain()
+        elif r.status == GateStatus.INCONCLUSIVE:
+            # JUnit's <error> element (not a verdict): an undecided result is neither pass nor fail
+            ET.SubElement(case, "error", message=r.verdict).text = r.explain()  # not a verdict
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

@@ -42,6 +42,7 @@ from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.sim import CounterexampleError
 from raceproof.sim.configs import BadInput
+from raceproof.sim.verdicts import Verdict
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -208,7 +209,7 @@ class CounterexampleItem(pytest.Item):
         if replayed.verdict == self.expected:
             return
         text = gate.outcome_text(replayed.outcome, f"== replay on {self.variant} ({replayed.mode})")
-        if replayed.verdict == "not-reached":
+        if replayed.verdict == Verdict.NOT_REACHED:
             message = (
                 f"not reached: {replayed.reason} (a replay that is not reached is never a pass)"
             )

@@ -27,6 +27,7 @@ from raceproof.scenarios.catalogue import get
 from raceproof.sim import Bounds, Budget, RandomSource, World, explore
 from raceproof.sim.explore import searching
 from raceproof.sim.shared import whole_object_footprints
+from raceproof.sim.verdicts import Verdict
 
 Progress = Callable[[str], None] | None
 
@@ -435,7 +436,7 @@ def examples_to_violation(
     counts, found = [], 0
     for seed in range(seeds):
         report = explore(runner, strategy, seed, Budget(examples=max_examples))
-        found += report.verdict == "violated"
+        found += report.verdict == Verdict.VIOLATED
         counts.append(report.examples)
     return {
         "found": f"{found}/{seeds}",

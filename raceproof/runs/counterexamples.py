@@ -51,6 +51,7 @@ from raceproof.sim import (
     keyed_deviations,
 )
 from raceproof.sim import repro as repro_files
+from raceproof.sim.verdicts import Verdict
 
 
 class OutOfDate(ValueError):
@@ -73,7 +74,7 @@ class Loaded:
 class Replayed:
     variant: str
     mode: str  # "exact" on the counterexample's own variant, "keyed" on another
-    verdict: str  # "violated", "ok", "inconclusive" or "not-reached"
+    verdict: Verdict  # violated, ok, inconclusive or not-reached
     outcome: RunOutcome
     not_reached: list[str] = field(default_factory=list)  # "label#occurrence=value"
     reason: str = ""  # why the verdict is not-reached
@@ -129,15 +130,15 @@ def replay_on(loaded: Loaded, variant: str | None) -> Replayed:
         for (label, occurrence), value in sorted(wanted.items())
         if taken.get((label, occurrence)) != value
     ]
-    verdict: str = outcome.status
+    verdict = outcome.status
     reason = ""
-    if verdict == "error":
+    if verdict == Verdict.ERROR:
         pass  # the model raised: that is the verdict, whatever was reached
-    elif verdict != "violated" and missing:
-        verdict = "not-reached"
+    elif verdict != Verdict.VIOLATED and missing:
+        verdict = Verdict.NOT_REACHED
         reason = f"its deviations {', '.join(missing)} never came up on {variant}"
-    elif verdict != "violated" and variant in loaded.scenario.expect_violation:
-        verdict = "not-reached"
+    elif verdict != Verdict.VIOLATED and variant in loaded.scenario.expect_violation:
+        verdict = Verdict.NOT_REACHED
         reason = (
             f"{variant} is expected to violate and this schedule does not reach its race "
             "window (every deviation was taken)"
@@ -157,7 +158,7 @@ class Staleness:
 
     @property
     def still_violates(self) -> bool:
-        return self.outcome.status == "violated"
+        return self.outcome.status == Verdict.VIOLATED
 
     def sentence(self, path: Path) -> str:
         """One line: whether the same choices still violate, and what to do."""
@@ -220,12 +221,12 @@ def rerecord(loaded: Loaded) -> Staleness | None:
     return stale
 
 
-def regression_expectations(loaded: Loaded) -> list[tuple[str, str]]:
+def regression_expectations(loaded: Loaded) -> list[tuple[str, Verdict]]:
     """(variant, expected verdict): its own must violate, every variant expected to hold must hold."""
     cx, scenario = loaded.counterexample, loaded.scenario
-    expectations = [(cx.variant, "violated")]
+    expectations = [(cx.variant, Verdict.VIOLATED)]
     expectations += [
-        (v, "ok")
+        (v, Verdict.OK)
         for v in scenario.variants
         if v not in scenario.expect_violation and v != cx.variant
     ]

@@ -23,17 +23,13 @@ from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import Scenario, config_to_json
 from raceproof.sim import Counterexample, RunOutcome, deviations, encode_blob
 from raceproof.sim import repro as repro_files
+from raceproof.sim.verdicts import ExitCode
 
-EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
-EXIT_ERROR = 4  # the model, workload or checker raised: the verdict ``error``, never a found race
-EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in raceproof itself, never mistaken for a found race
-EXIT_FOR_VERDICT = {
-    "ok": EXIT_OK,
-    "violated": EXIT_VIOLATED,
-    "inconclusive": EXIT_INCONCLUSIVE,
-    "not-reached": EXIT_INCONCLUSIVE,  # a declared race window was never reached: never a pass
-    "error": EXIT_ERROR,
-}
+# The exit codes and the verdict -> exit code mapping live in raceproof.sim.verdicts; these
+# names are kept for the commands that import them from here.
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = ExitCode.OK, ExitCode.VIOLATED, ExitCode.USAGE
+EXIT_INCONCLUSIVE, EXIT_ERROR = ExitCode.INCONCLUSIVE, ExitCode.ERROR
+EXIT_INTERNAL = ExitCode.INTERNAL
 
 
 @cache

@@ -42,6 +42,7 @@ from raceproof.sim import (
 )
 from raceproof.sim import repro as repro_files
 from raceproof.sim.errors import contract
+from raceproof.sim.verdicts import CheckStatus
 
 
 class _Placing(ChoiceSource):
@@ -121,7 +122,7 @@ def attach_counterpart(
     for deviation, key in reversed(list(zip(story.deviations, keys, strict=True))):
         others = {k: v for k, v in keyed.items() if k != key}
         run, positions = placed_run(scenario, variant, config, KeyedReplaySource(others))
-        still = {v.checker for v in run.verdicts if v.status == "violated"}
+        still = {v.checker for v in run.verdicts if v.status == CheckStatus.VIOLATED}
         rank = 0 if not still else 1 if violation.checker not in still else 2
         tried.append((rank, deviation, run, positions))
         if rank == 0:
@@ -141,7 +142,9 @@ def attach_counterpart(
             f"`{deviation.sentence()}`, `{violation.checker}` still fails; {where}."
         )
     others_failing = [
-        v for v in run.verdicts if v.status == "violated" and v.checker != violation.checker
+        v
+        for v in run.verdicts
+        if v.status == CheckStatus.VIOLATED and v.checker != violation.checker
     ]
     for v in others_failing:
         note += f" (That run still fails `{v.checker}` at op #{v.op_index}: {v.message}.)"

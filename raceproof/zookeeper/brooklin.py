@@ -16,13 +16,14 @@ from kazoo.client import KazooClient
 from raceproof.models.brooklin import CHECKERS, BrooklinConfig, Cluster
 from raceproof.sim import (
     SCHEDULE_LABEL,
+    CheckerResult,
     RunOutcome,
-    Verdict,
     first_violation,
     keyed_deviations,
     run_checkers,
 )
 from raceproof.sim.history import History
+from raceproof.sim.verdicts import CheckStatus, Verdict
 from raceproof.zookeeper.kazoo_store import KazooStore
 from raceproof.zookeeper.server import run_chroot
 from raceproof.zookeeper.threads import Checkpoint, Sequencer, ThreadRuntime
@@ -31,7 +32,7 @@ from raceproof.zookeeper.threads import Checkpoint, Sequencer, ThreadRuntime
 @dataclass
 class RealRun:
     history: History
-    verdicts: list[Verdict]
+    verdicts: list[CheckerResult]
     finished: bool
     diverged: str | None
     followed: int  # checkpoints passed in the forced order
@@ -41,12 +42,16 @@ class RealRun:
     errors: list[str]
 
     @property
-    def status(self) -> str:
+    def status(self) -> Verdict:
         if first_violation(self.verdicts) is not None:
-            return "violated"
-        if not self.finished or self.diverged or any(v.status == "unknown" for v in self.verdicts):
-            return "inconclusive"
-        return "ok"
+            return Verdict.VIOLATED
+        if (
+            not self.finished
+            or self.diverged
+            or any(v.status == CheckStatus.UNKNOWN for v in self.verdicts)
+        ):
+            return Verdict.INCONCLUSIVE
+        return Verdict.OK
 
 
 def forced_order(simulated: RunOutcome) -> list[Checkpoint]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import raceproof
-from raceproof import History, Scenario, Verdict, VersionedStore, World, ZkClient
+from raceproof import CheckerResult, History, Scenario, VersionedStore, World, ZkClient
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def build(world: World, variant: str, config: LeaseConfig) -> None:
 
 
 @raceproof.checker
-def writes_in_lock_order(history: History) -> Verdict | None:
+def writes_in_lock_order(history: History) -> CheckerResult | None:
     """An accepted write never carries an older fencing token than one accepted before it."""
     newest = 0
     for op in history.of_kind("storage.write"):

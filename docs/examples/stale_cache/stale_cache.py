@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import raceproof
-from raceproof import History, Scenario, Verdict, VersionedStore, World
+from raceproof import CheckerResult, History, Scenario, VersionedStore, World
 
 VARIANTS = {
     "buggy": "on a miss, read the database, then set the cache",
@@ -87,7 +87,7 @@ def build(world: World, variant: str, config: CacheConfig) -> None:
 
 
 @raceproof.checker
-def cache_not_stale(history: History) -> Verdict | None:
+def cache_not_stale(history: History) -> CheckerResult | None:
     """Once everyone is done, the cache holds the database's value or nothing."""
     finals = history.of_kind("final")
     if not finals:

@@ -20,6 +20,7 @@ from raceproof.cli.commands.common import StatusLine, UsageError, add_command
 from raceproof.cli.validation import MAX_EXAMPLES, int_in, non_empty, prepare_output_dir
 from raceproof.runs import runner
 from raceproof.sim import STRATEGIES
+from raceproof.sim.verdicts import Verdict
 
 MAX_SEEDS = 1_000_000
 MAX_CROSS_CHECK = 10_000
@@ -93,7 +94,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     failed = failed_expectations(rows)
     determinism_failures = [c for c in summary.determinism if not c["same"]]
     result: dict[str, Any] = {
-        "verdict": "violated" if failed or determinism_failures else "ok",
+        "verdict": Verdict.VIOLATED if failed or determinism_failures else Verdict.OK,
         "out": args.out,
         "rows": len(rows),
         "failed_expectations": failed,
@@ -135,7 +136,13 @@ def pipeline_campaign(args: argparse.Namespace) -> int:
         )
     rows = campaign.read_rows(Path(args.out))
     verdicts = summary.verdicts
-    verdict = "violated" if verdicts.get("violated") else "error" if verdicts.get("error") else "ok"
+    verdict = (
+        Verdict.VIOLATED
+        if verdicts.get(Verdict.VIOLATED)
+        else Verdict.ERROR
+        if verdicts.get(Verdict.ERROR)
+        else Verdict.OK
+    )
     if args.json:
         print(
             json.dumps(
@@ -150,9 +157,9 @@ def pipeline_campaign(args: argparse.Namespace) -> int:
             f"verdicts {verdicts}"
         )
         print(f"report: raceproof report {args.out}")
-    if verdict == "error":
+    if verdict == Verdict.ERROR:
         return EXIT_PIPELINE_ERROR
-    return runner.EXIT_VIOLATED if verdict == "violated" else runner.EXIT_OK
+    return runner.EXIT_VIOLATED if verdict == Verdict.VIOLATED else runner.EXIT_OK
 
 
 def is_campaign_dir(path: Path) -> bool:
@@ -181,7 +188,7 @@ def report_campaign(args: argparse.Namespace) -> int:
     written = campaign_report.write_report(folder, baseline, formats=chosen)
     written["timelines"] = str(len(timelines))
     if args.json:
-        print(json.dumps({"verdict": "ok", "reports": written}, sort_keys=True))
+        print(json.dumps({"verdict": Verdict.OK, "reports": written}, sort_keys=True))
     else:
         for kind, path in sorted(written.items()):
             print(f"{kind}: {path}")

@@ -37,6 +37,7 @@ from raceproof.gate import expectations as gate
 from raceproof.runs import processes, runner
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import ORIGINS, all_scenarios, get
+from raceproof.sim.verdicts import ExitCode, GateStatus
 
 
 def _init_worker(entries: list[str], parent_pid: int) -> None:
@@ -142,13 +143,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     if any(r.probes for r in results):
         print("rN: examples (or schedules) that reached the least-reached race-window probe")
     for result in results:
-        if result.status != "pass":
+        if result.status != GateStatus.PASS:
             print("\n" + result.explain())
     verdict = {
-        0: "every expectation holds",
-        1: "SOME EXPECTATIONS FAILED",
-        4: "A MODEL RAISED (verdict error: a crash, not a found race)",
-        3: "some expectations were inconclusive or their race window "
+        ExitCode.OK: "every expectation holds",
+        ExitCode.VIOLATED: "SOME EXPECTATIONS FAILED",
+        ExitCode.ERROR: "A MODEL RAISED (verdict error: a crash, not a found race)",
+        ExitCode.INCONCLUSIVE: "some expectations were inconclusive or their race window "
         "was never reached (nothing failed)",
     }[code]
     print(f"\n{verdict}: {len(results)} checks, profile {profile.name}, {seconds}s")

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from raceproof.cli import signals
 from raceproof.cli.validation import non_empty
-from raceproof.runs import runner
 from raceproof.scenarios.catalogue import (
     Scenario,
     get,
@@ -24,6 +23,7 @@ from raceproof.scenarios.catalogue import (
 from raceproof.sim import (
     RunOutcome,
 )
+from raceproof.sim.verdicts import EXIT_FOR_VERDICT, ExitCode, Verdict
 
 if TYPE_CHECKING:
     from raceproof.reports.story import Story
@@ -39,7 +39,7 @@ def emit(args: argparse.Namespace, result: dict[str, Any], human: Callable[[], N
         print(json.dumps(result, sort_keys=True, allow_nan=False))
     else:
         human()
-    return runner.EXIT_FOR_VERDICT.get(str(result.get("verdict")), runner.EXIT_OK)
+    return EXIT_FOR_VERDICT.get(str(result.get("verdict")), ExitCode.OK)  # type: ignore[call-overload]
 
 
 def judge_probes(
@@ -51,7 +51,7 @@ def judge_probes(
     result["probes"] = counts
     if notes:
         before = result.get("notes", [])
-        result["notes"] = [*notes, *before] if verdict == "not-reached" else [*before, *notes]
+        result["notes"] = [*notes, *before] if verdict == Verdict.NOT_REACHED else [*before, *notes]
 
 
 def probes_line(result: dict[str, Any], what: str) -> str | None:
@@ -71,8 +71,8 @@ def emit_interrupted(
     Printed as text or JSON like any result; the exit code is 130 (SIGINT) or 143 (SIGTERM).
     """
     name = signals.signal_name(exc)
-    if result.get("verdict") != "violated":
-        result["verdict"] = "inconclusive"
+    if result.get("verdict") != Verdict.VIOLATED:
+        result["verdict"] = Verdict.INCONCLUSIVE
     result["interrupted"] = name
     result["notes"] = [f"interrupted by {name} after {covered}"]
     if args.json:
@@ -120,7 +120,7 @@ class Progress:
 
     def __call__(self, info: dict[str, Any]) -> None:
         self.info = dict(info)
-        if info.get("status") == "violated" and self.count_key == "examples":
+        if info.get("status") == Verdict.VIOLATED and self.count_key == "examples":
             self.status = "violation found: shrinking"
 
     def phase(self, text: str) -> None:

@@ -17,6 +17,7 @@ from raceproof.runs import runner
 from raceproof.scenarios.catalogue import (
     get,
 )
+from raceproof.sim.verdicts import Verdict
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -35,7 +36,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     csv_path, png_path = compare.write_outputs(rows, out_dir, grid)
     result = {
         "scenario": scenario.name,
-        "verdict": "ok",
+        "verdict": Verdict.OK,
         "rows": rows,
         "grid": dataclasses.asdict(grid),
         "csv": str(csv_path),

@@ -36,6 +36,7 @@ from raceproof.sim import (
     Budget,
 )
 from raceproof.sim.proof_plan import Estimate, estimate
+from raceproof.sim.verdicts import Verdict
 
 
 def _report_estimate(
@@ -197,7 +198,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
             print(f"{scenario.name} / {variant}: INCONCLUSIVE: {CROSS_CHECK_UNFINISHED}")
             return
         state = "PROVEN" if report.complete else "INCONCLUSIVE"
-        if result["verdict"] == "not-reached":
+        if result["verdict"] == Verdict.NOT_REACHED:
             state = "NOT REACHED (not a proof of anything)"
         classes = "equivalence classes of schedules" if report.reduction else "distinct schedules"
         print(

@@ -27,6 +27,7 @@ from raceproof.cli.commands.common import (
     print_outcome,
 )
 from raceproof.runs import counterexamples, runner
+from raceproof.sim.verdicts import Verdict
 
 
 def _rerecord(loaded: counterexamples.Loaded, variant: str | None) -> str:
@@ -73,8 +74,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if replayed.mode == "keyed":
         result["reached"] = not replayed.not_reached
         result["not_reached"] = replayed.not_reached
-        if replayed.verdict == "not-reached":
-            result["verdict"] = "inconclusive"
+        if replayed.verdict == Verdict.NOT_REACHED:
+            result["verdict"] = Verdict.INCONCLUSIVE
             result["not_reached_reason"] = replayed.reason
             result["not_reached_verdict"] = outcome.status
     result["repro"] = runner.repro_line(scenario, replayed.variant, outcome.values, loaded.config)
@@ -92,9 +93,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
             print(runner.error_text(outcome, None))
         if replayed.mode == "exact":
             print(f"same trace hash as recorded: {outcome.trace_hash}")
-        elif replayed.verdict == "not-reached":
+        elif replayed.verdict == Verdict.NOT_REACHED:
             print(f"NOT REACHED on {replayed.variant}: {replayed.reason}; this is not a pass")
-        elif replayed.verdict == "ok":
+        elif replayed.verdict == Verdict.OK:
             print(f"{replayed.variant} holds against this counterexample (every deviation reached)")
         print(f"repro: {result['repro']}")
 

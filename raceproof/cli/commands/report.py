@@ -36,6 +36,7 @@ from raceproof.runs.stories import load_for_report
 from raceproof.scenarios.catalogue import UnknownName, get
 from raceproof.sim import first_divergence
 from raceproof.sim import repro as repro_files
+from raceproof.sim.verdicts import Verdict
 
 FORMATS = {"md": ".md", "html": ".html", "perfetto": ".trace.json", "text": ".txt"}
 
@@ -90,7 +91,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             repro_files.write_atomically(target, render(story, fmt, args.all))
             entry[fmt] = str(target)
         written.append(entry)
-    result = {"verdict": "ok", "reports": written}
+    result = {"verdict": Verdict.OK, "reports": written}
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:

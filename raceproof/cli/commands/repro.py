@@ -47,6 +47,7 @@ from raceproof.sim import (
 )
 from raceproof.sim import RandomSource as _RandomSource
 from raceproof.sim import repro as repro_files
+from raceproof.sim.verdicts import CheckStatus, Verdict
 
 
 # -- repro --------------------------------------------------------------------------
@@ -103,7 +104,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     result["backend"] = args.backend
     # One run says whether it reached each probe; only a search or proof judges ``not-reached``.
     result["probes"] = {name: 0 for name in scenario.probes} | dict(outcome.probes)
-    if outcome.status == "violated":
+    if outcome.status == Verdict.VIOLATED:
         runner.attach_counterexample(result, out_dir, scenario, variant, config, outcome, strategy)
     if args.backend != "sim":
         real = run_real_backend(args, scenario, variant, config, outcome, result["checker"])
@@ -122,7 +123,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     if args.check_determinism:
         result["determinism"] = check_determinism(args, scenario.name, variant, outcome)
         if not result["determinism"]["same"]:
-            result["verdict"] = "violated"
+            result["verdict"] = Verdict.VIOLATED
             result["checker"] = "determinism"
 
     def human() -> None:
@@ -206,7 +207,7 @@ def run_real_backend(
             raise UsageError(f"cannot run on ZooKeeper: {exc}") from None
     # A real backend may judge the same property with its own checker (Spark: the dataflow ones).
     wanted = getattr(real, "checker_map", {}).get(simulated_checker, simulated_checker)
-    same = [v for v in real.verdicts if v.status == "violated" and v.checker == wanted]
+    same = [v for v in real.verdicts if v.status == CheckStatus.VIOLATED and v.checker == wanted]
     violation = same[0] if same else first_violation(real.verdicts)
     fields: dict[str, Any] = {
         "verdict": real.status,

@@ -24,7 +24,7 @@ from typing import Any
 from raceproof.cli import signals
 from raceproof.cli.commands.common import StatusLine, UsageError, add_command
 from raceproof.cli.validation import int_in
-from raceproof.runs import runner
+from raceproof.sim.verdicts import Verdict, exit_code_for
 
 DEFAULT_PIPELINE = "windowed-count"
 
@@ -102,9 +102,9 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
             if spec not in baselines:
                 say(f"{pipeline.name}: baseline, no fault ...")
                 baselines[spec] = base = baseline(spark, pipeline).to_json()
-                if base["verdict"] != "ok":
+                if base["verdict"] != Verdict.OK:
                     rows.append(baseline_row(spec, pipeline.name, base))
-            if baselines[spec]["verdict"] != "ok":
+            if baselines[spec]["verdict"] != Verdict.OK:
                 continue  # a wrong pipeline: no fault experiment can say anything about it
             guard = EXPERIMENTS[name].guard
             say(
@@ -137,10 +137,10 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         say.done()
         if owned:
             stop_session()
-    failed = [r for r in rows if r["verdict"] == "violated"]
-    errors = [r for r in rows if r["verdict"] == "error"]
+    failed = [r for r in rows if r["verdict"] == Verdict.VIOLATED]
+    errors = [r for r in rows if r["verdict"] == Verdict.ERROR]
     result = {
-        "verdict": "violated" if failed else "error" if errors else "ok",
+        "verdict": Verdict.VIOLATED if failed else Verdict.ERROR if errors else Verdict.OK,
         "checker": failed[0]["checker"] if failed else None,
         "pipelines": [spec for spec, _ in pipelines],
         "repeat": args.repeat,
@@ -185,14 +185,14 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
                 else "every guard kept its promise (stock outcomes are findings)"
             )
         )
-    if result["verdict"] == "error":
+    if result["verdict"] == Verdict.ERROR:
         return EXIT_PIPELINE_ERROR
-    return runner.EXIT_FOR_VERDICT[str(result["verdict"])]
+    return exit_code_for(result["verdict"])
 
 
 def baseline_row(spec: str, name: str, trial: dict[str, Any]) -> dict[str, Any]:
     """A pipeline that is wrong (``violated``) or fails (``error``) with no fault injected."""
-    wrong = trial["verdict"] == "violated"
+    wrong = trial["verdict"] == Verdict.VIOLATED
     summary = (
         "THE PIPELINE IS WRONG WITHOUT ANY FAULT (its output differs from its reference; "
         "no fault experiment was run)"
@@ -205,7 +205,7 @@ def baseline_row(spec: str, name: str, trial: dict[str, Any]) -> dict[str, Any]:
         "experiment": "baseline",
         "variant": "stock",
         "strategy": "baseline",
-        "verdict": "violated" if wrong else "error",
+        "verdict": Verdict.VIOLATED if wrong else Verdict.ERROR,
         "checker": trial["checker"],
         "summary": summary,
         "examples": 1,
@@ -226,9 +226,9 @@ def baseline_row(spec: str, name: str, trial: dict[str, Any]) -> dict[str, Any]:
 def gate_cell(row: dict[str, Any]) -> str:
     """The gate column: whose promise broke (raceproof's guard or the pipeline's own sink)."""
     if row["experiment"] == "baseline":
-        return "PIPELINE WRONG" if row["verdict"] == "violated" else "PIPELINE ERROR"
-    if row["verdict"] != "violated":
-        return "ok"
+        return "PIPELINE WRONG" if row["verdict"] == Verdict.VIOLATED else "PIPELINE ERROR"
+    if row["verdict"] != Verdict.VIOLATED:
+        return Verdict.OK
     if row.get("judges_pipeline"):
         return "PIPELINE WRONG"
     return "SINK FAILED" if row["guard"] == "the pipeline's own sink" else "GUARD FAILED"
@@ -240,7 +240,12 @@ def pipeline_error(args: argparse.Namespace, rows: list[dict[str, Any]], exc: An
 
     from raceproof.spark_integration.pipeline import EXIT_PIPELINE_ERROR
 
-    result = {"verdict": "error", "error": str(exc), "frames": exc.frames, "experiments": rows}
+    result = {
+        "verdict": Verdict.ERROR,
+        "error": str(exc),
+        "frames": exc.frames,
+        "experiments": rows,
+    }
     if args.json:
         print(json.dumps(result, sort_keys=True))
     if exc.frames:
@@ -258,10 +263,10 @@ def interrupted(
 ) -> int:
     """The experiments finished before a signal, as a result; exit 130 or 143."""
     name = signals.signal_name(exc)
-    failed = any(r.get("verdict") == "violated" for r in rows)
+    failed = any(r.get("verdict") == Verdict.VIOLATED for r in rows)
     note = f"interrupted by {name} after {len(rows)} of {planned} experiments"
     result: dict[str, Any] = {
-        "verdict": "violated" if failed else "inconclusive",
+        "verdict": Verdict.VIOLATED if failed else Verdict.INCONCLUSIVE,
         "experiments": rows,
         "interrupted": name,
         "seconds": seconds,
