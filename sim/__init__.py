@@ -79,8 +79,8 @@ from raceproof.sim.store import (
     WatchEvent,
 )
 from raceproof.sim.timers import Debounce, Timer
-from raceproof.sim.visibility import reads_op_order
 from raceproof.sim.verdicts import CheckStatus
+from raceproof.sim.visibility import reads_op_order
 from raceproof.sim.world import BoundHit, Bounds, Runner, RunOutcome, World, execute
 
 __all__ = [

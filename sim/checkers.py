@@ -26,7 +26,10 @@ from raceproof.sim.verdicts import CheckStatus
 
 @dataclass(frozen=True)
 class CheckerResult:
-    """What one checker says about one history (named ``Verdict`` before; ``raceproof.Verdict`` is a deprecated alias)."""
+    """What one checker says about one history.
+
+    Named ``Verdict`` before; ``raceproof.Verdict`` is its deprecated alias.
+    """
 
     checker: str
     status: CheckStatus

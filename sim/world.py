@@ -42,8 +42,8 @@ from raceproof.sim.history import History, JSONValue
 from raceproof.sim.model_errors import ModelError, model_error
 from raceproof.sim.nodes import Node, hold_paused
 from raceproof.sim.shared import Shared
-from raceproof.sim.visibility import OP_ORDER, observes_op_order
 from raceproof.sim.verdicts import CheckStatus, Verdict
+from raceproof.sim.visibility import OP_ORDER, observes_op_order
 
 ProcessGenerator = Generator[Event, Any, Any]
 
@@ -575,9 +575,8 @@ class StepObserver(Protocol):
     def after_step(self, key: str | None, footprint: dict[str, bool] | None) -> None: ...
 
 
-RunStatus = (
-    Verdict  # a run is ok, violated, inconclusive (a bound, or a checker undecided) or error
-)
+# a run is ok, violated, inconclusive (a bound hit, or a checker undecided) or error
+RunStatus = Verdict
 
 
 @dataclass

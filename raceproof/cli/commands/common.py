@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from raceproof.cli import signals
 from raceproof.cli.validation import non_empty
+from raceproof.runs import runner
 from raceproof.scenarios.catalogue import (
     Scenario,
     get,

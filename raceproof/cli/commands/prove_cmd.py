@@ -171,10 +171,12 @@ def cmd_prove(args: argparse.Namespace) -> int:
     judge_probes(result, scenario, variant, report.probes)
     if report.complete and report.schedules == 1 and report.max_deviations_seen == 0:
         result["notes"] = [*result.get("notes", []), ONE_SCHEDULE]
-    unchecked = args.cross_check and report.cross_checked is None and result["verdict"] == "ok"
+    unchecked = (
+        args.cross_check and report.cross_checked is None and result["verdict"] == Verdict.OK
+    )
     if unchecked:
         # --cross-check asks for the proof checked against the full walk: without it, say less.
-        result["verdict"] = "inconclusive"
+        result["verdict"] = Verdict.INCONCLUSIVE
         result["notes"] = [*result.get("notes", []), CROSS_CHECK_UNFINISHED]
     result["seconds"] = round(time.monotonic() - started, 3)
 
