@@ -563,63 +563,56 @@ def test_the_reduction_reaches_every_final_state_of_small_session_models(scripts
     assert reduced_count <= full_count
 
 
-def test_a_worker_walks_its_shard_with_the_options_it_was_given() -> None:
-    """What a pool worker runs, run here in the test's own process."""
-    from raceproof.sim import proof_plan
+def test_a_worker_walks_its_unit_with_the_options_it_was_given() -> None:
+    """What a pool worker runs, run here in the test's own process: the root unit, unbounded,
+    is the whole walk; a unit stops at its share of runs or of seconds and leaves the rest."""
+    from raceproof.sim import proof_units
+    from raceproof.sim.exhaustive import WalkOptions
 
     run = runner(Toy(SAMPLE, state="right"))
-    shards, _ = split(run, reduction=True)
-    saved = dict(proof_plan._WORKER)
+    saved = dict(proof_units._WORKER)
     ticks = iter(range(10**6))
+    root = proof_units.Unit((), [])
     try:
-        for reduction, cap, branch, cache, check in (
-            (True, None, None, False, False),
-            (False, 1, None, False, False),
-            (False, None, 2, False, False),
-            (False, None, None, True, False),
-            (False, None, None, True, True),
+        for reduction, cap, branch, cache in (
+            (True, None, None, False),
+            (False, 1, None, False),
+            (False, None, 2, False),
+            (False, None, None, True),
         ):
-            proof_plan._WORKER.update(
-                run=run,
-                examples=10**6,
-                seconds=None,
-                clock=None,
-                max_deviations=cap,
-                max_branch=branch,
-                reduction=reduction,
-                state_cache=cache,
-                state_cache_check=check,
+            options = WalkOptions(
+                max_deviations=cap, max_branch=branch, reduction=reduction, state_cache=cache
             )
-            walked = proof_plan._walk_shard(shards[0])
+            proof_units._WORKER.update(run=run, options=options, clock=None)
+            walked = proof_units._walk(proof_units.Dispatch(root, 10**6, None, None), "here")
             direct = prove(
                 run,
                 budget=Budget(),
                 reduction=reduction,
-                shard=shards[0],
                 max_deviations=cap,
                 max_branch=branch,
                 state_cache=cache,
-                state_cache_check=check,
             )
-            assert walked == direct and walked.reduction is reduction
-        proof_plan._WORKER.update(seconds=3.0, clock=lambda: float(next(ticks)))
-        timed = proof_plan._walk_shard(shards[0])  # one tick a reading: out of time soon
-        assert timed.pruned.get("budget", 0) > 0 and timed.runs < direct.runs
-        proof_plan._WORKER.update(examples=1)
-        assert proof_plan._walk_shard(shards[0]).runs == 1  # the budget is the worker's
+            assert walked.report == direct and walked.report.reduction is reduction
+            assert walked.left == [] and walked.worker == "here"
+        proof_units._WORKER.update(clock=lambda: float(next(ticks)))
+        timed = proof_units._walk(proof_units.Dispatch(root, 10**6, 3.0, None), "here")
+        assert timed.left and timed.report.runs < direct.runs  # one tick a reading: out of time
+        one = proof_units._walk(proof_units.Dispatch(root, 1, None, None), "here")
+        assert one.report.runs == 1 and one.left  # the share of runs is the unit's
     finally:
-        proof_plan._WORKER.clear()
-        proof_plan._WORKER.update(saved)
+        proof_units._WORKER.clear()
+        proof_units._WORKER.update(saved)
 
 
 def test_a_worker_ignores_ctrl_c_and_dies_on_sigterm() -> None:
     import signal
 
-    from raceproof.sim import proof_plan
+    from raceproof.sim import proof_units
 
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     try:
-        proof_plan._worker_signals()
+        proof_units._worker_signals()
         assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     finally:

@@ -128,12 +128,12 @@ def test_pool_workers_reset_the_signal_handlers_they_inherit() -> None:
     import multiprocessing
     import signal
 
-    from raceproof.sim import proof_plan
+    from raceproof.sim import proof_units
 
     previous = signal.signal(signal.SIGTERM, lambda *_: None)  # as the CLI's handler would be
     try:
         context = multiprocessing.get_context("fork")
-        with context.Pool(1, initializer=proof_plan._worker_signals) as pool:
+        with context.Pool(1, initializer=proof_units._worker_signals) as pool:
             term, interrupt = (
                 pool.apply(signal.getsignal, (signal.SIGTERM,)),
                 pool.apply(signal.getsignal, (signal.SIGINT,)),

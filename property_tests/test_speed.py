@@ -192,10 +192,10 @@ def test_spread_is_the_median_and_the_range(
 def test_a_proof_walks_the_same_shards_in_process_or_on_the_pool(
     variant: str, in_process_runs: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from raceproof.sim import proof_plan
+    from raceproof.sim import proof_units
 
     pool = SCENARIO.prove(variant, Budget(1_000_000), jobs=2)
-    monkeypatch.setattr(proof_plan, "IN_PROCESS_RUNS", in_process_runs)
+    monkeypatch.setattr(proof_units, "IN_PROCESS_RUNS", in_process_runs)
     here = SCENARIO.prove(variant, Budget(1_000_000), jobs=2)
     sequential = SCENARIO.prove(variant, Budget(1_000_000), jobs=1)
     assert (here.verdict, here.schedules, here.runs, here.shards) == (

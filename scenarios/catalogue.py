@@ -34,6 +34,7 @@ from raceproof.sim import (
 from raceproof.sim import configs as validation
 from raceproof.sim.explore import Progress
 from raceproof.sim.proof_plan import prove_parallel
+from raceproof.sim.proof_units import single_balance
 from raceproof.sim.verdicts import Verdict
 
 
@@ -212,7 +213,7 @@ class Scenario:
                 check_footprints=check_footprints,
                 worker_setup=worker_setup,
             )
-        return prove(
+        report = prove(
             run,
             budget=budget,
             progress=progress,
@@ -223,6 +224,8 @@ class Scenario:
             state_cache_check=state_cache_check,
             check_footprints=check_footprints,
         )
+        report.balance = single_balance(report)
+        return report
 
     @property
     def report_timeline(self) -> str | None:

@@ -32,6 +32,7 @@ raises ``KernelError`` (exit 70), also under ``python -O``.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from raceproof.sim.errors import KernelError, contract
@@ -74,6 +75,10 @@ class ProofReport:
     footprints_unverified: int = 0  # pairs whose swap could not be followed (unnamed steps)
     probes: dict[str, int] = field(default_factory=dict)  # probe -> judged schedules reaching it
     cross_checked: int | None = None  # --cross-check: the full walk's schedules, same endings
+    # The deviations (position, value) of the run that found ``found``: its place in walk order.
+    found_chain: tuple[tuple[int, int], ...] | None = None
+    # A balanced proof's plan: each worker's work, the largest unit, the speedup it allows.
+    balance: dict[str, object] | None = None
 
     def accounting(self) -> dict[str, object]:
         """The report's fields for JSON output."""
@@ -92,6 +97,7 @@ class ProofReport:
             "state_cache_checked": self.state_cache_checked,
             "probes": dict(sorted(self.probes.items())),
             **({} if self.cross_checked is None else {"cross_checked": self.cross_checked}),
+            **({} if self.balance is None else {"balance": self.balance}),
         } | (
             {}
             if self.footprints_checked is None
@@ -120,6 +126,255 @@ def _child_sleep(node: Node, reduce: bool) -> dict[str, Footprint]:
     return sleep
 
 
+@dataclass(frozen=True)
+class WalkOptions:
+    """How a walk branches and what it checks on the way (``prove``'s keyword options)."""
+
+    max_deviations: int | None = None
+    max_branch: int | None = None
+    reduction: bool = True
+    state_cache: bool = False
+    state_cache_check: bool = False
+    check_footprints: bool = False
+
+
+# A branch still to walk: the draw it leaves from and the value it takes there.
+Entry = tuple[Node, int]
+
+
+@dataclass
+class WalkStart:
+    """One run to make: the prefix it replays, the sleep set it starts with, where it hangs."""
+
+    prefix: tuple[int, ...]
+    sleep: dict[str, Footprint]
+    depth: int
+    parent: Node | None = None
+    chain: tuple[tuple[int, int], ...] = ()
+
+    @staticmethod
+    def of_entry(entry: Entry, reduce: bool) -> WalkStart:
+        node, value = entry
+        return WalkStart(
+            (*node.prefix, value),
+            _child_sleep(node, reduce),
+            node.depth + 1,
+            node,
+            (*node.chain, (node.position, value)),
+        )
+
+
+class ProofWalk:
+    """A breadth-first walk over a part of the choice tree, with its counts.
+
+    ``prove`` walks the whole tree with one; a unit of a balanced proof
+    (``raceproof.sim.proof_units``) walks a list of branches with one, for a
+    bounded number of runs, and hands back the ``frontier`` it left.
+    """
+
+    def __init__(
+        self,
+        run: Runner,
+        options: WalkOptions,
+        *,
+        progress: Progress | None = None,
+        shrink_found: bool = True,
+    ) -> None:
+        self.run, self.options, self.progress = run, options, progress
+        self.shrink_found = shrink_found
+        self.cache = StateCache(options.state_cache_check) if options.state_cache else None
+        self.checker = FootprintChecker(run) if options.check_footprints else None
+        self.cache_cuts = self.schedules = self.runs = self.deepest = 0
+        self.skipped = self.blocked = 0
+        self.pruned: dict[str, int] = {}
+        self.probes: dict[str, int] = {}
+        self.frontier: deque[Entry] = deque()
+        self.repeats: list[Node] = []  # debug mode: nodes at states seen before
+        self.found: RunOutcome | None = None
+        self.shrunk: RunOutcome | None = None
+        self.found_chain: tuple[tuple[int, int], ...] | None = None
+
+    def walk(
+        self,
+        budget: Budget,
+        start: WalkStart | None,
+        *,
+        entries: Sequence[Entry] = (),
+        stop_depth: int | None = None,
+    ) -> None:
+        """Run ``start`` (if any), then the queued ``entries`` and all below them, in order.
+
+        Stops at a finding, when the frontier is empty, when ``budget`` is spent
+        (the frontier is left queued) or before a branch deeper than ``stop_depth``.
+        """
+        budget.start()
+        self.frontier.extend(entries)
+        current = start
+        while True:
+            if current is None:
+                if not self.frontier:
+                    return
+                if stop_depth is not None and self.frontier[0][0].depth + 1 > stop_depth:
+                    return
+                current = WalkStart.of_entry(self.frontier.popleft(), self.options.reduction)
+            if self._run_one(current, budget):
+                return
+            if self.runs >= budget.examples or budget.out_of_time():
+                return
+            current = None
+
+    def _run_one(self, start: WalkStart, budget: Budget) -> bool:
+        """One run and the branches it opens; True when it found a violation or an error."""
+        source = SleepSetSource(
+            start.prefix,
+            start.sleep,
+            reduce=self.options.reduction,
+            cache=self.cache,
+            depth=start.depth,
+            log_steps=self.options.check_footprints,
+        )
+        outcome: RunOutcome | None
+        try:
+            outcome = self.run(source)
+        except StateSeen:
+            outcome, self.cache_cuts = None, self.cache_cuts + 1
+        except SleepBlocked:
+            outcome, self.blocked = None, self.blocked + 1
+        self.runs += 1
+        prefix = start.prefix
+        recorded = tuple(source.values)
+        contract(
+            recorded[: len(prefix)] == prefix,
+            f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}",
+        )
+        last = self._branch(start, source, recorded)
+        if self.cache is not None and self.cache.check and outcome is not None:
+            walk = last
+            while walk is not None:
+                if walk.visit is not None:
+                    walk.visit[0].endings.add(ending(outcome, walk.visit[1]))
+                walk = walk.parent
+        self.deepest = max(self.deepest, start.depth)
+        if self.checker is not None and outcome is not None and source.steps is not None:
+            self.checker.check(source.steps, source.record)
+        if outcome is None:
+            pass
+        elif outcome.status in FINDINGS:  # a violation, or the model's own exception
+            self.schedules += 1
+            count_probes(self.probes, outcome)
+            self.found, self.found_chain = outcome, start.chain
+            if self.shrink_found:
+                self.shrunk = shrink(self.run, outcome).outcome
+            return True
+        elif outcome.bound is not None:
+            self.pruned[outcome.bound] = self.pruned.get(outcome.bound, 0) + 1
+        else:
+            self.schedules += 1
+            count_probes(self.probes, outcome)
+        self._report_progress(start.depth, budget)
+        return False
+
+    def _branch(
+        self, start: WalkStart, source: SleepSetSource, recorded: tuple[int, ...]
+    ) -> Node | None:
+        """Queue the branches of the draws past the run's prefix; the last draw's node."""
+        prefix, draws = start.prefix, source.draws
+        if prefix:
+            first, draws = draws[0], draws[1:]
+            if start.parent is not None and first.keys is not None:
+                _explored(start.parent, first.keys[first.value], source, len(prefix) - 1)
+        last = start.parent
+        options = self.options
+        for offset, record in enumerate(draws):
+            position = len(prefix) + offset
+            node = Node(position, record, start.depth, prefix=recorded[:position])
+            node.parent, node.chain = last, start.chain
+            node.pending, asleep = branch_options(
+                record, start.depth, options.max_branch, options.max_deviations, self.pruned
+            )
+            self.skipped += asleep
+            if record.keys is not None:
+                _explored(node, record.keys[record.value], source, position)
+            node.visit = source.visit_at.get(position)
+            node.repeats = source.compare_at.get(position)
+            if node.repeats is not None:
+                self.repeats.append(node)
+            self.frontier.extend((node, value) for value in node.pending)
+            last = node
+        return last
+
+    def _report_progress(self, depth: int, budget: Budget) -> None:
+        if self.progress:
+            self.progress(
+                {
+                    "schedules": self.schedules,
+                    "runs": self.runs,
+                    "frontier": len(self.frontier),
+                    "depth": depth,
+                    "skipped_equivalent": self.skipped,
+                    "sleep_blocked": self.blocked,
+                    "elapsed_s": round(budget.elapsed(), 3),
+                }
+            )
+
+    def compare_repeats(self) -> None:
+        """The state cache's debug mode: every repeated state ended as its first visit did."""
+        if self.cache is None or not self.cache.check or self.pruned:
+            return
+        for node in self.repeats:
+            if node.visit is None or node.repeats is None:
+                raise KernelError("a repeated state without its first visit")
+            compare(node.visit[2], node.repeats, node.visit[0])
+            self.cache.checked += 1
+
+    def report(self) -> ProofReport:
+        """What the walk covered; a finding's report carries no cache or footprint figures."""
+        options = self.options
+        if self.found is not None:
+            return ProofReport(
+                Verdict(self.found.status),
+                False,
+                self.schedules,
+                self.runs,
+                self.deepest,
+                self.pruned,
+                self.found,
+                self.shrunk,
+                len(self.frontier),
+                options.reduction,
+                self.skipped,
+                self.blocked,
+                probes=dict(sorted(self.probes.items())),
+                found_chain=self.found_chain,
+            )
+        complete = not self.pruned
+        report = ProofReport(
+            Verdict.OK if complete else Verdict.INCONCLUSIVE,
+            complete,
+            self.schedules,
+            self.runs,
+            self.deepest,
+            self.pruned,
+            frontier_left=len(self.frontier),
+            reduction=options.reduction,
+            skipped_equivalent=self.skipped,
+            sleep_blocked=self.blocked,
+            probes=dict(sorted(self.probes.items())),
+        )
+        if self.cache is not None:
+            report.state_cache_cuts, report.state_cache_checked = (
+                self.cache_cuts,
+                self.cache.checked,
+            )
+            if self.cache.check:
+                report.state_cache_cuts = self.cache.hits  # what the cache would have cut
+            report.states_seen = sum(len(v) for v in self.cache.visits.values())
+        if self.checker is not None:
+            report.footprints_checked = self.checker.checked
+            report.footprints_unverified = self.checker.unverified
+        return report
+
+
 def prove(
     run: Runner,
     *,
@@ -143,140 +398,19 @@ def prove(
     independent in every run that ends (``raceproof.sim.footprint_check``); a pair that
     does not commute raises ``FootprintMismatch`` (bad input: the model's footprints).
     """
-    cache = StateCache(state_cache_check) if state_cache else None
-    checker = FootprintChecker(run) if check_footprints else None
-    cache_cuts = 0
-    budget.start()
-    pruned: dict[str, int] = {}
-    schedules = runs = deepest = skipped = blocked = 0
-    probes: dict[str, int] = {}
-    frontier: deque[tuple[Node, int]] = deque()
-    repeats: list[Node] = []  # debug mode: nodes at states seen before
-    root = shard or Shard(())
-    prefix, sleep, depth = root.prefix, root.sleep_set(), root.depth
-    parent: Node | None = None
-    while True:
-        source = SleepSetSource(
-            prefix, sleep, reduce=reduction, cache=cache, depth=depth, log_steps=check_footprints
-        )
-        outcome: RunOutcome | None
-        try:
-            outcome = run(source)
-        except StateSeen:
-            outcome, cache_cuts = None, cache_cuts + 1
-        except SleepBlocked:
-            outcome, blocked = None, blocked + 1
-        runs += 1
-        recorded = tuple(source.values)
-        contract(
-            recorded[: len(prefix)] == prefix,
-            f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}",
-        )
-        draws = source.draws
-        if prefix:
-            first, draws = draws[0], draws[1:]
-            if parent is not None and first.keys is not None:
-                _explored(parent, first.keys[first.value], source, len(prefix) - 1)
-        last = parent
-        for offset, record in enumerate(draws):
-            node = Node(
-                len(prefix) + offset, record, depth, prefix=recorded[: len(prefix) + offset]
-            )
-            node.parent = last
-            node.pending, asleep = branch_options(record, depth, max_branch, max_deviations, pruned)
-            skipped += asleep
-            if record.keys is not None:
-                _explored(node, record.keys[record.value], source, node.position)
-            node.visit = source.visit_at.get(node.position)
-            node.repeats = source.compare_at.get(node.position)
-            if node.repeats is not None:
-                repeats.append(node)
-            frontier.extend((node, value) for value in node.pending)
-            last = node
-        if cache is not None and cache.check and outcome is not None:
-            walk = last
-            while walk is not None:
-                if walk.visit is not None:
-                    walk.visit[0].endings.add(ending(outcome, walk.visit[1]))
-                walk = walk.parent
-        deepest = max(deepest, depth)
-        if checker is not None and outcome is not None and source.steps is not None:
-            checker.check(source.steps, source.record)
-        if outcome is None:
-            pass
-        elif outcome.status in FINDINGS:  # a violation, or the model's own exception
-            count_probes(probes, outcome)
-            result = shrink(run, outcome)
-            return ProofReport(
-                outcome.status,
-                False,
-                schedules + 1,
-                runs,
-                deepest,
-                pruned,
-                outcome,
-                result.outcome,
-                len(frontier),
-                reduction,
-                skipped,
-                blocked,
-                probes=dict(sorted(probes.items())),
-            )
-        elif outcome.bound is not None:
-            pruned[outcome.bound] = pruned.get(outcome.bound, 0) + 1
-        else:
-            schedules += 1
-            count_probes(probes, outcome)
-        if progress:
-            progress(
-                {
-                    "schedules": schedules,
-                    "runs": runs,
-                    "frontier": len(frontier),
-                    "depth": depth,
-                    "skipped_equivalent": skipped,
-                    "sleep_blocked": blocked,
-                    "elapsed_s": round(budget.elapsed(), 3),
-                }
-            )
-        if not frontier:
-            break
-        if runs >= budget.examples or budget.out_of_time():
-            pruned["budget"] = len(frontier)  # set once: the walk stops here
-            break
-        parent, value = frontier.popleft()
-        prefix = (*parent.prefix, value)
-        sleep = _child_sleep(parent, reduction)
-        depth = parent.depth + 1
-    if cache is not None and cache.check and not pruned:
-        for node in repeats:
-            if node.visit is None or node.repeats is None:
-                raise KernelError("a repeated state without its first visit")
-            compare(node.visit[2], node.repeats, node.visit[0])
-            cache.checked += 1
-    complete = not pruned
-    verdict = Verdict.OK if complete else Verdict.INCONCLUSIVE
-    report = ProofReport(
-        verdict,
-        complete,
-        schedules,
-        runs,
-        deepest,
-        pruned,
-        frontier_left=len(frontier),
+    options = WalkOptions(
+        max_deviations=max_deviations,
+        max_branch=max_branch,
         reduction=reduction,
-        skipped_equivalent=skipped,
-        sleep_blocked=blocked,
-        probes=dict(sorted(probes.items())),
+        state_cache=state_cache,
+        state_cache_check=state_cache_check,
+        check_footprints=check_footprints,
     )
-    if cache is not None:
-        report.state_cache_cuts, report.state_cache_checked = cache_cuts, cache.checked
-        if cache.check:
-            report.state_cache_cuts = cache.hits  # what the cache would have cut
-        report.states_seen = sum(len(v) for v in cache.visits.values())
-    if checker is not None:
-        report.footprints_checked, report.footprints_unverified = (
-            checker.checked,
-            checker.unverified,
-        )
-    return report
+    walk = ProofWalk(run, options, progress=progress)
+    root = shard or Shard(())
+    walk.walk(budget, WalkStart(root.prefix, root.sleep_set(), root.depth))
+    if walk.found is None and walk.frontier:
+        walk.pruned["budget"] = len(walk.frontier)  # set once: the walk stops here
+    if walk.found is None:
+        walk.compare_repeats()
+    return walk.report()

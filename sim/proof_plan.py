@@ -9,16 +9,14 @@ with the mean wall time of a sampled run it gives a time the proof should
 not exceed on this machine, so a proof that cannot finish in its budget is
 told so before it starts.
 
-``split`` cuts the walk into shards described by data alone (a
+``split`` cuts the walk into static shards described by data alone (a
 choice prefix, the sleep set it starts with, its depth): one run down the
-FIFO path, then one shard for every branch left on that path. The starting
-sleep set of a branch holds the footprints of the siblings the sequential
-walk would have explored before it, learned by one probe run per branch, so
-the shards together are exactly the sequential walk: the same schedules,
-the same verdict when complete. ``prove_parallel`` walks the shards on
-worker processes and ``merge`` adds their reports up in shard order, so the
-result does not depend on which worker finished first. A Spark campaign can
-ship the same shards to its executors.
+FIFO path, then one shard for every branch left on that path, each with the
+footprints of its earlier siblings learned by one probe run per branch. The
+shard that branches at the first draw holds nearly the whole tree, so this
+plan does not balance; ``prove_parallel`` walks a proof in balanced units
+instead (``raceproof.sim.proof_units``), whose merged report is the
+sequential walk's for any number of workers.
 
 A first run cut by the reduction is a ``KernelError`` (exit 70); bad
 ``samples``/``jobs`` are ``ValueError`` errors.
@@ -26,8 +24,6 @@ A first run cut by the reduction is a ``KernelError`` (exit 70); bad
 
 from __future__ import annotations
 
-import multiprocessing
-import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import mean
@@ -35,9 +31,9 @@ from typing import Any
 
 from raceproof.sim.choices import ChoiceSource, SplitMix64
 from raceproof.sim.errors import KernelError
-from raceproof.sim.exhaustive import ProofReport, ProofVerdict, prove
+from raceproof.sim.exhaustive import ProofReport, ProofVerdict, WalkOptions
 from raceproof.sim.explore import Budget
-from raceproof.sim.footprint_check import FootprintChecker
+from raceproof.sim.proof_units import prove_balanced
 from raceproof.sim.reduction import (
     Footprint,
     Node,
@@ -45,7 +41,6 @@ from raceproof.sim.reduction import (
     SleepSetSource,
     branch_options,
 )
-from raceproof.sim.shrink import shrink
 from raceproof.sim.verdicts import FINDINGS, Verdict
 from raceproof.sim.world import Runner, SleepBlocked
 
@@ -222,53 +217,7 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
     )
 
 
-# -- walking the shards on worker processes -------------------------------------------
-_WORKER: dict[str, Any] = {}
-# Runs a proof walks in the calling process before it starts a pool (see prove_parallel):
-# a pool costs the runs of a short proof several times over (measured: lost-update/fix-cas,
-# 46 runs, -j 2 took 2-3 times as long as -j 1 before this).
-IN_PROCESS_RUNS = 64
-
-
-def _worker_signals(setup: Callable[[], None] | None = None) -> None:
-    """A worker leaves Ctrl-C to its parent and dies quietly when the pool terminates it.
-
-    Forked, it inherits the parent's handlers (the CLI's raise ``Interrupted``), which
-    would print a traceback from every worker that ``Pool.terminate`` stops. Then the
-    caller's ``setup``, if any.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if setup is not None:
-        setup()
-
-
-def _walk_shard(shard: Shard) -> ProofReport:
-    options = _WORKER
-    budget = Budget(options["examples"], options["seconds"], options["clock"])
-    return prove(
-        options["run"],
-        budget=budget,
-        max_deviations=options["max_deviations"],
-        max_branch=options["max_branch"],
-        reduction=options["reduction"],
-        shard=shard,
-        state_cache=options["state_cache"],
-        state_cache_check=options["state_cache_check"],
-        check_footprints=options.get("check_footprints", False),
-    )
-
-
-def _check_first_run(run: Runner, reduction: bool, first: ProofReport) -> None:
-    """The footprint check of the walk's first run, which ``split`` runs and no shard repeats."""
-    source = SleepSetSource((), None, reduce=reduction, log_steps=True)
-    outcome = run(source)
-    checker = FootprintChecker(run)
-    if outcome is not None and source.steps is not None:
-        checker.check(source.steps, source.record)
-    first.footprints_checked, first.footprints_unverified = checker.checked, checker.unverified
-
-
+# -- walking a proof on worker processes ---------------------------------------------
 def prove_parallel(
     run: Runner,
     jobs: int,
@@ -283,38 +232,17 @@ def prove_parallel(
     check_footprints: bool = False,
     worker_setup: Callable[[], None] | None = None,
 ) -> ProofReport:
-    """``prove`` split over ``jobs`` worker processes (forked, so ``run`` needs no pickling).
+    """``prove`` in balanced units over ``jobs`` worker processes (``raceproof.sim.proof_units``).
 
-    Each shard gets the whole budget of seconds and of runs, and its own state cache.
-    Each worker calls ``worker_setup`` first: the command line passes one that asks the
-    kernel to kill the worker when the command dies (``raceproof.runs.processes``),
-    which this kernel module cannot import.
+    The budget of runs and seconds is the whole proof's, shared by its units. With
+    the state cache each unit has its own (its cuts depend on the units, never its
+    soundness). Each worker calls ``worker_setup`` first: the command line passes
+    one that asks the kernel to kill the worker when the command dies
+    (``raceproof.runs.processes``), which this kernel module cannot import.
     """
     if jobs < 1:
         raise ValueError(f"prove_parallel: jobs must be >= 1, got {jobs}")
-    shards, first = split(
-        run, reduction=reduction, max_deviations=max_deviations, max_branch=max_branch
-    )
-    if first.found is not None and first.shrunk is None:  # the FIFO run violated: shrink it
-        first.shrunk = shrink(run, first.found).outcome
-    if check_footprints and first.found is None:
-        if not shards:  # the whole walk is that one run's: walk it here, checked
-            return prove(
-                run,
-                budget=budget,
-                reduction=reduction,
-                max_deviations=max_deviations,
-                max_branch=max_branch,
-                check_footprints=True,
-            )
-        _check_first_run(run, reduction, first)
-    if first.found is not None or not shards:
-        return merge(first, [])
-    _WORKER.update(
-        run=run,
-        examples=budget.examples,
-        seconds=budget.seconds,
-        clock=budget.clock,
+    options = WalkOptions(
         max_deviations=max_deviations,
         max_branch=max_branch,
         reduction=reduction,
@@ -322,30 +250,6 @@ def prove_parallel(
         state_cache_check=state_cache_check,
         check_footprints=check_footprints,
     )
-    reports: list[ProofReport] = []
-
-    def walked(report: ProofReport) -> None:
-        reports.append(report)
-        if progress:
-            done = merge(first, reports)
-            progress(
-                {
-                    "shards": f"{len(reports)}/{len(shards)}",
-                    "schedules": done.schedules,
-                    "runs": done.runs,
-                    "skipped_equivalent": done.skipped_equivalent,
-                }
-            )
-
-    # A short proof is over before a pool has started: walk shards here, in order, until
-    # they have cost IN_PROCESS_RUNS runs, and only then hand the rest to the workers. A
-    # shard's walk is the same wherever it runs, so the merged report is too.
-    left = list(shards)
-    while left and sum(report.runs for report in reports) < IN_PROCESS_RUNS:
-        walked(_walk_shard(left.pop(0)))
-    if left:
-        context = multiprocessing.get_context("fork")
-        with context.Pool(jobs, initializer=_worker_signals, initargs=(worker_setup,)) as pool:
-            for report in pool.imap(_walk_shard, left):
-                walked(report)
-    return merge(first, reports)
+    return prove_balanced(
+        run, jobs, budget=budget, options=options, progress=progress, worker_setup=worker_setup
+    )

@@ -285,6 +285,9 @@ class Node:
     repeats: Visit | None = None  # debug mode: the earlier visit of the same state
     prefix: tuple[int, ...] = ()  # the choices that lead to this draw
     parent: Node | None = None  # the draw before it on its path
+    # The deviations (position, value) of the run that made this draw, in order: with its
+    # own branch appended, a branch's place in the walk's order (``raceproof.sim.proof_units``).
+    chain: tuple[tuple[int, int], ...] = ()
 
 
 def branch_options(

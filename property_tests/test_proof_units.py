@@ -1,0 +1,175 @@
+"""A proof in balanced units is the sequential walk: counts, first finding, shrunk counterexample.
+
+``raceproof.sim.proof_units`` cuts a proof into bounded units and re-cuts what
+a unit leaves; the claim is that the merged report is what ``prove`` gives,
+for any number of workers and any unit size. Generated models (the toy
+model's scripts, with a planted violation that several schedules may reach
+at different depths) are walked with units shrunk to a few runs, so that
+every draw of the tree lies near a cut; the built-in proofs are compared
+across ``-j 1/2/3`` through the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from property_tests.toy_model import Toy, final_of, runner
+from raceproof.scenarios.catalogue import get
+from raceproof.sim import Budget, ProofReport, proof_units, prove
+from raceproof.sim.exhaustive import WalkOptions
+from raceproof.sim.proof_units import balance, makespan, prove_balanced
+
+steps = st.tuples(st.sampled_from(("/a", "/b", "/c", "?")), st.booleans())
+scripts = st.lists(
+    st.lists(steps, min_size=1, max_size=3).map(tuple), min_size=2, max_size=3
+).filter(
+    lambda raw: sum(len(s) for s in raw) <= 7 and sum(p == "?" for s in raw for p, _ in s) <= 2
+)
+
+
+@contextmanager
+def tiny_units(first: int, most: int, ways: int, piece: int) -> Iterator[None]:
+    saved = (
+        proof_units.FIRST_UNIT_RUNS,
+        proof_units.UNIT_RUNS,
+        proof_units.SPLIT_WAYS,
+        proof_units.PIECE_ENTRIES,
+    )
+    (
+        proof_units.FIRST_UNIT_RUNS,
+        proof_units.UNIT_RUNS,
+        proof_units.SPLIT_WAYS,
+        proof_units.PIECE_ENTRIES,
+    ) = (first, most, ways, piece)
+    try:
+        yield
+    finally:
+        (
+            proof_units.FIRST_UNIT_RUNS,
+            proof_units.UNIT_RUNS,
+            proof_units.SPLIT_WAYS,
+            proof_units.PIECE_ENTRIES,
+        ) = saved
+
+
+def same_walk(units: ProofReport, sequential: ProofReport) -> None:
+    """What must not depend on the split: the verdict, a complete walk's counts, the finding."""
+    assert units.verdict == sequential.verdict
+    assert units.complete == sequential.complete
+    if sequential.complete:
+        for name in ("schedules", "runs", "skipped_equivalent", "sleep_blocked", "probes"):
+            assert getattr(units, name) == getattr(sequential, name), name
+        assert units.pruned == sequential.pruned == {}
+        assert units.max_deviations_seen == sequential.max_deviations_seen
+    if sequential.found is not None:
+        assert units.found is not None and units.shrunk is not None
+        assert sequential.shrunk is not None
+        assert units.found_chain == sequential.found_chain
+        assert units.found.values == sequential.found.values
+        assert units.shrunk.trace_hash == sequential.shrunk.trace_hash
+        assert units.shrunk.values == sequential.shrunk.values
+    else:
+        assert units.found is None
+
+
+def finals(toy: Toy) -> list[str]:
+    seen: dict[str, None] = {}
+
+    def recording(source):  # type: ignore[no-untyped-def]
+        outcome = runner(toy)(source)
+        seen.setdefault(final_of(outcome))
+        return outcome
+
+    prove(recording, budget=Budget(), reduction=False)
+    return list(seen)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scripts,
+    st.booleans(),
+    st.integers(0, 40),
+    st.tuples(st.integers(1, 3), st.integers(1, 6), st.integers(1, 4), st.integers(1, 3)),
+)
+def test_units_of_any_size_walk_exactly_the_sequential_walk(
+    raw: list[tuple], reduction: bool, pick: int, sizes: tuple[int, int, int, int]
+) -> None:
+    """Counts of a complete walk, and the first violation in walk order (a planted final
+    state: the last one the walk meets is reached late, often by several schedules)."""
+    toy = Toy(tuple(raw))
+    states = finals(toy)
+    for planted in (None, states[pick % len(states)], states[-1]):
+        run = runner(Toy(tuple(raw), planted=planted))
+        sequential = prove(run, budget=Budget(examples=10**6), reduction=reduction)
+        with tiny_units(*sizes):
+            units = prove_balanced(
+                run, 1, budget=Budget(examples=10**6), options=WalkOptions(reduction=reduction)
+            )
+        same_walk(units, sequential)
+        assert units.balance is not None and units.balance["total_runs"] == units.runs
+
+
+def test_the_plan_is_the_same_on_one_two_and_three_workers() -> None:
+    """The units (how many, how many runs each) depend on the tree alone."""
+    run = runner(
+        Toy(
+            (
+                (("/a", True), ("/b", False)),
+                (("/b", True), ("/a", True)),
+                (("/a", False), ("/c", True)),
+            )
+        )
+    )
+    plans = []
+    for jobs in (1, 2, 3):
+        with tiny_units(1, 4, 3, 1):
+            report = prove_balanced(
+                run, jobs, budget=Budget(examples=10**6), options=WalkOptions(reduction=False)
+            )
+        assert report.balance is not None
+        plans.append({k: v for k, v in report.balance.items() if k != "workers"})
+        assert sum(w["runs"] for w in report.balance["workers"]) == report.runs
+    assert plans[0] == plans[1] == plans[2] and plans[0]["units"] > 10
+
+
+# Every built-in proof, on its proof configuration, through the pool: the cheap ones whole.
+CHEAP_PROOFS = [
+    ("lost-update", "buggy"),
+    ("lost-update", "fix-cas"),
+    ("coordinator-async-append", "block-event-loop"),
+    ("samza-drain", "kill"),
+]
+
+
+@pytest.mark.parametrize(("scenario", "variant"), CHEAP_PROOFS)
+def test_a_built_in_proof_is_the_same_on_one_two_and_three_workers(
+    scenario: str, variant: str
+) -> None:
+    found = get(scenario)
+    one = found.prove(variant, Budget(10**6), jobs=1)
+    for jobs in (2, 3):
+        with tiny_units(2, 16, 4, 2):  # many units even on a small tree
+            many = found.prove(variant, Budget(10**6), jobs=jobs)
+        same_walk(many, one)
+        assert many.shards > 1 or one.verdict != "ok"
+
+
+def test_the_speedup_allowed_is_the_work_over_a_greedy_schedule() -> None:
+    runs = {(): 4, (0,): 8, (1,): 8, (0, 0): 16, (0, 1): 16}
+    assert makespan(runs, 1) == 52
+    assert makespan(runs, 2) == 4 + 8 + 16  # both halves, then both quarters
+    assert makespan(runs, 16) == 4 + 8 + 16  # the longest chain of units
+    results = [
+        proof_units.UnitResult(ident, ProofReport("ok", True, n, n, 0), [], f"w{len(ident)}")
+        for ident, n in runs.items()
+    ]
+    figure = balance(results)
+    assert figure["total_runs"] == 52 and figure["largest_unit_runs"] == 16
+    assert figure["critical_path_runs"] == 28
+    assert figure["speedup_allowed"]["16"] == round(52 / 28, 2)
+    assert [w["runs"] for w in figure["workers"]] == [4, 16, 32]

@@ -1,0 +1,421 @@
+"""A proof split where its tree is big: bounded units of work, handed out as they appear.
+
+Why: the static plan (one shard per branch of the FIFO path) gave the shard
+that branches at the first draw nearly the whole tree, so ``prove -j 16``
+ran no faster than ``-j 2``. Distributed stateless model checkers balance by
+handing out work dynamically (Yang, Chen, Gopalakrishnan, Kirby, STTT 2010;
+Simsa, Bryant, Gibson, RV 2012); this is that, in rounds a Spark campaign
+can ship too.
+
+A *unit* is a list of branches still to walk (``exhaustive.Entry``: a draw of
+some run and the value to take there), or the walk's root. A worker walks it
+breadth-first (``exhaustive.ProofWalk``) for at most ``UNIT_RUNS`` runs and
+hands back the frontier it left; the driver cuts that, at draw boundaries,
+into at most ``SPLIT_WAYS`` new units, named by their place below it. Which
+units exist and what each walks depends on the tree and those two constants
+alone: never on ``-j``, on the machine, or on which worker finished first.
+
+Why the merged report is the sequential walk's:
+
+- Every run of the sequential walk is made exactly once, by one unit, with
+  the same prefix and the same sleep set. The branches of one draw are never
+  cut apart, so each learns the footprints of its earlier siblings from their
+  first runs, as the sequential walk does, and no probe run is needed. The
+  counts are sums, so a complete proof's counts are the sequential walk's.
+- The walk's order is by deviations, then by the chain of deviations
+  ``(position, value)`` (``Node.chain``): breadth-first order, as a key. A
+  unit walks its branches in that order and stops at its first finding, so
+  the smallest key over all units is the sequential walk's first finding, and
+  it is shrunk once, on the driver, as ``prove`` shrinks it. Once a finding
+  is known, units whose branches all lie deeper are not walked, and a unit
+  stops before a branch deeper than it.
+
+The balance figure (``balance``): each unit's runs, and the unit it came
+from, form a tree of work; scheduling it greedily on N workers gives a
+makespan, and total runs ÷ makespan is the speedup the plan allows on N
+workers. It counts runs, not seconds, so it holds on any machine; it is a
+lower bound (a greedy schedule, never better than the best).
+"""
+
+from __future__ import annotations
+
+import heapq
+import multiprocessing
+import queue
+import signal
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from raceproof.sim.exhaustive import Entry, ProofReport, ProofVerdict, ProofWalk, WalkOptions
+from raceproof.sim.exhaustive import WalkStart as _Start
+from raceproof.sim.explore import Budget, Progress
+from raceproof.sim.reduction import Node
+from raceproof.sim.shrink import shrink
+from raceproof.sim.verdicts import Verdict
+from raceproof.sim.world import Runner
+
+UNIT_RUNS = 64  # runs a unit walks before it hands back what it left
+# ... except near the root, where units are smaller so that the tree fans out fast: a
+# unit k levels below the root walks at most min(UNIT_RUNS, FIRST_UNIT_RUNS * 2**k) runs.
+FIRST_UNIT_RUNS = 4
+SPLIT_WAYS = 16  # the units the rest of an unfinished unit is cut into, at most
+PIECE_ENTRIES = 8  # ... each of at least this many branches (a unit of a few runs costs more than it gives)
+# Runs walked in the calling process before a pool starts: a pool costs a short proof's
+# runs several times over (measured: lost-update/fix-cas, 46 runs, -j 2 took 2-3 times
+# as long as -j 1 when every shard went to the pool).
+IN_PROCESS_RUNS = 64
+SPEEDUP_WORKERS = (2, 4, 8, 16)  # the worker counts the balance figure is given for
+
+UnitId = tuple[int, ...]  # the root is (); a unit cut from unit u's rest is (*u, k)
+
+
+@dataclass
+class Unit:
+    ident: UnitId
+    entries: list[Entry]  # empty: the walk's root
+
+    @property
+    def min_depth(self) -> int:
+        """Deviations of its shallowest branch."""
+        if not self.entries:
+            return 0
+        return min(node.depth + 1 for node, _ in self.entries)
+
+
+@dataclass
+class UnitResult:
+    ident: UnitId
+    report: ProofReport
+    left: list[Entry]
+    worker: str  # the process that walked it ("driver" or a pool worker's name)
+
+
+def _detach(frontier: Sequence[Entry]) -> list[Entry]:
+    """The frontier as plain data: each draw once, without links to the walk it came from."""
+    copies: dict[int, Node] = {}
+    entries: list[Entry] = []
+    for node, value in frontier:
+        copy = copies.get(id(node))
+        if copy is None:
+            copy = replace(node, parent=None, visit=None, repeats=None, pending=[])
+            copies[id(node)] = copy
+        entries.append((copy, value))
+    return entries
+
+
+def cut(left: Sequence[Entry]) -> list[list[Entry]]:
+    """``left`` in at most ``SPLIT_WAYS`` contiguous pieces of about equal size (and at least
+    ``PIECE_ENTRIES`` branches, but for the last), never inside a draw."""
+    ways = SPLIT_WAYS
+    groups: list[list[Entry]] = []
+    for entry in left:
+        if groups and groups[-1][0][0] is entry[0]:
+            groups[-1].append(entry)
+        else:
+            groups.append([entry])
+    target = max(PIECE_ENTRIES, -(-len(left) // ways)) if left else 0
+    pieces: list[list[Entry]] = []
+    for group in groups:
+        if pieces and len(pieces[-1]) < target:
+            pieces[-1].extend(group)
+        else:
+            pieces.append(list(group))
+    return pieces
+
+
+def walk_unit(
+    run: Runner,
+    options: WalkOptions,
+    unit: Unit,
+    budget: Budget,
+    *,
+    stop_depth: int | None = None,
+    worker: str = "driver",
+) -> UnitResult:
+    """Walk ``unit`` within ``budget`` (at most its share of runs); what it left, detached."""
+    walk = ProofWalk(run, options, shrink_found=False)
+    start = None if unit.entries else _Start((), {}, 0)
+    walk.walk(budget, start, entries=unit.entries, stop_depth=stop_depth)
+    if not walk.frontier:
+        walk.compare_repeats()  # its nodes' subtrees all ran here: the debug mode can compare
+    left = [] if walk.found is not None else _detach(walk.frontier)
+    return UnitResult(unit.ident, walk.report(), left, worker)
+
+
+def _key(report: ProofReport) -> tuple[int, tuple[tuple[int, int], ...]]:
+    chain = report.found_chain or ()
+    return (len(chain), chain)
+
+
+def merge_units(
+    results: Sequence[UnitResult], *, reduction: bool, left: int
+) -> tuple[ProofReport, UnitResult | None]:
+    """The units' reports added up; the one with the first finding in walk order, if any.
+
+    ``left``: branches no unit walked because the budget was spent (``budget`` pruned).
+    """
+    results = sorted(results, key=lambda r: r.ident)
+    reports = [r.report for r in results]
+    pruned: dict[str, int] = {}
+    probes: dict[str, int] = {}
+    for report in reports:
+        for bound, count in report.pruned.items():
+            pruned[bound] = pruned.get(bound, 0) + count
+        for name, count in report.probes.items():
+            probes[name] = probes.get(name, 0) + count
+    finders = [r for r in results if r.report.found is not None]
+    winner = min(finders, key=lambda r: _key(r.report)) if finders else None
+    if winner is None and left:
+        pruned["budget"] = left
+    verdict: ProofVerdict = Verdict.INCONCLUSIVE if pruned else Verdict.OK
+    if winner is not None:
+        verdict = winner.report.verdict
+    checked = [r.footprints_checked for r in reports if r.footprints_checked is not None]
+    merged = ProofReport(
+        verdict,
+        verdict == Verdict.OK,
+        schedules=sum(r.schedules for r in reports),
+        runs=sum(r.runs for r in reports),
+        max_deviations_seen=max((r.max_deviations_seen for r in reports), default=0),
+        pruned=pruned,
+        found=None if winner is None else winner.report.found,
+        frontier_left=left,
+        reduction=reduction,
+        skipped_equivalent=sum(r.skipped_equivalent for r in reports),
+        sleep_blocked=sum(r.sleep_blocked for r in reports),
+        shards=len(reports),
+        state_cache_cuts=sum(r.state_cache_cuts for r in reports),
+        states_seen=sum(r.states_seen for r in reports),
+        state_cache_checked=sum(r.state_cache_checked for r in reports),
+        footprints_checked=sum(checked) if checked else None,
+        footprints_unverified=sum(r.footprints_unverified for r in reports),
+        probes=dict(sorted(probes.items())),
+        found_chain=None if winner is None else winner.report.found_chain,
+    )
+    return merged, winner
+
+
+# -- the balance figure -------------------------------------------------------------
+def makespan(runs: dict[UnitId, int], workers: int) -> int:
+    """Runs until the last unit ends, scheduling units greedily on ``workers`` as they appear."""
+    children: dict[UnitId, list[UnitId]] = {}
+    for ident in sorted(runs):
+        if ident:
+            children.setdefault(ident[:-1], []).append(ident)
+    roots = [ident for ident in runs if not ident or ident[:-1] not in runs]
+    ready: list[tuple[int, UnitId]] = [(0, ident) for ident in sorted(roots)]
+    heapq.heapify(ready)
+    free = [0] * workers
+    end = 0
+    while ready:
+        at, ident = heapq.heappop(ready)
+        start = max(heapq.heappop(free), at)
+        done = start + runs[ident]
+        heapq.heappush(free, done)
+        end = max(end, done)
+        for child in children.get(ident, []):
+            heapq.heappush(ready, (done, child))
+    return end
+
+
+def balance(results: Sequence[UnitResult]) -> dict[str, Any]:
+    """Each worker's work, the largest unit and the longest chain of units, the speedups allowed."""
+    runs = {r.ident: r.report.runs for r in results}
+    total = sum(runs.values())
+    path: dict[UnitId, int] = {}
+    for ident in sorted(runs, key=len):
+        path[ident] = path.get(ident[:-1], 0) + runs[ident]
+    workers: dict[str, dict[str, int]] = {}
+    for result in sorted(results, key=lambda r: r.ident):
+        mine = workers.setdefault(result.worker, {"units": 0, "runs": 0, "schedules": 0})
+        mine["units"] += 1
+        mine["runs"] += result.report.runs
+        mine["schedules"] += result.report.schedules
+    return {
+        "units": len(runs),
+        "unit_runs": UNIT_RUNS,
+        "total_runs": total,
+        "largest_unit_runs": max(runs.values(), default=0),
+        "critical_path_runs": max(path.values(), default=0),
+        "workers": [dict(name=name, **figures) for name, figures in sorted(workers.items())],
+        "speedup_allowed": {
+            str(n): round(total / max(1, makespan(runs, n)), 2) for n in SPEEDUP_WORKERS
+        },
+    }
+
+
+def single_balance(report: ProofReport) -> dict[str, Any]:
+    """The balance of a walk made in one piece (``-j 1``): one unit, no speedup."""
+    return {
+        "units": 1,
+        "unit_runs": None,
+        "total_runs": report.runs,
+        "largest_unit_runs": report.runs,
+        "critical_path_runs": report.runs,
+        "workers": [
+            {"name": "driver", "units": 1, "runs": report.runs, "schedules": report.schedules}
+        ],
+        "speedup_allowed": {str(n): 1.0 for n in SPEEDUP_WORKERS},
+    }
+
+
+# -- the driver ---------------------------------------------------------------------
+@dataclass
+class Dispatch:
+    unit: Unit
+    examples: int
+    seconds: float | None
+    stop_depth: int | None
+
+
+@dataclass
+class Plan:
+    """The driver's side: units ready to walk, what came back, the runs promised."""
+
+    budget: Budget
+    ready: deque[Unit] = field(default_factory=lambda: deque([Unit((), [])]))
+    results: list[UnitResult] = field(default_factory=list)
+    runs: int = 0
+    promised: int = 0
+    best: tuple[int, tuple[tuple[int, int], ...]] | None = None
+
+    def next(self) -> Dispatch | None:
+        """The next unit to walk and its share of the budget; None when none may start now."""
+        while self.ready and self.best is not None and self.ready[0].min_depth > self.best[0]:
+            self.ready.popleft()  # wholly deeper than a finding: cannot come first
+        if not self.ready or self.budget.out_of_time():
+            return None
+        unit_runs = min(UNIT_RUNS, FIRST_UNIT_RUNS << min(len(self.ready[0].ident), 16))
+        share = min(unit_runs, self.budget.examples - self.runs - self.promised)
+        if share <= 0:
+            return None
+        self.promised += share
+        seconds = None
+        if self.budget.seconds is not None:
+            seconds = max(0.0, self.budget.seconds - self.budget.elapsed())
+        return Dispatch(
+            self.ready.popleft(), share, seconds, None if self.best is None else self.best[0]
+        )
+
+    def take(self, dispatch: Dispatch, result: UnitResult) -> None:
+        self.promised -= dispatch.examples
+        self.runs += result.report.runs
+        self.results.append(result)
+        if result.report.found is not None:
+            key = _key(result.report)
+            self.best = key if self.best is None else min(self.best, key)
+        pieces = cut(result.left)
+        self.ready.extend(Unit((*result.ident, k), piece) for k, piece in enumerate(pieces))
+
+    def left(self) -> int:
+        """Branches no unit walked (the budget stopped the plan)."""
+        if self.best is not None:
+            return 0
+        return sum(len(unit.entries) or 1 for unit in self.ready)
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_signals(setup: Callable[[], None] | None = None) -> None:
+    """A worker leaves Ctrl-C to its parent and dies quietly when the pool terminates it.
+
+    Forked, it inherits the parent's handlers (the CLI's raise ``Interrupted``), which
+    would print a traceback from every worker that ``Pool.terminate`` stops. Then the
+    caller's ``setup``, if any.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if setup is not None:
+        setup()
+
+
+def _walk_in_worker(dispatch: Dispatch) -> UnitResult:
+    return _walk(dispatch, multiprocessing.current_process().name)
+
+
+def _walk(dispatch: Dispatch, worker: str) -> UnitResult:
+    clock = _WORKER["clock"] if dispatch.seconds is not None else None
+    budget = Budget(examples=dispatch.examples, seconds=dispatch.seconds, clock=clock)
+    return walk_unit(
+        _WORKER["run"],
+        _WORKER["options"],
+        dispatch.unit,
+        budget,
+        stop_depth=dispatch.stop_depth,
+        worker=worker,
+    )
+
+
+def _on_pool(
+    plan: Plan, jobs: int, setup: Callable[[], None] | None, took: Callable[[], None]
+) -> None:
+    """Walk the plan's units on ``jobs`` forked workers, keeping each of them fed."""
+    context = multiprocessing.get_context("fork")
+    done: queue.SimpleQueue[tuple[Dispatch, UnitResult | BaseException]] = queue.SimpleQueue()
+    with context.Pool(jobs, initializer=_worker_signals, initargs=(setup,)) as pool:
+        flying = 0
+        while True:
+            while flying < 2 * jobs and (dispatch := plan.next()) is not None:
+                pool.apply_async(
+                    _walk_in_worker,
+                    (dispatch,),
+                    callback=lambda r, d=dispatch: done.put((d, r)),
+                    error_callback=lambda e, d=dispatch: done.put((d, e)),
+                )
+                flying += 1
+            if not flying:
+                return
+            dispatch, outcome = done.get()
+            flying -= 1
+            if isinstance(outcome, BaseException):
+                raise outcome
+            plan.take(dispatch, outcome)
+            took()
+
+
+def prove_balanced(
+    run: Runner,
+    jobs: int,
+    *,
+    budget: Budget,
+    options: WalkOptions,
+    progress: Progress | None = None,
+    worker_setup: Callable[[], None] | None = None,
+) -> ProofReport:
+    """``prove`` in balanced units on ``jobs`` worker processes (forked: ``run`` is not pickled).
+
+    The first ``IN_PROCESS_RUNS`` runs are walked here; a proof that ends there
+    never starts a pool. Each worker calls ``worker_setup`` first.
+    """
+    budget.start()
+    plan = Plan(budget)
+    _WORKER.update(run=run, options=options, clock=budget.clock)
+
+    def took() -> None:
+        if progress:
+            walked = [r.report for r in plan.results]
+            progress(
+                {
+                    "shards": f"{len(walked)}/{len(walked) + len(plan.ready)}",
+                    "schedules": sum(r.schedules for r in walked),
+                    "runs": plan.runs,
+                    "skipped_equivalent": sum(r.skipped_equivalent for r in walked),
+                }
+            )
+
+    while plan.runs < IN_PROCESS_RUNS and (dispatch := plan.next()) is not None:
+        plan.take(dispatch, _walk(dispatch, "driver"))
+        took()
+    if plan.ready and jobs > 1:
+        _on_pool(plan, jobs, worker_setup, took)
+    while (dispatch := plan.next()) is not None:  # -j 1, or what a finding left to settle
+        plan.take(dispatch, _walk(dispatch, "driver"))
+        took()
+    report, winner = merge_units(plan.results, reduction=options.reduction, left=plan.left())
+    if winner is not None and winner.report.found is not None:
+        report.shrunk = shrink(run, winner.report.found).outcome
+    report.balance = balance(plan.results)
+    return report
