@@ -23,6 +23,7 @@ from raceproof.scenarios.catalogue import get
 from raceproof.sim import Budget, ProofReport, proof_units, prove
 from raceproof.sim.exhaustive import WalkOptions
 from raceproof.sim.proof_units import balance, makespan, prove_balanced
+from raceproof.sim.verdicts import Verdict
 
 steps = st.tuples(st.sampled_from(("/a", "/b", "/c", "?")), st.booleans())
 scripts = st.lists(
@@ -165,7 +166,7 @@ def test_the_speedup_allowed_is_the_work_over_a_greedy_schedule() -> None:
     assert makespan(runs, 2) == 4 + 8 + 16  # both halves, then both quarters
     assert makespan(runs, 16) == 4 + 8 + 16  # the longest chain of units
     results = [
-        proof_units.UnitResult(ident, ProofReport("ok", True, n, n, 0), [], f"w{len(ident)}")
+        proof_units.UnitResult(ident, ProofReport(Verdict.OK, True, n, n, 0), [], f"w{len(ident)}")
         for ident, n in runs.items()
     ]
     figure = balance(results)

@@ -39,6 +39,7 @@ lower bound (a greedy schedule, never better than the best).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import multiprocessing
 import queue
@@ -61,7 +62,8 @@ UNIT_RUNS = 64  # runs a unit walks before it hands back what it left
 # unit k levels below the root walks at most min(UNIT_RUNS, FIRST_UNIT_RUNS * 2**k) runs.
 FIRST_UNIT_RUNS = 4
 SPLIT_WAYS = 16  # the units the rest of an unfinished unit is cut into, at most
-PIECE_ENTRIES = 8  # ... each of at least this many branches (a unit of a few runs costs more than it gives)
+# ... each of at least this many branches: a unit of a few runs costs more than it gives.
+PIECE_ENTRIES = 8
 # Runs walked in the calling process before a pool starts: a pool costs a short proof's
 # runs several times over (measured: lost-update/fix-cas, 46 runs, -j 2 took 2-3 times
 # as long as -j 1 when every shard went to the pool).
@@ -349,6 +351,15 @@ def _walk(dispatch: Dispatch, worker: str) -> UnitResult:
     )
 
 
+def _arrived(
+    done: queue.SimpleQueue[tuple[Dispatch, UnitResult | BaseException]],
+    dispatch: Dispatch,
+    outcome: UnitResult | BaseException,
+) -> None:
+    """A pool callback: the unit's result, or what its worker raised, back to the driver."""
+    done.put((dispatch, outcome))
+
+
 def _on_pool(
     plan: Plan, jobs: int, setup: Callable[[], None] | None, took: Callable[[], None]
 ) -> None:
@@ -359,11 +370,9 @@ def _on_pool(
         flying = 0
         while True:
             while flying < 2 * jobs and (dispatch := plan.next()) is not None:
+                report = functools.partial(_arrived, done, dispatch)
                 pool.apply_async(
-                    _walk_in_worker,
-                    (dispatch,),
-                    callback=lambda r, d=dispatch: done.put((d, r)),
-                    error_callback=lambda e, d=dispatch: done.put((d, e)),
+                    _walk_in_worker, (dispatch,), callback=report, error_callback=report
                 )
                 flying += 1
             if not flying:

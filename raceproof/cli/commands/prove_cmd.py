@@ -212,6 +212,13 @@ def cmd_prove(args: argparse.Namespace) -> int:
                 f"  reduction: {report.skipped_equivalent} branches skipped as equivalent, "
                 f"{report.sleep_blocked} runs cut where they became equivalent to an explored one"
             )
+        if report.balance is not None and report.balance["units"] != 1:
+            plan = report.balance
+            print(
+                f"  balance: {plan['units']} units of work (the largest {plan['largest_unit_runs']} "
+                f"runs, the longest chain {plan['critical_path_runs']}): the plan allows "
+                f"x{plan['speedup_allowed']['16']} on 16 workers"  # type: ignore[index]
+            )
         if report.states_seen:
             print(
                 f"  state cache: {report.states_seen} states seen, {report.state_cache_cuts} runs "
