@@ -1,5 +1,7 @@
 # The two set-up commands: `make demo` (the main job) and `make test` (the suite).
-# Each creates .venv and installs what it needs by itself.
+# Each creates .venv and installs what it needs by itself. `make demo` needs no root and no
+# apt: the gate only simulates. `make test` (what CI runs, as root, on a fresh machine)
+# also installs the system parts the suite starts: ZooKeeper, PostgreSQL, Chromium.
 VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
@@ -12,9 +14,16 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The system parts come from Debian with apt-get, which needs root: as another user, each
+# target says which package to install and stops (it installs nothing when the part is there).
+need_root = if [ "$$(id -u)" != 0 ]; then \
+	echo "make $@: Debian's $(1) is missing; install it as root (sudo make $@, or sudo apt-get install -y $(1))"; \
+	exit 1; fi
+
 # Debian's ZooKeeper, for the real-ZooKeeper tests and `repro --backend zookeeper`.
 zookeeper:
 	@if [ ! -f /usr/share/java/zookeeper.jar ]; then \
+		$(call need_root,zookeeper); \
 		echo "installing Debian's zookeeper package"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper; \
 	fi
@@ -23,6 +32,7 @@ zookeeper:
 # initdb into a temporary folder and start the server themselves, as a non-root user).
 postgres:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		$(call need_root,postgresql); \
 		echo "installing Debian's postgresql package"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	fi
@@ -32,19 +42,27 @@ postgres:
 MERMAID_VERSION := 11.17.2
 browser:
 	@if ! command -v chromium >/dev/null; then \
+		$(call need_root,chromium); \
 		echo "installing Debian's chromium package"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	fi
 	@if [ ! -f .cache/mermaid/node_modules/mermaid/dist/mermaid.min.js ]; then \
 		if ! command -v npm >/dev/null; then \
+			$(call need_root,nodejs npm); \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; \
 		fi; \
 		mkdir -p .cache/mermaid && npm install --silent --no-audit --no-fund --prefix .cache/mermaid mermaid@$(MERMAID_VERSION); \
 	fi
 
-# The gate over the built-in catalogue (examples-only budgets: no verdict depends on speed).
-demo: $(STAMP) zookeeper
-	$(VENV)/bin/raceproof check -j 2
+# The gate over the built-in catalogue (examples-only budgets: no verdict depends on speed),
+# simulated: no root, no apt, no ZooKeeper. Then how to call `raceproof` from anywhere.
+demo: $(STAMP)
+	@$(VENV)/bin/raceproof check -j 2; status=$$?; \
+	echo; \
+	echo "raceproof is installed in $(CURDIR)/$(VENV)/bin. To call it as 'raceproof':"; \
+	echo "  source $(CURDIR)/$(VENV)/bin/activate      # this shell only"; \
+	echo "  export PATH=\"$(CURDIR)/$(VENV)/bin:\$$PATH\"   # or add this line to ~/.profile"; \
+	exit $$status
 
 # mypy reads the package as it is installed: `raceproof.sim` is the folder `sim/`, and so on.
 TYPECHECK := $(VENV)/typecheck

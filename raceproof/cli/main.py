@@ -27,7 +27,7 @@ from typing import NoReturn
 
 from raceproof.cli import signals
 from raceproof.cli.commands import COMMANDS
-from raceproof.cli.commands.common import UsageError
+from raceproof.cli.commands.common import UsageError, require_extras
 from raceproof.cli.validation import BadInput
 from raceproof.runs import runner
 from raceproof.scenarios import discovery
@@ -89,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args = build_parser().parse_args(words)
             except SystemExit as done:  # usage errors (said in one line), --help, --version
                 return done.code if isinstance(done.code, int) else runner.EXIT_USAGE
+            require_extras(args)
             discovery.ensure_loaded([*args.top_scenarios, *(args.scenarios or [])])
             code: int = args.handler(args)
             return code

@@ -291,6 +291,32 @@ def add_command(
     return sub
 
 
+# The optional parts: installed with ``pip install 'raceproof[spark]'`` (pyproject.toml's extras).
+EXTRAS = {"pyspark": "spark", "pyarrow": "spark"}
+
+
+def _needed_modules(args: argparse.Namespace) -> tuple[str, ...]:
+    command = getattr(args, "command", None)
+    if command == "campaign":
+        return ("pyspark", "pyarrow")
+    if command == "spark-check" or getattr(args, "backend", None) == "spark":
+        return ("pyspark",)
+    return ()
+
+
+def require_extras(args: argparse.Namespace) -> None:
+    """Refuse, in one line naming the extra, a command whose optional part is not installed."""
+    import importlib.util
+
+    missing = [m for m in _needed_modules(args) if importlib.util.find_spec(m) is None]
+    if missing:
+        extra = EXTRAS[missing[0]]
+        raise UsageError(
+            f"raceproof {args.command} needs {', '.join(missing)}, which is not installed: "
+            f"pip install 'raceproof[{extra}]' (or, in a checkout, pip install -e '.[{extra}]')"
+        )
+
+
 def scenario_args(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("scenario", help="a scenario name (see `raceproof list`)")
     sub.add_argument(
