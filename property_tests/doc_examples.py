@@ -20,6 +20,11 @@ blocks are evaluated in order, one temporary folder per page:
   name a target of the Makefile, and nothing else may appear.
 - ``<!-- session: FOLDER -->`` (relative to the page) copies FOLDER into the page's folder,
   so the sessions after it run in a project of their own (the guide's ``stale_cache``).
+- ```` ```toml ```` / ```` ```yaml ````: a file whose first line names it (``# pyproject.toml``,
+  ``# .github/workflows/races.yml``) is written into the page's folder (a toml block without
+  such a line is an excerpt, left alone). A yaml block is a CI job
+  file: its ``raceproof`` and ``pytest`` commands (``run:`` steps, ``- `` script items) then run
+  there and must exit 0; its ``pip install`` lines are checked to install raceproof, not run.
 - ``<!-- skip: next -->`` skips the next block (Sybil's own skip parser).
 """
 
@@ -58,7 +63,12 @@ EXCERPTS = {
 }
 # On an excerpt page, a block that opens with this comment is a complete program, run alone.
 PROGRAM_HEADER = "# A complete program"
-FILE_HEADER = re.compile(r"#\s*([\w.-]+\.py)\b")
+FILE_HEADER = re.compile(r"#\s*([\w.-]+(?:/[\w.-]+)*\.py)\b")
+# A toml or yaml block whose first line names its file (``# pyproject.toml``,
+# ``# .github/workflows/races.yml``) is written there, in the page's folder.
+FILE_NAME = re.compile(r"#\s*((?:[\w.-]+/)*[\w.-]+\.(?:toml|ya?ml))\s*$")
+# A CI job file's commands: ``run: ...`` steps (GitHub Actions), ``- ...`` script items (GitLab).
+JOB_COMMAND = re.compile(r"^\s*(?:-\s+)?(?:run:\s+)?((?:raceproof|pytest|pip)\s.*)$")
 
 
 def pages() -> list[Path]:
@@ -128,7 +138,9 @@ def evaluate_python(example: Example) -> str | None:
         return f"not an excerpt of {', '.join(s.name for s in sources)}:\n{source}"
     header = FILE_HEADER.match(lines[0]) if lines else None
     if header:
-        (session_dir(example) / header.group(1)).write_text(source)
+        target = session_dir(example) / header.group(1)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(source)
         return None
     code = compile(source, f"{example.path}:{example.line}", "exec", dont_inherit=True)
     exec(code, {"__name__": f"doc_example_{example.line}"})
@@ -175,18 +187,18 @@ def sessions(block: str) -> list[tuple[str, list[str]]]:
     return runs
 
 
+def run_in(folder: Path, command: str) -> subprocess.CompletedProcess[str]:
+    """``command`` run by bash in ``folder``, this virtualenv's ``raceproof`` first on PATH."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "200"}
+    return subprocess.run(
+        ["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
 def evaluate_console(example: Example) -> str | None:
     folder = session_dir(example)
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "200"}
     for command, expected in sessions(example.parsed):
-        done = subprocess.run(
-            ["bash", "-c", command],
-            cwd=folder,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        done = run_in(folder, command)
         said = f"$ {command}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
         if done.returncode in FAILING_EXITS or done.returncode > 4 or done.returncode < 0:
             reason = FAILING_EXITS.get(done.returncode, "not a verdict")
@@ -194,6 +206,46 @@ def evaluate_console(example: Example) -> str | None:
         line = _missing(expected, done.stdout.splitlines())
         if line is not None:
             return f"expected line not printed, or not in order: {line!r}\n{said}"
+    return None
+
+
+def evaluate_file(example: Example) -> str | None:
+    """A toml or yaml block: written to the file its first line names (else an excerpt, shown)."""
+    source: str = example.parsed
+    header = FILE_NAME.match(source.splitlines()[0]) if source.strip() else None
+    if header is None:
+        return None
+    target = session_dir(example) / header.group(1)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(source)
+    return None
+
+
+def job_commands(block: str) -> list[str]:
+    """The ``raceproof``, ``pytest`` and ``pip`` commands of a CI job file, in order."""
+    return [m.group(1).strip() for ln in block.splitlines() if (m := JOB_COMMAND.match(ln))]
+
+
+def evaluate_job(example: Example) -> str | None:
+    """A CI job file: written, then its raceproof and pytest commands run (exit 0 each).
+
+    ``pip install`` lines are checked (they install raceproof), not run: the
+    suite's environment has raceproof already, and a registry is not asked.
+    """
+    if not FILE_NAME.match(example.parsed.splitlines()[0] if example.parsed.strip() else ""):
+        return f"a CI job file's first line names it (# .gitlab-ci.yml):\n{example.parsed}"
+    evaluate_file(example)
+    commands = job_commands(example.parsed)
+    if not any(c.startswith("raceproof ") for c in commands):
+        return f"a CI job file with no raceproof command:\n{example.parsed}"
+    for command in commands:
+        if command.startswith("pip"):
+            if not re.fullmatch(r"pip install \S*raceproof\S*", command):
+                return f"a job's pip line installs raceproof only: {command}"
+            continue
+        done = run_in(session_dir(example), command)
+        if done.returncode != 0:
+            return f"$ {command}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return None
 
 
@@ -251,6 +303,8 @@ SYBIL = Sybil(
         CodeBlockParser("python", evaluate_python),
         CodeBlockParser("console", evaluate_console),
         CodeBlockParser("sh", evaluate_sh),
+        CodeBlockParser("toml", evaluate_file),
+        CodeBlockParser("yaml", evaluate_job),
     ]
 )
 

@@ -145,3 +145,23 @@ def test_every_command_quoted_in_the_readme_text_parses() -> None:
         assert said is None, said
         checked += 1
     assert checked >= 3
+
+
+def test_a_ci_job_file_runs_its_commands_and_a_failing_one_fails(tmp_path: Path) -> None:
+    toml = "```toml\n# pyproject.toml\n[tool.raceproof]\nscenarios = []\n```\n"
+    assert failures(page(tmp_path, toml)) == []
+    assert (tmp_path / "pyproject.toml").read_text().startswith("# pyproject.toml\n")
+    job = (
+        "```yaml\n# .gitlab-ci.yml\nrace:\n  script:\n    - pip install vendor/raceproof.whl\n"
+        "    - raceproof prove lost-update --variant VARIANT\n```\n"
+    )
+    assert failures(page(tmp_path, job.replace("VARIANT", "fix-cas"))) == []
+    assert (tmp_path / ".gitlab-ci.yml").exists()
+    said = failures(page(tmp_path, job.replace("VARIANT", "buggy")))  # exit 1: the job fails
+    assert said and "exit 1" in said[0]
+    other = job.replace("vendor/raceproof.whl", "requests").replace("VARIANT", "fix-cas")
+    assert "installs raceproof only" in failures(page(tmp_path, other))[0]
+    assert doc_examples.job_commands("      - run: pytest -n 2\n    - raceproof check\n") == [
+        "pytest -n 2",
+        "raceproof check",
+    ]

@@ -385,7 +385,11 @@ def get(name: str) -> Scenario:
     discovery.ensure_loaded()
     scenario = CATALOGUE.get(name)
     if scenario is None:
-        raise UnknownName(f"unknown scenario {name!r}; valid: {', '.join(sorted(CATALOGUE))}")
+        raise UnknownName(
+            f"unknown scenario {name!r}; valid: {', '.join(sorted(CATALOGUE))} (a scenario of "
+            f'your own loads from pyproject.toml\'s [tool.raceproof] scenarios = ["FILE.py"], '
+            f"or --scenarios FILE.py; in pytest --raceproof-scenarios FILE.py)"
+        )
     return scenario
 
 

@@ -138,9 +138,16 @@ class RaceproofGate:
         return result
 
     def _variant(self, scenario: str, variant: str | None) -> str:
+        """``variant`` or the scenario's first; an unknown name fails the test in one line."""
         from raceproof.scenarios.catalogue import get
 
-        return variant or next(iter(get(scenario).variants))
+        try:
+            known = get(scenario)
+            if variant is not None:
+                known.check_variant(variant)
+        except UnknownName as exc:
+            pytest.fail(str(exc), pytrace=False)
+        return variant or next(iter(known.variants))
 
     def explore(
         self,
