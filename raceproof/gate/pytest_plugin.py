@@ -124,7 +124,8 @@ class RaceproofGate:
 
     def _judge(self, result: gate.CheckResult) -> gate.CheckResult:
         self.node.user_properties.append(
-            (f"raceproof {result.scenario} / {result.variant} / {result.kind}", result.verdict)
+            # a plain str: pytest-xdist sends user_properties between processes (no enums)
+            (f"raceproof {result.scenario} / {result.variant} / {result.kind}", str(result.verdict))
         )
         for probe, count in result.probes.items():  # the race window's reached counts
             self.node.user_properties.append(
@@ -211,7 +212,7 @@ class CounterexampleItem(pytest.Item):
             counterexamples.check_current(loaded)  # out of date: says what the choices do now
         replayed = counterexamples.replay_on(loaded, self.variant)
         self.user_properties.append(
-            (f"raceproof {loaded.scenario.name} / {self.variant} / replay", replayed.verdict)
+            (f"raceproof {loaded.scenario.name} / {self.variant} / replay", str(replayed.verdict))
         )
         if replayed.verdict == self.expected:
             return
