@@ -246,6 +246,14 @@ class RandomSource(ChoiceSource):
         self._sizes.append(n)
         return value
 
+    def inlined_schedule(self) -> tuple[list[int], Callable[[int], None], Callable[[int], None]]:
+        """What a caller needs to inline ``schedule`` for n >= 2: the values computed ahead
+        (pop one, take ``(value * n) >> 64``) and the two appends that record the draw
+        (the value, then ``n``). ``World.step`` inlines it on every unobserved step; the
+        lists live as long as the source, so the bound appends stay valid.
+        """
+        return self._buffer, self.drawn.append, self._sizes.append
+
 
 _NUMBERS = re.compile(r"\d+")
 
