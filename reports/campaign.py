@@ -27,6 +27,7 @@ from raceproof.sim.verdicts import Verdict
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from raceproof.reports import campaign_folder
 from raceproof.reports.html import template
 from raceproof.reports.plots import save_png
 from raceproof.sim import repro as repro_files
@@ -49,9 +50,7 @@ def read_rows(folder: Path) -> list[Row]:
 
     Read part by part (``campaign_folder``): a damaged part is a one-line error naming it.
     """
-    from raceproof.spark_integration.campaign_folder import read_rows as read
-
-    return read(folder)
+    return campaign_folder.read_rows(folder)
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -222,10 +221,8 @@ def plot(rows: Sequence[Row], path: Path) -> bool:
 
 def summary(folder: Path, baseline: Path | None = None) -> dict[str, Any]:
     rows = read_rows(folder)
-    from raceproof.spark_integration.campaign_folder import read_determinism, read_manifest
-
-    manifest = read_manifest(folder)
-    checks = read_determinism(folder)
+    manifest = campaign_folder.read_manifest(folder)
+    checks = campaign_folder.read_determinism(folder)
     verdicts: dict[str, int] = defaultdict(int)
     for row in rows:
         verdicts[row["verdict"]] += 1

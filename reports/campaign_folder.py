@@ -12,6 +12,10 @@ with what to do about it. Nothing is moved or deleted: the user decides.
 The folder holds ``campaign.json`` (the manifest), ``results/`` (Parquet part
 files, one appended per flush), ``determinism.json`` and ``counterexamples/``.
 An empty folder, or one that does not exist yet, is a new campaign.
+
+It lives in ``reports`` because a campaign folder is a report's input: the
+report reads it with pyarrow alone, and ``spark_integration`` (which writes
+it) imports this format from here, so the two depend one way.
 """
 
 from __future__ import annotations
@@ -21,7 +25,22 @@ from typing import Any
 
 from raceproof.sim import repro as repro_files
 from raceproof.sim.configs import BadInput
-from raceproof.spark_integration.campaign_cells import COLUMN_NAMES
+
+__all__ = [
+    "COLUMNS",
+    "COLUMN_NAMES",
+    "DETERMINISM",
+    "FORMAT",
+    "MANIFEST",
+    "RESULTS",
+    "CampaignFolderError",
+    "Row",
+    "check_folder",
+    "part_files",
+    "read_determinism",
+    "read_manifest",
+    "read_rows",
+]
 
 RESULTS = "results"
 MANIFEST = "campaign.json"
@@ -29,6 +48,43 @@ DETERMINISM = "determinism.json"
 FORMAT = "raceproof-campaign"
 
 Row = dict[str, Any]
+
+# (column, Spark SQL type, what it holds); docs/reference/schemas.md's table is this list;
+# spark_integration writes them (campaign_cells re-exports them), reports reads them.
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("cell", "string", "the cell's key: kind/scenario/variant/strategy/seed/examples budget"),
+    ("kind", "string", "`search`, or `proof` (a merged proof) with `--prove`"),
+    ("scenario", "string", "scenario name"),
+    ("variant", "string", "variant name"),
+    ("strategy", "string", "`random`, `hypothesis`, `pct`, or `exhaustive` for a proof"),
+    ("seed", "bigint", "the search's seed (0 for a proof)"),
+    ("examples_budget", "bigint", "examples the cell may run (schedules, for a proof)"),
+    ("expected", "string", "what the catalogue expects of the variant: `violated` or `ok`"),
+    ("verdict", "string", "`violated`, `ok`, `inconclusive`, or `error` (the cell crashed)"),
+    ("met", "boolean", "the verdict is the expected one"),
+    ("checker", "string", "the violated checker, if any"),
+    ("examples_to_violation", "bigint", "examples run up to the first violation (null if none)"),
+    ("examples", "bigint", "examples run (proof: runs)"),
+    ("schedules", "bigint", "distinct schedules run (proof: complete schedules)"),
+    ("complete", "boolean", "proof only: nothing pruned the walk"),
+    ("shards", "bigint", "proof only: shards the proof was split into"),
+    ("seconds", "double", "wall seconds of the cell (varies between runs)"),
+    ("virtual_ms", "bigint", "virtual milliseconds simulated by every run of the cell"),
+    ("trace_hash", "string", "trace hash of the shrunk counterexample"),
+    ("cell_hash", "string", "SHA-256 over the trace hashes of every run of the cell, in order"),
+    ("blob", "string", "the shrunk counterexample's choice blob"),
+    ("deviations", "bigint", "deviations from FIFO of the shrunk counterexample"),
+    ("counterexample", "string", "its file, relative to the campaign folder"),
+    (
+        "error",  # a column's name, not a verdict
+        "string",
+        "what a crashed cell raised; for an inconclusive proof, what pruned it",
+    ),
+    ("tool_version", "string", "raceproof version that ran the cell"),
+    ("git_commit", "string", "git commit of that raceproof"),
+    ("executor", "string", "host:pid that ran the cell (varies between runs)"),
+)
+COLUMN_NAMES = tuple(name for name, _type, _doc in COLUMNS)
 
 
 class CampaignFolderError(BadInput):

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from raceproof.reports.campaign_folder import RESULTS, check_folder, read_determinism
 from raceproof.sim import repro as repro_files
 from raceproof.sim.verdicts import Verdict
 from raceproof.spark_integration.campaign_cells import (
@@ -46,7 +47,6 @@ from raceproof.spark_integration.campaign_cells import (
     error_row,
     run_cell,
 )
-from raceproof.spark_integration.campaign_folder import RESULTS, check_folder, read_determinism
 from raceproof.spark_integration.campaign_proof import merge, prove_shard, shard_cells
 
 FLUSH_EVERY_S = 10.0

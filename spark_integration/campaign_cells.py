@@ -28,45 +28,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+# the results' columns: the folder format, read by reports, re-exported for the writers here
+from raceproof.reports.campaign_folder import COLUMN_NAMES as COLUMN_NAMES
+from raceproof.reports.campaign_folder import COLUMNS as COLUMNS
 from raceproof.sim import Budget, Runner, RunOutcome, deviations, encode_blob, explore
 from raceproof.sim.reduction import Shard
 from raceproof.sim.verdicts import Verdict
 
-# (column, Spark SQL type, what it holds); the README's schema table is this list.
-COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("cell", "string", "the cell's key: kind/scenario/variant/strategy/seed/examples budget"),
-    ("kind", "string", "`search`, or `proof` (a merged proof) with `--prove`"),
-    ("scenario", "string", "scenario name"),
-    ("variant", "string", "variant name"),
-    ("strategy", "string", "`random`, `hypothesis`, `pct`, or `exhaustive` for a proof"),
-    ("seed", "bigint", "the search's seed (0 for a proof)"),
-    ("examples_budget", "bigint", "examples the cell may run (schedules, for a proof)"),
-    ("expected", "string", "what the catalogue expects of the variant: `violated` or `ok`"),
-    ("verdict", "string", "`violated`, `ok`, `inconclusive`, or `error` (the cell crashed)"),
-    ("met", "boolean", "the verdict is the expected one"),
-    ("checker", "string", "the violated checker, if any"),
-    ("examples_to_violation", "bigint", "examples run up to the first violation (null if none)"),
-    ("examples", "bigint", "examples run (proof: runs)"),
-    ("schedules", "bigint", "distinct schedules run (proof: complete schedules)"),
-    ("complete", "boolean", "proof only: nothing pruned the walk"),
-    ("shards", "bigint", "proof only: shards the proof was split into"),
-    ("seconds", "double", "wall seconds of the cell (varies between runs)"),
-    ("virtual_ms", "bigint", "virtual milliseconds simulated by every run of the cell"),
-    ("trace_hash", "string", "trace hash of the shrunk counterexample"),
-    ("cell_hash", "string", "SHA-256 over the trace hashes of every run of the cell, in order"),
-    ("blob", "string", "the shrunk counterexample's choice blob"),
-    ("deviations", "bigint", "deviations from FIFO of the shrunk counterexample"),
-    ("counterexample", "string", "its file, relative to the campaign folder"),
-    (
-        "error",  # a column's name, not a verdict
-        "string",
-        "what a crashed cell raised; for an inconclusive proof, what pruned it",
-    ),
-    ("tool_version", "string", "raceproof version that ran the cell"),
-    ("git_commit", "string", "git commit of that raceproof"),
-    ("executor", "string", "host:pid that ran the cell (varies between runs)"),
-)
-COLUMN_NAMES = tuple(name for name, _type, _doc in COLUMNS)
 # Columns that differ between two runs of the same cell by design.
 VOLATILE = frozenset({"seconds", "executor"})
 

@@ -18,7 +18,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from raceproof.cli import validation
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import Scenario, config_to_json
 from raceproof.sim import Counterexample, RunOutcome, deviations, encode_blob
@@ -55,15 +54,6 @@ def git_commit() -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return done.stdout.strip() if done.returncode == 0 else "unknown"
-
-
-def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
-    """``key=value`` pairs; a value is read as JSON when it parses, else as a string.
-
-    Checking the values against a configuration is ``Scenario.config_for``'s job
-    (through ``raceproof.cli.validation``); a malformed pair is ``BadInput``.
-    """
-    return validation.parse_overrides(items)
 
 
 def overrides_of(scenario: Scenario, config: Any) -> dict[str, Any]:

@@ -60,7 +60,8 @@ def _seeds(args: argparse.Namespace) -> list[int]:
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from raceproof.spark_integration import campaign, campaign_folder
+    from raceproof.reports import campaign_folder
+    from raceproof.spark_integration import campaign
 
     if getattr(args, "pipeline", None):
         return pipeline_campaign(args)
@@ -176,7 +177,7 @@ def report_campaign(args: argparse.Namespace) -> int:
     baseline = Path(args.baseline) if args.baseline is not None else None
     if baseline is not None and not is_campaign_dir(baseline):
         raise UsageError(f"--baseline {baseline} is not a campaign folder (no campaign.json)")
-    from raceproof.spark_integration.campaign_folder import check_folder
+    from raceproof.reports.campaign_folder import check_folder
 
     for checked in (folder, baseline):  # before anything is written: damaged parts, manifests
         if checked is not None:

@@ -25,6 +25,7 @@ from raceproof.cli.validation import (
     MAX_EXAMPLES,
     int_in,
     non_empty,
+    parse_overrides,
     positive_seconds,
     prepare_output_dir,
 )
@@ -41,7 +42,7 @@ MAX_PCT_DEPTH = 1_000  # PCT finds bugs of small depth; a depth past the run's s
 # -- explore ------------------------------------------------------------------------
 def cmd_explore(args: argparse.Namespace) -> int:
     scenario, variant = scenario_and_variant(args)
-    overrides = runner.parse_overrides(args.set)
+    overrides = parse_overrides(args.set)
     config = scenario.config_for("explore", overrides)
     if args.strategy not in SEARCH_STRATEGIES:
         raise UsageError(

@@ -28,6 +28,7 @@ from raceproof.cli.validation import (
     int_in,
     jobs_option,
     non_empty,
+    parse_overrides,
     positive_seconds,
     prepare_output_dir,
 )
@@ -72,7 +73,7 @@ CROSS_CHECK_UNFINISHED = (
 
 def cmd_prove(args: argparse.Namespace) -> int:
     scenario, variant = scenario_and_variant(args)
-    overrides = runner.parse_overrides(args.set)
+    overrides = parse_overrides(args.set)
     config = scenario.config_for("prove", overrides)
     max_dev = scenario.prove_max_deviations if args.max_deviations is None else args.max_deviations
     max_branch = scenario.prove_max_branch if args.max_branch is None else args.max_branch

@@ -25,6 +25,7 @@ from raceproof.cli.commands.common import (
 from raceproof.cli.validation import (
     int_in,
     non_empty,
+    parse_overrides,
     prepare_output_dir,
     prepare_output_file,
     zk_hosts,
@@ -53,7 +54,7 @@ from raceproof.sim.verdicts import CheckStatus, Verdict
 # -- repro --------------------------------------------------------------------------
 def cmd_repro(args: argparse.Namespace) -> int:
     scenario, variant = scenario_and_variant(args)
-    overrides = runner.parse_overrides(args.set)
+    overrides = parse_overrides(args.set)
     config = scenario.config_for("explore", overrides)
     chosen = [args.seed is not None, args.choices is not None, args.report_timeline]
     if sum(chosen) > 1:
