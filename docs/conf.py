@@ -23,6 +23,9 @@ exclude_patterns = ["_build", "_ext", "examples/**/tests", "**/.pytest_cache", "
 
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
+# No typographic quotes or dashes: `--json` must stay two hyphens wherever it is printed
+# (help texts, tables, examples), so what a reader copies from the manual runs.
+smartquotes = False
 
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"

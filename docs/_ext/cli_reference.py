@@ -96,7 +96,33 @@ def cli_markdown(parser: argparse.ArgumentParser, heading: str = "##") -> str:
                 out.append("Subcommands: " + ", ".join(f"`{n}`" for n in sorted(action.choices)))
                 out.append("")
         if sub.epilog:
-            out.append(_cell(sub.epilog) + "\n")
+            out.append(epilog_markdown(sub.epilog))
+    return "\n".join(out)
+
+
+def epilog_markdown(epilog: str) -> str:
+    """An epilog's text as paragraphs and its indented command lines as one copyable sh block.
+
+    ``examples:\n  raceproof prove ...\n  raceproof prove ... --json`` becomes "Examples:"
+    and a code block with one command a line (not a run-together paragraph).
+    """
+    out: list[str] = []
+    block: list[str] = []
+
+    def flush() -> None:
+        if block:
+            out.append("```sh\n" + "\n".join(block) + "\n```\n")
+            block.clear()
+
+    for line in epilog.splitlines():
+        if line.startswith((" ", "\t")) and line.strip():
+            block.append(line.strip())
+            continue
+        flush()
+        if line.strip():
+            text = line.strip()
+            out.append(text[0].upper() + text[1:] + "\n")
+    flush()
     return "\n".join(out)
 
 
