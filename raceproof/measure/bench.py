@@ -314,6 +314,8 @@ def _timed_proof(
         "runs": report.runs,
         "skipped_equivalent": report.skipped_equivalent,
         "seconds": round(time.perf_counter() - started, 3),
+        # The plan's balance: each worker's work, the largest unit, the speedups it allows.
+        "balance": report.balance,
     }
 
 
@@ -326,7 +328,12 @@ def _proof_measures(
 ]:
     """The proof measures ``proof_bench`` alternates, each keeping its last figures and counts."""
     last: dict[str, dict[str, Any]] = {}
-    counts: dict[str, set[tuple[Any, ...]]] = {"reduced": set(), "full": set(), "j2": set()}
+    counts: dict[str, set[tuple[Any, ...]]] = {
+        "reduced": set(),
+        "full": set(),
+        "j2": set(),
+        "full_j2": set(),
+    }
 
     def timed(name: str, reduction: bool, jobs: int) -> Callable[[], float]:
         def measure() -> float:
@@ -340,15 +347,22 @@ def _proof_measures(
     return last, counts, timed
 
 
+def _allowed(figures: dict[str, Any]) -> float | None:
+    plan = figures.get("balance")
+    return None if plan is None else float(plan["speedup_allowed"]["16"])
+
+
 def proof_bench(
     names: list[str] | None = None,
     budget_s: float = 300.0,
     progress: Progress = None,
     alternations: int = 5,
+    variant_for: str | None = None,
 ) -> dict[str, Any]:
-    """Per scenario, its first variant expected to hold: the proof with and without the
-    reduction and on two worker processes, alternated ``alternations`` times; each ratio
-    is computed per round and given as its median and range."""
+    """Per scenario, its first variant expected to hold (or ``variant_for``): the proof with
+    and without the reduction, each on one and on two worker processes, alternated
+    ``alternations`` times; each ratio is computed per round and given as its median and
+    range, beside the speedup the -j 2 run's plan allows on 16 workers (machine-free)."""
     say = progress or (lambda _line: None)
     from raceproof.scenarios.catalogue import all_scenarios
 
@@ -361,22 +375,31 @@ def proof_bench(
     for scenario in all_scenarios():
         if names and scenario.name not in names:
             continue
-        variant = next((v for v in scenario.variants if v not in scenario.expect_violation), None)
+        variant = variant_for or next(
+            (v for v in scenario.variants if v not in scenario.expect_violation), None
+        )
         if variant is None:
             continue
         last, counts, timed = _proof_measures(scenario.name, variant, budget_s)
-        reduced_s, full_s, two_s = alternate(
+        reduced_s, full_s, two_s, full_two_s = alternate(
             alternations,
             timed("reduced", True, 1),
             timed("full", False, 1),
             timed("j2", True, 2),
+            timed("full_j2", False, 2),
         )
-        reduced, full, two = last["reduced"], last["full"], last["j2"]
+        reduced, full, two, full_two = last["reduced"], last["full"], last["j2"], last["full_j2"]
         full_over_reduced = spread(
             [f / max(r, 1e-9) for f, r in zip(full_s, reduced_s, strict=True)], 2
         )
         j2 = spread([r / max(t, 1e-9) for r, t in zip(reduced_s, two_s, strict=True)], 2)
-        for figures, runs in ((reduced, reduced_s), (full, full_s), (two, two_s)):
+        full_j2 = spread([r / max(t, 1e-9) for r, t in zip(full_s, full_two_s, strict=True)], 2)
+        for figures, runs in (
+            (reduced, reduced_s),
+            (full, full_s),
+            (two, two_s),
+            (full_two, full_two_s),
+        ):
             figures["seconds"] = spread(runs)
         row = {
             "variant": variant,
@@ -392,6 +415,13 @@ def proof_bench(
             "j2_speedup_range": j2["range"],
             # A budget can cut a walk at a different point each round; complete walks never differ.
             "j2_same_counts": counts["j2"] == counts["reduced"] and len(counts["reduced"]) == 1,
+            "full_j2": full_two,
+            "full_j2_speedup": full_j2["median"],
+            "full_j2_speedup_range": full_j2["range"],
+            "full_j2_same_counts": counts["full_j2"] == counts["full"] and len(counts["full"]) == 1,
+            # What the plans allow on 16 workers (total runs / a greedy schedule's makespan).
+            "speedup_allowed_16": _allowed(two),
+            "full_speedup_allowed_16": _allowed(full_two),
         }
         with whole_object_footprints():
             whole = _timed_proof(scenario.name, variant, budget_s, reduction=True, jobs=1)
@@ -414,7 +444,11 @@ def proof_bench(
             f"faster (range {full_over_reduced['range'][0]}-{full_over_reduced['range'][1]}), "
             f"{at_least}{row['schedules_full_over_reduced']} fewer | -j 2: x{row['j2_speedup']} "
             f"(range {j2['range'][0]}-{j2['range'][1]}) "
-            f"{'same counts' if row['j2_same_counts'] else 'DIFFERENT counts'} | whole-object "
+            f"{'same counts' if row['j2_same_counts'] else 'DIFFERENT counts'}, plan allows "
+            f"x{row['speedup_allowed_16']} on 16 | full -j 2: x{row['full_j2_speedup']} "
+            f"(range {full_j2['range'][0]}-{full_j2['range'][1]}) "
+            f"{'same counts' if row['full_j2_same_counts'] else 'DIFFERENT counts'}, plan allows "
+            f"x{row['full_speedup_allowed_16']} on 16 | whole-object "
             f"footprints {whole['schedules']} sched: tracked "
             f"{'no larger' if row['tracked_no_larger'] else 'LARGER or incomplete'}"
         )

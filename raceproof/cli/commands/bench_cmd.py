@@ -31,7 +31,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         names = [args.scenario] if args.scenario else None
         if args.scenario:
             scenario_and_variant(args)  # an unknown name is a usage error
-        result = bench.proof_bench(names, args.proof_budget, say, args.alternations)
+        result = bench.proof_bench(
+            names, args.proof_budget, say, args.alternations, args.variant if names else None
+        )
     elif args.scenario:
         scenario, variant = scenario_and_variant(args)
         scenario.checkers_named(args.checker)
@@ -73,7 +75,8 @@ def add(commands: Any) -> None:
     sub.add_argument(
         "--variant",
         type=non_empty,
-        help="with --scenario: the variant searched (default: its first)",
+        help="with --scenario: the variant searched (default: its first); with --proofs, "
+        "the variant proved (default: its first expected to hold)",
     )
     sub.add_argument(
         "--checker", type=non_empty, help="with --scenario: count only this checker's violations"
