@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from raceproof.cli.commands.common import (
@@ -33,9 +34,7 @@ from raceproof.cli.validation import (
     prepare_output_dir,
 )
 from raceproof.runs import processes, runner
-from raceproof.sim import (
-    Budget,
-)
+from raceproof.sim import Budget, ProofReport
 from raceproof.sim.proof_plan import Estimate, estimate
 from raceproof.sim.verdicts import Verdict
 
@@ -71,26 +70,72 @@ CROSS_CHECK_UNFINISHED = (
 )
 
 
-def cmd_prove(args: argparse.Namespace) -> int:
+@dataclass
+class ProveSetup:
+    """What the command line asked for, checked: the proof to run and its caps."""
+
+    scenario: Any
+    variant: str
+    config: Any
+    max_deviations: int | None
+    max_branch: int | None
+    out_dir: Any
+    budget: Budget
+    run: Any
+
+
+@dataclass
+class ProveResult:
+    """A finished proof: the JSON result, the report it came from, whether it was cross-checked."""
+
+    setup: ProveSetup
+    result: dict[str, Any]
+    report: ProofReport
+    unchecked: bool  # --cross-check asked for, its full walk unfinished
+
+
+@dataclass
+class Interrupted:
+    """A proof stopped by a signal: what it covered so far."""
+
+    partial: dict[str, Any]
+    exc: BaseException
+    covered: str
+
+
+def _parse(args: argparse.Namespace) -> ProveSetup:
     scenario, variant = scenario_and_variant(args)
     overrides = parse_overrides(args.set)
     config = scenario.config_for("prove", overrides)
-    max_dev = scenario.prove_max_deviations if args.max_deviations is None else args.max_deviations
-    max_branch = scenario.prove_max_branch if args.max_branch is None else args.max_branch
-    out_dir = prepare_output_dir(args.out) if args.out is not None else None
-    budget = Budget(examples=args.max_schedules, seconds=args.budget, clock=time.monotonic)
-    run = scenario.runner(variant, config, args.checker)
+    return ProveSetup(
+        scenario=scenario,
+        variant=variant,
+        config=config,
+        max_deviations=scenario.prove_max_deviations
+        if args.max_deviations is None
+        else args.max_deviations,
+        max_branch=scenario.prove_max_branch if args.max_branch is None else args.max_branch,
+        out_dir=prepare_output_dir(args.out) if args.out is not None else None,
+        budget=Budget(examples=args.max_schedules, seconds=args.budget, clock=time.monotonic),
+        run=scenario.runner(variant, config, args.checker),
+    )
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    setup = _parse(args)
     try:
         size = estimate(
-            run, samples=args.estimate_samples, max_branch=max_branch, clock=time.monotonic
+            setup.run,
+            samples=args.estimate_samples,
+            max_branch=setup.max_branch,
+            clock=time.monotonic,
         )
     except KeyboardInterrupt as exc:  # before the walk began: nothing is covered yet
-        partial = runner.base_result(scenario, variant, "exhaustive", config)
+        partial = runner.base_result(setup.scenario, setup.variant, "exhaustive", setup.config)
         partial.update(complete=False, bounds_pruned={"interrupted": 0})
         return emit_interrupted(args, partial, exc, "sampling the proof's size; not a proof")
     if args.estimate:
-        return _report_estimate(args, scenario.name, variant, size, config)
-    line = Progress(f"prove {scenario.name}/{variant}", not args.json, count_key="runs")
+        return _report_estimate(args, setup.scenario.name, setup.variant, size, setup.config)
     if not args.json and size.seconds > args.budget:
         print(
             f"warning: this proof may not finish in its budget: about {size.schedules:,.0f} "
@@ -98,6 +143,15 @@ def cmd_prove(args: argparse.Namespace) -> int:
             f"ms a run is ~{size.seconds:,.0f}s > --budget {args.budget:g}s",
             file=sys.stderr,
         )
+    proof = _run(args, setup, size)
+    if isinstance(proof, Interrupted):
+        return emit_interrupted(args, proof.partial, proof.exc, proof.covered)
+    return emit(args, proof.result, functools.partial(_render, args, proof))
+
+
+def _run(args: argparse.Namespace, setup: ProveSetup, size: Estimate) -> ProveResult | Interrupted:
+    """Walk the proof with a progress line; its result, or what it covered when interrupted."""
+    line = Progress(f"prove {setup.scenario.name}/{setup.variant}", not args.json, count_key="runs")
 
     def progress(info: dict[str, Any]) -> None:
         # The display shows a bar, the rate and the time left against ``estimate``
@@ -108,13 +162,13 @@ def cmd_prove(args: argparse.Namespace) -> int:
     coverage = Coverage()
     started = time.monotonic()
     try:
-        report = scenario.prove(
-            variant,
-            budget,
-            config=config,
+        report = setup.scenario.prove(
+            setup.variant,
+            setup.budget,
+            config=setup.config,
             checker=args.checker,
-            max_deviations=max_dev,
-            max_branch=max_branch,
+            max_deviations=setup.max_deviations,
+            max_branch=setup.max_branch,
             progress=coverage.progress(progress),
             reduction=not args.no_reduction,
             jobs=args.jobs,
@@ -126,23 +180,40 @@ def cmd_prove(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt as exc:
         line.done()
-        seen = coverage.snapshot
-        partial = runner.base_result(scenario, variant, "exhaustive", config)
-        partial.update(
-            complete=False,
-            schedules=seen.get("schedules", 0),
-            examples=seen.get("runs", 0),
-            bounds_pruned={"interrupted": seen.get("frontier", 0)},
-            max_deviations_reached=seen.get("depth", 0),
-            seconds=round(time.monotonic() - started, 3),
-        )
-        covered = (
-            f"{partial['schedules']} distinct complete schedules ({partial['examples']} runs, "
-            f"{seen.get('frontier', 0)} left unexplored); not a proof"
-        )
-        return emit_interrupted(args, partial, exc, covered)
+        return _interrupted(setup, coverage.snapshot, exc, started)
     line.done()
-    result = runner.base_result(scenario, variant, "exhaustive", config)
+    return _result(args, setup, size, report, started)
+
+
+def _interrupted(
+    setup: ProveSetup, seen: dict[str, Any], exc: BaseException, started: float
+) -> Interrupted:
+    partial = runner.base_result(setup.scenario, setup.variant, "exhaustive", setup.config)
+    partial.update(
+        complete=False,
+        schedules=seen.get("schedules", 0),
+        examples=seen.get("runs", 0),
+        bounds_pruned={"interrupted": seen.get("frontier", 0)},
+        max_deviations_reached=seen.get("depth", 0),
+        seconds=round(time.monotonic() - started, 3),
+    )
+    covered = (
+        f"{partial['schedules']} distinct complete schedules ({partial['examples']} runs, "
+        f"{seen.get('frontier', 0)} left unexplored); not a proof"
+    )
+    return Interrupted(partial, exc, covered)
+
+
+def _result(
+    args: argparse.Namespace,
+    setup: ProveSetup,
+    size: Estimate,
+    report: ProofReport,
+    started: float,
+) -> ProveResult:
+    """The JSON result of a finished proof (and its counterexample file, if it found one)."""
+    scenario, variant = setup.scenario, setup.variant
+    result = runner.base_result(scenario, variant, "exhaustive", setup.config)
     result.update(report.accounting())
     result.update(
         verdict=report.verdict,
@@ -155,8 +226,8 @@ def cmd_prove(args: argparse.Namespace) -> int:
         configuration={
             "config": result["config"],
             "bounds": scenario.bounds.to_json(),
-            "max_deviations": max_dev,
-            "max_branch": max_branch,
+            "max_deviations": setup.max_deviations,
+            "max_branch": setup.max_branch,
             "max_schedules": args.max_schedules,
             "budget_s": args.budget,
             "reduction": not args.no_reduction,
@@ -165,7 +236,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
     )
     if report.shrunk is not None:
         runner.attach_counterexample(
-            result, out_dir, scenario, variant, config, report.shrunk, "exhaustive"
+            result, setup.out_dir, scenario, variant, setup.config, report.shrunk, "exhaustive"
         )
         result["verdict"] = report.verdict
         result["schedules"] = report.schedules
@@ -180,78 +251,84 @@ def cmd_prove(args: argparse.Namespace) -> int:
         result["verdict"] = Verdict.INCONCLUSIVE
         result["notes"] = [*result.get("notes", []), CROSS_CHECK_UNFINISHED]
     result["seconds"] = round(time.monotonic() - started, 3)
+    return ProveResult(setup, result, report, unchecked)
 
-    def human() -> None:
-        probes = probes_line(result, "runs")
-        if report.shrunk is not None and report.shrunk.error is not None:
-            print(f"== {scenario.name} / {variant}: NOT proven: ERROR at schedule {report.runs}")
-            print(runner.error_text(report.shrunk, result["repro"]))
-            return
-        if report.shrunk is not None:
-            title = (
-                f"== {scenario.name} / {variant}: NOT proven: violation at schedule {report.runs}"
-            )
-            story = outcome_story(scenario, variant, config, report.shrunk, title)
-            print_outcome(report.shrunk, title, story)
-            print(f"counterexample: {result['counterexample'] or runner.NOT_SAVED}")
-            print_reports(result)
-            print(f"repro: {result['repro']}")
-            return
-        if unchecked:
-            print(f"{scenario.name} / {variant}: INCONCLUSIVE: {CROSS_CHECK_UNFINISHED}")
-            return
-        state = "PROVEN" if report.complete else "INCONCLUSIVE"
-        if result["verdict"] == Verdict.NOT_REACHED:
-            state = "NOT REACHED (not a proof of anything)"
-        classes = "equivalence classes of schedules" if report.reduction else "distinct schedules"
+
+def _render(args: argparse.Namespace, proof: ProveResult) -> None:
+    report, result = proof.report, proof.result
+    name = f"{proof.setup.scenario.name} / {proof.setup.variant}"
+    if report.shrunk is not None and report.shrunk.error is not None:
+        print(f"== {name}: NOT proven: ERROR at schedule {report.runs}")
+        print(runner.error_text(report.shrunk, result["repro"]))
+    elif report.shrunk is not None:
+        title = f"== {name}: NOT proven: violation at schedule {report.runs}"
+        setup = proof.setup
+        story = outcome_story(setup.scenario, setup.variant, setup.config, report.shrunk, title)
+        print_outcome(report.shrunk, title, story)
+        print(f"counterexample: {result['counterexample'] or runner.NOT_SAVED}")
+        print_reports(result)
+        print(f"repro: {result['repro']}")
+    elif proof.unchecked:
+        print(f"{name}: INCONCLUSIVE: {CROSS_CHECK_UNFINISHED}")
+    else:
+        _render_coverage(args, name, report, result)
+
+
+def _render_coverage(
+    args: argparse.Namespace, name: str, report: ProofReport, result: dict[str, Any]
+) -> None:
+    """A proof that found nothing: what it covered, how, and what cut it."""
+    state = "PROVEN" if report.complete else "INCONCLUSIVE"
+    if result["verdict"] == Verdict.NOT_REACHED:
+        state = "NOT REACHED (not a proof of anything)"
+    classes = "equivalence classes of schedules" if report.reduction else "distinct schedules"
+    print(
+        f"{name}: {state}: {report.schedules} {classes} run to the end "
+        f"({report.runs} runs, up to {report.max_deviations_seen} deviations) in {result['seconds']}s"
+    )
+    if report.reduction:
         print(
-            f"{scenario.name} / {variant}: {state}: {report.schedules} {classes} run to the end "
-            f"({report.runs} runs, up to {report.max_deviations_seen} deviations) in {result['seconds']}s"
+            f"  reduction: {report.skipped_equivalent} branches skipped as equivalent, "
+            f"{report.sleep_blocked} runs cut where they became equivalent to an explored one"
         )
-        if report.reduction:
-            print(
-                f"  reduction: {report.skipped_equivalent} branches skipped as equivalent, "
-                f"{report.sleep_blocked} runs cut where they became equivalent to an explored one"
+    if report.balance is not None and report.balance["units"] != 1:
+        plan: dict[str, Any] = report.balance
+        print(
+            f"  balance: {plan['units']} units of work (the largest {plan['largest_unit_runs']} "
+            f"runs, the longest chain {plan['critical_path_runs']}): the plan allows "
+            f"x{plan['speedup_allowed']['16']} on 16 workers"
+        )
+    if report.states_seen:
+        print(
+            f"  state cache: {report.states_seen} states seen, {report.state_cache_cuts} runs "
+            f"cut at a state explored before ({report.state_cache_checked} compared)"
+        )
+    print(f"  configuration: {json.dumps(result['config'], sort_keys=True)}")
+    if report.footprints_checked is not None:
+        print(
+            f"  footprints: {report.footprints_checked} pairs of steps the reduction treats "
+            f"as commuting swapped and compared, all commute "
+            f"({report.footprints_unverified} could not be followed)"
+        )
+    if args.cross_check:
+        print(
+            "  cross-check: "
+            + (
+                "the full walk did not complete within the budget: nothing compared"
+                if report.cross_checked is None
+                else f"the full walk ({report.cross_checked} schedules) reaches the same "
+                f"verdict and final states"
             )
-        if report.balance is not None and report.balance["units"] != 1:
-            plan = report.balance
-            print(
-                f"  balance: {plan['units']} units of work (the largest {plan['largest_unit_runs']} "
-                f"runs, the longest chain {plan['critical_path_runs']}): the plan allows "
-                f"x{plan['speedup_allowed']['16']} on 16 workers"  # type: ignore[index]
-            )
-        if report.states_seen:
-            print(
-                f"  state cache: {report.states_seen} states seen, {report.state_cache_cuts} runs "
-                f"cut at a state explored before ({report.state_cache_checked} compared)"
-            )
-        print(f"  configuration: {json.dumps(result['config'], sort_keys=True)}")
-        if report.footprints_checked is not None:
-            print(
-                f"  footprints: {report.footprints_checked} pairs of steps the reduction treats "
-                f"as commuting swapped and compared, all commute "
-                f"({report.footprints_unverified} could not be followed)"
-            )
-        if args.cross_check:
-            print(
-                "  cross-check: "
-                + (
-                    "the full walk did not complete within the budget: nothing compared"
-                    if report.cross_checked is None
-                    else f"the full walk ({report.cross_checked} schedules) reaches the same "
-                    f"verdict and final states"
-                )
-            )
-        if report.pruned:
-            print(
-                f"  pruned by: {', '.join(f'{k} ({v} branches)' for k, v in sorted(report.pruned.items()))}"
-            )
-        for note in result.get("notes", []):
-            print(f"  {note}")
-        if probes:
-            print(f"  {probes}")
-
-    return emit(args, result, human)
+        )
+    if report.pruned:
+        print(
+            f"  pruned by: {', '.join(f'{k} ({v} branches)' for k, v in sorted(report.pruned.items()))}"
+        )
+    for note in result.get("notes", []):
+        print(f"  {note}")
+    probes = probes_line(result, "runs")
+    if probes:
+        print(f"  {probes}")
 
 
 def add(commands: Any) -> None:
@@ -296,6 +373,11 @@ def add(commands: Any) -> None:
         action="store_true",
         help="walk every schedule (no partial-order reduction)",
     )
+    _add_walk_options(sub)
+
+
+def _add_walk_options(sub: Any) -> None:
+    """How the walk is split and checked."""
     sub.add_argument(
         "-j", "--jobs", type=jobs_option(), default=1, help="worker processes (default 1)"
     )
