@@ -20,7 +20,7 @@ from raceproof.cli.main import main
 from raceproof.sim import dataflow
 from raceproof.sim import lifecycle as sim_lifecycle
 from raceproof.sim.history import History
-from raceproof.spark_integration import experiments, lifecycle
+from raceproof.spark_integration import experiments, lifecycle, results
 from raceproof.spark_integration.pipeline import Pipeline, Record, Row, second_of, timestamp
 from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
 
@@ -104,8 +104,8 @@ def test_repeat_three_gives_the_verdicts_of_one_run_on_the_race_that_used_to_fli
 ) -> None:
     # Before the stops landed at a named point, the guarded trial was "violated
     # (no-uncaught-error) 2/3, ok 1/3": the verdict followed where the race put the stop.
-    once = experiments.run_experiment(spark, "stop-start-race", COUNT)
-    thrice = experiments.run_experiment(spark, "stop-start-race", COUNT, repeat=3)
+    once = results.run_experiment(spark, "stop-start-race", COUNT)
+    thrice = results.run_experiment(spark, "stop-start-race", COUNT, repeat=3)
     for side in ("stock", "guarded"):
         assert once[side]["stability"] == "ok", once[side]
         assert thrice[side]["stability"] == "ok 3/3", thrice[side]
@@ -136,7 +136,7 @@ def test_a_process_stopped_before_the_commit_replays_the_batch_in_every_run_unle
     assert f"emitted again in batch {k} " in stock.message and "key=" in stock.message, (
         stock.message
     )
-    both = experiments.run_experiment(spark, "stop-before-commit", COUNT, repeat=2)
+    both = results.run_experiment(spark, "stop-before-commit", COUNT, repeat=2)
     assert both["stock"]["stability"] == "violated (no-duplicate-emission) 2/2", both["stock"]
     assert both["guarded"]["stability"] == "ok 2/2", both["guarded"]
     assert both["verdict"] == "ok"

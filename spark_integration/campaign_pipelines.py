@@ -57,8 +57,9 @@ def run(
 ) -> Summary:
     """Run the grid, skipping the cells ``out`` holds; the summary of this run."""
     from raceproof.spark_integration import session
-    from raceproof.spark_integration.experiments import applicable, baseline, run_experiment
+    from raceproof.spark_integration.experiments import applicable, baseline
     from raceproof.spark_integration.pipeline import PipelineError, PipelineRaised, resolve
+    from raceproof.spark_integration.results import run_experiment
 
     tell = say or (lambda _text: None)
     if out.exists() and not out.is_dir():

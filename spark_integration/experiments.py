@@ -47,8 +47,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import dataclass
 from typing import Any
 
 from raceproof.sim.dataflow import (
@@ -57,7 +56,7 @@ from raceproof.sim.dataflow import (
     state_matches_inputs,
 )
 from raceproof.sim.verdicts import Verdict
-from raceproof.spark_integration import generated, lifecycle, session
+from raceproof.spark_integration import generated, lifecycle
 from raceproof.spark_integration.faults import (
     BatchAbandon,
     BatchGate,
@@ -253,38 +252,6 @@ def slow_sink_stop(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
         job.after_rows = None
         failure = job.run() or run.drain()
         return run.judge(DATA, failing_at_end=failure is not None)
-
-
-def generated_input(
-    spark: Any,
-    pipeline: Pipeline,
-    guarded: bool,
-    *,
-    seed: int = 0,
-    script: generated.Script | None = None,
-) -> Trial:
-    """A drawn input script (late, out of order, duplicated), run, drained, judged by the watermark's rule."""
-    lateness = int(pipeline.max_lateness_s or 0)
-    script = script if script is not None else generated.draw_script(seed, lateness)
-    with TrialRun(spark, pipeline) as run:
-        run.recorder.log("driver", "input.seed", seed=seed)
-        generated.trial_input(run, script)
-        failure = run.job.run()
-        batches = [
-            [r for key, second in events for r in pipeline.records(key, second)]
-            for events in script
-        ]
-        must, maybe = generated.kept(pipeline, batches, lateness)
-        failure = failure or run.drain()
-        for key, rows in sorted(generated.acceptable(pipeline, must, maybe).items()):
-            run.recorder.log("reference", "expect.acceptable", key=list(key), rows=rows)
-        run.note(
-            f"seed {seed}, {sum(map(len, script))} events in {len(script)} batches, "
-            f"{len(maybe)} records beyond the {lateness} s lateness (may be dropped); "
-            f"script {generated.script_json(script)}"
-        )
-        checks = [no_duplicate_emission(), generated.within_watermark_reference()]
-        return run.judge(checks, failing_at_end=failure is not None)
 
 
 def _run_a_spark_job(batch: Any, batch_id: int, rows: int) -> None:
@@ -506,6 +473,7 @@ def replay_equivalence(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
 TrialFn = Callable[[Any, Pipeline, bool], Trial]
 
 NO_DUPLICATE = "no-duplicate-emission"
+FENCING = "checkpoint fencing"
 KEYED_SINK = "sink keyed on batch id"
 OWN_SINK = "the pipeline's own sink"
 COMPLETE = "drain-completeness"
@@ -557,7 +525,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "restore offsets/ and commits/ from an older copy, restart",
             "no-duplicate-emission",
             stale_checkpoint_restore,
-            "checkpoint fencing",
+            FENCING,
             (NO_DUPLICATE,),
         ),
         Experiment(
@@ -581,7 +549,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "delete the whole checkpoint while running",
             "no-duplicate-emission, drain-completeness",
             _cleaner(_whole_checkpoint),
-            "checkpoint fencing",
+            FENCING,
             (NO_DUPLICATE,),
             frozenset({"drain"}),
         ),
@@ -633,9 +601,9 @@ EXPERIMENTS: dict[str, Experiment] = {
         ),
         Experiment(
             "generated-input",
-            "no fault: drawn input, late within and beyond the lateness, out of order, duplicated",
-            "watermark-reference, no-duplicate-emission",
-            generated_input,
+            "no fault: drawn input, late at every level, out of order, duplicated",
+            "watermark-reference (every output Spark may give)",
+            generated.generated_input,
             None,
             needs=frozenset({"drain", "lateness"}),
             judges_pipeline=True,
@@ -655,121 +623,3 @@ EXPERIMENTS: dict[str, Experiment] = {
 def applicable(pipeline: Pipeline) -> list[str]:
     """The experiments this pipeline has what they need for, in the table's order."""
     return [name for name, e in EXPERIMENTS.items() if pipeline.applicable(e.needs)]
-
-
-def outcome(trial: dict[str, Any]) -> str:
-    """One trial's outcome as a table cell: the verdict and, if violated, what failed."""
-    failed = trial["violated"] if trial["verdict"] == Verdict.VIOLATED else []
-    return trial["verdict"] + (f" ({', '.join(failed)})" if failed else "")
-
-
-def stability(trials: list[dict[str, Any]]) -> str:
-    """``violated (x)`` for one run; ``violated (x) 10/10`` or ``unstable: ... 6/10, ok 4/10``."""
-    counts: dict[str, int] = {}
-    for trial in trials:
-        counts[outcome(trial)] = counts.get(outcome(trial), 0) + 1
-    n = len(trials)
-    if len(counts) == 1:
-        (only,) = counts
-        return only if n == 1 else f"{only} {n}/{n}"
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return "unstable: " + ", ".join(f"{label} {k}/{n}" for label, k in ranked)
-
-
-def broken_promises(experiment: Experiment, trial: Trial) -> list[str]:
-    """The checkers the guard promised that failed in a guarded trial."""
-    return sorted(set(experiment.promises) & trial.violated())
-
-
-def run_experiment(
-    spark: Any,
-    name: str,
-    pipeline: Pipeline,
-    *,
-    repeat: int = 1,
-    seed: int = 0,
-    script: generated.Script | None = None,
-    shrink_budget: int = 20,
-) -> dict[str, Any]:
-    """Run one experiment ``repeat`` times stock and (if it has one) guarded; time and memory included.
-
-    The row's ``verdict`` is the gate's: ``violated`` when a guarded trial broke
-    a checker its guard promises, ``ok`` otherwise. What stock Spark does is a
-    finding reported in ``stock``, never a failure of the run.
-    """
-    experiment = EXPERIMENTS[name]
-    if experiment.trial is generated_input:
-        experiment = replace(experiment, trial=partial(generated_input, seed=seed, script=script))
-    started = time.monotonic()
-    cpu_started = time.process_time()
-    jvm_cpu_started = session.jvm_cpu_s(spark)
-    stock = [experiment.trial(spark, pipeline, False) for _ in range(repeat)]
-    if experiment.guard == KEYED_SINK and pipeline.reads_own_output():
-        # The guard raceproof offers is a sink keyed on batch id; a pipeline with a sink of its
-        # own is judged at that sink, so the sink itself keeps the guard's promises or not.
-        experiment = replace(experiment, guard=OWN_SINK)
-        guarded = stock
-    else:
-        guarded = (
-            [experiment.trial(spark, pipeline, True) for _ in range(repeat)]
-            if experiment.guard
-            else []
-        )
-    broken = sorted({c for trial in guarded for c in broken_promises(experiment, trial)})
-    shrunk: dict[str, Any] | None = None
-    if experiment.judges_pipeline:
-        broken = sorted({c for trial in stock for c in trial.violated()})
-        if broken and name == "generated-input" and shrink_budget > 0:
-            shrunk = shrink_input(spark, pipeline, stock[0], seed, shrink_budget)
-    stock_json = [t.to_json() for t in stock]
-    guarded_json = [t.to_json() for t in guarded]
-    last = (guarded or stock)[-1]
-    return {
-        "scenario": pipeline.name,
-        "pipeline": pipeline.name,
-        "experiment": name,
-        "variant": "guarded" if experiment.guard else "stock",
-        "strategy": "fault-experiment",
-        "verdict": Verdict.VIOLATED if broken else Verdict.OK,
-        "checker": broken[0] if broken else None,
-        "examples": repeat,
-        "fault": experiment.fault,
-        "checkers": experiment.checkers,
-        "guard": experiment.guard,
-        "promises": list(experiment.promises),
-        "broken_promises": broken,
-        "stock": {"stability": stability(stock_json), "trials": stock_json},
-        "guarded": {"stability": stability(guarded_json), "trials": guarded_json}
-        if guarded
-        else None,
-        "trace_hash": last.history.trace_hash(),
-        "shrunk": shrunk,
-        "judges_pipeline": experiment.judges_pipeline,
-        "seconds": round(time.monotonic() - started, 1),
-        "python_cpu_s": round(time.process_time() - cpu_started, 1),
-        "jvm_cpu_s": round(session.jvm_cpu_s(spark) - jvm_cpu_started, 1),
-        **session.peak_memory_mb(spark),
-    }
-
-
-def shrink_input(
-    spark: Any, pipeline: Pipeline, trial: Trial, seed: int, budget: int
-) -> dict[str, Any]:
-    """The violated generated-input trial's script, shrunk while the same checker fails."""
-    (logged,) = trial.history.of_kind("input.script")
-    script = generated.parse_script(str(logged.get("script")))
-    checker = trial.checker
-
-    def fails(candidate: generated.Script) -> bool:
-        again = generated_input(spark, pipeline, False, seed=seed, script=candidate)
-        return again.checker == checker
-
-    small, trials = generated.shrink_script(script, fails, budget=budget)
-    return {
-        "checker": checker,
-        "events": sum(map(len, small)),
-        "from_events": sum(map(len, script)),
-        "trials": trials,
-        "script": generated.script_json(small),
-        "batches": generated.describe(small),
-    }

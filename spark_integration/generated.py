@@ -1,31 +1,43 @@
-"""Realistic input for a real pipeline, drawn from the choice source, judged by the watermark's meaning, shrunk.
+"""Realistic input for a real pipeline, drawn from the choice source, judged by the set of outputs Spark may give, shrunk.
 
 Real streams deliver records late, out of order and twice. ``draw_script``
 draws an input script (micro-batches of ``(key, event second)`` events) from
 ``raceproof.sim.choices.RandomSource(seed)``: several records per key per
-batch, events out of order within a batch, records late within the
-pipeline's declared lateness (``Pipeline.max_lateness_s``), records late
-beyond it, and duplicates. A script is plain JSON (``[[["a", 12], ...], ...]``),
-recorded in the trial, so ``spark-check --experiment generated-input --seed N``
-reproduces a trial and ``--script JSON`` replays one.
+batch, events out of order within a batch, duplicates, and lateness at every
+level that matters to Spark (below). A script is plain JSON
+(``[[["a", 12], ...], ...]``), recorded in the trial, so ``spark-check
+--experiment generated-input --seed N`` reproduces a trial and ``--script
+JSON`` replays one.
 
-What a correct pipeline must output follows Spark's documented watermark
-semantics (Structured Streaming Programming Guide, "Handling Late Data and
-Watermarking", and "Semantic Guarantees of Aggregation with Watermarking",
-pyspark 4.0): the watermark for a micro-batch is the maximum event time seen
-in the earlier batches minus the delay; data less than the delay late is
-guaranteed to be aggregated, and in append mode a window's state is final
-and later data for it is dropped once the watermark passes the window's end.
-``kept`` applies that rule with the declared lateness as the delay
-(``Pipeline.final_at`` says when a record's state is final: its window's end
-for a windowed aggregation): the records it keeps *must* be aggregated. The
-guide says the guarantee "is strict only in one direction": data later than
-the delay "may or may not get aggregated". So the reference is a set of
-acceptable rows per key (``acceptable``: ``expected`` over the must-keep
-records plus every subset of the may-drop ones), and the checker
-``within_watermark_reference`` accepts any of them. A watermark shorter than
-the data's lateness drops records that must be kept: a count below every
-acceptable one.
+What Spark may output follows its documented watermark semantics (Structured
+Streaming Programming Guide, "Handling Late Data and Watermarking" and
+"Semantic Guarantees of Aggregation with Watermarking"): the watermark is
+the maximum event time seen minus the delay; data less late than the delay
+is guaranteed to be kept, data later than that "may or may not get
+aggregated" (the guarantee "is strict only in one direction"). Spark filters
+late rows by the *previous* micro-batch's watermark (the one its eviction
+used), so a record one batch behind the newest is dropped only by a watermark
+shorter than its lateness. ``kept`` splits the records with the declared
+lateness (``Pipeline.max_lateness_s``) as the delay and the watermark of the
+batch before each record's (the largest Spark may use): a record whose state
+is not final under it (``Pipeline.final_at``: its window's end for a windowed
+aggregation) *must* be kept; every other one may go either way. The
+reference is the set of whole outputs Spark may legally give
+(``legal_outputs``: ``expected`` over the must-keep records plus every subset
+of the may-drop ones, the drain's sentinel records included as one more
+optional unit), so a late record that moves a session's start or adds a
+join's pair is judged by what it does to the whole output, and a row the
+reference gives twice (a repeated input event joined twice) may be stored
+twice. ``within_watermark_reference`` accepts a stored output equal to one
+of them.
+
+The generator draws three levels of lateness: behind the newest event time
+(within the lateness: must be kept), one batch behind (behind the newest
+event time of the batch before last, which a short watermark drops), and
+beyond the state's retention (may be dropped). Every script holds a *probe*:
+one batch that moves event time on by nothing (a stall), then the latest
+record the declared lateness still requires to be kept, so a watermark
+shorter than the lateness is caught at every seed, not one in two.
 
 ``shrink_script`` removes batches, then single events, while the trial stays
 violated on the same checker: what is left is a short script that is printed
@@ -35,143 +47,277 @@ and replays.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
-from itertools import combinations
+from functools import partial
+from itertools import product
 from typing import Any
 
-from raceproof.sim.checkers import Checker, CheckerResult, checker, ok, violated
+from raceproof.sim.checkers import Checker, CheckerResult, checker, ok, unknown, violated
 from raceproof.sim.choices import RandomSource
 from raceproof.sim.dataflow import describe as describe_key
 from raceproof.sim.dataflow import key_fields, row_key, row_of
 from raceproof.sim.history import History
-from raceproof.spark_integration.pipeline import Pipeline, Record, second_of
+from raceproof.spark_integration.pipeline import Pipeline, Record, calling_user
+from raceproof.spark_integration.trial import Trial, TrialRun
 
 Event = tuple[str, int]
 Script = list[list[Event]]
+# Of the records one (key, second) event becomes: (the earliest final_at, the latest event
+# second, whether they give an output row by themselves).
+Timing = Callable[[str, int], tuple[int, int, bool]]
 
 KEYS = ("a", "b", "c")
 BATCHES = 5
 STEP_S = 10  # how far event time moves on per batch
+KINDS = ("on-time", "late", "one-batch-behind", "beyond-retention", "duplicate")
+PROBE_KEY = "p"  # a key no other event has: the probe's output is a row of its own
 
 
-def draw_script(seed: int, lateness_s: int, *, batches: int = BATCHES) -> Script:
-    """Batches of events: on time, out of order, late within and beyond ``lateness_s``, duplicated."""
+def _one_record(key: str, second: int) -> tuple[int, int, bool]:
+    return second, second, True
+
+
+def draw_script(
+    seed: int, lateness_s: int, *, batches: int = BATCHES, timing: Timing | None = None
+) -> Script:
+    """Batches of events: on time, late at each level, duplicated, out of order, with a probe.
+
+    ``timing(key, second)``: (the earliest ``final_at``, the latest event second, whether
+    they give a row by themselves) of the records the event becomes (default: one record
+    at ``second``, which does). One drawn batch is a stall (no record newer than the newest
+    so far); the next holds the probe, the earliest event that gives a row and whose state
+    the declared lateness still keeps open: a watermark shorter than the lateness drops
+    it, since Spark filters by the previous batch's watermark.
+    """
+    span = timing or _one_record
     source = RandomSource(seed)
     script: Script = []
-    newest = 0
+    newest = older = 0  # the newest event second seen so far, and as of the batch before last
+    stall = source.draw_int("stall batch", 1, max(1, batches - 2))
     for number in range(batches):
         clock = STEP_S * (number + 1)
         events: list[Event] = []
         for _ in range(source.draw_int("events", 1, 4)):
             key = source.choose("key", KEYS)
-            kind = source.choose("kind", ("on-time", "late", "late", "too-late", "duplicate"))
-            if kind == "late" and newest > 0:
-                late_by = source.draw_int("late by", (lateness_s + 1) // 2, max(1, lateness_s))
-                second = max(1, newest - late_by)
-            elif kind == "too-late" and newest > lateness_s + 2 * STEP_S:
-                second = newest - lateness_s - STEP_S - source.draw_int("beyond by", 1, STEP_S)
-            elif kind == "duplicate" and events:
-                key, second = events[source.draw_int("which", 0, len(events) - 1)]
-            else:
-                second = clock + source.draw_int("skew", 0, STEP_S - 1)
-            events.append((key, second))
+            kind = source.choose("kind", KINDS)
+            event = _drawn(source, kind, key, events, clock, newest, older, lateness_s)
+            if number == stall:  # the stall moves event time on by nothing
+                key, second = event
+                while second > 1 and span(key, second)[1] > newest:
+                    second -= 1
+                event = key, second
+            events.append(event)
+        if number == stall + 1 and newest > 0:
+            events.append(_probe(newest, lateness_s, span))
         script.append(events)  # drawn order: out of event-time order within and across batches
-        newest = max([newest, *(second for _, second in events)])
+        older, newest = newest, max([newest, *(span(k, second)[1] for k, second in events)])
     return script
+
+
+def _drawn(
+    source: RandomSource,
+    kind: str,
+    key: str,
+    events: list[Event],
+    clock: int,
+    newest: int,
+    older: int,
+    lateness_s: int,
+) -> Event:
+    """One event of ``kind``; a kind that cannot apply yet (no newest time) is on time."""
+    if kind == "late" and newest > 0:
+        return key, max(1, newest - source.draw_int("late by", 1, max(1, lateness_s)))
+    if kind == "one-batch-behind" and older > 0:
+        return key, max(1, older - source.draw_int("behind by", 1, max(1, lateness_s)))
+    if kind == "beyond-retention" and newest > lateness_s + 2 * STEP_S:
+        return key, newest - lateness_s - STEP_S - source.draw_int("beyond by", 1, STEP_S)
+    if kind == "duplicate" and events:
+        return events[source.draw_int("which", 0, len(events) - 1)]
+    return key, clock + source.draw_int("skew", 0, STEP_S - 1)
+
+
+def _probe(newest: int, lateness_s: int, span: Timing) -> Event:
+    """The earliest event the declared lateness keeps open after a stall: late, yet must be kept."""
+    for second in range(max(1, newest - lateness_s), newest + 1):
+        final, _, gives_rows = span(PROBE_KEY, second)
+        if final > newest - lateness_s and gives_rows:
+            return PROBE_KEY, second
+    return PROBE_KEY, newest
 
 
 def kept(
     pipeline: Pipeline, batches: list[list[Record]], delay_s: int
 ) -> tuple[list[Record], list[Record]]:
-    """(must keep, may drop): whether a record's state is final under the watermark of its batch."""
+    """(must keep, may drop): whether a record's state is final under the watermark of its batch.
+
+    The watermark is the newest event time of every earlier batch minus ``delay_s``: the
+    largest one Spark may filter late rows by (it uses the previous batch's, which is never
+    larger), so what this keeps Spark must keep.
+    """
     result: list[Record] = []
     late: list[Record] = []
     newest: int | None = None
     for records in batches:
         watermark = None if newest is None else newest - delay_s
         for record in records:
-            if watermark is None or pipeline.final_at(record) > watermark:
+            final = calling_user("final_at(record)", pipeline.final_at, record)
+            if watermark is None or final > watermark:
                 result.append(record)
             else:
                 late.append(record)
-        seconds = [second_of(str(r["ts"])) for r in records if "ts" in r]
+        seconds = [pipeline.event_second(r) for r in records]
         if seconds:
             newest = max([*([newest] if newest is not None else []), *seconds])
     return result, late
 
 
-MAX_MAY_DROP = 10  # subsets enumerated: 2**10 reference calls at most
+MAX_OUTPUTS = 16384  # reference calls at most: beyond it the list of legal outputs is incomplete
 
 
-def acceptable(
-    pipeline: Pipeline, must: list[Record], maybe: list[Record]
-) -> dict[tuple[str, ...], list[dict[str, Any]]]:
-    """Per output key, every row a correct run may give: ``must`` plus any subset of ``maybe``.
+def _canonical(row: Any) -> str:
+    return json.dumps(row, sort_keys=True, default=str)
 
-    A key only the ``maybe`` records give is optional (its list holds ``None`` too).
+
+def legal_outputs(
+    pipeline: Pipeline,
+    must: list[Record],
+    maybe: list[Record],
+    sentinel: list[Record] | None = None,
+) -> tuple[list[list[dict[str, Any]]], bool]:
+    """Every output Spark may legally give (rows sorted), and whether the list is complete.
+
+    ``must`` plus any subset of ``maybe`` (identical records counted: 0..n copies of one
+    record), plus the drain's ``sentinel`` records or not. A may-drop record that changes
+    nothing, added alone or taken out of all of them (a late copy of an id already kept),
+    is left out of the enumeration. The list is incomplete past ``MAX_OUTPUTS`` subsets.
     """
-    maybe = maybe[:MAX_MAY_DROP]
-    fields = pipeline.key_fields
-    rows: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    required = {row_key(r, fields) for r in pipeline.expected(list(must))}
-    for size in range(len(maybe) + 1):
-        for subset in combinations(maybe, size):
-            for row in pipeline.expected([*must, *subset]):
-                options = rows.setdefault(row_key(row, fields), [])
-                if row not in options:
-                    options.append(row)
-    return {k: v if k in required else [*v, {"optional": True}] for k, v in rows.items()}
+
+    def output(records: list[Record]) -> list[dict[str, Any]]:
+        given = calling_user("expected(records)", pipeline.expected, [*must, *records])
+        return sorted((dict(r) for r in given), key=_canonical)
+
+    units = Counter(_canonical(r) for r in maybe)
+    records_of = {_canonical(r): r for r in maybe}
+    alone, everything = output([]), output(list(maybe))
+    for text in list(units):
+        rest = [r for r in maybe if _canonical(r) != text]
+        if output([records_of[text]]) == alone and output(rest) == everything:
+            del units[text]  # inert: whether Spark keeps it or not, the output is the same
+    choices: list[range] = [range(n + 1) for n in units.values()]
+    if sentinel:
+        choices.append(range(2))
+    total = 1
+    for choice in choices:
+        total *= len(choice)
+    outputs: dict[str, list[dict[str, Any]]] = {}
+    for number, picked in enumerate(product(*choices)):
+        if number >= MAX_OUTPUTS:
+            break
+        chosen = [
+            records_of[text]
+            for text, copies in zip(units, picked, strict=False)
+            for _ in range(copies)
+        ]
+        if sentinel and picked[-1]:
+            chosen += sentinel
+        rows = output(chosen)
+        outputs.setdefault(_canonical(rows), rows)
+    return [outputs[k] for k in sorted(outputs)], total <= MAX_OUTPUTS
+
+
+def log_reference(
+    log: Callable[..., None],
+    pipeline: Pipeline,
+    must: list[Record],
+    maybe: list[Record],
+    sentinel: list[Record],
+) -> None:
+    """The ``expect.legal`` op: every output Spark may give, how the sink stores rows."""
+    outputs, complete = legal_outputs(pipeline, must, maybe, sentinel)
+    log(
+        "reference",
+        "expect.legal",
+        outputs=outputs,
+        complete=complete,
+        store=pipeline.store_rule(),
+        must=len(must),
+        maybe=len(maybe),
+    )
 
 
 def within_watermark_reference(name: str = "watermark-reference") -> Checker:
-    """After the drain, every key's last stored row is one the watermark's semantics allow.
+    """After the drain, what the sink stores is one of the outputs Spark may legally give.
 
-    Reads ``expect.acceptable`` (``key``, ``rows``: the rows a correct run may give for it)
-    and the stored ``sink.row`` ops; a key that must be there and is not, a row no subset
-    of the may-drop records gives, or a key no record gives, is a violation.
+    Reads ``expect.legal`` (``outputs``: every legal output, ``store``: the sink's store
+    rule) and the stored ``sink.row`` ops. An ``append`` sink's rows are a multiset (a row
+    the reference gives twice may be stored twice, no more); an upserting or snapshot sink
+    stores each row once. A stored output equal to none of them is a violation naming the
+    first key that differs, what was stored there and what Spark may give there instead.
     """
 
     @checker(name)
     def check(history: History) -> CheckerResult:
-        fields = key_fields(history)
-        allowed = {
-            tuple(str(p) for p in op.get("key") or []): list(op.get("rows") or [])
-            for op in history.of_kind("expect.acceptable")
-        }
-        if not allowed:
+        declared = history.of_kind("expect.legal")
+        if not declared:
             return ok(name)
-        emitted: dict[tuple[str, ...], dict[str, Any]] = {}
-        for op in history.of_kind("sink.row"):
-            emitted[row_key(row_of(op), fields)] = row_of(op)
-        end = len(history) - 1
-        for key, rows in sorted(allowed.items()):
-            got = emitted.get(key)
-            if got is None and {"optional": True} not in rows:
-                return violated(
-                    name,
-                    end,
-                    f"{describe_key(key, fields)} was never emitted; "
-                    f"the records that must be kept give {rows[0]}",
-                )
-            if got is not None and got not in rows:
-                shown = " or ".join(str(r) for r in rows if r != {"optional": True})
-                return violated(
-                    name,
-                    end,
-                    f"{describe_key(key, fields)} emitted {got}; the "
-                    f"watermark's semantics allow {shown}",
-                )
-        for key in sorted(set(emitted) - set(allowed)):
-            if "__sentinel__" not in key:
-                return violated(
-                    name,
-                    end,
-                    f"{describe_key(key, fields)} emitted {emitted[key]}, "
-                    "a row no input record gives",
-                )
-        return ok(name)
+        (reference,) = declared[-1:]
+        appends = reference.get("store") == "append"
+        outputs = [_multiset(list(out), appends=appends) for out in reference.get("outputs") or []]
+        stored_ops = history.of_kind("sink.row")
+        stored = Counter(_canonical(row_of(op)) for op in stored_ops)
+        if any(stored == out for out in outputs):
+            return ok(name)
+        if not reference.get("complete", True):
+            return unknown(
+                name,
+                "the stored output is none of the first "
+                f"{len(outputs)} legal ones, and there are more (too many records may be dropped)",
+            )
+        return violated(name, len(history) - 1, _difference(history, stored, outputs))
 
     return check
+
+
+def _multiset(rows: list[Any], *, appends: bool) -> Counter[str]:
+    texts = [_canonical(r) for r in rows]
+    return Counter(texts) if appends else Counter(set(texts))
+
+
+def _difference(history: History, stored: Counter[str], outputs: list[Counter[str]]) -> str:
+    """The first key where the stored output differs from the nearest legal one, both shown."""
+    fields = key_fields(history)
+    nearest = min(outputs, key=lambda out: sum(((stored - out) + (out - stored)).values()))
+    differing = (stored - nearest) + (nearest - stored)
+
+    def key_of(text: str) -> tuple[str, ...]:
+        return row_key(json.loads(text), fields)
+
+    key = min(key_of(t) for t in differing)
+
+    def at_key(rows: Counter[str]) -> str:
+        texts = sorted(t for t in rows.elements() if key_of(t) == key)
+        return "[" + ", ".join(texts) + "]" if texts else "nothing"
+
+    batches = [
+        op.get("batch") for op in history.of_kind("sink.row") if row_key(row_of(op), fields) == key
+    ]
+    where = ""
+    if len(batches) > 1:
+        one = len(set(map(str, batches))) == 1
+        where = (
+            f" (in batch {batches[0]}, twice within one batch)"
+            if one
+            else (f" (in batches {', '.join(map(str, batches))})")
+        )
+    allowed = sorted({at_key(out) for out in outputs})
+    shown = " or ".join(allowed[:4]) + (
+        f" (or {len(allowed) - 4} more)" if len(allowed) > 4 else ""
+    )
+    return (
+        f"{describe_key(key, fields)}: the sink stored {at_key(stored)}{where}; "
+        f"Spark's watermark semantics allow {shown} there"
+    )
 
 
 def script_json(script: Script) -> str:
@@ -244,3 +390,53 @@ def trial_input(run: Any, script: Script) -> None:
     run.recorder.log("driver", "input.script", script=script_json(script))
     for events in script:
         run.job.add_input(events)
+
+
+def generated_input(
+    spark: Any,
+    pipeline: Pipeline,
+    guarded: bool,
+    *,
+    seed: int = 0,
+    script: Script | None = None,
+) -> Trial:
+    """A drawn input script (late at every level, out of order, duplicated), run, drained,
+    judged against every output Spark's watermark semantics allow."""
+    lateness = int(pipeline.max_lateness_s or 0)
+    if script is None:
+        script = draw_script(seed, lateness, timing=partial(_event_timing, pipeline))
+    with TrialRun(spark, pipeline) as run:
+        run.recorder.log("driver", "input.seed", seed=seed)
+        trial_input(run, script)
+        failure = run.job.run()
+        batches = [
+            [
+                r
+                for key, second in events
+                for r in calling_user("records(key, second)", pipeline.records, key, second)
+            ]
+            for events in script
+        ]
+        must, maybe = kept(pipeline, batches, lateness)
+        failure = failure or run.drain()
+        log_reference(run.recorder.log, pipeline, must, maybe, pipeline.sentinel_records())
+        run.note(
+            f"seed {seed}, {sum(map(len, script))} events in {len(script)} batches, "
+            f"{len(maybe)} records behind the {lateness} s lateness (may be dropped); "
+            f"script {script_json(script)}"
+        )
+        checks = [within_watermark_reference()]
+        return run.judge(checks, failing_at_end=failure is not None)
+
+
+def _event_timing(pipeline: Pipeline, key: str, second: int) -> tuple[int, int, bool]:
+    """(the earliest final_at, the latest event second, whether they give a row) of an
+    event's records: what the generator's probe needs."""
+    records = calling_user("records(key, second)", pipeline.records, key, second)
+    finals = [calling_user("final_at(record)", pipeline.final_at, r) for r in records]
+    rows = calling_user("expected(records)", pipeline.expected, list(records))
+    return (
+        min(finals, default=second),
+        max(map(pipeline.event_second, records), default=second),
+        bool(rows),
+    )

@@ -16,8 +16,11 @@ the history ops the shared checkers read (``pipeline``, ``input.record``,
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from raceproof.sim.history import History
@@ -31,13 +34,50 @@ from raceproof.spark_integration.pipeline import (
 )
 from raceproof.spark_integration.sandbox import Sandbox
 
+PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): (.*)$")
+WRAPPERS = ("FOREACH_BATCH_USER_FUNCTION_ERROR", "Py4JJavaError", "PythonException")
+
 
 def short_error(exc: BaseException) -> str:
-    """The Java error's own line of a Spark error (not py4j's preamble, not the stack)."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    """The cause of a Spark error, whole: the user's Python exception when Spark wrapped one.
+
+    Spark wraps what a Python function raised (``FOREACH_BATCH_USER_FUNCTION_ERROR``,
+    py4j's ``Py4JJavaError``, a worker's ``PythonException``) around the Python traceback's
+    text; the last Python exception line of that text is the user's cause, and is what
+    this returns. Otherwise the Java error's own line (not py4j's preamble, not the stack).
+    Never cut: a long cause is wrapped where it is printed (``wrapped``).
+    """
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if "Traceback (most recent call last)" in text or any(w in text for w in WRAPPERS):
+        python = [
+            line
+            for line in lines
+            if PYTHON_ERROR.match(line) and not line.startswith(("py4j.", "pyspark.", "org."))
+        ]
+        if python:
+            return python[-1]
     java = [line.lstrip(": ") for line in lines if line.startswith(": ") or "Exception:" in line]
-    text = (java or lines or [type(exc).__name__])[0]
-    return text[:240]
+    return (java or lines or [type(exc).__name__])[0]
+
+
+def wrapped(text: str, *, width: int = 100, indent: str = "    ") -> str:
+    """``text`` wrapped at spaces to ``width`` columns, no word cut, continuation indented."""
+    return textwrap.fill(
+        text,
+        width=width,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+@dataclass
+class UserRaised:
+    """What the user's own sink raised inside foreachBatch: its message and its own frames."""
+
+    message: str
+    frames: str
 
 
 class Recorder:
@@ -74,6 +114,7 @@ class PipelineJob:
         self.gate: BatchGate | None = None  # a fault at a named point of a batch
         self.abandon: BatchAbandon | None = None  # the process stops before Spark commits a batch
         self.records_written: list[Record] = []
+        self.user_raised: UserRaised | None = None  # what the user's sink raised, whole
         self._rows_logged = 0
         self._batch_files_logged: set[str] = set()
         self._batches_logged: set[int] = set()
@@ -164,7 +205,21 @@ class PipelineJob:
                     handle.flush()
                     if gate is not None:
                         gate.at(batch_id, done)
-        self.pipeline.sink(batch, batch_id)
+        try:
+            self.pipeline.sink(batch, batch_id)
+        except Exception as exc:  # the user's sink: Spark fails the batch; the cause is kept whole
+            self.user_raised = UserRaised(
+                f"the pipeline's sink(batch, {batch_id}) raised {type(exc).__name__}: {exc}",
+                user_frames(exc),
+            )
+            self.recorder.log(
+                "sink",
+                "sink.raised",
+                batch=batch_id,
+                error=self.user_raised.message,
+                frames=self.user_raised.frames,
+            )
+            raise
         if self.after_rows is not None:
             self.after_rows(batch, batch_id, len(rows))
         # What checkpoint fencing compares with: the last batch the sink committed.
@@ -215,8 +270,14 @@ class PipelineJob:
             else:
                 query.processAllAvailable()
         except Exception as exc:  # a StreamingQueryException: the query died and said so
-            self.recorder.log("spark", "query.failed", run=str(query.runId), error=short_error(exc))
-            return short_error(exc)
+            cause = self.user_raised.message if self.user_raised else short_error(exc)
+            frames = self.user_raised.frames if self.user_raised else ""
+            self.user_raised = None
+            self.recorder.log(
+                "spark", "query.failed", run=str(query.runId), error=cause, frames=frames
+            )
+            where = frames.rstrip().splitlines()[:-1]  # the last line repeats the cause
+            return "\n".join([cause, *where]) if where else cause
         return None
 
     def run(self, *, available_now: bool = False) -> str | None:

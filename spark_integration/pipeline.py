@@ -25,8 +25,12 @@ A pipeline says
 A pipeline with a sink of its own adds ``begin_trial`` (a fresh folder per
 trial), ``read_output`` (the rows its sink stored, which every checker then
 judges) and, for a sink that is not ``foreachBatch``, ``write_stream``;
-``stored_as`` overrides how its output mode stores rows; ``max_lateness_s``
-and ``final_at`` enable generated late input (docs/spark.md). Whatever the
+``stored_as`` overrides how its output mode stores rows; ``max_lateness_s``,
+``event_time`` (the event-time column, checked to be in ``schema``) and
+``final_at`` enable generated late input (docs/howto/spark-sinks.md,
+"Realistic input"); the drain's sentinel event is ``sentinel_key`` at
+``sentinel_second``, and the rows its records give are recognised by that
+declaration (``sentinel_records``), never by their text. Whatever the
 user's code raises becomes ``PipelineRaised`` (``calling_user``): verdict
 ``error``, exit 4, never a bug in raceproof.
 
@@ -94,7 +98,7 @@ def calling_user(what: str, call: Any, *args: Any) -> Any:
     except PipelineRaised:
         raise
     except (Exception, SystemExit) as exc:  # sys.exit() in the user's code is theirs too
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        first = (str(exc).strip().splitlines() or [""])[0]  # whole: never cut mid-word
         raise PipelineRaised(
             f"pipeline error: {what} raised {type(exc).__name__}: {first}", user_frames(exc)
         ) from exc
@@ -143,8 +147,12 @@ class Pipeline:
     stored_as: str | None = None
     key_fields: tuple[str, ...] = ("key",)
     complete_after_drain: bool = True
-    # When the drain's sentinel event is; past every window and join bound the script uses.
+    # The drain's sentinel event: its key, and when it is (past every window and join bound the
+    # script uses). Whatever rows its records give are the drain's, never judged as output.
+    sentinel_key: str = "__sentinel__"
     sentinel_second: int = 100_000
+    # The event-time column of an input record (what the watermark is on): a ``schema`` column.
+    event_time: str = "ts"
 
     def records(self, key: str, second: int) -> list[Record]:
         """The input records one scripted event becomes."""
@@ -172,7 +180,30 @@ class Pipeline:
 
     def final_at(self, record: Record) -> int:
         """The event second from which a watermark at or past it drops this record."""
-        return second_of(str(record["ts"]))
+        return self.event_second(record)
+
+    def event_second(self, record: Record) -> int:
+        """A record's event time (its ``event_time`` column) in seconds since ``EPOCH``."""
+        if self.event_time not in record:
+            raise PipelineRaised(
+                f"pipeline error: records(key, second) gave {record}, with no event-time "
+                f"column {self.event_time!r} (declare the pipeline's event_time)"
+            )
+        try:
+            return second_of(str(record[self.event_time]))
+        except ValueError:
+            raise PipelineRaised(
+                f"pipeline error: records(key, second) gave {self.event_time}="
+                f"{record[self.event_time]!r}, not an event time as timestamp(second) writes it"
+            ) from None
+
+    def sentinel_records(self) -> list[Record]:
+        """The drain's sentinel event as input records (``records`` of the declared sentinel)."""
+        return list(
+            calling_user(
+                "records(key, second)", self.records, self.sentinel_key, self.sentinel_second
+            )
+        )
 
     # Replay equivalence: the state store read back as per-key counts of input records.
     state_counts: bool = False
@@ -265,12 +296,37 @@ def load_pipeline(spec: str) -> Pipeline:
             f"--pipeline {spec!r}: {attr}() returned {type(pipeline).__name__}, not a "
             "raceproof.spark_integration.pipeline.Pipeline"
         )
+    columns = schema_columns(pipeline.schema)
+    if pipeline.max_lateness_s is not None and columns and pipeline.event_time not in columns:
+        raise PipelineError(
+            f"--pipeline {spec!r}: event_time = {pipeline.event_time!r} is not a column of its "
+            f"schema ({', '.join(columns)})"
+        )
     if pipeline.store_rule() not in STORE_RULES:
         raise PipelineError(
             f"--pipeline {spec!r}: stored_as = {pipeline.stored_as!r}; expected one of "
             + ", ".join(STORE_RULES)
         )
     return pipeline
+
+
+def schema_columns(schema: str) -> list[str]:
+    """The top-level column names of a DDL schema (``[]`` when it is not a plain column list)."""
+    names: list[str] = []
+    depth, start = 0, 0
+    text = str(schema)
+    for at, char in enumerate([*text, ","]):
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        elif char == "," and depth == 0:
+            words = text[start:at].replace(":", " ").split()
+            if not words:
+                return []
+            names.append(words[0].strip("`"))
+            start = at + 1
+    return names
 
 
 def _said(exc: BaseException) -> str:

@@ -4,6 +4,7 @@ A trial is judged by the shared checkers only. Its verdict is
 
 - ``violated`` when a checker fails and the user was not told: a duplicate, a
   lost window, a lost acknowledged start, a query thread that died uncaught;
+- ``inconclusive`` when a checker could not tell (``unknown``) and none failed;
 - ``raised`` when the query was still failing with an error at the end (the
   user was told; the windows it never emitted are the error's consequence,
   not a silent loss), unless a duplicate was emitted or a thread died uncaught;
@@ -25,7 +26,7 @@ from raceproof.sim.lifecycle import no_uncaught_error
 from raceproof.sim.verdicts import CheckStatus, Verdict
 from raceproof.spark_integration import session
 from raceproof.spark_integration.job import PipelineJob, Recorder
-from raceproof.spark_integration.pipeline import Pipeline, calling_user
+from raceproof.spark_integration.pipeline import Pipeline, PipelineRaised, calling_user
 from raceproof.spark_integration.sandbox import Sandbox
 
 # Checkers whose failure is the expected consequence of a query that is still failing.
@@ -58,6 +59,17 @@ class Trial:
         }
 
 
+def stale_sink(pipeline: Pipeline, spark: Any) -> None:
+    """Refuse a trial whose sink holds rows before it wrote any (an earlier trial's table)."""
+    rows = calling_user("read_output(spark)", pipeline.read_output, spark) or []
+    if rows:
+        raise PipelineRaised(
+            f"pipeline error: read_output() holds {len(rows)} rows before the trial wrote any "
+            f"(first {rows[0]}): begin_trial(spark, folder) must give each trial an empty sink "
+            "(drop or truncate the table there), or an earlier trial's rows are judged as this one's"
+        )
+
+
 class TrialRun:
     """``with TrialRun(spark) as run:`` a fresh sandbox, recorder and job; ``run.judge(...)`` at the end."""
 
@@ -74,6 +86,8 @@ class TrialRun:
         own.mkdir(parents=True, exist_ok=True)
         try:
             calling_user("begin_trial(spark, folder)", pipeline.begin_trial, spark, own)
+            if pipeline.reads_own_output():
+                stale_sink(pipeline, spark)
         except BaseException:
             self.sandbox.cleanup()
             raise
@@ -102,7 +116,9 @@ class TrialRun:
     def drain(self) -> str | None:
         """The drain procedure: a sentinel past every open window, then AvailableNow."""
         self.job.request_drain("sentinel+AvailableNow")
-        self.job.add_input([("__sentinel__", self.pipeline.sentinel_second)], sentinel=True)
+        self.job.add_input(
+            [(self.pipeline.sentinel_key, self.pipeline.sentinel_second)], sentinel=True
+        )
         return self.job.run(available_now=True)
 
     def judge(self, checkers: list[Checker], *, failing_at_end: bool = False) -> Trial:
@@ -118,9 +134,15 @@ class TrialRun:
             verdicts = [v for v in verdicts if v.checker not in CONSEQUENCES_OF_FAILURE]
         found = first_violation(verdicts)
         failures = [str(op.get("error")) for op in history.of_kind("query.failed")]
+        undecided = [v for v in verdicts if v.status == CheckStatus.UNKNOWN]
         verdict: str  # a verdict word, or ``raised``: the query itself failed
         if found is not None:
             verdict, message = Verdict.VIOLATED, found.message
+        elif undecided and not failing_at_end:  # a judgement asked for and not made: say so
+            verdict, message = (
+                Verdict.INCONCLUSIVE,
+                f"{undecided[0].checker}: {undecided[0].message}",
+            )
         elif failing_at_end:
             verdict = "raised"
             message = "; ".join([*self.notes, f"the query fails with: {failures[-1]}"])

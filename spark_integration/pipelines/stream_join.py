@@ -26,6 +26,7 @@ class StreamJoin(Pipeline):
     schema = "side STRING, key STRING, ts TIMESTAMP"
     key_fields = ("key", "order_ts")
     sentinel_second = 100_001  # odd: an order and its payment, so both sides' watermarks move
+    join_type = "leftOuter"  # an unpaid order gives a row with no payment
 
     def records(self, key: str, second: int) -> list[Record]:
         order = {"side": "order", "key": key, "ts": timestamp(second)}
@@ -51,7 +52,7 @@ class StreamJoin(Pipeline):
             f"order_key = pay_key AND paid_ts >= order_ts "
             f"AND paid_ts <= order_ts + interval {BOUND_S} seconds"
         )
-        joined = orders.join(payments, condition, "leftOuter")
+        joined = orders.join(payments, condition, self.join_type)
         return joined.select(F.col("order_key").alias("key"), "order_ts", "paid_ts")
 
     def expected(self, records: list[Record]) -> list[Row]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from raceproof.cli import signals
@@ -29,27 +30,67 @@ from raceproof.sim.verdicts import Verdict, exit_code_for
 DEFAULT_PIPELINE = "windowed-count"
 
 
+@dataclass
+class SparkRequest:
+    """What to run, parsed and checked before Spark starts."""
+
+    pipelines: list[tuple[str, Any]]  # (spec, Pipeline)
+    plan: list[tuple[str, Any, str]]  # (spec, Pipeline, experiment) to run
+    not_applicable: list[tuple[str, Any, str]]  # requested, lacking what it needs
+    seed: int = 0
+    script: Any = None
+    repeat: int = 1
+    shrink_budget: int = 20
+
+
+@dataclass
+class SparkResult:
+    """What ran: the rows, the verdict, what no experiment judged; an interrupt or the user's error."""
+
+    request: SparkRequest
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    session_s: float = 0.0
+    seconds: float = 0.0
+    unjudged: list[str] = field(default_factory=list)
+    interrupt: BaseException | None = None
+    error: Any = None  # PipelineRaised: the user's code raised
+
+    @property
+    def verdict(self) -> str:
+        verdicts = {str(r["verdict"]) for r in self.rows}
+        if self.error is not None:
+            return Verdict.ERROR
+        for verdict in (Verdict.VIOLATED, Verdict.ERROR, Verdict.INCONCLUSIVE):
+            if verdict in verdicts:
+                return verdict
+        return Verdict.INCONCLUSIVE if self.interrupt is not None else Verdict.OK
+
+
 def cmd_spark_check(args: argparse.Namespace) -> int:
-    from raceproof.spark_integration.experiments import (
-        EXPERIMENTS,
-        applicable,
-        baseline,
-        run_experiment,
+    from raceproof.spark_integration.pipeline import PipelineRaised
+
+    try:
+        request = parse_request(args)
+    except PipelineRaised as exc:  # the factory raised: the user's code, verdict error
+        return render(args, SparkResult(SparkRequest([], [], []), error=exc))
+    say = StatusLine(
+        "spark-check",
+        not args.json,
+        total=len(request.plan) + len(request.pipelines) + 1,
+        says_start=True,
     )
+    try:
+        result = run_request(request, say)
+    finally:
+        say.done()
+    return render(args, result)
+
+
+def parse_request(args: argparse.Namespace) -> SparkRequest:
+    """The pipelines and the plan; UsageError (exit 2) for what is wrong, before Spark starts."""
+    from raceproof.spark_integration.experiments import EXPERIMENTS, applicable
     from raceproof.spark_integration.generated import parse_script
-    from raceproof.spark_integration.pipeline import (
-        BUILT_IN,
-        EXIT_PIPELINE_ERROR,
-        PipelineError,
-        PipelineRaised,
-        resolve,
-    )
-    from raceproof.spark_integration.session import (
-        SparkUnavailable,
-        session_running,
-        spark_session,
-        stop_session,
-    )
+    from raceproof.spark_integration.pipeline import BUILT_IN, PipelineError, resolve
 
     script = None
     if args.script is not None:
@@ -59,6 +100,11 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    unknown_names = [n for n in args.experiment or [] if n not in EXPERIMENTS]
+    if unknown_names:
+        raise UsageError(
+            f"unknown experiment {unknown_names[0]!r}; valid: {', '.join(EXPERIMENTS)}"
+        )
     specs = args.pipeline or [DEFAULT_PIPELINE]
     if specs == ["all"]:
         specs = list(BUILT_IN)
@@ -66,27 +112,42 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         pipelines = [(spec, resolve(spec)) for spec in specs]
     except PipelineError as exc:
         raise UsageError(f"{exc}; built-in pipelines: {', '.join(BUILT_IN)}") from None
-    except PipelineRaised as exc:
-        return pipeline_error(args, [], exc)
-    unknown_names = [n for n in args.experiment or [] if n not in EXPERIMENTS]
-    if unknown_names:
-        raise UsageError(
-            f"unknown experiment {unknown_names[0]!r}; valid: {', '.join(EXPERIMENTS)}"
-        )
-    plan = [
-        (spec, pipeline, name)
-        for spec, pipeline in pipelines
-        for name in applicable(pipeline)
-        if not args.experiment or name in args.experiment
-    ]
-    if not plan:
-        raise UsageError(
-            f"experiment {', '.join(args.experiment or [])} does not apply to pipeline "
-            f"{', '.join(p.name for _, p in pipelines)} (it lacks what the experiment needs)"
-        )
-    say = StatusLine(
-        "spark-check", not args.json, total=len(plan) + len(pipelines) + 1, says_start=True
+    plan, not_applicable = [], []
+    for spec, pipeline in pipelines:
+        fits = applicable(pipeline)
+        plan += [(spec, pipeline, n) for n in fits if not args.experiment or n in args.experiment]
+        not_applicable += [
+            (spec, pipeline, n) for n in dict.fromkeys(args.experiment or []) if n not in fits
+        ]
+    return SparkRequest(
+        pipelines=pipelines,
+        plan=plan,
+        not_applicable=not_applicable,
+        seed=args.seed,
+        script=script,
+        repeat=args.repeat,
+        shrink_budget=args.shrink_budget,
     )
+
+
+def run_request(request: SparkRequest, say: Any) -> SparkResult:
+    """Each pipeline's baseline, then its experiments, on one local Spark session."""
+    from raceproof.spark_integration.experiments import baseline
+    from raceproof.spark_integration.pipeline import PipelineRaised
+    from raceproof.spark_integration.results import not_applicable_row, run_experiment, unjudged
+    from raceproof.spark_integration.session import (
+        SparkUnavailable,
+        session_running,
+        spark_session,
+        stop_session,
+    )
+
+    result = SparkResult(request)
+    result.rows = [not_applicable_row(*planned) for planned in request.not_applicable]
+    for _, pipeline in request.pipelines:
+        result.unjudged += unjudged(pipeline)
+    if not request.plan:
+        return result
     started = time.monotonic()
     owned = not session_running()  # a caller's session (a test's) is left running
     say("starting a local Spark session ...")
@@ -94,100 +155,139 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         spark = spark_session()
     except SparkUnavailable as exc:
         raise UsageError(f"cannot run spark-check: {exc}") from None
-    session_s = round(time.monotonic() - started, 1)
-    rows: list[dict[str, Any]] = []
+    result.session_s = round(time.monotonic() - started, 1)
     baselines: dict[str, dict[str, Any]] = {}
     try:
-        for number, (spec, pipeline, name) in enumerate(plan, 1):
+        for number, (spec, pipeline, name) in enumerate(request.plan, 1):
             if spec not in baselines:
                 say(f"{pipeline.name}: baseline, no fault ...")
                 baselines[spec] = base = baseline(spark, pipeline).to_json()
                 if base["verdict"] != Verdict.OK:
-                    rows.append(baseline_row(spec, pipeline.name, base))
+                    result.rows.append(baseline_row(spec, pipeline.name, base))
             if baselines[spec]["verdict"] != Verdict.OK:
                 continue  # a wrong pipeline: no fault experiment can say anything about it
-            guard = EXPERIMENTS[name].guard
-            say(
-                f"[{number}/{len(plan)}] {pipeline.name}: {name}: stock Spark"
-                + (f", then with {guard}" if guard else "")
-                + (f", {args.repeat} times each" if args.repeat > 1 else "")
-                + " ..."
-            )
+            say(progress(request, number, pipeline.name, name))
             row = run_experiment(
                 spark,
                 name,
                 pipeline,
-                repeat=args.repeat,
-                seed=args.seed,
-                script=script,
-                shrink_budget=args.shrink_budget,
+                repeat=request.repeat,
+                seed=request.seed,
+                script=request.script,
+                shrink_budget=request.shrink_budget,
             )
             row["pipeline"] = spec
-            rows.append(row)
+            result.rows.append(row)
     except KeyboardInterrupt as exc:
-        if owned:
-            stop_session()  # the JVM goes before the partial result is printed
-        return interrupted(args, rows, len(plan), exc, round(time.monotonic() - started, 1))
+        result.interrupt = exc
     except PipelineRaised as exc:
-        say.done()
-        if owned:
-            stop_session()
-        return pipeline_error(args, rows, exc)
+        result.error = exc
     finally:
-        say.done()
         if owned:
-            stop_session()
-    failed = [r for r in rows if r["verdict"] == Verdict.VIOLATED]
-    errors = [r for r in rows if r["verdict"] == Verdict.ERROR]
-    result = {
-        "verdict": Verdict.VIOLATED if failed else Verdict.ERROR if errors else Verdict.OK,
-        "checker": failed[0]["checker"] if failed else None,
-        "pipelines": [spec for spec, _ in pipelines],
-        "repeat": args.repeat,
-        "experiments": rows,
-        "session_s": session_s,
-        "seconds": round(time.monotonic() - started, 1),
+            stop_session()  # the JVM goes before the result is printed
+    result.seconds = round(time.monotonic() - started, 1)
+    return result
+
+
+def progress(request: SparkRequest, number: int, pipeline: str, name: str) -> str:
+    from raceproof.spark_integration.experiments import EXPERIMENTS
+
+    guard = EXPERIMENTS[name].guard
+    return (
+        f"[{number}/{len(request.plan)}] {pipeline}: {name}: stock Spark"
+        + (f", then with {guard}" if guard else "")
+        + (f", {request.repeat} times each" if request.repeat > 1 else "")
+        + " ..."
+    )
+
+
+def render(args: argparse.Namespace, result: SparkResult) -> int:
+    """Print the result (a table and findings, or JSON); the exit code of its verdict."""
+    from raceproof.spark_integration.pipeline import EXIT_PIPELINE_ERROR
+
+    if result.error is not None:
+        return pipeline_error(args, result.rows, result.error)
+    if result.interrupt is not None:
+        planned = len(result.request.plan) + len(result.request.not_applicable)
+        return interrupted(args, result.rows, planned, result.interrupt, result.seconds)
+    document = {
+        "verdict": result.verdict,
+        "checker": next(
+            (r["checker"] for r in result.rows if r["verdict"] == Verdict.VIOLATED), None
+        ),
+        "pipelines": [spec for spec, _ in result.request.pipelines],
+        "repeat": result.request.repeat,
+        "experiments": result.rows,
+        "unjudged": result.unjudged,
+        "session_s": result.session_s,
+        "seconds": result.seconds,
     }
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print(json.dumps(document, sort_keys=True))
     else:
-        print(spark_table(rows))
-        for r in rows:
-            print(f"\n{r['scenario']} / {r['experiment']}:")
-            if r["experiment"] == "baseline":
-                print(f"  {r['summary']}: {r['stock']['trials'][-1]['message']}")
-                continue
-            print(f"  stock: {r['stock']['trials'][-1]['message']}")
-            if r["guarded"]:
-                print(f"  with {r['guard']}: {r['guarded']['trials'][-1]['message']}")
-            broken = ", ".join(r["broken_promises"])
-            if broken and r.get("judges_pipeline"):
-                print(f"  {gate_cell(r)}: with no fault, {broken} failed")
-            elif broken:
-                print(f"  {gate_cell(r)}: {r['guard']} did not keep {broken}")
-            if r.get("shrunk"):
-                small = r["shrunk"]
-                print(
-                    f"  shrunk from {small['from_events']} to {small['events']} events in "
-                    f"{small['trials']} trials: {small['batches']}"
-                )
-                print(
-                    f"  replay: raceproof spark-check --pipeline {r['pipeline']} --experiment "
-                    f"generated-input --script '{small['script']}'"
-                )
-        print(
-            f"\nsession start {session_s}s, total {result['seconds']}s; "
-            + (
-                f"{len(failed)} failed (see above)"
-                if failed
-                else "the pipeline raised with no fault (see above)"
-                if errors
-                else "every guard kept its promise (stock outcomes are findings)"
-            )
-        )
-    if result["verdict"] == Verdict.ERROR:
+        print(spark_table(result.rows))
+        for row in result.rows:
+            print(findings(row))
+        for line in result.unjudged:
+            print(wrapped(f"not judged: {line}", indent="  "))
+        print(closing(result))
+    if result.verdict == Verdict.ERROR:
         return EXIT_PIPELINE_ERROR
-    return exit_code_for(result["verdict"])
+    return exit_code_for(result.verdict)
+
+
+def findings(row: dict[str, Any]) -> str:
+    """The lines under the table for one row: what stock Spark and the guard did, the gate."""
+    lines = [f"\n{row['scenario']} / {row['experiment']}:"]
+    if row["experiment"] == "baseline":
+        lines.append(f"  {row['summary']}: {row['stock']['trials'][-1]['message']}")
+        return "\n".join(_wrap_lines(line) for line in lines)
+    lines.append(f"  stock: {row['stock']['trials'][-1]['message']}")
+    if row["guarded"]:
+        lines.append(f"  with {row['guard']}: {row['guarded']['trials'][-1]['message']}")
+    broken = ", ".join(row["broken_promises"])
+    if broken and row.get("judges_pipeline"):
+        lines.append(f"  {gate_cell(row)}: with no fault, {broken} failed")
+    elif broken:
+        lines.append(f"  {gate_cell(row)}: {row['guard']} did not keep {broken}")
+    if row.get("shrunk"):
+        small = row["shrunk"]
+        lines.append(
+            f"  shrunk from {small['from_events']} to {small['events']} events in "
+            f"{small['trials']} trials: {small['batches']}"
+        )
+        lines.append(
+            f"  replay: raceproof spark-check --pipeline {row['pipeline']} --experiment "
+            f"generated-input --script '{small['script']}'"
+        )
+    return "\n".join(_wrap_lines(line) for line in lines)
+
+
+def wrapped(text: str, *, indent: str = "    ") -> str:
+    from raceproof.spark_integration.job import wrapped as wrap
+
+    return wrap(text, indent=indent)
+
+
+def _wrap_lines(text: str) -> str:
+    """Each line wrapped at spaces; a replay command and a frame's lines are left whole."""
+    return "\n".join(
+        line
+        if "raceproof spark-check" in line or line.startswith("    ") or "File " in line[:8]
+        else wrapped(line)
+        for line in text.split("\n")
+    )
+
+
+def closing(result: SparkResult) -> str:
+    failed = [r for r in result.rows if r["verdict"] == Verdict.VIOLATED]
+    said = {
+        Verdict.VIOLATED: f"{len(failed)} failed (see above)",
+        Verdict.ERROR: "the pipeline raised with no fault (see above)",
+        Verdict.INCONCLUSIVE: "inconclusive: a requested judgement could not be made (see above)",
+        Verdict.OK: "every guard kept its promise (stock outcomes are findings)",
+    }[Verdict(result.verdict)]
+    return f"\nsession start {result.session_s}s, total {result.seconds}s; {said}"
 
 
 def baseline_row(spec: str, name: str, trial: dict[str, Any]) -> dict[str, Any]:
@@ -227,6 +327,8 @@ def gate_cell(row: dict[str, Any]) -> str:
     """The gate column: whose promise broke (raceproof's guard or the pipeline's own sink)."""
     if row["experiment"] == "baseline":
         return "PIPELINE WRONG" if row["verdict"] == Verdict.VIOLATED else "PIPELINE ERROR"
+    if row["verdict"] == Verdict.INCONCLUSIVE:
+        return "INCONCLUSIVE"
     if row["verdict"] != Verdict.VIOLATED:
         return Verdict.OK
     if row.get("judges_pipeline"):

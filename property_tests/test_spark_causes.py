@@ -1,0 +1,152 @@
+"""The user's cause in full, every sink judged or said not to be, guards listed only where they act.
+
+Spark-free: a wrapped Python error is unwrapped to the user's exception line
+(``FOREACH_BATCH_USER_FUNCTION_ERROR``, ``Py4JJavaError``), a long message is
+wrapped at spaces and never cut, a sink that holds rows when a trial begins
+is one line naming ``begin_trial``, a requested experiment a pipeline lacks
+what it needs for is inconclusive (exit 3, no Spark started), and a sink
+never read back or a pipeline never fed late data is said. On real Spark: a
+``foreachBatch`` sink that raises ``ConnectionError`` once shows that
+exception and the user's frame (exit 4), and Spark's Parquet file sink is
+offered no checkpoint fencing (it could not refuse anything there).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from property_tests import spark_user_sinks
+from raceproof.cli.main import main
+from raceproof.spark_integration.job import short_error, wrapped
+from raceproof.spark_integration.pipeline import PipelineRaised, Row
+from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
+from raceproof.spark_integration.results import run_experiment, unjudged
+from raceproof.spark_integration.trial import TrialRun
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+WRAPPED = """An exception was thrown from the Python worker. Please see the stack trace below.
+Traceback (most recent call last):
+  File "/venv/site-packages/pyspark/sql/utils.py", line 120, in call
+    raise e
+  File "/venv/site-packages/pyspark/sql/utils.py", line 117, in call
+    self.func(DataFrame(jdf, wrapped_session_jdf), batch_id)
+  File "/home/me/jobs/sink.py", line 9, in sink
+    raise ConnectionError("the database went away after 2 of 4 rows")
+ConnectionError: the database went away after 2 of 4 rows
+
+: org.apache.spark.SparkException: [FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in \
+the user provided function in foreach batch sink. Reason: ConnectionError SQLSTATE: 39000
+"""
+
+
+def test_a_wrapped_python_error_is_the_users_exception() -> None:
+    assert short_error(RuntimeError(WRAPPED)) == (
+        "ConnectionError: the database went away after 2 of 4 rows"
+    )
+    java = "py4j.protocol.Py4JJavaError: An error occurred\n: java.lang.IllegalStateException: x y"
+    assert short_error(RuntimeError(java)) == "java.lang.IllegalStateException: x y"
+
+
+@given(st.lists(st.text("abcdefghij", min_size=1, max_size=30), min_size=1, max_size=40))
+def test_a_long_message_is_wrapped_never_cut(words: list[str]) -> None:
+    text = " ".join(words)
+    lines = wrapped(text, width=40, indent="  ").split("\n")
+    assert [w for line in lines for w in line.split()] == words  # every word whole, in order
+
+
+class StaleTable(WindowedCount):
+    """A sink whose table keeps an earlier trial's rows (no begin_trial)."""
+
+    def sink(self, batch: Any, batch_id: int) -> None:
+        pass
+
+    def read_output(self, spark: Any) -> list[Row]:
+        return [{"window": "2026-01-01T00:00:00", "key": "a", "count": 1}]
+
+
+def test_a_stale_sink_is_one_line_naming_begin_trial() -> None:
+    with pytest.raises(PipelineRaised) as raised:
+        TrialRun(None, StaleTable())
+    message = str(raised.value)
+    assert "\n" not in message and "begin_trial(spark, folder)" in message
+    assert message.startswith("pipeline error: read_output() holds 1 rows before the trial")
+
+
+class PlainSink(WindowedCount):
+    name = "plain-sink"
+
+    def sink(self, batch: Any, batch_id: int) -> None:
+        pass
+
+
+def test_what_no_experiment_judged_is_said() -> None:
+    said = unjudged(PlainSink())
+    assert any("never read back" in line and "read_output" in line for line in said)
+    assert not any("late data" in line for line in said)  # it declares max_lateness_s
+    assert not unjudged(spark_user_sinks.ParquetCounts())  # read back, fed late data
+    from raceproof.spark_integration.pipelines.dedup import Dedup
+
+    assert any("never fed late data" in line for line in unjudged(Dedup()))
+
+
+def test_a_requested_judgement_that_cannot_be_made_is_inconclusive(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["spark-check", "--pipeline", "dedup", "--experiment", "generated-input", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 3 and result["verdict"] == "inconclusive", result
+    (row,) = result["experiments"]
+    assert row["verdict"] == "inconclusive" and row["stock"]["stability"] == "not applicable"
+    assert "max_lateness_s" in row["stock"]["trials"][0]["message"]
+    assert any("never fed late data" in line for line in result["unjudged"])
+
+
+FLAKY_SINK = """
+from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
+
+class FlakySink(WindowedCount):
+    name = "flaky-sink"
+    written = 0
+
+    def sink(self, batch, batch_id):
+        rows = batch.collect()
+        for row in rows[: len(rows) // 2]:
+            self.written += 1
+        if rows and self.written < 100:
+            self.written = 100
+            raise ConnectionError(
+                "the database went away after writing half of the batch, " + "x" * 300
+            )
+
+def make():
+    return FlakySink()
+"""
+
+
+def test_a_sink_that_raises_once_shows_the_users_exception_and_frame(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "flaky_job.py"
+    path.write_text(textwrap.dedent(FLAKY_SINK))
+    code = main(["spark-check", "--pipeline", f"{path}:make", "--experiment", "drain"])
+    out = capsys.readouterr().out
+    assert code == 4 and "PIPELINE ERROR" in out, out
+    words = " ".join(out.split())  # long lines are wrapped at spaces
+    assert "raised ConnectionError: the database went away after writing half of the batch" in words
+    assert "x" * 300 in words  # the whole message, no word cut
+    assert f'File "{path}", line' in out and "in sink" in out, out  # the user's frame
+    assert "FOREACH_BATCH_USER_FUNCTION_ERROR" not in out
+
+
+def test_a_file_sink_is_offered_no_guard_that_cannot_act(spark: Any) -> None:
+    row = run_experiment(spark, "stale-checkpoint-restore", spark_user_sinks.parquet())
+    assert row["guard"] == "the pipeline's own sink", row["guard"]  # not checkpoint fencing
+    assert row["verdict"] == "ok", row["stock"]
