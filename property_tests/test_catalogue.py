@@ -2,6 +2,12 @@
 
 A buggy variant must never come out proven: bounded exhaustive exploration
 is required to find its violation; a fixed variant must be proven complete.
+The same proofs pin the race-window probes both ways (issue 33, item 6): the
+violation a buggy variant's proof finds, and its shrunk form, passed through
+one of the scenario's probes; every probe a fix is judged by is reached by
+some schedule of its proof and missed by another (a probe every schedule
+reaches says nothing about the window), and a probe the fix declares
+unreachable is reached by none.
 """
 
 from __future__ import annotations
@@ -9,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from raceproof.scenarios.catalogue import Scenario, all_scenarios
-from raceproof.sim import Budget, ReplaySource, decode_blob
+from raceproof.sim import Budget, ProofReport, ReplaySource, RunOutcome, decode_blob
 
 CASES = [(s, v) for s in all_scenarios() for v in s.variants]
 
@@ -20,11 +26,40 @@ def test_prove_agrees_with_the_catalogue(scenario: Scenario, variant: str) -> No
     if variant in scenario.expect_violation:
         assert report.verdict == "violated", f"{scenario.name}/{variant} came out {report.verdict}"
         assert report.shrunk is not None and report.shrunk.violation is not None
+        assert report.found is not None
+        for outcome in (report.found, report.shrunk):
+            assert_violation_passed_a_probe(scenario, variant, outcome)
     else:
         assert report.verdict == "ok", (
             f"{scenario.name}/{variant}: {report.verdict} {report.pruned}"
         )
         assert report.complete and report.schedules > 1
+        assert_probes_mark_the_window(scenario, variant, report)
+
+
+def assert_violation_passed_a_probe(scenario: Scenario, variant: str, found: RunOutcome) -> None:
+    """A violation of ``variant`` reached one of the probes it is judged by (if it has any)."""
+    judged = scenario.probes_for(variant)
+    reached = sorted(name for name in found.probes if name in scenario.probes)
+    if judged:
+        assert set(reached) & set(judged), (
+            f"{scenario.name}/{variant}: a violation reached none of the probes {judged}"
+        )
+    else:  # every probe declared unreachable on it (the status quo that never drains)
+        assert not reached, f"{scenario.name}/{variant} reached declared-unreachable {reached}"
+
+
+def assert_probes_mark_the_window(scenario: Scenario, variant: str, report: ProofReport) -> None:
+    """Each judged probe: some schedules reach it, some do not; declared-unreachable: none."""
+    exempt = scenario.unreachable_probes.get(variant, {})
+    for name in scenario.probes:
+        count = report.probes.get(name, 0)
+        where = f"{scenario.name}/{variant}: probe {name!r} reached by {count} of "
+        where += f"{report.schedules} schedules"
+        if name in exempt:
+            assert count == 0, where + " though declared unreachable"
+        else:
+            assert 0 < count < report.schedules, where
 
 
 def test_report_timelines_replay_to_a_violation() -> None:

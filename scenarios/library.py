@@ -11,11 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 from raceproof.models import brooklin, counter, group_coordinator, kafka_streams, samza
-from raceproof.models.brooklin.model import MARK_WINDOW
+from raceproof.models.brooklin.model import (
+    SHARED_MARK_WINDOW,
+    STALE_MARK_WINDOW,
+    STOP_AGAIN_WINDOW,
+)
 from raceproof.models.counter.model import WINDOW as COUNTER_WINDOW
 from raceproof.models.group_coordinator.model import VERIFY_WINDOW
 from raceproof.models.kafka_streams.state_dir import DELETE_WINDOW
-from raceproof.models.samza.model import DRAIN_WINDOW
+from raceproof.models.samza.model import DRAIN_WINDOW, EARLY_DRAIN_WINDOW
 from raceproof.scenarios.catalogue import Scenario, register
 from raceproof.sim import Bounds
 from raceproof.zookeeper import brooklin as zookeeper_brooklin
@@ -68,6 +72,12 @@ BROOKLIN_PROVE = brooklin.BrooklinConfig(
     zk_connection_loss_ms=(0,),
 )
 
+FRESH_READ = "it decides on ZooKeeper's copy, read in the same step"
+ONE_TASK = (
+    "each (stream, STOPPING version) goes to one stop task, the only writer after the STOPPING "
+    "it read"
+)
+
 BROOKLIN = register(
     Scenario(
         name="brooklin-double-stop",
@@ -85,8 +95,15 @@ BROOKLIN = register(
         bounds=Bounds(max_time_ms=3_600_000, max_steps=100_000),
         # Shared Python state is named with rt.touch (models/brooklin/model.py's docstring).
         declares_footprints=True,
-        # Where the race window opens (world.reach in the model): an ok that never got there is not.
-        probes=(MARK_WINDOW,),
+        # Where the race windows open (world.reach in the model): an ok that never got there is
+        # not. Every lost resume needs a stop handed to a second stop task; before #974 it also
+        # needs a decision on a stale cached copy, under #974 one on a stream another task holds.
+        probes=(STOP_AGAIN_WINDOW, STALE_MARK_WINDOW, SHARED_MARK_WINDOW),
+        unreachable_probes={
+            "fix-zk-lookup": {STALE_MARK_WINDOW: FRESH_READ},
+            "fix-conditional-write": {STALE_MARK_WINDOW: FRESH_READ},
+            "fix-stop-dedupe": {STALE_MARK_WINDOW: ONE_TASK, SHARED_MARK_WINDOW: ONE_TASK},
+        },
         # The seed: stop A at 0 s, stop B at 10 s; the first stop task marks A STOPPED; the
         # caller resumes A 8 s after its stop returned and the leader hears of it 3 s late,
         # so the second stop task, reading its stale cache, writes STOPPED over READY.
@@ -112,8 +129,9 @@ BROOKLIN_REDUNDANT = register(
         prove_config=BROOKLIN_PROVE,
         bounds=Bounds(max_time_ms=3_600_000, max_steps=100_000),
         declares_footprints=True,
-        # Where the race window opens (world.reach in the model): an ok that never got there is not.
-        probes=(MARK_WINDOW,),
+        # Where the race window opens: an assignment hands a stop already given to a stop task
+        # to another one (before fix-stop-dedupe's guard, which closes it).
+        probes=(STOP_AGAIN_WINDOW,),
         default_examples=2_000,
         default_budget_s=60.0,
     )
@@ -191,23 +209,32 @@ SAMZA = register(
         config=samza.SamzaConfig(),
         # Every schedule of: 2 containers, 2 source and 2 intermediate partitions, one message
         # in flight per source partition plus the previous run's stale DrainMessages, the drain
-        # requested at 5 s, container c0 restarted mid-drain or not (1 s or 3 s in: its monitor
-        # then finds the notification before its consumers start), every RunLoop choice and
-        # every order of events that tie. With free start and drain times (README, "Samza
-        # drain"): --set 'stop_at_ms=[5000,30000,95000]' --set 'container_start_ms=[0,20000]'
-        # --set 'restart=[false]'.
+        # requested at 5 s, each container's consumers starting at once or after 70 s (then its
+        # monitor's 60 s poll finds the drain first, and with both late no data is on its way:
+        # the schedules that do not reach the drain-with-data probe), container c0 restarted
+        # mid-drain or not (1 s or 3 s in: its monitor then finds the notification before its
+        # consumers start), every RunLoop choice and every order of events that tie. With free
+        # start and drain times (README, "Samza drain"): --set 'stop_at_ms=[5000,30000,95000]'
+        # --set 'container_start_ms=[0,20000]' --set 'restart=[false]'.
         prove_config=samza.SamzaConfig(
-            source_interval_ms=20_000, stop_at_ms=(5_000,), container_start_ms=(0,), process_ms=700
+            source_interval_ms=20_000,
+            stop_at_ms=(5_000,),
+            container_start_ms=(0, 70_000),
+            process_ms=700,
         ),
         bounds=Bounds(max_time_ms=3 * 3_600_000, max_steps=400_000),
         real_backends={"spark": _on_spark("samza_drain")},
         # Every shared object of the model is named with world.touch (models/samza/model.py's
         # docstring lists the resources), so the proof's reduction applies.
         declares_footprints=True,
-        # Where the race window opens (world.reach in the model): an ok that never got there is not.
-        probes=(DRAIN_WINDOW,),
+        # Where the race windows open (world.reach in the model): an ok that never got there is
+        # not. A drain with data on its way to the sink; a drain found before consumers start.
+        probes=(DRAIN_WINDOW, EARLY_DRAIN_WINDOW),
         unreachable_probes={
-            "kill": {DRAIN_WINDOW: "the status quo stops containers abruptly: no task ever drains"}
+            "kill": {
+                DRAIN_WINDOW: "the status quo stops containers abruptly: no task ever drains",
+                EARLY_DRAIN_WINDOW: "the status quo stops containers abruptly: nothing drains",
+            }
         },
         default_examples=2_000,
         default_budget_s=60.0,

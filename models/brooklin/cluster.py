@@ -211,7 +211,15 @@ class Cluster:
         side = self.leader_side or LeaderSide(
             self.rt, self.zk, PlainLink(self.rt, self.config.zk_rtt_ms), NoLeaderFaults()
         )
-        self.leader = Leader(side.rt, side.zk, self.variant, self.config, side.link, side.faults)
+        self.leader = Leader(
+            side.rt,
+            side.zk,
+            self.variant,
+            self.config,
+            side.link,
+            side.faults,
+            peek=self.zk,
+        )
         self.followers = [
             Follower(self.rt, self.zk, f, self.config) for f in range(self.config.followers)
         ]

@@ -96,8 +96,15 @@ VARIANTS = {
     "(stream, STOPPING version) is processed once; a failed one is re-triggered",
 }
 
-# The race window's probe: a stop task has decided to write STOPPED (then stalls, then writes).
-MARK_WINDOW = "a stop task decided to mark a stream STOPPED"
+# The race windows' probes. The lost resume needs a decision to mark a stream STOPPED that
+# another writer can make stale: before #974, a decision taken on a cached object older than
+# ZooKeeper's copy; under #974, a decision taken while another stop task also holds the stream
+# (two tasks deciding around one STOPPING; a fault between their writes lets a resume in).
+STALE_MARK_WINDOW = "a stop task decided on a cached copy older than ZooKeeper's"
+SHARED_MARK_WINDOW = "a stop task decided on a stream another stop task holds"
+# The redundant stop: an assignment finds a STOPPING stream (at the version a stop task was
+# already given) and would hand it to another stop task; fix-stop-dedupe's guard sits after it.
+STOP_AGAIN_WINDOW = "an assignment found a stop already handed to a stop task"
 # The model's own shared state, as footprints for the proof's reduction (see above).
 DATASTREAMS, LEADER, DELIVERIES, CLIENTS = (
     "brooklin:datastreams",
@@ -357,6 +364,13 @@ class Leader:
     link: LeaderLink
     faults: LeaderFaults
     handled: set[tuple[str, int]] = field(default_factory=set)  # fix-stop-dedupe's record
+    # Probe bookkeeping, not Brooklin state, under ``brooklin:leader``: the (stream, version)
+    # of every stop handed to a stop task, and which live stop tasks hold each stream.
+    submitted: set[tuple[str, int]] = field(default_factory=set)
+    holding: dict[str, list[str]] = field(default_factory=dict)  # stream -> live stop tasks
+    # The probes read ZooKeeper's copy behind the leader's client (the harness looks, the
+    # leader does not): the store itself, which records the read as a footprint.
+    peek: Store | None = None
     running_tasks: int = 0
     busy: bool = False
     tasks_started: int = 0
@@ -426,6 +440,10 @@ class Leader:
         assignable = {ds.name for ds in (yield from self.cache.with_status(READY, PAUSED))}
         stopping = yield from self.cache.with_status(STOPPING)
         self.rt.touch(LEADER)  # handled, running_tasks, tasks_started (this step writes them)
+        if any((ds.name, ds.version) in self.submitted for ds in stopping):
+            self.rt.reach(STOP_AGAIN_WINDOW)
+        if config.tokens_enabled:
+            self.submitted.update((ds.name, ds.version) for ds in stopping)
         if self.variant == "fix-stop-dedupe":
             stopping = [ds for ds in stopping if (ds.name, ds.version) not in self.handled]
             self.handled.update((ds.name, ds.version) for ds in stopping)
@@ -451,6 +469,8 @@ class Leader:
             self.running_tasks += 1
             self.tasks_started += 1
             actor = f"stop-task{self.tasks_started}"
+            for name in names:
+                self.holding.setdefault(name, []).append(actor)
             self.rt.log("leader", "stop-task.submit", task=actor, streams=names)
             entity_op(self.rt, actor, "stop.process", names, streams=names)
             self.pool.submit("stop", lambda: self.stop_task(actor, stopping))
@@ -504,6 +524,8 @@ class Leader:
             yield self.rt.sleep(config.mark_retry_ms)
         self.rt.log(actor, "stop-task.done", streams=names)
         self.rt.touch(LEADER)
+        for name in names:
+            self.holding[name].remove(actor)
         if self.variant == "fix-stop-dedupe" and failed:
             self.handled.difference_update(
                 (ds.name, ds.version) for ds in snapshot if ds.name in failed
@@ -527,6 +549,16 @@ class Leader:
             if duration_ms:
                 self.rt.log(actor, f"fault.{kind}", entity=name, duration_ms=duration_ms)
                 act(duration_ms)
+
+    def decide(self, actor: str, name: str, version_read: int) -> None:
+        """A decision to mark ``name`` STOPPED, taken on what was read at ``version_read``."""
+        self.rt.checkpoint(actor, "mark.decided", entity=name)
+        self.rt.touch(LEADER, write=False)  # holding
+        if any(task != actor for task in self.holding.get(name, ())):
+            self.rt.reach(SHARED_MARK_WINDOW)
+        _, current = (self.peek or self.zk).get(stream_path(name))
+        if current != version_read:
+            self.rt.reach(STALE_MARK_WINDOW)
 
     def set_stopped(self, actor: str, ds: Datastream) -> None:
         """``datastream.setStatus(STOPPED)``, logging whether that object is the cached one."""
@@ -554,8 +586,7 @@ class Leader:
             for ds in may_mark:
                 if ds.name not in cached:
                     continue
-                self.rt.checkpoint(actor, "mark.decided", entity=ds.name)
-                self.rt.reach(MARK_WINDOW)
+                self.decide(actor, ds.name, cached[ds.name].version)
                 self.set_stopped(actor, ds)
                 self.stall(actor, ds.name)
                 success &= yield from update_datastream(
@@ -574,8 +605,7 @@ class Leader:
                 )
                 if fresh.status != STOPPING:
                     break
-                self.rt.checkpoint(actor, "mark.decided", entity=ds.name)
-                self.rt.reach(MARK_WINDOW)
+                self.decide(actor, ds.name, fresh.version)
                 self.set_stopped(actor, fresh)
                 self.stall(actor, ds.name)
                 if self.variant == "fix-zk-lookup":

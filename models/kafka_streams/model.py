@@ -133,6 +133,12 @@ class Instance:
         # Each thread's state, tracked: a read or write of one thread's state is its footprint.
         self.state = world.shared.dict("thread-states", {thread: RUNNING for thread in THREADS})
         self.tasks: dict[str, dict[str, StandbyTask]] = {thread: {} for thread in THREADS}
+        self.dirs.unlocked_holder = self.created_holder
+
+    def created_holder(self, task: str) -> bool:
+        """A thread holds a task object of ``task`` that is created and not initialized (locked)."""
+        self.world.touch(TASKS, write=False)
+        return any(task in tasks and not tasks[task].initialized for tasks in self.tasks.values())
 
     def instance_running(self) -> bool:
         """KafkaStreams.state == RUNNING: every thread RUNNING (StreamStateListener)."""

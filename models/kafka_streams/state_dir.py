@@ -40,9 +40,10 @@ CLEANER = "cleaner"
 Gen = Generator[Any, Any, Any]
 
 
-# The race window's probe: the cleaner deleted a task directory (a standby may have read
-# its checkpoint before, and its lock may re-create the directory empty after).
-DELETE_WINDOW = "the cleaner deleted a task directory"
+# The race window's probe: the cleaner deleted a task directory while a task object for it
+# is created and not locked (before KAFKA-9113 it has read the checkpoint, and its lock will
+# re-create the directory empty); a deletion no such task sees is harmless.
+DELETE_WINDOW = "the cleaner deleted a directory a created, unlocked task holds"
 
 
 def task_dir(task: str) -> str:
@@ -60,6 +61,9 @@ class StateDirectory:
         self.fs.mkdir(APP_DIR)  # the StateDirectory constructor creates the application directory
         self.locks: dict[str, str] = {}  # task -> owning thread (StateDirectory.locks)
         self.monitor = Lock(world, "StateDirectory monitor")
+        # The probe's view of the instance (set by it): is a task object of this task created
+        # and not yet locked? It reads the instance's tasks, touched as such by the instance.
+        self.unlocked_holder: Callable[[str], bool] = lambda task: False
 
     # -- directories -------------------------------------------------------------------
     def directory_for_task(self, actor: str, task: str) -> int | None:
@@ -183,7 +187,8 @@ class StateDirectory:
                 self.world.log(
                     CLEANER, "dir.delete", task=name, generation=generation, age_ms=age_ms
                 )
-                self.world.reach(DELETE_WINDOW)
+                if self.unlocked_holder(name):
+                    self.world.reach(DELETE_WINDOW)
                 yield self.world.sleep(
                     self.world.source.choose("cleaner.delete_ms", self.delete_ms)
                 )

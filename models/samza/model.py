@@ -1,9 +1,12 @@
 """Samza's drain of a two-stage pipeline before an incompatible upgrade (SAMZA-2741, SEP-31).
 
-The job: source partitions s0, s1 -> partitionBy -> intermediate partitions
-i0, i1 -> a windowed aggregate -> sink. Container c<k> runs task ``src<k>``
-(consuming s<k>) and task ``agg<k>`` (consuming i<k>). Facts kept from
-MODELS.md §3:
+The job: source partitions src/0, src/1 -> partitionBy -> intermediate
+partitions int/0, int/1 -> a windowed aggregate -> sink. Container c<k> runs
+one task, "Partition k" (Samza's default ``GroupByPartition`` grouper), whose
+two SSPs are src/k and int/k; the model keeps each SSP's state in a ``Task``
+record named ``src<k>`` or ``agg<k>`` (its queue, offsets, drain state and
+checkpoint), and the task shuts down only when every SSP of it is drained.
+``docs/models/samza.md`` cites each fact (apache/samza release-1.8.0-rc0):
 
 - The controller writes DrainNotification{uuid, runId, mode} to the
   metadata store; each container's DrainMonitor drains at once if it finds
@@ -14,11 +17,15 @@ MODELS.md §3:
   DrainMessage(runId) are appended to its pending queue; if the consumers
   have not started, the injection waits for their start.
 - The RunLoop discards a DrainMessage of another runId (without stalling
-  the partition); a matching one puts the task in drain mode and turns async
-  commit off. A source task, once drained, broadcasts a DrainMessage
-  (carrying its task name) to every intermediate partition.
-- An intermediate partition is drained only after DrainMessages from every
-  upstream producer task; then its window operator fires every pane.
+  the partition); a matching one puts the RunLoop in drain mode, turning
+  async commit off, as soon as it is at the head of its queue (before it is
+  processed). A source SSP, once drained, sends a DrainMessage (carrying
+  its producer task) to one intermediate partition (``ControlMessageSender``,
+  ``aggregate_partition``).
+- That intermediate partition is drained only after DrainMessages from every
+  upstream producer task; its task then re-broadcasts a DrainMessage to the
+  other intermediate partitions, and the window operator fires every pane
+  (the SEP; ``drain-1.8`` fires none).
 - A drained task commits synchronously and shuts down once no commit is
   pending; the job coordinator deletes the run's notifications only if every
   container shut down cleanly.
@@ -67,8 +74,12 @@ from simpy.events import Event
 
 from raceproof.sim import World, require
 
-# The race window's probe: a task has entered drain (in-flight data must still come out).
-DRAIN_WINDOW = "a task entered drain"
+# The race windows' probes. A drain loses nothing when nothing is on its way: the window is
+# a task entering drain while data polled before the drain has not reached the sink (queued,
+# in the intermediate stream, or in an open window pane). The second window: a container's
+# monitor finds the drain request before its consumers have started (injection deferred).
+DRAIN_WINDOW = "a task entered drain with data still on its way to the sink"
+EARLY_DRAIN_WINDOW = "a drain was requested before a container's consumers started"
 VARIANTS = {
     "kill": "the status quo: containers are stopped abruptly; in-flight intermediate data and "
     "window state are lost",
@@ -295,6 +306,7 @@ class Pipeline:
         self._writes(f"c{c}.control")
         self.draining[c] = True
         if not self.started[c]:
+            self.world.reach(EARLY_DRAIN_WINDOW)
             self.deferred[c] = True
             self.world.log(f"c{c}", "drain.deferred", reason="consumers not started")
             return
@@ -345,6 +357,7 @@ class Pipeline:
             tasks = self._tasks(c)
             self._reads(*(f"{t.name}.{part}" for t in tasks for part in ("queue", "shutdown")))
             ready = [t for t in tasks if t.pending and not t.shut_down]
+            self._enter_drain_mode(ready)
             if not ready:
                 if self._all_shut_down(c):
                     self.world.log(f"c{c}", "container.shutdown", clean=True)
@@ -360,6 +373,39 @@ class Pipeline:
             if not self._current(c, incarnation):
                 return
             yield from self.process(c, task, message)
+
+    def _data_in_flight(self) -> bool:
+        """Data not yet at the sink: queued at a task, unprocessed in the intermediate stream,
+        or held in an open window pane (the probe's view; every piece read is touched)."""
+        tasks = [t for c in sorted(self.tasks) for t in self._tasks(c)]
+        self._reads(*(f"{t.name}.queue" for t in tasks), *(f"{t.name}.state" for t in tasks))
+        if any(m.kind == "data" for t in tasks for m in t.pending):
+            return True
+        for p, log in enumerate(self.topics["int"]):
+            self._reads(f"topic:int/{p}")
+            done = max(
+                (t.processed for t in tasks if t.topic == "int" and t.partition == p), default=0
+            )
+            if any(m.kind == "data" for m in log[done:]):
+                return True
+        self._reads(*(f"panes:{name}" for name in sorted(self.panes)))
+        return any(seqs for panes in self.panes.values() for seqs in panes.values())
+
+    def _obeyed(self, message: Message) -> bool:
+        """A DrainMessage this run obeys: the current runId's (any, for the stale-run mistake)."""
+        return message.kind == "drain" and (
+            message.run_id == RUN or self.variant == "accept-stale-run-id"
+        )
+
+    def _enter_drain_mode(self, ready: list[Task]) -> None:
+        """``RunLoop.AsyncTaskWorker.isReady`` -> ``shouldDrain``: drain mode once a DrainMessage
+        of the current run is at the head of a pending queue, before it is processed (1.8.0-rc0
+        ``RunLoop.java`` 885-906, 929-936); that turns async commit off at once."""
+        for task in ready:
+            if self._obeyed(task.pending[0]) and not task.draining:
+                self._writes(f"{task.name}.state")
+                task.draining = True
+                self.world.log(task.name, "drain.mode", ssp=f"{task.topic}/{task.partition}")
 
     def process(self, c: int, task: Task, message: Message) -> Gen:
         actor = task.name
@@ -385,7 +431,7 @@ class Pipeline:
         if message.kind == "watermark":
             return
         # A DrainMessage.
-        if message.run_id != RUN and self.variant != "accept-stale-run-id":
+        if not self._obeyed(message):
             task.processed = message.offset + 1 if message.topic == "int" else task.processed
             self.world.log(
                 actor,
@@ -404,7 +450,8 @@ class Pipeline:
             run_id=message.run_id,
             producer=message.producer or None,
         )
-        self.world.reach(DRAIN_WINDOW)
+        if self._data_in_flight():
+            self.world.reach(DRAIN_WINDOW)
         if task.topic == "src":
             # PartitionByOperatorImpl.handleDrain -> ControlMessageSender.send: one partition.
             p = self.config.aggregate_partition

@@ -1,4 +1,4 @@
-"""``raceproof list``: the scenarios, their variants, checkers and bounds."""
+"""``raceproof list``: the scenarios, their variants, checkers, race-window probes and bounds."""
 
 from __future__ import annotations
 
@@ -27,17 +27,38 @@ def cmd_list(args: argparse.Namespace) -> int:
             mark = "expected to violate" if name in s["expect_violation"] else "expected to hold"
             print(f"    {name:28} {what}  [{mark}]")
         print(f"    checkers: {', '.join(s['checkers'])}")
+        for line in probe_lines(s["probes"], s["unreachable_probes"]):
+            print(f"    {line}")
         print(
             f"    bounds: {s['bounds']}   report timeline: {'yes' if s['report_timeline'] else 'no'}"
         )
     return runner.EXIT_OK
 
 
+def probe_lines(probes: list[str], unreachable: dict[str, dict[str, str]]) -> list[str]:
+    """The race-window probes, each with the variants that declare it unreachable and why.
+
+    A variant expected to hold is judged ``not-reached`` when no run reaches one
+    of its probes; a declared-unreachable probe is left out of that variant's
+    judgement, so the listing says which and why.
+    """
+    if not probes:
+        return ["probes: none (an ok is not checked against a race window)"]
+    lines = []
+    for probe in probes:
+        lines.append(f"probe: {probe}")
+        for variant, why in sorted(
+            (v, reasons[probe]) for v, reasons in unreachable.items() if probe in reasons
+        ):
+            lines.append(f"    unreachable on {variant}: {why}")
+    return lines
+
+
 def add(commands: Any) -> None:
     add_command(
         commands,
         "list",
-        "scenarios, their variants, checkers and bounds",
+        "scenarios, their variants, checkers, race-window probes and bounds",
         cmd_list,
         epilog="example:\n  raceproof list\n  raceproof list --json",
     )

@@ -1,0 +1,86 @@
+"""Race-window probes mark the window, on the search side and in ``raceproof list`` (issue 33, item 6).
+
+A probe (``world.reach``) turns an ``ok`` that never opened the race window into
+``not-reached``, so it proves something only where the window really opens: a
+probe every run reaches says nothing. ``test_catalogue`` pins the proof side
+(a buggy variant's proof finds its violation through a probe; every probe a fix
+is judged by is reached by some schedules of its proof and missed by others).
+Here the search side: the violation each strategy of the gate finds for every
+buggy variant (as found and as shrunk) passed through one of the probes the
+variant is judged by. ``raceproof list`` shows each scenario's probes and the variants that declare one unreachable.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from raceproof.cli.main import main
+from raceproof.models.brooklin.model import (
+    SHARED_MARK_WINDOW,
+    STALE_MARK_WINDOW,
+    STOP_AGAIN_WINDOW,
+)
+from raceproof.models.kafka_streams.state_dir import DELETE_WINDOW
+from raceproof.models.samza.model import DRAIN_WINDOW, EARLY_DRAIN_WINDOW
+from raceproof.scenarios.catalogue import ORIGINS, Scenario, all_scenarios
+from raceproof.sim import Budget, explore
+
+BUILTIN = [s for s in all_scenarios() if ORIGINS.get(s.name) == "builtin"]
+BUGGY = [(s, v) for s in BUILTIN for v in s.variants if v in s.expect_violation]
+STRATEGIES = ("random", "pct", "hypothesis")
+
+
+@pytest.mark.parametrize(("scenario", "variant"), BUGGY, ids=[f"{s.name}/{v}" for s, v in BUGGY])
+def test_every_violation_a_search_finds_passed_through_a_probe(
+    scenario: Scenario, variant: str
+) -> None:
+    judged = scenario.probes_for(variant)
+    for strategy in STRATEGIES:
+        # The gate's ci profile: seed 0, examples only (raceproof.gate.expectations).
+        report = explore(scenario.runner(variant, scenario.config), strategy, 0, Budget(200))
+        assert report.verdict == "violated", f"{scenario.name}/{variant} {strategy}"
+        assert report.found is not None and report.shrunk is not None
+        for outcome in (report.found, report.shrunk):
+            reached = {name for name in outcome.probes if name in scenario.probes}
+            if judged:
+                assert reached & set(judged), (
+                    f"{scenario.name}/{variant} {strategy}: its violation reached none of {judged}"
+                )
+            else:
+                assert not reached
+
+
+def test_every_builtin_scenario_declares_a_probe_and_each_is_placed_in_the_model() -> None:
+    placed = {
+        "brooklin-double-stop": {STOP_AGAIN_WINDOW, STALE_MARK_WINDOW, SHARED_MARK_WINDOW},
+        "brooklin-redundant-stop": {STOP_AGAIN_WINDOW},
+        "streams-checkpoint-resurrection": {DELETE_WINDOW},
+        "samza-drain": {DRAIN_WINDOW, EARLY_DRAIN_WINDOW},
+    }
+    for scenario in BUILTIN:
+        assert scenario.probes, scenario.name
+        if scenario.name in placed:
+            assert set(scenario.probes) == placed[scenario.name]
+
+
+def test_list_shows_each_scenarios_probes_and_its_declared_unreachable_ones(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    samza = out[out.index("samza-drain:") :]
+    assert f"    probe: {DRAIN_WINDOW}\n        unreachable on kill: " in samza
+    assert f"    probe: {EARLY_DRAIN_WINDOW}\n" in samza
+    brooklin = out[out.index("brooklin-double-stop:") : out.index("brooklin-redundant-stop:")]
+    assert brooklin.count(f"probe: {STALE_MARK_WINDOW}") == 1
+    for variant in ("fix-zk-lookup", "fix-conditional-write", "fix-stop-dedupe"):
+        assert f"        unreachable on {variant}: " in brooklin
+    assert main(["list", "--json"]) == 0
+    listed = {s["scenario"]: s for s in json.loads(capsys.readouterr().out)["scenarios"]}
+    assert listed["samza-drain"]["probes"] == [DRAIN_WINDOW, EARLY_DRAIN_WINDOW]
+    assert set(listed["samza-drain"]["unreachable_probes"]["kill"]) == {
+        DRAIN_WINDOW,
+        EARLY_DRAIN_WINDOW,
+    }
