@@ -26,6 +26,7 @@ from raceproof.models.kafka_streams.state_dir import DELETE_WINDOW
 from raceproof.models.samza.model import DRAIN_WINDOW, EARLY_DRAIN_WINDOW
 from raceproof.scenarios.catalogue import ORIGINS, Scenario, all_scenarios
 from raceproof.sim import Budget, explore
+from raceproof.sim.verdicts import Verdict
 
 BUILTIN = [s for s in all_scenarios() if ORIGINS.get(s.name) == "builtin"]
 BUGGY = [(s, v) for s in BUILTIN for v in s.variants if v in s.expect_violation]
@@ -40,7 +41,7 @@ def test_every_violation_a_search_finds_passed_through_a_probe(
     for strategy in STRATEGIES:
         # The gate's ci profile: seed 0, examples only (raceproof.gate.expectations).
         report = explore(scenario.runner(variant, scenario.config), strategy, 0, Budget(200))
-        assert report.verdict == "violated", f"{scenario.name}/{variant} {strategy}"
+        assert report.verdict == Verdict.VIOLATED, f"{scenario.name}/{variant} {strategy}"
         assert report.found is not None and report.shrunk is not None
         for outcome in (report.found, report.shrunk):
             reached = {name for name in outcome.probes if name in scenario.probes}
