@@ -12,7 +12,7 @@ alike; ``raceproof.scenarios.discovery`` finds the modules that call it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +86,11 @@ class Scenario:
             object.__setattr__(self, "config", NoConfig())
         if self.prove_config is None:
             object.__setattr__(self, "prove_config", self.config)
+        # Probes given as any iterable (a generator too) are read once, here: a generator
+        # used up by the checks at registration would leave an unreached window judged ok.
+        probes = self.probes
+        if not isinstance(probes, str | bytes) and isinstance(probes, Iterable):
+            object.__setattr__(self, "probes", tuple(probes))
 
     def check_variant(self, variant: str) -> None:
         if variant not in self.variants:
@@ -115,17 +120,39 @@ class Scenario:
             raise UnknownName(f"unknown checker {name!r} of {self.name}; valid: {valid}")
         return chosen
 
-    def runner(self, variant: str, config: Any, checker: str | None = None) -> Runner:
-        self.check_variant(variant)
-        checkers = self.checkers_named(checker)
+    def build_for(self, variant: str, config: Any) -> Callable[[World], None]:
+        """The World's build of ``variant`` on ``config`` (footprints declared when promised)."""
 
         def build(world: World) -> None:
             if self.declares_footprints:
                 world.declare_footprints()
             self.build(world, variant, config)
 
+        return build
+
+    def execute(
+        self,
+        build: Callable[[World], None],
+        source: ChoiceSource,
+        checkers: Sequence[Checker] | None = None,
+    ) -> RunOutcome:
+        """One run of ``build`` judged as this scenario judges every run.
+
+        Its bounds and its declared ``violation_exceptions`` included: every
+        command that runs or replays the scenario (search, proof, repro,
+        replay, shrinking, the story of a report) goes through here, so a
+        declared exception replays as the violation it was found as.
+        """
+        chosen = self.checkers if checkers is None else checkers
+        return execute(build, source, chosen, self.bounds, self.violation_exceptions)
+
+    def runner(self, variant: str, config: Any, checker: str | None = None) -> Runner:
+        self.check_variant(variant)
+        checkers = self.checkers_named(checker)
+        build = self.build_for(variant, config)
+
         def run(source: ChoiceSource) -> RunOutcome:
-            return execute(build, source, checkers, self.bounds, self.violation_exceptions)
+            return self.execute(build, source, checkers)
 
         return run
 
@@ -371,7 +398,15 @@ def _check_probes(scenario: Scenario) -> None:
                     f"scenario {scenario.name}: unreachable_probes[{variant!r}] needs declared "
                     f"probes with a reason each, got {probe!r}: {why!r}"
                 )
-    for kind in scenario.violation_exceptions:
+    declared = scenario.violation_exceptions
+    if not isinstance(declared, tuple):
+        # ``isinstance(exc, declared)`` needs a tuple: a list or a generator would be
+        # accepted here and crash at the model's first raise.
+        raise RegistrationError(
+            f"scenario {scenario.name}: violation_exceptions must be a tuple of Exception "
+            f"classes, got a {type(declared).__name__}"
+        )
+    for kind in declared:
         if not (isinstance(kind, type) and issubclass(kind, Exception)):
             raise RegistrationError(
                 f"scenario {scenario.name}: violation_exceptions takes Exception classes, "

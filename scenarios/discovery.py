@@ -31,6 +31,8 @@ from importlib import metadata
 from pathlib import Path
 
 from raceproof.scenarios import catalogue
+from raceproof.sim.errors import Signalled
+from raceproof.sim.model_errors import FILE_MODULE_PREFIX, said
 
 ENTRY_POINT_GROUP = "raceproof.scenarios"
 BUILTIN_MODULE = "raceproof.scenarios.library"
@@ -63,15 +65,18 @@ def _origin(origin: str, label: str, target: str | None) -> Iterator[None]:
     catalogue._loading_origin.append(origin)
     try:
         yield
-    except ScenarioLoadError:
+    except (ScenarioLoadError, Signalled):  # already said; a real signal stops the command
         raise
     except SystemExit as exc:  # sys.exit() in the user's module is no exit of raceproof's
         raise ScenarioLoadError(
             f"cannot load scenarios from {label}: it called sys.exit({exc.code!r})"
         ) from None
-    except Exception as exc:
+    except BaseException as exc:  # the user's module may raise anything
+        # A KeyboardInterrupt it raises is no signal, GeneratorExit or a BaseException of
+        # its own no bug of raceproof's, and an exception whose str() raises still has a name.
         raise ScenarioLoadError(
-            f"cannot load scenarios from {label}: {_where(exc, target)}: {type(exc).__name__}: {exc}"
+            f"cannot load scenarios from {label}: {_where(exc, target)}: "
+            f"{type(exc).__name__}: {said(exc)}".removesuffix(": ")
         ) from None
     finally:
         catalogue._loading_origin.pop()
@@ -92,7 +97,7 @@ def load_entry(entry: str, origin: str, base: Path | None = None) -> None:
         if not path.is_file():
             raise ScenarioLoadError(f"cannot load scenarios from {entry}: no such file ({path})")
         digest = hashlib.sha256(str(path).encode()).hexdigest()[:10]
-        name = f"raceproof_user_{path.stem}_{digest}"
+        name = f"{FILE_MODULE_PREFIX}{path.stem}_{digest}"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise ScenarioLoadError(f"cannot load scenarios from {entry}: not a Python file")

@@ -33,6 +33,9 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from raceproof.sim.errors import Signalled
+from raceproof.sim.model_errors import said
+
 __all__ = [
     "BadInput",
     "apply_overrides",
@@ -215,6 +218,13 @@ def apply_overrides(template: Any, overrides: Mapping[str, Any], *, source: str 
         lines = str(exc).strip().splitlines()
         reason = lines[0].strip() if lines and lines[0].strip() else "its own checks fail"
         raise BadInput(f"{source}: {cls.__name__} refuses {shown}: {reason}") from None
+    except BaseException as exc:  # the user's __post_init__/validate: anything
+        if isinstance(exc, Signalled):  # a real signal stops the command
+            raise
+        raise BadInput(
+            f"{source}: {cls.__name__} refuses {shown}: its checks raised "
+            f"{type(exc).__name__}: {said(exc)}".removesuffix(": ")
+        ) from None
     return config
 
 

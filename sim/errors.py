@@ -10,11 +10,22 @@ bookkeeping, a proof's accounting) and is reported as a bug in raceproof
 
 from __future__ import annotations
 
-__all__ = ["KernelError", "contract"]
+__all__ = ["KernelError", "Signalled", "contract"]
 
 
 class KernelError(RuntimeError):
     """A contract of the kernel broke: a bug in raceproof (exit 70), never a verdict."""
+
+
+class Signalled(KeyboardInterrupt):
+    """A real signal, raised by a signal handler: the one interrupt a run lets out.
+
+    Model, checker and hook code may raise ``KeyboardInterrupt`` (or ``SystemExit``,
+    ``GeneratorExit``, any ``BaseException``) itself: that is the model's exception,
+    the verdict ``error``, never an interrupt. A handler of a real SIGINT or SIGTERM
+    raises this subclass (the command line's ``Interrupted``, the pytest plugin's), so
+    the kernel can tell the two apart and let only this one stop the run.
+    """
 
 
 def contract(condition: object, message: str) -> None:

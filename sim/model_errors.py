@@ -25,7 +25,11 @@ from pathlib import Path
 
 import simpy
 
-__all__ = ["ModelError", "model_error"]
+__all__ = ["FILE_MODULE_PREFIX", "ModelError", "model_error", "said"]
+
+# The loader's module name for a scenario file (``raceproof.scenarios.discovery``): it
+# holds a digest of the file's path, so an error names its class without it.
+FILE_MODULE_PREFIX = "raceproof_user_"
 
 _SIM_DIR = str(Path(__file__).resolve().parent) + os.sep
 # The catalogue's own wrapper around a scenario's build is raceproof's frame too.
@@ -106,6 +110,22 @@ def _original(exc: BaseException) -> BaseException:
     return exc
 
 
+def said(exc: BaseException) -> str:
+    """What ``exc`` says, whatever it is: ``str(exc)``, never an exception of its own.
+
+    ``sys.exit(code)`` says ``sys.exit(code)``; an exception whose ``__str__``
+    raises (or returns junk) is named with what its ``__str__`` did, so a
+    hostile exception still reads as the model's error, never as raceproof's.
+    """
+    if isinstance(exc, SystemExit):
+        return f"sys.exit({exc.code!r})" if exc.code is not None else "sys.exit()"
+    try:
+        text = str(exc)
+    except BaseException as inner:  # the model's __str__: anything goes
+        return f"<its str() raised {type(inner).__name__}>"
+    return text if isinstance(text, str) else f"<its str() returned {type(text).__name__}>"
+
+
 def model_error(exc: BaseException) -> ModelError:
     """The ``ModelError`` of ``exc``: its type, message and the user's frames of its traceback."""
     exc = _original(exc)
@@ -117,6 +137,6 @@ def model_error(exc: BaseException) -> ModelError:
         frames.append(Frame(summary.filename, summary.lineno or 0, summary.name, line))
     name = type(exc).__qualname__
     module = type(exc).__module__
-    if module not in ("builtins", "__main__"):
+    if module not in ("builtins", "__main__") and not module.startswith(FILE_MODULE_PREFIX):
         name = f"{module}.{name}"
-    return ModelError(name, str(exc), tuple(frames))
+    return ModelError(name, said(exc), tuple(frames))

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
+from pathlib import Path
 from typing import Any, Protocol
 
 import simpy
@@ -37,7 +38,7 @@ from simpy.events import (
 
 from raceproof.sim.checkers import Checker, CheckerResult, first_violation, run_checkers, violated
 from raceproof.sim.choices import Choice, ChoiceSource, RandomSource, ReplayMisaligned, ReplaySource
-from raceproof.sim.errors import KernelError
+from raceproof.sim.errors import KernelError, Signalled
 from raceproof.sim.history import History, JSONValue
 from raceproof.sim.model_errors import ModelError, model_error
 from raceproof.sim.nodes import Node, hold_paused
@@ -324,7 +325,11 @@ class World(simpy.Environment):
         history, and a search or proof counts the runs that reached it. A
         scenario that declares the probe (``Scenario(probes=...)``) is never
         judged ``ok`` when no run reached it: the verdict is ``not-reached``.
+        A probe is named by a non-empty string (``TypeError`` otherwise: the
+        model's error, named, never a count that cannot be sorted).
         """
+        if not (isinstance(probe, str) and probe):
+            raise TypeError(f"World.reach: a probe is named by a non-empty string, got {probe!r}")
         self.probes[probe] = self.probes.get(probe, 0) + 1
 
     def finish(self, reason: str = "finished") -> None:
@@ -509,6 +514,7 @@ class World(simpy.Environment):
 ALL = "*"  # the footprint entry of a step dependent on every other
 # Exceptions that are the kernel's or the choice source's control flow, never the model's.
 _CONTROL = (ReplayMisaligned, SleepBlocked, BoundHit, KernelError)
+_NOT_THE_MODELS = (*_CONTROL, Signalled)  # and Hypothesis' own BaseExceptions (``not_the_models``)
 
 
 def _first_unwaited(due: list[tuple[Any, EventPriority, int, Event]]) -> int:
@@ -517,6 +523,25 @@ def _first_unwaited(due: list[tuple[Any, EventPriority, int, Event]]) -> int:
         if not entry[3].callbacks:
             return position
     return -1
+
+
+def not_the_models(exc: BaseException) -> bool:
+    """``exc`` is raceproof's, Hypothesis' or a real signal's, never the model's own exception.
+
+    The kernel's control flow and contracts (``_CONTROL``), a real signal (a
+    handler raises ``Signalled``), and Hypothesis' own ``BaseException``s (its
+    ``StopTest`` ends an example from inside a draw). Everything else that
+    leaves the model's code, whatever its class, is the model's.
+    """
+    if isinstance(exc, _NOT_THE_MODELS):
+        return True
+    return not isinstance(exc, Exception) and type(exc).__module__.partition(".")[0] == "hypothesis"
+
+
+def _portable(where: str) -> str:
+    """``FILE:LINE`` as the file's own name and line: no folder of this checkout in it."""
+    path, _, line = where.rpartition(":")
+    return f"{Path(path).name}:{line}" if path else where
 
 
 def _passes_through(exc: BaseException) -> bool:
@@ -623,9 +648,12 @@ def execute(
     ``error`` (``RunOutcome.error`` holds the user's frames), never a
     violation, unless its type is one of ``violation_exceptions``: those the
     model declared to count as violations, reported by the pseudo-checker
-    ``model-exception``. A replay that no longer fits the model, the
-    reduction's cut and a broken kernel contract are not the model's and
-    propagate, as does any BaseException that is not an Exception.
+    ``model-exception``. The model's code may leave by any ``BaseException``
+    (``sys.exit(0)``, a ``KeyboardInterrupt`` it raises, ``GeneratorExit``, a
+    subclass of its own): each is the model's, ``error``. Only what is not the
+    model's propagates (``not_the_models``): a replay that no longer fits the
+    model, the reduction's cut, a broken kernel contract, Hypothesis' own
+    control flow and a real signal (``Signalled``).
     """
     world = World(source, bounds)
     world.op_order_read = observes_op_order(checkers)
@@ -637,18 +665,22 @@ def execute(
         reason = world.run_to_end()
     except BoundHit as hit:
         bound, reason = hit.bound, f"bound:{hit.bound}"
-    except _CONTROL:  # a kernel bug or the search's control flow is never a finding
-        raise
-    except Exception as exc:
+    except BaseException as exc:  # the model's code may leave by anything
+        if not_the_models(exc):  # a kernel bug, the search's control flow, a real signal
+            raise
         reason = str(Verdict.ERROR)  # the run ended in the model's own exception
         error = model_error(exc)
         if violation_exceptions and isinstance(exc, violation_exceptions):
             reason = "crash"
-            world.log("kernel", "model.exception", error=error.headline, at=error.where)
+            # Only what the model's code says: no path of this checkout, so the trace
+            # hash is the same in every folder the project is copied to.
+            declared = f"{type(exc).__qualname__}: {error.message}".removesuffix(": ")
+            at = _portable(error.where)
+            world.log("kernel", "model.exception", error=declared, at=at)
             crash = violated(
                 "model-exception",
                 len(world.history) - 1,
-                f"the model raised {error.headline} (declared a violation)",
+                f"the model raised {declared} at {at} (declared a violation)",
             )
             error = None
     if isinstance(source, ReplaySource):
@@ -658,9 +690,9 @@ def execute(
     if error is None:
         try:
             verdicts = run_checkers(world.history, checkers)
-        except _CONTROL:
-            raise
-        except Exception as exc:  # a checker's own bug: the user's code too
+        except BaseException as exc:  # a checker's own bug: the user's code too
+            if not_the_models(exc):
+                raise
             error = model_error(exc)
     if crash is not None:
         verdicts.insert(0, crash)

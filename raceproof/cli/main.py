@@ -7,8 +7,10 @@ declared race-window probe was never reached), 4 the model, workload or
 checker raised (verdict ``error``, with the user's own frames), 70 a bug in
 raceproof itself (any exception of raceproof's own, ``BaseException``s such as
 a stray Hypothesis ``StopTest`` included) (the message says so, with the version and the command),
-130 / 143 stopped by SIGINT / SIGTERM (clean-up done, the result so far
-printed). No traceback reaches a user except for a bug in raceproof. Every
+130 / 143 stopped by a real SIGINT / SIGTERM (clean-up done, the result so far
+printed); a ``KeyboardInterrupt`` or ``sys.exit()`` of the user's code is theirs
+(``error``, exit 4; bad input, exit 2, while their project loads), never 130 or
+an exit code of its choosing. No traceback reaches a user except for a bug in raceproof. Every
 command takes ``--json`` for one machine-readable object on stdout; human
 output and progress go to stderr when it is a terminal. Each command lives in
 its own module under ``raceproof.cli.commands``.
@@ -33,6 +35,7 @@ from raceproof.runs import runner
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.sim import CounterexampleError
+from raceproof.sim.model_errors import said
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -96,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BAD_INPUT as exc:
             _report_error(str(exc))
             return runner.EXIT_USAGE
-        except KeyboardInterrupt as exc:  # an interrupt outside a search's own handling
+        except signals.Interrupted as exc:  # a real signal outside a search's own handling
             name = signals.signal_name(exc)
             _report_error(f"interrupted by {name}", interrupted=name)
             return signals.exit_code_for(exc)
@@ -106,15 +109,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(devnull, sys.stdout.fileno())
             os.close(devnull)
             return 128 + 13
-        except SystemExit:
-            raise
-        except BaseException as exc:  # StopTest and the like: still a bug in raceproof
+        except BaseException as exc:  # StopTest and the like: a bug in raceproof
+            # Neither a user's sys.exit() nor a KeyboardInterrupt their code raised gets
+            # this far (the kernel, the loader and the pipeline runner make them the
+            # user's error); one that does slipped past raceproof: a bug, never an exit
+            # code the user's code chose, nor 130 without a signal.
             traceback.print_exc()
             command = shlex.join(["raceproof", *words])
             _report_error(
                 f"internal error: this is a bug in raceproof {runner.tool_version()}, not in "
                 f"your input or your system; please report it with the traceback above "
-                f"(command: {command}): {type(exc).__name__}: {exc}",
+                f"(command: {command}): {type(exc).__name__}: {said(exc)}",
                 internal_error=True,
             )
             return runner.EXIT_INTERNAL

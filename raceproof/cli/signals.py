@@ -34,13 +34,19 @@ from typing import Any
 
 from raceproof.runs import processes
 from raceproof.sim import RunOutcome, deviations
+from raceproof.sim.errors import Signalled
 from raceproof.sim.verdicts import Verdict
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 
 
-class Interrupted(KeyboardInterrupt):
-    """The run was stopped by a signal; ``exit_code`` is 128 + its number."""
+class Interrupted(Signalled):
+    """The run was stopped by a real signal; ``exit_code`` is 128 + its number.
+
+    Only this handler raises it: a ``KeyboardInterrupt`` that the user's code
+    raises itself is no signal (the verdict ``error``, exit 4), and only an
+    ``Interrupted`` exits 130 or 143.
+    """
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)

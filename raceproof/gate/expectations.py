@@ -31,9 +31,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from raceproof.cli.validation import MAX_EXAMPLES
 from raceproof.runs import runner
 from raceproof.scenarios.catalogue import Scenario, UnknownName, get
 from raceproof.sim import STRATEGIES, Budget, RunOutcome, explore
+from raceproof.sim.configs import BadInput
 from raceproof.sim.verdicts import ExitCode, GateStatus, Verdict, gate_exit_code
 
 Clock = Callable[[], float]
@@ -197,12 +199,23 @@ def run_explore(
     clock: Clock = time.monotonic,
     out_dir: Path | None = None,
 ) -> CheckResult:
-    """One search of ``variant`` by ``strategy`` under ``profile``."""
+    """One search of ``variant`` by ``strategy`` under ``profile``.
+
+    ``examples`` and ``seed`` are range-checked as the command line checks
+    ``--examples`` and ``--seed`` (``BadInput``): the pytest fixture's
+    ``examples=-5`` must not run nothing and pass.
+    """
     scenario = get(name)
     scenario.check_variant(variant)
     if strategy not in STRATEGIES:
         raise UnknownName(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
-    count = examples or max(1, round(scenario.default_examples * profile.examples_scale))
+    _check_count("examples", examples, low=1, high=MAX_EXAMPLES)
+    _check_count("seed", seed, low=0, high=None)
+    count = (
+        examples
+        if examples is not None
+        else max(1, round(scenario.default_examples * profile.examples_scale))
+    )
     budget = Budget(count)
     if profile.wall_budget:
         budget = Budget(count, scenario.default_budget_s, clock)
@@ -226,6 +239,17 @@ def run_explore(
         _found(result, scenario, scenario.config, report.shrunk, out_dir)
     _judge_probes(result, scenario, report.probes)
     return result
+
+
+def _check_count(name: str, value: object, *, low: int, high: int | None) -> None:
+    """``value`` is None or an integer in ``[low, high]``, else ``BadInput`` naming it."""
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BadInput(f"{name} must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        span = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise BadInput(f"{name} must be {span}, got {value}")
 
 
 def _judge_probes(result: CheckResult, scenario: Scenario, reached: dict[str, int]) -> None:

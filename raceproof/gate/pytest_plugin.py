@@ -30,7 +30,10 @@ Test ids and JUnit records name the scenario and the variant, with
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,7 @@ from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.sim import CounterexampleError
 from raceproof.sim.configs import BadInput
+from raceproof.sim.errors import Signalled
 from raceproof.sim.verdicts import Verdict
 
 
@@ -112,6 +116,37 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"raceproof: profile {_profile(config).name}, counterexamples in {_database(config)}"
 
 
+class _Interrupted(Signalled):
+    """Ctrl-C while a gate runs a model: a real signal, so pytest stops as it would."""
+
+
+@contextmanager
+def _real_interrupts() -> Iterator[None]:
+    """While a model runs, a real SIGINT raises ``Signalled``, which the kernel lets out.
+
+    A ``KeyboardInterrupt`` that the model's own code raises is its error (the
+    verdict ``error``, a failed test); Python's default handler raises a plain
+    ``KeyboardInterrupt`` too, so for the length of the run a real Ctrl-C raises
+    the subclass instead, and the session stops as on any Ctrl-C. A handler the
+    user installed is left alone, as is every thread but the main one.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def handle(signum: int, frame: object) -> None:
+        raise _Interrupted(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGINT, handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 class RaceproofGate:
     """What the ``raceproof`` fixture gives a test: ``explore`` and ``prove`` with expectations."""
 
@@ -163,30 +198,35 @@ class RaceproofGate:
         """Search ``variant`` with each strategy of the profile (or ``strategy``); fail if not ``expect``."""
         variant = self._variant(scenario, variant)
         strategies = (strategy,) if strategy else self.profile.strategies
-        return [
-            self._judge(
-                gate.run_explore(
-                    scenario,
-                    variant,
-                    name,
-                    self.profile,
-                    expect=expect,
-                    examples=examples,
-                    seed=seed,
-                    out_dir=self.out_dir,
-                )
-            )
-            for name in strategies
-        ]
+        results = []
+        for name in strategies:
+            try:
+                with _real_interrupts():
+                    found = gate.run_explore(
+                        scenario,
+                        variant,
+                        name,
+                        self.profile,
+                        expect=expect,
+                        examples=examples,
+                        seed=seed,
+                        out_dir=self.out_dir,
+                    )
+            except BadInput as exc:  # examples=-5 runs nothing: never a pass
+                pytest.fail(f"raceproof.explore: {exc}", pytrace=False)
+            results.append(self._judge(found))
+        return results
 
     def prove(
         self, scenario: str, variant: str | None = None, *, expect: str | None = None
     ) -> gate.CheckResult:
         """The bounded proof of ``variant``; fail unless its verdict is ``expect`` (default: the catalogue's)."""
         variant = self._variant(scenario, variant)
-        return self._judge(
-            gate.run_prove(scenario, variant, self.profile, expect=expect, out_dir=self.out_dir)
-        )
+        with _real_interrupts():
+            found = gate.run_prove(
+                scenario, variant, self.profile, expect=expect, out_dir=self.out_dir
+            )
+        return self._judge(found)
 
 
 @pytest.fixture
@@ -210,7 +250,8 @@ class CounterexampleItem(pytest.Item):
         loaded = counterexamples.load(self.path)
         if self.variant == loaded.counterexample.variant:
             counterexamples.check_current(loaded)  # out of date: says what the choices do now
-        replayed = counterexamples.replay_on(loaded, self.variant)
+        with _real_interrupts():
+            replayed = counterexamples.replay_on(loaded, self.variant)
         self.user_properties.append(
             (f"raceproof {loaded.scenario.name} / {self.variant} / replay", str(replayed.verdict))
         )

@@ -35,7 +35,6 @@ from raceproof.sim import (
     ReplaySource,
     RunOutcome,
     World,
-    execute,
     first_divergence,
     keyed_deviations,
     run_checkers,
@@ -65,12 +64,14 @@ def placed_run(
 ) -> tuple[RunOutcome, list[int]]:
     """One run of the scenario, and for each draw the index of the op logged after it."""
     placing = _Placing(source)
+    build_world = scenario.build_for(variant, config)
 
     def build(world: World) -> None:
         placing.world = world
-        scenario.build(world, variant, config)
+        build_world(world)
 
-    outcome = execute(build, placing, scenario.checkers, scenario.bounds)
+    # The scenario's own execution: its bounds and its declared violation exceptions.
+    outcome = scenario.execute(build, placing)
     if isinstance(source, ReplaySource):
         source.finish()
     return outcome, placing.positions

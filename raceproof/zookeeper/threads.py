@@ -200,6 +200,8 @@ class ThreadRuntime:
 
     def reach(self, probe: str) -> None:
         """A race-window probe: counted beside the history, as the simulation counts it."""
+        if not (isinstance(probe, str) and probe):
+            raise TypeError(f"reach: a probe is named by a non-empty string, got {probe!r}")
         with self.lock:
             self.probes[probe] = self.probes.get(probe, 0) + 1
 

@@ -1,0 +1,184 @@
+"""No verdict a model can fake (issue 33, item 3): whatever the model's code raises is ``error``.
+
+A model whose code leaves by ``sys.exit(0)``, ``sys.exit("bye")``, a
+``KeyboardInterrupt`` or ``GeneratorExit`` it raises itself, a
+``BaseException`` of its own or an exception whose ``str()`` raises, in its
+build, an actor, a checker or a step hook (an ``always()`` invariant), must
+read as the verdict ``error``, exit 4, with one line naming what it raised, on
+``check``, ``explore``, ``prove``, ``replay`` and ``repro``, and must fail a
+pytest-fixture gate. Before, ``sys.exit(0)`` passed the gate (exit 0),
+``sys.exit("bye")`` read as a found race (exit 1), a raised
+``KeyboardInterrupt`` as an interrupt (130) and the rest as raceproof's bug
+(70). Raised at import, each is one line naming it and exit 2 (the project does
+not load), as any other import failure. Only a real signal is 130/143 (a test
+sends one).
+
+The commands run in-process (``raceproof.cli.main``, which is what the console
+script calls), the fixture in a subprocess. That a real signal still stops a
+search with 130/143 is ``test_interrupts``' (it sends them).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from property_tests import hostile_models as hostile
+from raceproof.cli.main import main
+
+BIN = Path(sys.executable).parent
+RUNNING = ("build", "actor", "checker", "hook")  # where the code runs inside a run
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every hostile scenario file, once per module (a scenario name registers once per process)."""
+    folder = tmp_path_factory.mktemp("hostile")
+    for kind in hostile.KINDS:
+        for where in hostile.WHERES:
+            hostile.scenario_file(folder, kind, where)
+    return folder
+
+
+def _run(
+    capsys: pytest.CaptureFixture[str], models: Path, kind: str, where: str, *argv: str
+) -> tuple[int, str, str]:
+    path = models / f"{hostile.scenario_name(kind, where).replace('-', '_')}.py"
+    code = main([*argv, "--scenarios", str(path)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _assert_no_internal_error(err: str) -> None:
+    assert "Traceback" not in err and "internal error" not in err, err
+
+
+@pytest.mark.parametrize("where", RUNNING)
+@pytest.mark.parametrize("kind", hostile.KINDS)
+def test_whatever_the_model_raises_is_error_exit_4_naming_it(
+    kind: str, where: str, models: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = hostile.scenario_name(kind, where)
+    said = hostile.names(kind)
+    out_dir = str(tmp_path / "cx")
+    for command in (
+        ["explore", name, "--variant", "buggy", "--examples", "5", "--out", out_dir],
+        ["explore", name, "--strategy", "hypothesis", "--examples", "5", "--out", out_dir],
+        ["prove", name, "--variant", "fixed", "--out", out_dir],
+        ["repro", name, "--variant", "buggy", "--seed", "3", "--out", out_dir],
+    ):
+        code, out, err = _run(capsys, models, kind, where, *command)
+        assert code == 4, (command, code, out, err)
+        assert f"E   {said}" in out.splitlines(), (command, out)  # the one line naming it
+        _assert_no_internal_error(err)
+        code, out, err = _run(capsys, models, kind, where, *command, "--json")
+        result = json.loads(out)
+        assert code == 4 and result["verdict"] == "error", (command, result)
+        error = result["error"]
+        assert f"{error['type'].rpartition('.')[2]}: {error['message']}".removesuffix(": ") == said
+        _assert_no_internal_error(err)
+    code, out, err = _run(capsys, models, kind, where, "check", name, "--json")
+    results = json.loads(out)["results"]
+    assert code == 4, (code, out, err)
+    erring = [r for r in results if r["verdict"] == "error"]
+    assert erring and all(r["status"] == "error" for r in erring)
+    assert not [r for r in results if r["verdict"] != "error" and r["variant"] != "quiet"]
+    assert {r["error"]["type"].rpartition(".")[2] for r in erring} == {said.partition(":")[0]}
+    code, out, err = _run(capsys, models, kind, where, "check", name)
+    assert code == 4 and f"E   {said}" in out.splitlines()
+    _assert_no_internal_error(err)
+
+
+@pytest.mark.parametrize("where", RUNNING)
+@pytest.mark.parametrize("kind", hostile.KINDS)
+def test_replaying_onto_a_hostile_variant_is_error(
+    kind: str, where: str, models: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The quiet variant violates and is saved; its counterexample replayed onto a raising one."""
+    name = hostile.scenario_name(kind, where)
+    code, out, _ = _run(
+        capsys,
+        models,
+        kind,
+        where,
+        "explore",
+        name,
+        "--variant",
+        "quiet",
+        "--examples",
+        "5",
+        "--out",
+        str(tmp_path),
+        "--json",
+    )
+    saved = json.loads(out)["counterexample"]
+    assert code == 1 and saved
+    for variant in ("quiet", "buggy"):
+        code, out, err = _run(
+            capsys, models, kind, where, "replay", saved, "--variant", variant, "--json"
+        )
+        result = json.loads(out)
+        if variant == "quiet":  # its own variant: the violation, replayed exactly
+            assert (code, result["verdict"], result["same_trace_hash"]) == (1, "violated", True)
+            continue
+        assert code == 4 and result["verdict"] == "error", result
+        _assert_no_internal_error(err)
+        code, out, err = _run(capsys, models, kind, where, "replay", saved, "--variant", variant)
+        assert code == 4 and f"E   {hostile.names(kind)}" in out.splitlines(), out
+
+
+@pytest.mark.parametrize("kind", hostile.KINDS)
+def test_raised_at_import_is_one_line_exit_2(
+    kind: str, models: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = hostile.scenario_name(kind, "import")
+    for command in (["list"], ["check", name], ["explore", name, "--examples", "1"]):
+        code, out, err = _run(capsys, models, kind, "import", *command)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, (command, code, err)
+        assert lines[0].startswith("raceproof: error: cannot load scenarios from ")
+        named = hostile.names(kind).replace("SystemExit: ", "it called ")
+        assert lines[0].endswith(named), lines[0]
+        assert out == ""
+
+
+def test_the_pytest_fixture_fails_every_hostile_model(models: Path, tmp_path: Path) -> None:
+    """A fixture gate expecting ``violated`` (or ``ok``) fails on each; pytest is not stopped."""
+    tests = ["import pytest", ""]
+    kinds = hostile.KINDS
+    for kind in kinds:
+        for where in RUNNING:
+            name = hostile.scenario_name(kind, where)
+            tests += [
+                f"def test_{name.replace('-', '_')}(raceproof):",
+                f"    raceproof.explore({name!r}, variant='buggy', expect='violated',",
+                "                      strategy='random', examples=5)",
+                "",
+            ]
+    (tmp_path / "test_gates.py").write_text("\n".join(tests))
+    scenarios = [
+        arg
+        for kind in kinds
+        for where in RUNNING
+        for arg in (
+            "--raceproof-scenarios",
+            str(models / f"{hostile.scenario_name(kind, where).replace('-', '_')}.py"),
+        )
+    ]
+    done = subprocess.run(
+        [str(BIN / "pytest"), "-p", "no:cacheprovider", "-q", "-rf", *scenarios, "test_gates.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    total = len(kinds) * len(RUNNING)
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert f"{total} failed" in done.stdout and "passed" not in done.stdout, done.stdout[-3000:]
+    assert "! KeyboardInterrupt !" not in done.stdout  # no session stopped by a fake Ctrl-C
+    for kind in kinds:
+        assert done.stdout.count(f"E   {hostile.names(kind)}") >= len(RUNNING), kind
