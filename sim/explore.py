@@ -34,6 +34,9 @@ STRATEGIES = ("random", "hypothesis", "pct")  # the gate's strategies
 # kinds, see SwarmSource) is not in the gate until it is measured no worse there.
 SEARCH_STRATEGIES = (*STRATEGIES, "swarm")
 Progress = Callable[[dict[str, Any]], None]
+# Examples of one search at most: the cap of every command that takes --examples and of
+# the pytest fixture's ``examples`` (a count beyond it is refused, never run for ever).
+MAX_EXAMPLES = 10**9
 
 
 @dataclass

@@ -35,6 +35,7 @@ from raceproof.sim.configs import (
     config_from_json,
     limits,
 )
+from raceproof.sim.explore import MAX_EXAMPLES as _SEARCH_CAP
 
 __all__ = [
     "MAX_EXAMPLES",
@@ -76,7 +77,7 @@ def _no_constant(name: str) -> Any:
 
 
 # -- command-line option types (argparse ``type=``) -----------------------------------
-MAX_EXAMPLES = 10**9  # examples of one search: the cap of every command that takes --examples
+MAX_EXAMPLES = _SEARCH_CAP  # examples of one search: every --examples, the fixture's too
 JOBS_PER_CORE = 4  # -j N: worker processes at most this many times the machine's cores
 
 

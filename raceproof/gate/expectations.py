@@ -31,11 +31,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raceproof.cli.validation import MAX_EXAMPLES
 from raceproof.runs import runner
 from raceproof.scenarios.catalogue import Scenario, UnknownName, get
 from raceproof.sim import STRATEGIES, Budget, RunOutcome, explore
 from raceproof.sim.configs import BadInput
+from raceproof.sim.explore import MAX_EXAMPLES
 from raceproof.sim.verdicts import ExitCode, GateStatus, Verdict, gate_exit_code
 
 Clock = Callable[[], float]
