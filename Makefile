@@ -78,7 +78,9 @@ lint: $(STAMP)
 
 # The manual (Sphinx + MyST, docs/): warnings are errors, every page re-read (-E) so the CLI
 # reference, generated from the argparse definitions, and the API pages are never stale.
-docs: $(STAMP)
+# Its Mermaid diagrams are drawn as SVG while it builds, by the Mermaid and Chromium that
+# `make browser` installs (docs/_ext/mermaid_svg.py): offline, no CDN.
+docs: $(STAMP) browser
 	$(VENV)/bin/sphinx-build -E -W --keep-going -q -b html docs docs/_build/html
 
 # Python drops every `assert` under -O/PYTHONOPTIMIZE (some CI images set it): the CLI's contract,
@@ -88,7 +90,7 @@ docs: $(STAMP)
 OPTIMIZED_TESTS := property_tests/test_bad_input.py property_tests/test_cli.py \
 	property_tests/test_catalogue.py property_tests/test_gate.py property_tests/test_optimized.py
 
-test: lint docs zookeeper browser postgres
+test: lint browser docs zookeeper postgres
 	$(VENV)/bin/pytest -n auto --dist loadgroup -q
 	$(MAKE) test-optimized
 

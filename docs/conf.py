@@ -16,7 +16,7 @@ project = "raceproof"
 author = "the raceproof authors"
 copyright = "the raceproof authors"
 
-extensions = ["myst_parser", "sphinx.ext.autodoc", "cli_reference", "run_output"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "cli_reference", "run_output", "mermaid_svg"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "_ext", "examples/**/tests", "**/.pytest_cache", "**/counterexamples"]

@@ -10,7 +10,9 @@ GitHub), and line counts the files did not have (issue 37). Each is pinned here:
   and no code in it holds an en or em dash; every ``epilog`` example is a line
   of its own in a code block;
 - no Markdown source (README and manual) has an empty-text link;
-- the line counts the README and the manual state are the files' own.
+- the line counts the README and the manual state are the files' own;
+- "Reading a report" shows its sequence diagram as an SVG that Chromium lays
+  out (the page built from its own ``raceproof-output`` block), not the text.
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ class CodeText(HTMLParser):
             self.current.append(data)
 
 
-def build_cli_reference(tmp_path: Path) -> str:
-    """The CLI reference page built by Sphinx with the manual's settings; its HTML."""
+def build_page(tmp_path: Path, text: str) -> Path:
+    """``text`` as the one page of a Sphinx project with the manual's settings; its HTML file."""
     from sphinx.application import Sphinx
 
     source = tmp_path / "src"
@@ -61,7 +63,7 @@ def build_cli_reference(tmp_path: Path) -> str:
         f"import sys\nsys.path.insert(0, {str(DOCS / '_ext')!r})\n"
         "exclude_patterns = []\n"
     )
-    (source / "index.md").write_text("# The command line\n\n```{raceproof-cli}\n```\n")
+    (source / "index.md").write_text(text)
     out = tmp_path / "html"
     app = Sphinx(
         str(source),
@@ -75,7 +77,12 @@ def build_cli_reference(tmp_path: Path) -> str:
         warningiserror=True,
     )
     app.build()
-    return (out / "index.html").read_text()
+    return out / "index.html"
+
+
+def build_cli_reference(tmp_path: Path) -> str:
+    """The CLI reference page built by Sphinx with the manual's settings; its HTML."""
+    return build_page(tmp_path, "# The command line\n\n```{raceproof-cli}\n```\n").read_text()
 
 
 def test_the_cli_reference_code_has_no_typographic_dash_and_examples_one_a_line(
@@ -146,3 +153,38 @@ def test_the_line_counts_the_manual_states_are_the_files() -> None:
         lines_of(example / "tests" / "test_stale_cache.py"),
         lines_of(example / "pyproject.toml"),
     ]
+
+
+SEEN = """<pre id="seen"></pre><script>
+const svg = document.querySelector('svg[aria-roledescription="sequence"]');
+const box = svg ? svg.getBoundingClientRect() : null;
+const shown = [...document.querySelectorAll('pre')].filter(p => p.checkVisibility());
+document.getElementById('seen').textContent = JSON.stringify({
+  width: box ? Math.round(box.width) : 0, height: box ? Math.round(box.height) : 0,
+  texts: svg ? [...svg.querySelectorAll('text')].map(t => t.textContent) : [],
+  sourceShown: shown.some(p => p.textContent.trim().startsWith('sequenceDiagram')),
+});
+</script>"""
+
+
+def test_reading_a_report_shows_an_svg_sequence_diagram_in_chromium(tmp_path: Path) -> None:
+    """The page's own generated-diagram block, built, then laid out by headless Chromium."""
+    import html as html_module
+    import json
+
+    from property_tests import browser
+
+    text = (DOCS / "howto" / "reading-a-report.md").read_text()
+    start = text.index("```{raceproof-output}")
+    block = text[start : text.index("```\n", start + 3) + 4]
+    assert ":language: mermaid" in block
+    page = build_page(tmp_path, f"# Reading a report\n\n{block}")
+    built = page.read_text()
+    page.write_text(built.replace("</body>", SEEN + "</body>"))
+    dom, requests = browser.load(page)
+    start = dom.index('<pre id="seen">') + len('<pre id="seen">')
+    seen = json.loads(html_module.unescape(dom[start : dom.index("</pre>", start)]))
+    assert seen["width"] > 300 and seen["height"] > 300, seen  # drawn, not an empty box
+    assert {"stop-task2", "follower0"} <= set(seen["texts"])  # the lanes, as text of the SVG
+    assert seen["sourceShown"] is False, seen  # the source is folded away under the diagram
+    assert requests == []  # no network: the SVG is in the page
