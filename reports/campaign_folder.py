@@ -78,7 +78,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     (
         "error",  # a column's name, not a verdict
         "string",
-        "what a crashed cell raised; for an inconclusive proof, what pruned it",
+        "what a crashed cell raised; for an inconclusive cell, why (a bound, undecided by CHECKER)",
     ),
     ("tool_version", "string", "raceproof version that ran the cell"),
     ("git_commit", "string", "git commit of that raceproof"),

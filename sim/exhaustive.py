@@ -79,6 +79,9 @@ class ProofReport:
     found_chain: tuple[tuple[int, int], ...] | None = None
     # A balanced proof's plan: each worker's work, the largest unit, the speedup it allows.
     balance: dict[str, object] | None = None
+    # The first run a checker left undecided (``unknown``): the proof is inconclusive, and
+    # ``pruned`` counts such runs under ``undecided by CHECKER``; this run gives the repro.
+    undecided: RunOutcome | None = None
 
     def accounting(self) -> dict[str, object]:
         """The report's fields for JSON output."""
@@ -106,6 +109,19 @@ class ProofReport:
                 "footprints_unverified": self.footprints_unverified,
             }
         )
+
+
+UNDECIDED = "undecided by "  # ``pruned`` key prefix: runs a checker left undecided
+
+
+def count_undecided(pruned: dict[str, int], outcome: RunOutcome) -> None:
+    """Count a run that no checker violated but one said ``unknown`` of, under each such checker.
+
+    Never a judged schedule: the proof cannot be ``complete`` over it (``pruned`` is not empty).
+    """
+    for name in outcome.undecided_by or ["?"]:
+        key = UNDECIDED + name
+        pruned[key] = pruned.get(key, 0) + 1
 
 
 def _explored(node: Node, key: str | None, source: SleepSetSource, position: int) -> None:
@@ -192,6 +208,7 @@ class ProofWalk:
         self.repeats: list[Node] = []  # debug mode: nodes at states seen before
         self.found: RunOutcome | None = None
         self.shrunk: RunOutcome | None = None
+        self.undecided: RunOutcome | None = None
         self.found_chain: tuple[tuple[int, int], ...] | None = None
 
     def walk(
@@ -268,6 +285,9 @@ class ProofWalk:
             return True
         elif outcome.bound is not None:
             self.pruned[outcome.bound] = self.pruned.get(outcome.bound, 0) + 1
+        elif outcome.status == Verdict.INCONCLUSIVE:  # ran to its end, and a checker can't tell
+            count_undecided(self.pruned, outcome)
+            self.undecided = self.undecided or outcome
         else:
             self.schedules += 1
             count_probes(self.probes, outcome)
@@ -360,6 +380,7 @@ class ProofWalk:
             skipped_equivalent=self.skipped,
             sleep_blocked=self.blocked,
             probes=dict(sorted(self.probes.items())),
+            undecided=self.undecided,
         )
         if self.cache is not None:
             report.state_cache_cuts, report.state_cache_checked = (

@@ -72,6 +72,39 @@ class Budget:
 
 
 @dataclass
+class Undecided:
+    """A search's runs that ended neither held nor with a finding, and why.
+
+    A run is undecided when it stopped at a bound (``bounds``: bound -> runs)
+    or when a checker said ``unknown`` (``checkers``: checker -> runs); either
+    makes the search ``inconclusive``, never ``ok``, and its notes say which.
+    """
+
+    runs: int = 0
+    bounds: dict[str, int] = field(default_factory=dict)
+    checkers: dict[str, int] = field(default_factory=dict)
+
+    def add(self, outcome: RunOutcome) -> None:
+        if outcome.status != Verdict.INCONCLUSIVE:
+            return
+        self.runs += 1
+        if outcome.bound is not None:
+            self.bounds[outcome.bound] = self.bounds.get(outcome.bound, 0) + 1
+            return
+        for name in outcome.undecided_by:
+            self.checkers[name] = self.checkers.get(name, 0) + 1
+
+    def notes(self, bounds: bool = True) -> list[str]:
+        """What made runs undecided: a bound (``bounds``), and each checker that said unknown."""
+        bounded = sum(self.bounds.values())
+        notes = [f"{bounded} runs hit a bound before finishing"] if bounds and bounded else []
+        return notes + [
+            f"{count} runs undecided by {name} (the checker said unknown: its history cannot tell)"
+            for name, count in sorted(self.checkers.items())
+        ]
+
+
+@dataclass
 class SearchReport:
     strategy: str
     verdict: Verdict
@@ -84,6 +117,7 @@ class SearchReport:
     notes: list[str] = field(default_factory=list)
     # probe -> examples that reached it (the search's own examples, not shrinking's runs)
     probes: dict[str, int] = field(default_factory=dict)
+    undecided_by: dict[str, int] = field(default_factory=dict)  # checker -> runs it said unknown
 
 
 def searching(source: SourceT) -> SourceT:
@@ -107,39 +141,51 @@ def _violated(
     strategy: str,
     run: Runner,
     examples: int,
-    inconclusive: int,
+    undecided: Undecided,
     found: RunOutcome,
     shrink_runs: int = 0,
 ) -> SearchReport:
     """The search found ``found`` (a violation or an error): shrink it (``run`` replays candidates)."""
     result = shrink(run, found)
     return SearchReport(
-        strategy,
-        found.status,
-        examples,
-        inconclusive,
-        None,
-        found,
-        result.outcome,
-        shrink_runs + result.runs,
+        strategy=strategy,
+        verdict=found.status,
+        examples=examples,
+        inconclusive_runs=undecided.runs,
+        found=found,
+        shrunk=result.outcome,
+        shrink_runs=shrink_runs + result.runs,
+        undecided_by=dict(undecided.checkers),
     )
 
 
-def _out_of_time(strategy: str, examples: int, inconclusive: int, budget: Budget) -> SearchReport:
+def _out_of_time(
+    strategy: str, examples: int, undecided: Undecided, budget: Budget
+) -> SearchReport:
     note = f"the {budget.seconds}s budget ran out after {examples} of {budget.examples} examples"
     return SearchReport(
-        strategy, Verdict.INCONCLUSIVE, examples, inconclusive, "seconds", notes=[note]
+        strategy=strategy,
+        verdict=Verdict.INCONCLUSIVE,
+        examples=examples,
+        inconclusive_runs=undecided.runs,
+        stopped_by="seconds",
+        notes=[note, *undecided.notes(bounds=False)],
+        undecided_by=dict(undecided.checkers),
     )
 
 
-def _no_violation(strategy: str, examples: int, inconclusive: int) -> SearchReport:
-    """Every example of the budget ran; inconclusive if any of them hit a bound."""
-    notes = [f"no violation in {examples} examples (a search, not a proof)"]
-    verdict = Verdict.OK
-    if inconclusive:
-        verdict = Verdict.INCONCLUSIVE
-        notes.append(f"{inconclusive} runs hit a bound before finishing")
-    return SearchReport(strategy, verdict, examples, inconclusive, "examples", notes=notes)
+def _no_violation(strategy: str, examples: int, undecided: Undecided) -> SearchReport:
+    """Every example of the budget ran; inconclusive if any run hit a bound or was undecided."""
+    notes = [f"no violation in {examples} examples (a search, not a proof)", *undecided.notes()]
+    return SearchReport(
+        strategy=strategy,
+        verdict=Verdict.INCONCLUSIVE if undecided.runs else Verdict.OK,
+        examples=examples,
+        inconclusive_runs=undecided.runs,
+        stopped_by="examples",
+        notes=notes,
+        undecided_by=dict(undecided.checkers),
+    )
 
 
 def explore_random(
@@ -152,19 +198,19 @@ def explore_random(
     """One seeded source per example: ``RandomSource``, or ``SwarmSource`` for ``swarm``."""
     make = SwarmSource if strategy == "swarm" else RandomSource
     budget.start()
-    inconclusive = 0
+    undecided = Undecided()
     probes: dict[str, int] = {}
     for example in range(budget.examples):
         if budget.out_of_time():
-            return _with(probes, _out_of_time(strategy, example, inconclusive, budget))
+            return _with(probes, _out_of_time(strategy, example, undecided, budget))
         outcome = run(searching(make(derive_seed(seed, example))))
-        inconclusive += outcome.status == Verdict.INCONCLUSIVE
+        undecided.add(outcome)
         count_probes(probes, outcome)
         if progress:
             progress({"examples": example + 1, "status": outcome.status})
         if outcome.status in FINDINGS:
-            return _with(probes, _violated(strategy, run, example + 1, inconclusive, outcome))
-    return _with(probes, _no_violation(strategy, budget.examples, inconclusive))
+            return _with(probes, _violated(strategy, run, example + 1, undecided, outcome))
+    return _with(probes, _no_violation(strategy, budget.examples, undecided))
 
 
 def _with(probes: dict[str, int], report: SearchReport) -> SearchReport:
@@ -183,19 +229,19 @@ def explore_pct(
 ) -> SearchReport:
     budget.start()
     steps = max(1, schedule_draws_of_fifo_run(run))
-    inconclusive = 0
+    undecided = Undecided()
     probes: dict[str, int] = {}
     for example in range(budget.examples):
         if budget.out_of_time():
-            return _with(probes, _out_of_time("pct", example, inconclusive, budget))
+            return _with(probes, _out_of_time("pct", example, undecided, budget))
         outcome = run(searching(PCTSource(derive_seed(seed, example), depth, steps)))
-        inconclusive += outcome.status == Verdict.INCONCLUSIVE
+        undecided.add(outcome)
         count_probes(probes, outcome)
         if progress:
             progress({"examples": example + 1, "status": outcome.status})
         if outcome.status in FINDINGS:
-            return _with(probes, _violated("pct", run, example + 1, inconclusive, outcome))
-    return _with(probes, _no_violation("pct", budget.examples, inconclusive))
+            return _with(probes, _violated("pct", run, example + 1, undecided, outcome))
+    return _with(probes, _no_violation("pct", budget.examples, undecided))
 
 
 class _Found(Exception):
@@ -219,7 +265,8 @@ def explore_hypothesis(
     from hypothesis import strategies as st
 
     budget.start()
-    counts = {"examples": 0, "inconclusive": 0, "shrink": 0}
+    counts = {"examples": 0, "shrink": 0}
+    undecided = Undecided()
     probes: dict[str, int] = {}
     first: list[RunOutcome] = []
     chunk_index = 0
@@ -227,7 +274,7 @@ def explore_hypothesis(
         if budget.out_of_time():
             return _with(
                 probes,
-                _out_of_time("hypothesis", counts["examples"], counts["inconclusive"], budget),
+                _out_of_time("hypothesis", counts["examples"], undecided, budget),
             )
         size = min(chunk, budget.examples - counts["examples"])
 
@@ -249,7 +296,7 @@ def explore_hypothesis(
                 counts["shrink"] += 1
             else:
                 counts["examples"] += 1
-                counts["inconclusive"] += outcome.status == Verdict.INCONCLUSIVE
+                undecided.add(outcome)
                 count_probes(probes, outcome)
                 if progress:
                     progress({"examples": counts["examples"], "status": outcome.status})
@@ -268,14 +315,14 @@ def explore_hypothesis(
                 "hypothesis",
                 run,
                 counts["examples"],
-                counts["inconclusive"],
+                undecided,
                 found.outcome,
                 counts["shrink"],
             )
             report.found = first[0]
             return _with(probes, report)
         chunk_index += 1
-    return _with(probes, _no_violation("hypothesis", counts["examples"], counts["inconclusive"]))
+    return _with(probes, _no_violation("hypothesis", counts["examples"], undecided))
 
 
 def _same_finding(first: RunOutcome, outcome: RunOutcome) -> bool:

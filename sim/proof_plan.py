@@ -31,7 +31,7 @@ from typing import Any
 
 from raceproof.sim.choices import ChoiceSource, SplitMix64
 from raceproof.sim.errors import KernelError
-from raceproof.sim.exhaustive import ProofReport, ProofVerdict, WalkOptions
+from raceproof.sim.exhaustive import ProofReport, ProofVerdict, WalkOptions, count_undecided
 from raceproof.sim.explore import Budget
 from raceproof.sim.proof_units import prove_balanced
 from raceproof.sim.reduction import (
@@ -142,6 +142,9 @@ def split(
         first.probes = {name: 1 for name in outcome.probes}
     elif outcome.bound is not None:
         pruned[outcome.bound] = 1
+    elif outcome.status == Verdict.INCONCLUSIVE:  # a checker said unknown: undecided, not judged
+        count_undecided(pruned, outcome)
+        first.undecided = outcome
     else:
         first.schedules = 1
         first.probes = {name: 1 for name in outcome.probes}
@@ -214,6 +217,7 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
         else sum(report.footprints_checked or 0 for report in everything),
         footprints_unverified=sum(report.footprints_unverified for report in everything),
         probes=dict(sorted(probes.items())),
+        undecided=next((r.undecided for r in everything if r.undecided is not None), None),
     )
 
 

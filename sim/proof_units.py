@@ -195,6 +195,7 @@ def merge_units(
         footprints_unverified=sum(r.footprints_unverified for r in reports),
         probes=dict(sorted(probes.items())),
         found_chain=None if winner is None else winner.report.found_chain,
+        undecided=next((r.undecided for r in reports if r.undecided is not None), None),
     )
     return merged, winner
 

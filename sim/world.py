@@ -623,6 +623,11 @@ class RunOutcome:
         return first_violation(self.verdicts)
 
     @property
+    def undecided_by(self) -> list[str]:
+        """The checkers that could not tell on this run (``unknown``): undecided, never a pass."""
+        return [v.checker for v in self.verdicts if v.status == CheckStatus.UNKNOWN]
+
+    @property
     def trace_hash(self) -> str:
         return self.history.trace_hash()
 

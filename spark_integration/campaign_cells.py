@@ -213,6 +213,10 @@ def run_cell(cell: Cell) -> dict[str, Any]:
             pct_depth=cell.pct_depth,
         )
         row["verdict"] = report.verdict
+        if report.verdict == Verdict.INCONCLUSIVE:  # why: a bound, or a checker undecided
+            row["error"] = "; ".join(
+                report.notes[1:] if report.stopped_by == "examples" else report.notes
+            )[:1000]
         row["examples"] = report.examples
         row["schedules"] = report.examples
         row["virtual_ms"] = recorder.virtual_ms

@@ -35,6 +35,7 @@ from raceproof.runs import runner
 from raceproof.scenarios.catalogue import Scenario, UnknownName, get
 from raceproof.sim import STRATEGIES, Budget, RunOutcome, explore
 from raceproof.sim.configs import BadInput
+from raceproof.sim.exhaustive import UNDECIDED
 from raceproof.sim.explore import MAX_EXAMPLES
 from raceproof.sim.verdicts import ExitCode, GateStatus, Verdict, gate_exit_code
 
@@ -289,10 +290,19 @@ def run_prove(
         round(clock() - started, 3),
         complete=report.complete,
     )
-    if report.pruned:
+    bounds = {k: v for k, v in report.pruned.items() if not k.startswith(UNDECIDED)}
+    if bounds:
         result.notes.append(
-            "pruned by: "
-            + ", ".join(f"{k} ({v} branches)" for k, v in sorted(report.pruned.items()))
+            "pruned by: " + ", ".join(f"{k} ({v} branches)" for k, v in sorted(bounds.items()))
+        )
+    result.notes += [
+        f"{v} runs {k} (the checker said unknown): not a proof"
+        for k, v in sorted(report.pruned.items())
+        if k.startswith(UNDECIDED)
+    ]
+    if report.undecided is not None and report.shrunk is None:
+        result.repro = runner.repro_line(
+            scenario, variant, report.undecided.values, scenario.prove_config
         )
     if report.shrunk is not None:
         result.verdict = report.verdict

@@ -89,6 +89,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         examples=report.examples,
         seed=args.seed,
         inconclusive_runs=report.inconclusive_runs,
+        undecided_by=report.undecided_by,
         notes=report.notes,
         budget_s=budget_s,
         max_examples=examples,

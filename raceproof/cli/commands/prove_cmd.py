@@ -35,8 +35,10 @@ from raceproof.cli.validation import (
 )
 from raceproof.runs import processes, runner
 from raceproof.sim import Budget, ProofReport
+from raceproof.sim.exhaustive import UNDECIDED
 from raceproof.sim.proof_plan import Estimate, estimate
 from raceproof.sim.verdicts import Verdict
+from raceproof.sim.world import RunOutcome
 
 
 def _report_estimate(
@@ -240,6 +242,8 @@ def _result(
         )
         result["verdict"] = report.verdict
         result["schedules"] = report.schedules
+    if report.undecided is not None and report.shrunk is None:
+        _undecided(result, scenario, variant, setup.config, report.undecided)
     judge_probes(result, scenario, variant, report.probes)
     if report.complete and report.schedules == 1 and report.max_deviations_seen == 0:
         result["notes"] = [*result.get("notes", []), ONE_SCHEDULE]
@@ -320,15 +324,37 @@ def _render_coverage(
                 f"verdict and final states"
             )
         )
-    if report.pruned:
-        print(
-            f"  pruned by: {', '.join(f'{k} ({v} branches)' for k, v in sorted(report.pruned.items()))}"
-        )
+    bounds = {k: v for k, v in report.pruned.items() if not k.startswith(UNDECIDED)}
+    if bounds:
+        print(f"  pruned by: {', '.join(f'{k} ({v} branches)' for k, v in sorted(bounds.items()))}")
     for note in result.get("notes", []):
         print(f"  {note}")
     probes = probes_line(result, "runs")
     if probes:
         print(f"  {probes}")
+
+
+def _undecided(
+    result: dict[str, Any], scenario: Any, variant: str, config: Any, run: RunOutcome
+) -> None:
+    """A run a checker left undecided: never a proof; the notes name the checker and its repro."""
+    counts = {
+        k[len(UNDECIDED) :]: v
+        for k, v in result["bounds_pruned"].items()
+        if k.startswith(UNDECIDED)
+    }
+    repro = runner.repro_line(scenario, variant, run.values, config)
+    said = {v.checker: v.message for v in run.verdicts if v.checker in run.undecided_by}
+    result["undecided"] = {"checkers": counts, "repro": repro}
+    result["notes"] = [
+        *result.get("notes", []),
+        *(
+            f"{count} runs undecided by {name} (the checker said unknown: "
+            f"{said.get(name) or 'its history cannot tell'}); not a proof"
+            for name, count in sorted(counts.items())
+        ),
+        f"first undecided run: {repro}",
+    ]
 
 
 def add(commands: Any) -> None:
