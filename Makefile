@@ -99,13 +99,17 @@ test-optimized: $(STAMP)
 		-W ignore::pytest.PytestConfigWarning $(OPTIMIZED_TESTS)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider property_tests/test_bad_input.py
 
-# The command-line fuzz suite (property_tests/test_fuzz_cli.py) with a larger budget than
-# `make test` gives it (150 generated bad invocations from the parser, 100 command lines,
-# 100 counterexample files): FUZZ_EXAMPLES of each. Not part of `make test`.
+# The command-line fuzz suite (property_tests/test_fuzz_cli.py) and the world-fuzz
+# (property_tests/test_hostile_world.py: paths, numbers, nesting) with a larger budget than
+# `make test` gives them (150 generated bad invocations from the parser, 100 command lines,
+# 100 counterexample files, 60 worlds of each kind): FUZZ_EXAMPLES of each. The statistics
+# print the cases generated per kind. Not part of `make test`.
 FUZZ_EXAMPLES ?= 3000
 fuzz: $(STAMP)
 	RACEPROOF_FUZZ_PARSER_EXAMPLES=$(FUZZ_EXAMPLES) RACEPROOF_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
-		$(VENV)/bin/pytest -q -p no:cacheprovider --hypothesis-show-statistics property_tests/test_fuzz_cli.py
+	RACEPROOF_WORLD_EXAMPLES=$(FUZZ_EXAMPLES) \
+		$(VENV)/bin/pytest -q -p no:cacheprovider --hypothesis-show-statistics \
+		property_tests/test_fuzz_cli.py property_tests/test_hostile_world.py
 
 bench: $(STAMP)
 	$(VENV)/bin/raceproof bench

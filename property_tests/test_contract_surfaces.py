@@ -24,6 +24,7 @@ import pytest
 
 from raceproof.cli.main import main
 from raceproof.sim import repro as repro_files
+from raceproof.sim import user_files
 from raceproof.spark_integration import campaign
 from raceproof.spark_integration.campaign_cells import COLUMN_NAMES, COLUMNS, Cell, run_cell
 
@@ -143,7 +144,7 @@ def test_every_json_reader_checks_the_size_first(
     here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cx = _counterexample(here / "cx", capsys)
-    monkeypatch.setattr(repro_files, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(user_files, "MAX_FILE_BYTES", 100)  # the one reader's limit
     _refused(here, ["report", str(cx)], capsys, "bytes")
     _refused(here, ["replay", str(cx)], capsys, "bytes")
 

@@ -20,11 +20,13 @@ it) imports this format from here, so the two depend one way.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from raceproof.sim import repro as repro_files
 from raceproof.sim.configs import BadInput
+from raceproof.sim.user_files import user_path
 
 __all__ = [
     "COLUMNS",
@@ -93,6 +95,11 @@ class CampaignFolderError(BadInput):
 
 def check_folder(out: Path) -> None:
     """Refuse, before any work, a folder a campaign cannot resume into; create nothing."""
+    with user_path("", out, CampaignFolderError):
+        _check_folder(out)
+
+
+def _check_folder(out: Path) -> None:
     if not out.exists():
         return
     if not out.is_dir():
@@ -147,6 +154,8 @@ def read_determinism(out: Path) -> list[dict[str, Any]]:
 def part_files(out: Path) -> list[Path]:
     """The Parquet parts of ``results/``, each one's footer and columns checked."""
     results = out / RESULTS
+    if os.path.lexists(results) and not results.exists():
+        raise CampaignFolderError(f"{results} is a symbolic link that leads nowhere (or a loop)")
     if not results.exists():
         return []
     if not results.is_dir():

@@ -257,6 +257,8 @@ def inputs_in(path: Path) -> list[Path]:
         raise ReportInputError(f"{path}: no such file or directory")
     if path.is_file():
         return [path]
+    if not path.is_dir():
+        raise ReportInputError(f"{path}: not a regular file or a folder")
     found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".json", ".jsonl"))
     if not found:
         raise ReportInputError(f"{path}: no counterexample (.json) or history (.jsonl) files in it")

@@ -33,6 +33,7 @@ from pathlib import Path
 from raceproof.scenarios import catalogue
 from raceproof.sim.errors import Signalled
 from raceproof.sim.model_errors import FILE_MODULE_PREFIX, said
+from raceproof.sim.user_files import user_path
 
 ENTRY_POINT_GROUP = "raceproof.scenarios"
 BUILTIN_MODULE = "raceproof.scenarios.library"
@@ -87,8 +88,18 @@ def _is_file(entry: str, base: Path) -> bool:
 
 
 def load_entry(entry: str, origin: str, base: Path | None = None) -> None:
-    """Import one module or file of scenarios (once), recording where they came from."""
+    """Import one module or file of scenarios (once), recording where they came from.
+
+    A path the file system refuses (too long, a folder without permission, a
+    link loop) is ``ScenarioLoadError`` naming it; the module's own errors are
+    its own (``_origin``).
+    """
     base = Path.cwd() if base is None else base
+    with user_path("cannot load scenarios", entry, ScenarioLoadError):
+        _load_entry(entry, origin, base)
+
+
+def _load_entry(entry: str, origin: str, base: Path) -> None:
     if _is_file(entry, base):
         path = (base / entry).resolve()
         key = f"file:{path}"
@@ -196,7 +207,8 @@ def ensure_loaded(command_line: Sequence[str] = ()) -> None:
     if not _defaults_loaded:
         _defaults_loaded = True
         load_entry_points()
-        pyproject = find_pyproject()
+        with user_path("cannot look for pyproject.toml", Path.cwd(), ScenarioLoadError):
+            pyproject = find_pyproject()
         if pyproject is not None:
             for entry in pyproject_entries(pyproject):
                 load_entry(entry, f"pyproject:{pyproject}", pyproject.parent)

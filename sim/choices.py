@@ -457,7 +457,9 @@ class HypothesisSource(ChoiceSource):
 
 
 # -- blobs: the copy-pasteable text form of a recording ------------------------
-_BLOB = re.compile(r"^(\d+):((?:\d+=\d+)(?:,\d+=\d+)*)?$")
+# ASCII digits only (``\d`` alone would take "٣" and "５"), at most 18 each: no count of draws,
+# position or option is longer, and ``int()`` of thousands of digits is slow and then refused.
+_BLOB = re.compile(r"^([0-9]{1,18}):((?:[0-9]{1,18}=[0-9]{1,18})(?:,[0-9]{1,18}=[0-9]{1,18})*)?$")
 
 
 def encode_blob(values: Sequence[int]) -> str:

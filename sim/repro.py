@@ -11,20 +11,38 @@ file and a rename, so a reader never sees half a file.
 from __future__ import annotations
 
 import json
-import os
-import re
-import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from raceproof.sim.choices import MAX_DRAWS, Choice, decode_blob, deviations, encode_blob
 from raceproof.sim.history import History, op_from_json
+from raceproof.sim.user_files import (
+    MAX_FILE_BYTES,
+    MAX_JSON_DEPTH,
+    json_depth,
+    read_json,
+    read_json_lines,
+    write_atomically,
+)
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "MAX_FILE_BYTES",
+    "MAX_JSON_DEPTH",
+    "Counterexample",
+    "CounterexampleError",
+    "json_depth",
+    "load",
+    "read_json",
+    "read_json_lines",
+    "save",
+    "write_atomically",
+]
 
 FORMAT = "raceproof-counterexample"
 FORMAT_VERSION = 1
-MAX_FILE_BYTES = 64 * 1024 * 1024  # a counterexample is a few KiB; anything near this is not one
 
 
 class CounterexampleError(ValueError):
@@ -71,25 +89,6 @@ class Counterexample:
         }
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        # mkstemp makes the file private (0600); the result gets the mode any new file would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save(path: Path, counterexample: Counterexample) -> None:
     write_atomically(path, json.dumps(counterexample.to_json(), indent=1, sort_keys=True) + "\n")
 
@@ -111,88 +110,6 @@ def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
 
 def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-MAX_JSON_DEPTH = 200  # nesting of arrays and objects in any JSON file raceproof reads
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
-_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
-
-
-def _read_text(path: Path, error: type[ValueError] = ValueError) -> str:
-    """The file's text; a FIFO, a device or a huge file is refused without reading it."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise error(f"{path}: no such file") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read it ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise error(f"{path}: not a regular file")
-    if info.st_size > MAX_FILE_BYTES:
-        raise error(
-            f"{path}: {info.st_size} bytes, more than raceproof reads from one file "
-            f"({MAX_FILE_BYTES} bytes at most)"
-        )
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-        return data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{path}: cannot read it ({exc})") from None
-
-
-def json_depth(text: str) -> int:
-    """How deep arrays and objects nest in ``text`` (strings skipped), without parsing it."""
-    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
-    depth = deepest = 0
-    for char in brackets:
-        if char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
-
-
-def _check_depth(text: str, where: str, error: type[ValueError]) -> None:
-    # A cheap bound first: fewer openers than the limit cannot nest past it.
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_depth(text) > MAX_JSON_DEPTH:
-        raise error(
-            f"{where}: JSON nested too deeply (over {MAX_JSON_DEPTH} levels); not a raceproof file"
-        )
-
-
-def read_json(path: Path, error: type[ValueError] = ValueError) -> Any:
-    """The one reader of a JSON file raceproof is given (counterexample, manifest, results).
-
-    Size, kind and nesting are checked before parsing; every failure is ``error``
-    with one line naming the file: no ``RecursionError`` or ``MemoryError`` escapes.
-    """
-    text = _read_text(path, error)
-    _check_depth(text, str(path), error)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); truncated or corrupt?"
-        ) from None
-    except RecursionError:
-        raise error(f"{path}: JSON nested too deeply") from None
-
-
-def read_json_lines(path: Path, error: type[ValueError] = ValueError) -> list[Any]:
-    """A JSON Lines file (a history) through the same checks, one value per non-blank line."""
-    text = _read_text(path, error)
-    values = []
-    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+0085 etc.
-        if not line.strip():
-            continue
-        _check_depth(line, f"{path} line {number}", error)
-        try:
-            values.append(json.loads(line))
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise error(f"{path} line {number}: not valid JSON ({exc})") from None
-    return values
 
 
 def load(path: Path) -> Counterexample:

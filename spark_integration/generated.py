@@ -53,6 +53,7 @@ from functools import partial
 from itertools import product
 from typing import Any
 
+from raceproof.sim import user_files
 from raceproof.sim.checkers import Checker, CheckerResult, checker, ok, unknown, violated
 from raceproof.sim.choices import RandomSource
 from raceproof.sim.dataflow import describe as describe_key
@@ -326,10 +327,8 @@ def script_json(script: Script) -> str:
 
 def parse_script(text: str) -> Script:
     """A script from its JSON; ValueError naming what is wrong."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"--script is not JSON: {exc}") from None
+    # Nesting, NaN/inf and huge integers are refused as in every JSON raceproof reads.
+    raw = user_files.loads(text, "--script", ValueError)
     ok = isinstance(raw, list) and all(
         isinstance(batch, list)
         and all(

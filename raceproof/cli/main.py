@@ -19,6 +19,7 @@ its own module under ``raceproof.cli.commands``.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shlex
@@ -34,11 +35,27 @@ from raceproof.cli.validation import BadInput
 from raceproof.runs import runner
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
-from raceproof.sim import CounterexampleError
+from raceproof.sim import CounterexampleError, user_files
 from raceproof.sim.model_errors import said
 
 __all__ = ["UsageError", "build_parser", "main"]
 
+# What the file system says about a path it was given (not a socket's or a process's error).
+PATH_ERRNOS = frozenset(
+    {
+        errno.ENAMETOOLONG,
+        errno.EACCES,
+        errno.EPERM,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ELOOP,
+        errno.EROFS,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.ENOENT,
+        errno.EEXIST,
+    }
+)
 BAD_INPUT = (UsageError, UnknownName, BadInput, CounterexampleError, discovery.ScenarioLoadError)
 
 
@@ -109,20 +126,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(devnull, sys.stdout.fileno())
             os.close(devnull)
             return 128 + 13
+        except OSError as exc:
+            # The last net under ``raceproof.sim.user_files``: a path the system refused that
+            # no command checked first is still the user's path, said in one line.
+            if exc.errno not in PATH_ERRNOS or exc.filename is None:
+                return _internal_error(exc, words)
+            _report_error(f"{user_files.shown(exc.filename)}: {user_files.reason(exc)}")
+            return runner.EXIT_USAGE
         except BaseException as exc:  # StopTest and the like: a bug in raceproof
             # Neither a user's sys.exit() nor a KeyboardInterrupt their code raised gets
             # this far (the kernel, the loader and the pipeline runner make them the
             # user's error); one that does slipped past raceproof: a bug, never an exit
             # code the user's code chose, nor 130 without a signal.
-            traceback.print_exc()
-            command = shlex.join(["raceproof", *words])
-            _report_error(
-                f"internal error: this is a bug in raceproof {runner.tool_version()}, not in "
-                f"your input or your system; please report it with the traceback above "
-                f"(command: {command}): {type(exc).__name__}: {said(exc)}",
-                internal_error=True,
-            )
-            return runner.EXIT_INTERNAL
+            return _internal_error(exc, words)
+
+
+def _internal_error(exc: BaseException, words: list[str]) -> int:
+    traceback.print_exc()
+    command = shlex.join(["raceproof", *words])
+    _report_error(
+        f"internal error: this is a bug in raceproof {runner.tool_version()}, not in "
+        f"your input or your system; please report it with the traceback above "
+        f"(command: {command}): {type(exc).__name__}: {said(exc)}",
+        internal_error=True,
+    )
+    return runner.EXIT_INTERNAL
 
 
 if __name__ == "__main__":

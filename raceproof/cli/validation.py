@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -36,6 +35,15 @@ from raceproof.sim.configs import (
     limits,
 )
 from raceproof.sim.explore import MAX_EXAMPLES as _SEARCH_CAP
+from raceproof.sim.user_files import (
+    NUMBER_HOOKS,
+    NumberRefused,
+    ascii_float,
+    ascii_int,
+    check_path_length,
+    shown,
+    user_path,
+)
 
 __all__ = [
     "MAX_EXAMPLES",
@@ -63,17 +71,13 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
         if not sep or not key:
             raise BadInput(f"--set takes KEY=VALUE, got {item!r}")
         try:
-            value = json.loads(text, parse_constant=_no_constant)
+            value = json.loads(text, **NUMBER_HOOKS)
         except (json.JSONDecodeError, RecursionError):
             value = text
-        except BadInput as exc:
+        except NumberRefused as exc:
             raise BadInput(f"--set {key}: {exc}") from None
         overrides[key] = value
     return overrides
-
-
-def _no_constant(name: str) -> Any:
-    raise BadInput(f"{name} is not a number raceproof accepts")
 
 
 # -- command-line option types (argparse ``type=``) -----------------------------------
@@ -91,9 +95,11 @@ def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+            value = ascii_int(text, "integer")
+        except BadInput:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer in ASCII digits, got {shown(repr(text))}"
+            ) from None
         if value < low or (high is not None and value > high):
             span = f"between {low} and {high}" if high is not None else f"at least {low}"
             raise argparse.ArgumentTypeError(f"must be {span}, got {value}")
@@ -106,10 +112,12 @@ def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
 def positive_seconds(text: str) -> float:
     """A wall budget: a finite number of seconds above 0."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
+        value = ascii_float(text, "seconds")
+    except BadInput:
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number of seconds above 0, got {shown(repr(text))}"
+        ) from None
+    if value <= 0:
         raise argparse.ArgumentTypeError(
             f"must be a finite number of seconds above 0, got {text!r}"
         )
@@ -128,7 +136,8 @@ def zk_hosts(text: str) -> str:
         raise argparse.ArgumentTypeError(f"must be HOST:PORT[,HOST:PORT...], got {text!r}")
     for part in text.split(","):
         host, sep, port = part.strip().rpartition(":")
-        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        valid = port.isascii() and port.isdigit() and len(port) <= 5
+        if not sep or not host or not valid or not 1 <= int(port) <= 65535:
             raise argparse.ArgumentTypeError(
                 f"must be HOST:PORT[,HOST:PORT...] with a port in 1..65535, got {part!r}"
             )
@@ -140,16 +149,18 @@ def _probe_writable(folder: Path, option: str) -> None:
     try:
         fd, probe = tempfile.mkstemp(prefix=".raceproof-probe-", dir=folder)
     except OSError as exc:
-        raise BadInput(f"{option}: cannot write in {folder} ({exc.strerror})") from None
+        raise BadInput(f"{option}: cannot write in {shown(folder)} ({exc.strerror})") from None
     os.close(fd)
     os.unlink(probe)
 
 
 def _existing_ancestor(path: Path, option: str) -> Path:
     for parent in [path, *path.parents]:
-        if parent.exists():
+        if os.path.lexists(parent):
+            if not parent.exists():  # a link to nowhere, or a loop of links
+                raise BadInput(f"{option}: {shown(parent)} is a symbolic link that leads nowhere")
             if not parent.is_dir():
-                raise BadInput(f"{option}: {parent} is a file, not a folder")
+                raise BadInput(f"{option}: {shown(parent)} is a file, not a folder")
             return parent
     return Path(".")
 
@@ -158,14 +169,17 @@ def prepare_output_dir(text: str, option: str = "--out") -> Path:
     """Check that the folder ``text`` exists and is writable, or can be created; create nothing.
 
     A folder that does not exist yet is checked through its nearest existing
-    ancestor, so a search that finds nothing leaves nothing behind.
+    ancestor, so a search that finds nothing leaves nothing behind. A path the
+    system cannot hold (too long), a link loop, a file on the way: one line.
     """
     if not text.strip():
         raise BadInput(f"{option}: must name a folder")
     path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise BadInput(f"{option}: {path} exists and is not a folder")
-    _probe_writable(_existing_ancestor(path, option), option)
+    check_path_length(path, option)
+    with user_path(option, path):
+        if path.exists() and not path.is_dir():
+            raise BadInput(f"{option}: {shown(path)} exists and is not a folder")
+        _probe_writable(_existing_ancestor(path, option), option)
     return path
 
 
@@ -174,9 +188,13 @@ def prepare_output_file(text: str, option: str) -> Path:
     if not text.strip():
         raise BadInput(f"{option}: must name a file")
     path = Path(text)
-    if path.is_dir() or text.endswith(os.sep):
-        raise BadInput(f"{option}: {path} is a folder, not a file")
-    if path.exists() and not path.is_file():
-        raise BadInput(f"{option}: {path} is not a regular file")
-    _probe_writable(_existing_ancestor(path.parent, option), option)
+    check_path_length(path, option)
+    with user_path(option, path):
+        if path.is_dir() or text.endswith(os.sep):
+            raise BadInput(f"{option}: {shown(path)} is a folder, not a file")
+        if os.path.lexists(path) and not path.exists():
+            raise BadInput(f"{option}: {shown(path)} is a symbolic link that leads nowhere")
+        if path.exists() and not path.is_file():
+            raise BadInput(f"{option}: {shown(path)} is not a regular file")
+        _probe_writable(_existing_ancestor(path.parent, option), option)
     return path

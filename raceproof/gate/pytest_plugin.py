@@ -46,6 +46,7 @@ from raceproof.scenarios.catalogue import UnknownName
 from raceproof.sim import CounterexampleError
 from raceproof.sim.configs import BadInput
 from raceproof.sim.errors import Signalled
+from raceproof.sim.user_files import check_folder
 from raceproof.sim.verdicts import Verdict
 
 
@@ -105,11 +106,19 @@ def _database(config: pytest.Config) -> Path:
     folder = config.getoption("raceproof_counterexamples") or config.getini(
         "raceproof_counterexamples"
     )
-    return (config.rootpath / str(folder)).resolve()
+    path = config.rootpath / str(folder)
+    try:
+        # A file, /dev/null, a link loop or a path too long is no database: said at once,
+        # never read as an empty one (the tests would pass without their regressions).
+        check_folder(path, "raceproof_counterexamples")
+        return path.resolve()
+    except BadInput as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
     _profile(config)  # a bad profile name is a usage error at once
+    _database(config)  # and so is a database that is not a folder
 
 
 def pytest_report_header(config: pytest.Config) -> str:

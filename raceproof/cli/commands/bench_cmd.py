@@ -8,14 +8,25 @@ from typing import Any
 
 from raceproof.cli.commands.common import (
     add_command,
+    refuse_contradictions,
     scenario_and_variant,
 )
 from raceproof.cli.validation import int_in, non_empty, positive_seconds
 from raceproof.runs import runner
 
+# The modes of ``bench`` (each "instead" of the others): two at once mean nothing.
+_MODES = ("campaign", "swarm_table", "proofs")
+CONTRADICTIONS = tuple(
+    (first, second, "each is a bench of its own; run them one at a time")
+    for i, first in enumerate(_MODES)
+    for second in _MODES[i + 1 :]
+)
+
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from raceproof.measure import bench
+
+    refuse_contradictions(args, CONTRADICTIONS)
 
     say = None if args.json else print
     if args.campaign:

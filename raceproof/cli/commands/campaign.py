@@ -16,10 +16,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from raceproof.cli.commands.common import StatusLine, UsageError, add_command
-from raceproof.cli.validation import MAX_EXAMPLES, int_in, non_empty, prepare_output_dir
+from raceproof.cli.commands.common import (
+    StatusLine,
+    UsageError,
+    add_command,
+    refuse_contradictions,
+)
+from raceproof.cli.validation import (
+    MAX_EXAMPLES,
+    BadInput,
+    int_in,
+    non_empty,
+    prepare_output_dir,
+)
 from raceproof.runs import runner
 from raceproof.sim import STRATEGIES
+from raceproof.sim.user_files import ascii_int
 from raceproof.sim.verdicts import Verdict
 
 MAX_SEEDS = 1_000_000
@@ -42,40 +54,55 @@ def _refusals_are_usage_errors(status: StatusLine) -> Iterator[None]:
         status.done()
 
 
+# Options that cannot mean anything together (exit 2 naming both), before any folder or Spark.
+CONTRADICTIONS = (
+    ("seeds", "seed_range", "both say which seeds to run; give one"),
+    ("pipeline", "scenario", "a --pipeline campaign runs a pipeline's experiments, no scenario"),
+    ("pipeline", "variant", "a --pipeline campaign runs a pipeline's experiments, no variant"),
+    ("pipeline", "strategy", "a --pipeline campaign runs a pipeline's experiments, no search"),
+    ("pipeline", "prove", "a --pipeline campaign runs a pipeline's experiments, no proof"),
+)
+DEFAULT_SEEDS = 20
+
+
 def _seeds(args: argparse.Namespace) -> list[int]:
     if args.seed_range is not None:  # an empty --seed-range is bad, not absent
         first, sep, last = args.seed_range.partition(":")
         try:
-            low, high = int(first), int(last)
-        except ValueError:
+            low, high = ascii_int(first, "--seed-range"), ascii_int(last, "--seed-range")
+        except BadInput:
             raise UsageError(
-                f"--seed-range takes A:B (integers), got {args.seed_range!r}"
+                f"--seed-range takes A:B (integers in ASCII digits), got {args.seed_range!r}"
             ) from None
         if not sep or high <= low or low < 0:
             raise UsageError(f"--seed-range A:B needs 0 <= A < B, got {args.seed_range!r}")
         if high - low > MAX_SEEDS:
             raise UsageError(f"--seed-range A:B covers at most {MAX_SEEDS} seeds, got {high - low}")
         return list(range(low, high))
-    return list(range(args.seeds))
+    return list(range(DEFAULT_SEEDS if args.seeds is None else args.seeds))
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
     from raceproof.reports import campaign_folder
     from raceproof.spark_integration import campaign
 
-    if getattr(args, "pipeline", None):
-        return pipeline_campaign(args)
+    refuse_contradictions(args, CONTRADICTIONS)
+    if args.experiment and not args.pipeline:
+        raise UsageError("--experiment names a --pipeline campaign's experiment; give --pipeline")
+    seeds = _seeds(args)
     strategies = args.strategy or ["random", "hypothesis", "pct"]
     for strategy in strategies:
         if strategy not in STRATEGIES:
             raise UsageError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
     prepare_output_dir(args.out)
     campaign_folder.check_folder(Path(args.out))  # before Spark starts: damaged or foreign
+    if getattr(args, "pipeline", None):
+        return pipeline_campaign(args)
     options = campaign.Options(
         scenarios=args.scenario or (),
         variants=args.variant or (),
         strategies=tuple(strategies),
-        seeds=tuple(_seeds(args)),
+        seeds=tuple(seeds),
         examples=args.examples,
         prove=args.prove,
         master=args.master,
@@ -262,7 +289,10 @@ def _add_campaign(commands: Any) -> None:
         help=f"only this strategy, one of {', '.join(STRATEGIES)} (repeatable)",
     )
     sub.add_argument(
-        "--seeds", type=int_in(1, MAX_SEEDS), default=20, help="seeds 0..N-1 (default 20)"
+        "--seeds",
+        type=int_in(1, MAX_SEEDS),
+        default=None,
+        help=f"seeds 0..N-1 (default {DEFAULT_SEEDS})",
     )
     sub.add_argument("--seed-range", metavar="A:B", help="seeds A..B-1 instead of --seeds")
     sub.add_argument(

@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from raceproof.cli import signals
@@ -32,6 +32,31 @@ if TYPE_CHECKING:
 
 class UsageError(Exception):
     """Bad usage or bad input: exit 2 with this message."""
+
+
+# -- options that cannot mean anything together ---------------------------------------------
+def option_name(dest: str) -> str:
+    """``check_footprints`` -> ``--check-footprints`` (every option here is named after its dest)."""
+    return "--" + dest.replace("_", "-")
+
+
+def given(args: argparse.Namespace, dest: str) -> bool:
+    """Whether the user gave the option (a flag set, a value other than its absent ``None``)."""
+    value = getattr(args, dest, None)
+    return value not in (None, False, [], ())
+
+
+def refuse_contradictions(args: argparse.Namespace, rules: Sequence[tuple[str, str, str]]) -> None:
+    """Exit 2 naming both options when two that contradict each other were given together.
+
+    Each rule is ``(dest, other_dest, why)``; the first pair given is refused, in
+    the rules' order, before any work starts.
+    """
+    for first, second, why in rules:
+        if given(args, first) and given(args, second):
+            raise UsageError(
+                f"{option_name(first)} and {option_name(second)} contradict each other: {why}"
+            )
 
 
 # -- output helpers -----------------------------------------------------------------

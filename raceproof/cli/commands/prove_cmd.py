@@ -21,6 +21,7 @@ from raceproof.cli.commands.common import (
     print_outcome,
     print_reports,
     probes_line,
+    refuse_contradictions,
     scenario_and_variant,
     scenario_args,
 )
@@ -70,6 +71,35 @@ CROSS_CHECK_UNFINISHED = (
     "--cross-check: the full walk did not finish within the budget, so nothing was compared "
     "(raise --budget or --max-schedules, or prove without --cross-check)"
 )
+# Options of ``prove`` that cannot mean anything together (exit 2 naming both).
+CONTRADICTIONS = (
+    (
+        "check_footprints",
+        "no_reduction",
+        "the footprints checked are the reduction's, and --no-reduction turns it off",
+    ),
+    (
+        "cross_check",
+        "no_reduction",
+        "--cross-check compares the reduced walk with the plain one, and --no-reduction "
+        "leaves only the plain one",
+    ),
+    (
+        "estimate",
+        "check_footprints",
+        "--estimate only samples the proof's size and runs no proof to check",
+    ),
+    (
+        "estimate",
+        "cross_check",
+        "--estimate only samples the proof's size and runs no proof to check",
+    ),
+    (
+        "estimate",
+        "check_state_cache",
+        "--estimate only samples the proof's size and runs no proof to check",
+    ),
+)
 
 
 @dataclass
@@ -106,6 +136,7 @@ class Interrupted:
 
 
 def _parse(args: argparse.Namespace) -> ProveSetup:
+    refuse_contradictions(args, CONTRADICTIONS)
     scenario, variant = scenario_and_variant(args)
     overrides = parse_overrides(args.set)
     config = scenario.config_for("prove", overrides)

@@ -36,6 +36,7 @@ from raceproof.runs.stories import load_for_report
 from raceproof.scenarios.catalogue import UnknownName, get
 from raceproof.sim import first_divergence
 from raceproof.sim import repro as repro_files
+from raceproof.sim.user_files import check_path_length, user_path
 from raceproof.sim.verdicts import Verdict
 
 FORMATS = {"md": ".md", "html": ".html", "perfetto": ".trace.json", "text": ".txt"}
@@ -52,6 +53,12 @@ def render(story: Story, fmt: str, show_all: bool) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    check_path_length(Path(args.input), "report")
+    with user_path("report", args.input):
+        return _report(args)
+
+
+def _report(args: argparse.Namespace) -> int:
     if campaign.is_campaign_dir(Path(args.input)) or args.baseline is not None:
         return campaign.report_campaign(args)  # a campaign folder: its own report
     formats = [args.format] if args.format else ["md", "html", "perfetto"]
