@@ -182,3 +182,16 @@ def test_the_speedup_allowed_is_the_work_over_a_greedy_schedule() -> None:
     assert figure["critical_path_runs"] == 28
     assert figure["speedup_allowed"]["16"] == round(52 / 28, 2)
     assert [w["runs"] for w in figure["workers"]] == [4, 16, 32]
+
+
+def test_bench_growth_gives_the_reduced_proof_beside_the_full_walks_estimate() -> None:
+    from raceproof.measure import bench
+
+    figures = bench.growth(values=(1, 2), budget_s=600.0)
+    rows = figures["growth"]
+    assert [row["writes"] for row in rows] == [1, 2]
+    assert [(row["verdict"], row["complete"], row["schedules"]) for row in rows] == [
+        ("ok", True, 3),
+        ("ok", True, 229),
+    ]
+    assert rows[1]["full_walk_schedules_estimate"] > rows[1]["schedules"]  # the reduction's gain

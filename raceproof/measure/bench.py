@@ -26,6 +26,7 @@ import simpy
 from raceproof.scenarios.catalogue import get
 from raceproof.sim import Bounds, Budget, RandomSource, World, explore
 from raceproof.sim.explore import searching
+from raceproof.sim.proof_plan import estimate
 from raceproof.sim.shared import whole_object_footprints
 from raceproof.sim.verdicts import Verdict
 
@@ -511,3 +512,60 @@ def swarm_table(
                 )
             )
     return {"seeds": seeds, "max_examples": max_examples, "swarm_table": rows}
+
+
+GROWTH = ("coordinator-async-append", "block-event-loop", "writes", (1, 2, 3, 4, 5))
+
+
+def growth(
+    scenario_name: str = GROWTH[0],
+    variant: str = GROWTH[1],
+    knob: str = GROWTH[2],
+    values: Sequence[int] = GROWTH[3],
+    budget_s: float = 120.0,
+    progress: Progress = None,
+) -> dict[str, Any]:
+    """The reduced proof as one size knob of the configuration grows, beside the full walk's
+    estimate (Knuth's, 30 samples): where a proof stops fitting its budget."""
+    say = progress or (lambda _line: None)
+    scenario = get(scenario_name)
+    rows = []
+    started_load = load_average()
+    for value in values:
+        config = scenario.config_for("prove", {knob: value})
+        run = scenario.runner(variant, config)
+        size = estimate(run, samples=30, clock=time.monotonic)
+        started = time.perf_counter()
+        report = scenario.prove(variant, Budget(10**9, budget_s, time.monotonic), config=config)
+        seconds = time.perf_counter() - started
+        row = {
+            knob: value,
+            "verdict": report.verdict,
+            "complete": report.complete,
+            "schedules": report.schedules,
+            "runs": report.runs,
+            "skipped_equivalent": report.skipped_equivalent,
+            "seconds": round(seconds, 2),
+            "full_walk_schedules_estimate": round(size.schedules),
+            "full_walk_seconds_estimate": round(size.seconds, 1),
+        }
+        rows.append(row)
+        say(
+            f"{knob}={value}: reduced proof {report.verdict} "
+            f"({'complete' if report.complete else 'NOT complete: budget spent'}), "
+            f"{report.schedules} schedules in {seconds:.2f}s | full walk ~{size.schedules:,.0f} "
+            f"schedules, ~{size.seconds:,.1f}s (Knuth's estimate, 30 samples)"
+        )
+    result = {
+        "scenario": scenario_name,
+        "variant": variant,
+        "knob": knob,
+        "budget_s_per_proof": budget_s,
+        "growth": rows,
+        "load_average_start": started_load,
+        "load_average_end": load_average(),
+    }
+    say(
+        f"load average (1, 5, 15 min): {started_load} at start, {result['load_average_end']} at end"
+    )
+    return result

@@ -23,6 +23,15 @@ CONTRADICTIONS = tuple(
 )
 
 
+def _knob(text: str) -> str:
+    name, sep, raw = text.partition("=")
+    if not sep or not name or not raw:
+        raise argparse.ArgumentTypeError(f"expected NAME=V1,V2,... got {text!r}")
+    for value in raw.split(","):
+        int_in(0, 10**6)(value)
+    return text
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from raceproof.measure import bench
 
@@ -38,6 +47,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             scenario_and_variant(args)  # an unknown name is a usage error
         names = [args.scenario] if args.scenario else None
         result = bench.swarm_table(args.seeds, progress=say, names=names)
+    elif args.growth:
+        result = _growth(args, bench, say)
     elif args.proofs:
         names = [args.scenario] if args.scenario else None
         if args.scenario:
@@ -55,6 +66,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, sort_keys=True))
     return runner.EXIT_OK
+
+
+def _growth(args: argparse.Namespace, bench: Any, say: Any) -> dict[str, Any]:
+    """``bench --growth``: the scenario's proof as a size knob of its configuration grows."""
+    scenario_name, variant, knob, values = bench.GROWTH
+    if args.scenario:
+        scenario, variant = scenario_and_variant(args)  # an unknown name is a usage error
+        scenario_name = scenario.name
+    if args.knob:
+        knob, _, raw = args.knob.partition("=")
+        values = tuple(int_in(0, 10**6)(v) for v in raw.split(","))
+    return bench.growth(scenario_name, variant, knob, values, args.proof_budget, say)
 
 
 def add(commands: Any) -> None:
@@ -107,8 +130,19 @@ def add(commands: Any) -> None:
         help="instead: each scenario's proof with and without the reduction, and on -j 2",
     )
     sub.add_argument(
+        "--growth",
+        action="store_true",
+        help="instead: the reduced proof's schedules and seconds as a size knob grows, beside "
+        "the full walk's estimate (default: coordinator-async-append writes 1-5)",
+    )
+    sub.add_argument(
+        "--knob",
+        type=_knob,
+        help="with --growth: NAME=V1,V2,... a configuration field and its values",
+    )
+    sub.add_argument(
         "--proof-budget",
         type=positive_seconds,
         default=300.0,
-        help="with --proofs: seconds per proof (300)",
+        help="with --proofs or --growth: seconds per proof (300)",
     )
