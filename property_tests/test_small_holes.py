@@ -190,3 +190,68 @@ def test_a_config_hook_that_raises_anything_is_one_line_exit_2(
     assert lines[0].endswith(f"refuses writers=3: its checks raised {named}"), lines[0]
     assert main([*argv, "--set", "writers=2", "--examples", "2"]) == 0
     capsys.readouterr()
+
+
+def test_a_zero_pause_of_a_zookeeper_client_is_no_fault() -> None:
+    """``ZkClient.pause(0)`` disconnected and reconnected; now it is nothing at all.
+
+    The same run with and without the call: the same history (no ``zk.paused``
+    op, no session event), and the client's calls never fail; a 1 ms pause is
+    still a disconnection (both ways).
+    """
+    from raceproof.sim import ConnectionLoss, ReplaySource, VersionedStore, World, ZkClient
+
+    def run(pause_ms: int | None) -> tuple[World, list[str]]:
+        world = World(ReplaySource([], strict=False))
+        store = VersionedStore(world)
+        client = ZkClient(world, store, "app", session_timeout_ms=1000)
+        heard: list[str] = []
+        client.add_listener(lambda event: heard.append(event.state))
+
+        def actor() -> object:
+            yield world.sleep(10)
+            if pause_ms is not None:
+                client.pause(pause_ms)
+            try:
+                client.create("/x", 1)
+            except ConnectionLoss:
+                heard.append("call failed")
+            yield world.sleep(10)
+
+        world.spawn("app", actor())
+        world.run_to_end()
+        return world, heard
+
+    untouched, _ = run(None)
+    zero, heard = run(0)
+    assert heard == [] and zero.history.trace_hash() == untouched.history.trace_hash()
+    assert not zero.history.of_kind("zk.paused")
+    one, heard = run(1)
+    assert {"disconnected", "call failed"} <= set(heard) and one.history.of_kind("zk.paused")
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="ZkClient.pause"):
+            run(bad)  # type: ignore[arg-type]
+
+
+def test_check_json_rows_carry_schedules_as_the_schema_says(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A proof row's distinct schedules are under ``schedules`` (its runs under ``examples``).
+
+    The same proof through ``prove --json`` gives the same two numbers; a search
+    row's ``schedules`` are its examples, as ``explore --json`` has them.
+    """
+    code = main(["check", "lost-update", "--json", "--examples", "30", "--out", str(tmp_path)])
+    rows = json.loads(capsys.readouterr().out)["results"]
+    assert code == 0
+    proofs = [r for r in rows if r["kind"] == "prove"]
+    searches = [r for r in rows if r["kind"] != "prove"]
+    assert proofs and searches
+    for row in searches:
+        assert row["schedules"] == row["examples"] >= 1
+        assert row["verdict"] == "violated" or row["examples"] == 30
+    for row in proofs:
+        assert main(["prove", "lost-update", "--variant", row["variant"], "--json"]) == 0
+        alone = json.loads(capsys.readouterr().out)
+        assert row["schedules"] == alone["schedules"] > 1
+        assert row["examples"] == alone["examples"] >= row["schedules"]

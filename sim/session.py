@@ -227,9 +227,15 @@ class ZkClient:
             self._set_state("expired")
 
     def pause(self, duration_ms: int) -> None:
-        """The process stops for ``duration_ms`` (a GC pause): no heartbeats, then it reconnects."""
-        if duration_ms < 0:
-            raise ValueError(f"ZkClient.pause: duration_ms must be >= 0, got {duration_ms}")
+        """The process stops for ``duration_ms`` (a GC pause): no heartbeats, then it reconnects.
+
+        A pause of 0 ms is no pause: nothing happens (no op, no disconnect, no
+        reconnect), as a drawn "no pause" must not be a fault in disguise.
+        """
+        if not isinstance(duration_ms, int) or isinstance(duration_ms, bool) or duration_ms < 0:
+            raise ValueError(f"ZkClient.pause: duration_ms must be an int >= 0, got {duration_ms!r}")
+        if duration_ms == 0:
+            return
         self.world.log(self.name, "zk.paused", session=self.session, duration_ms=duration_ms)
         self._disconnect_for(duration_ms)
 

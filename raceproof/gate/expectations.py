@@ -108,6 +108,9 @@ class CheckResult:
     run_text: str | None = None  # the shrunk run, as outcome_text renders it
     probes: dict[str, int] = field(default_factory=dict)  # probe -> examples/schedules reaching it
     error: dict[str, Any] | None = None  # the model's exception (verdict ``error``)
+    # Distinct schedules: a proof's complete schedules (its ``examples`` are its runs, as
+    # ``prove --json`` has them); a search's examples (the schema's ``schedules``).
+    schedules: int = 0
 
     @property
     def status(self) -> GateStatus:
@@ -118,7 +121,7 @@ class CheckResult:
     @property
     def cell(self) -> str:
         if self.kind == "prove":
-            text = f"{self.verdict} {self.examples} sched"
+            text = f"{self.verdict} {self.schedules} sched"
         else:
             devs = f"/{self.deviations}dev" if self.deviations is not None else ""
             text = f"{self.verdict}@{self.examples}{devs}"
@@ -135,9 +138,12 @@ class CheckResult:
     def explain(self) -> str:
         """Why this result is not the expected one, with everything needed to look into it."""
         how = "proof" if self.kind == "prove" else f"{self.kind} search, seed {self.seed}"
+        counted = (
+            f"{self.schedules} schedules" if self.kind == "prove" else f"{self.examples} examples"
+        )
         lines = [
             f"{self.scenario} / {self.variant}: expected {self.expected}, got {self.verdict} "
-            f"({how}, {self.examples} {'schedules' if self.kind == 'prove' else 'examples'})"
+            f"({how}, {counted})"
         ]
         lines += [f"  {note}" for note in self.notes]
         if self.probes:
@@ -234,6 +240,7 @@ def run_explore(
         round(clock() - started, 3),
         seed,
         notes=list(report.notes),
+        schedules=report.examples,
     )
     if report.shrunk is not None:
         result.notes = []
@@ -286,9 +293,10 @@ def run_prove(
         "prove",
         expected,
         report.verdict,
-        report.schedules,
+        report.runs,
         round(clock() - started, 3),
         complete=report.complete,
+        schedules=report.schedules,
     )
     bounds = {k: v for k, v in report.pruned.items() if not k.startswith(UNDECIDED)}
     if bounds:
