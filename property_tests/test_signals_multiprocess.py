@@ -148,6 +148,10 @@ def test_prove_j2_stops_and_says_what_it_covered(tmp_path: Path) -> None:
         result = json.loads(out)
         assert result["interrupted"] == name and result["verdict"] == "inconclusive"
         assert result["complete"] is False
+        # What it left unexplored (issue 33 item 5: it said "0 left unexplored"): the
+        # branches of the units queued and of those still out with a worker.
+        left = result["bounds_pruned"]["interrupted"]
+        assert left > 0 and f"{left} left unexplored" in result["notes"][0], result["notes"]
 
 
 @pytest.mark.parametrize(

@@ -229,7 +229,7 @@ def test_a_zero_pause_of_a_zookeeper_client_is_no_fault() -> None:
     one, heard = run(1)
     assert {"disconnected", "call failed"} <= set(heard) and one.history.of_kind("zk.paused")
     for bad in (-1, 1.5, True):
-        with pytest.raises(ValueError, match="ZkClient.pause"):
+        with pytest.raises(ValueError, match=r"ZkClient\.pause"):
             run(bad)  # type: ignore[arg-type]
 
 

@@ -283,6 +283,7 @@ class Plan:
     runs: int = 0
     promised: int = 0
     best: tuple[int, tuple[tuple[int, int], ...]] | None = None
+    flying: list[Dispatch] = field(default_factory=list)  # dispatched, not yet taken back
 
     def next(self) -> Dispatch | None:
         """The next unit to walk and its share of the budget; None when none may start now."""
@@ -298,11 +299,14 @@ class Plan:
         seconds = None
         if self.budget.seconds is not None:
             seconds = max(0.0, self.budget.seconds - self.budget.elapsed())
-        return Dispatch(
+        dispatch = Dispatch(
             self.ready.popleft(), share, seconds, None if self.best is None else self.best[0]
         )
+        self.flying.append(dispatch)
+        return dispatch
 
     def take(self, dispatch: Dispatch, result: UnitResult) -> None:
+        self.flying = [d for d in self.flying if d is not dispatch]
         self.promised -= dispatch.examples
         self.runs += result.report.runs
         self.results.append(result)
@@ -311,6 +315,15 @@ class Plan:
             self.best = key if self.best is None else min(self.best, key)
         pieces = cut(result.left)
         self.ready.extend(Unit((*result.ident, k), piece) for k, piece in enumerate(pieces))
+
+    def unexplored(self) -> int:
+        """Branches not walked yet: those of ready units and of units still being walked.
+
+        What an interrupted ``prove -j`` left unexplored (its ``frontier``), never
+        0 while a unit is out: its branches are explored only once it comes back.
+        """
+        units = [*self.ready, *(dispatch.unit for dispatch in self.flying)]
+        return sum(len(unit.entries) or 1 for unit in units)
 
     def left(self) -> int:
         """Branches no unit walked (the budget stopped the plan)."""
@@ -412,10 +425,12 @@ def prove_balanced(
                     "shards": f"{len(walked)}/{len(walked) + len(plan.ready)}",
                     "schedules": sum(r.schedules for r in walked),
                     "runs": plan.runs,
+                    "frontier": plan.unexplored(),
                     "skipped_equivalent": sum(r.skipped_equivalent for r in walked),
                 }
             )
 
+    took()  # what is left is known from the start: an early interrupt says so too
     while plan.runs < IN_PROCESS_RUNS and (dispatch := plan.next()) is not None:
         plan.take(dispatch, _walk(dispatch, "driver"))
         took()

@@ -233,7 +233,9 @@ class ZkClient:
         reconnect), as a drawn "no pause" must not be a fault in disguise.
         """
         if not isinstance(duration_ms, int) or isinstance(duration_ms, bool) or duration_ms < 0:
-            raise ValueError(f"ZkClient.pause: duration_ms must be an int >= 0, got {duration_ms!r}")
+            raise ValueError(
+                f"ZkClient.pause: duration_ms must be an int >= 0, got {duration_ms!r}"
+            )
         if duration_ms == 0:
             return
         self.world.log(self.name, "zk.paused", session=self.session, duration_ms=duration_ms)
