@@ -521,13 +521,18 @@ def test_the_page_documents_cases() -> None:
 
 @pytest.mark.parametrize("case", documented_cases(), ids=lambda c: c[0])
 def test_each_documented_case_behaves_as_the_page_says(
-    case: tuple[str, int, list[str]],
+    case: tuple[str, int, list[str]], no_jvm: None
 ) -> None:
     command, expected, says = case
     with fresh_world() as folder:
         counterexample(folder)
         (folder / "afile").write_text("a file\n")
         (folder / "exits.py").write_text("import sys\ndef pipeline():\n    sys.exit(5)\n")
+        for name, override in (
+            ("five", "    def read_output(self, spark):\n        return 5\n"),
+            ("bogus", "    output_mode = 'bogus'\n"),
+        ):
+            (folder / f"{name}.py").write_text(WINDOWED.format(override=override))
         argv = shlex.split(command)
         before = tree(folder)
         code, out, err = run(argv)
@@ -538,3 +543,93 @@ def test_each_documented_case_behaves_as_the_page_says(
         assert all(word in said for word in says), (says, said[-2000:])
         if expected == 2:
             assert len(lines) == 1 and tree(folder) == before, (lines, "something was written")
+
+
+# -- the user's pipeline: declarations and hooks, judged before Spark starts ---------------------
+# One override of the built-in windowed count at a time: a declaration that is wrong (exit 2,
+# the field named) or a hook that returns the wrong type or raises (exit 4, the hook named).
+DECLARATIONS = {
+    "schema": ["'not ddl'", "''", "5", "'key STRNG, ts TIMESTAMP'", "'key STRING,'", "None"],
+    "output_mode": ["'bogus'", "5", "None", "'Append '"],
+    "max_lateness_s": ["-5", "'10'", "1.5", "True", "float('nan')", "10**9"],
+}
+HOOK_RETURNS = {
+    "records": ("key, second", ["5", "None", "[1, 2]", "'x'", "{'key': 'k'}", "[None]"]),
+    "expected": ("records", ["None", "5", "[1]", "'rows'"]),
+    "read_output": ("spark", ["5", "[1, 2]", "'x'", "{}"]),
+    "write_stream": ("frame", ["42", "'x'", "[]", "None"]),
+}
+SIGNATURES = {"records": "key", "expected": "", "query": "a, b", "read_output": ""}
+HOOK_CASES = st.one_of(
+    st.sampled_from(sorted(DECLARATIONS)).flatmap(
+        lambda name: st.sampled_from(DECLARATIONS[name]).map(
+            lambda value: ("declaration", name, f"    {name} = {value}\n")
+        )
+    ),
+    st.sampled_from(sorted(HOOK_RETURNS)).flatmap(
+        lambda hook: st.sampled_from(HOOK_RETURNS[hook][1]).map(
+            lambda value: (
+                "hook returns",
+                hook,
+                f"    def {hook}(self, {HOOK_RETURNS[hook][0]}):\n        return {value}\n",
+            )
+        )
+    ),
+    st.sampled_from(["records", "expected"]).map(
+        lambda hook: (
+            "hook raises",
+            hook,
+            f"    def {hook}(self, *args):\n        raise RuntimeError('from the user')\n",
+        )
+    ),
+    st.sampled_from(sorted(SIGNATURES)).map(
+        lambda hook: (
+            "signature",
+            hook,
+            f"    def {hook}(self{', ' if SIGNATURES[hook] else ''}{SIGNATURES[hook]}):\n"
+            "        return []\n",
+        )
+    ),
+)
+WINDOWED = (
+    "from raceproof.spark_integration.pipelines.windowed_count import WindowedCount\n"
+    "class Job(WindowedCount):\n{override}\ndef make():\n    return Job()\n"
+)
+PIPELINE_COMMANDS = [
+    "spark-check --pipeline job.py:make",
+    "spark-check --pipeline job.py:make --experiment drain --json",
+    "campaign --pipeline job.py:make --seeds 1 --out c",
+]
+
+
+@pytest.fixture
+def no_jvm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to start Spark fails the test: these checks must need no session."""
+    from raceproof.spark_integration import session
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a Spark session was started for a check that needs none")
+
+    monkeypatch.setattr(session, "spark_session", refuse)
+
+
+@WORLD
+@given(HOOK_CASES, st.sampled_from(PIPELINE_COMMANDS))
+def test_a_pipelines_mistakes_are_said_before_spark_starts(
+    no_jvm: None, case: tuple[str, str, str], command: str
+) -> None:
+    kind, name, override = case
+    event(f"pipeline: {kind}")
+    with fresh_world() as folder:
+        module = f"job_{abs(hash((override, command))) % 10**12}"  # a fresh module each time
+        (folder / f"{module}.py").write_text(WINDOWED.format(override=override))
+        argv = shlex.split(command.replace("job.py", f"{module}.py"))
+        before = tree(folder)
+        code, _out, err = run(argv)
+        lines = err.strip().splitlines()
+        expected = 2 if kind in ("declaration", "signature") else 4
+        assert code == expected, (argv, override, code, err[-2000:])
+        assert lines and name in lines[-1] and "Traceback" not in err, (override, err[-2000:])
+        if expected == 2:
+            assert len(lines) == 1, err
+        assert tree(folder) == before, (argv, "something was written")

@@ -32,6 +32,7 @@ from raceproof.spark_integration.pipeline import (
     calling_user,
     user_frames,
 )
+from raceproof.spark_integration.preflight import returned_rows, returned_writer
 from raceproof.spark_integration.sandbox import Sandbox
 
 PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)): (.*)$")
@@ -135,7 +136,8 @@ class PipelineJob:
         """One micro-batch file holding the records of these (key, event second) events."""
         records: list[Record] = []
         for key, second in events:
-            records.extend(calling_user("records(key, second)", self.pipeline.records, key, second))
+            given = calling_user("records(key, second)", self.pipeline.records, key, second)
+            records.extend(returned_rows("records(key, second)", given))
         for record in records:
             self.recorder.log("driver", "input.record", record=record, sentinel=sentinel)
         if not sentinel:
@@ -158,7 +160,7 @@ class PipelineJob:
         expected = calling_user(
             "expected(records)", self.pipeline.expected, list(self.records_written)
         )
-        for row in expected:
+        for row in returned_rows("expected(records)", expected):
             self.recorder.log("reference", "expect.row", row=row)
 
     def _query(self) -> Any:
@@ -231,6 +233,7 @@ class PipelineJob:
         frame = self._query()
         if self.pipeline.writes_own_stream():
             writer = calling_user("write_stream(frame)", self.pipeline.write_stream, frame)
+            writer = returned_writer("write_stream(frame)", writer)
             writer = writer.outputMode(self.pipeline.output_mode)
         else:
             writer = frame.writeStream.outputMode(self.pipeline.output_mode).foreachBatch(
@@ -328,7 +331,7 @@ class PipelineJob:
             delivered.append((int(op.get("batch")), row))
         if self.pipeline.reads_own_output():
             stored = calling_user("read_output(spark)", self.pipeline.read_output, self.spark)
-            rows = [dict(r) for r in stored or []]
+            rows = returned_rows("read_output(spark)", stored, none_ok=True)
         elif self.pipeline.store_rule() == "snapshot":
             last = delivered[-1][0] if delivered else None
             rows = list(

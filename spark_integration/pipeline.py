@@ -307,6 +307,9 @@ def load_pipeline(spec: str) -> Pipeline:
             f"--pipeline {spec!r}: stored_as = {pipeline.stored_as!r}; expected one of "
             + ", ".join(STORE_RULES)
         )
+    from raceproof.spark_integration import preflight  # it builds on this module
+
+    preflight.check(pipeline, spec)  # all that needs no Spark, before a session starts
     return pipeline
 
 

@@ -27,6 +27,7 @@ from raceproof.sim.verdicts import CheckStatus, Verdict
 from raceproof.spark_integration import session
 from raceproof.spark_integration.job import PipelineJob, Recorder
 from raceproof.spark_integration.pipeline import Pipeline, PipelineRaised, calling_user
+from raceproof.spark_integration.preflight import returned_rows
 from raceproof.spark_integration.sandbox import Sandbox
 
 # Checkers whose failure is the expected consequence of a query that is still failing.
@@ -61,7 +62,8 @@ class Trial:
 
 def stale_sink(pipeline: Pipeline, spark: Any) -> None:
     """Refuse a trial whose sink holds rows before it wrote any (an earlier trial's table)."""
-    rows = calling_user("read_output(spark)", pipeline.read_output, spark) or []
+    given = calling_user("read_output(spark)", pipeline.read_output, spark)
+    rows = returned_rows("read_output(spark)", given, none_ok=True)
     if rows:
         raise PipelineRaised(
             f"pipeline error: read_output() holds {len(rows)} rows before the trial wrote any "

@@ -150,9 +150,21 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
 def pipeline_campaign(args: argparse.Namespace) -> int:
     """``campaign --pipeline SPEC``: pipeline × experiment × seed, rows in the same Parquet layout."""
+    from raceproof.cli.commands.spark_check import SparkRequest, SparkResult, render
     from raceproof.spark_integration import campaign, campaign_pipelines
-    from raceproof.spark_integration.pipeline import EXIT_PIPELINE_ERROR
+    from raceproof.spark_integration.pipeline import (
+        EXIT_PIPELINE_ERROR,
+        PipelineError,
+        PipelineRaised,
+        resolve,
+    )
 
+    try:  # the factory and all that needs no Spark, before a session starts (as spark-check)
+        resolve(args.pipeline)
+    except PipelineError as exc:
+        raise UsageError(str(exc)) from None
+    except PipelineRaised as exc:  # the user's code raised: verdict error, exit 4
+        return render(args, SparkResult(SparkRequest([], [], []), error=exc))
     status = StatusLine("campaign", not args.json)
     with _refusals_are_usage_errors(status):
         summary = campaign_pipelines.run(

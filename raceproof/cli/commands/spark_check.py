@@ -28,6 +28,7 @@ from raceproof.cli.validation import int_in
 from raceproof.sim.verdicts import Verdict, exit_code_for
 
 DEFAULT_PIPELINE = "windowed-count"
+GENERATED = "generated-input"  # the experiment --script replays the input of
 
 
 @dataclass
@@ -119,6 +120,11 @@ def parse_request(args: argparse.Namespace) -> SparkRequest:
         not_applicable += [
             (spec, pipeline, n) for n in dict.fromkeys(args.experiment or []) if n not in fits
         ]
+    if script is not None and not any(name == GENERATED for _, _, name in plan):
+        raise UsageError(
+            f"--script is the input of the {GENERATED} experiment, and none runs here "
+            f"(give --experiment {GENERATED}, on a pipeline that declares max_lateness_s)"
+        )
     return SparkRequest(
         pipelines=pipelines,
         plan=plan,
