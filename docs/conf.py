@@ -33,10 +33,3 @@ autodoc_typehints = "description"
 
 html_theme = "furo"
 html_title = "raceproof"
-
-
-def setup(app: object) -> None:
-    """```mermaid fences (the layer diagram) show as their source: GitHub draws them."""
-    from pygments.lexers.special import TextLexer
-
-    app.add_lexer("mermaid", TextLexer)  # type: ignore[attr-defined]

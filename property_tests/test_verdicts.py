@@ -27,8 +27,6 @@ import warnings
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from raceproof.sim.verdicts import (
     EXIT_FOR_VERDICT,
@@ -72,7 +70,8 @@ def test_json_and_text_still_say_the_plain_words() -> None:
     assert type(str(Verdict.OK)) is str and str(Verdict.OK) == "ok"
 
 
-@given(st.sampled_from(list(Verdict)), st.sampled_from([Verdict.OK, Verdict.VIOLATED]))
+@pytest.mark.parametrize("verdict", list(Verdict))
+@pytest.mark.parametrize("expected", [Verdict.OK, Verdict.VIOLATED])
 def test_gate_status_of_every_verdict(verdict: Verdict, expected: Verdict) -> None:
     status = GateStatus.of(expected, verdict)
     if verdict == expected:

@@ -291,14 +291,24 @@ def chunks(cells: list[Cell], size: int) -> Iterable[list[Cell]]:
         yield [proof]
 
 
+def cells_to_run(cells: list[Cell], rows: list[dict[str, Any]]) -> list[Cell]:
+    """The cells a resumed campaign still runs: those whose key no row of ``rows`` holds.
+
+    A cell's key names everything that changes its verdict (kind, scenario, variant,
+    strategy, seed and the example count), so a campaign resumed with more examples
+    runs its cells again instead of reporting the old ``ok``.
+    """
+    done = {row["cell"] for row in rows}
+    return [c for c in cells if c.key not in done]
+
+
 def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
     """Run (or resume) a campaign into ``options.out``; returns what it did."""
     say = say or (lambda _line: None)
     out = Path(options.out)
     check_folder(out)  # before any work: a damaged or foreign folder is refused
     cells = grid(options)
-    done = {row["cell"] for row in read_rows(out)}
-    todo = [c for c in cells if c.key not in done]
+    todo = cells_to_run(cells, read_rows(out))
     summary = Summary(cells=len(cells), already_done=len(cells) - len(todo), master=options.master)
     if not todo:
         say(f"campaign {out}: all {len(cells)} cells already done")
