@@ -125,7 +125,7 @@ clean:
 # editable install's finder (appended after the path finder) is never asked. Scope and the tests run are [tool.mutmut] in
 # pyproject.toml; each mutant runs only the tests that reach the mutated function, forked, in
 # parallel. The Hypothesis profile `mutation` is derandomized, so the score is reproducible.
-# docs/mutation.md lists the survivors judged equivalent. MUTATE="raceproof/sim/fs.py ..." narrows it.
+# docs/maintaining/mutation.md lists the survivors judged equivalent. MUTATE="raceproof/sim/fs.py ..." narrows it.
 MUTATION_DIR := .mutation
 MUTMUT := $(CURDIR)/$(VENV)/bin/mutmut
 mutation: $(STAMP)

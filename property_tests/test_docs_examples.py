@@ -51,7 +51,7 @@ def test_the_readme_is_a_front_door() -> None:
 
 def test_the_pages_carry_examples() -> None:
     # kernel-primitives.md: one complete program per primitive, each run alone.
-    examples = list(doc_examples.parse(DOCS / "kernel-primitives.md"))
+    examples = list(doc_examples.parse(DOCS / "reference" / "kernel-primitives.md"))
     assert len(examples) == 12  # the twelfth: nodes and faults of a whole process
     counted = {p.name: len(list(doc_examples.parse(p))) for p in PAGES}
     assert counted["README.md"] >= 9

@@ -1,6 +1,6 @@
 """The kernel's preconditions, messages and less-used paths, each pinned by what it must do.
 
-A mutation run (docs/mutation.md) showed each of these changeable without a
+A mutation run (docs/maintaining/mutation.md) showed each of these changeable without a
 test noticing: a precondition's boundary (``quiet_ms > 0``), the message a
 user reads when one fails, an argument dropped on its way (a transaction's
 data, a timer's lateness), a stale cache entry reloaded, a watch list left

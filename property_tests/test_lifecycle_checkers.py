@@ -6,7 +6,7 @@ slow ones). Here each is called directly on small histories built op by op,
 with and without the violation planted, against a few lines of reference
 logic written from the checker's docstring: the verdict, the op it points at
 and the name it carries must all agree. ``make mutation`` found the gaps these
-close (docs/mutation.md).
+close (docs/maintaining/mutation.md).
 """
 
 from __future__ import annotations

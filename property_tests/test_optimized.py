@@ -304,8 +304,8 @@ def test_no_assert_in_the_built_in_configurations() -> None:
 
 
 def test_the_guides_require_example_runs() -> None:
-    """docs/writing-a-scenario.md shows ``require`` in a configuration: that example runs as shown."""
-    text = (ROOT / "docs" / "writing-a-scenario.md").read_text()
+    """docs/tutorial/writing-a-scenario.md shows ``require`` in a configuration: that example runs as shown."""
+    text = (ROOT / "docs" / "tutorial" / "writing-a-scenario.md").read_text()
     block = text.split("<!-- optimize:require-example -->", 1)[1]
     code = block.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {"__name__": "guide_example"}

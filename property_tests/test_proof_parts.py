@@ -8,7 +8,7 @@ share, ``branch_options`` against which options a node may still try,
 ``SleepSetSource`` against a hand-driven sequence of draws and steps,
 ``merge`` against field-by-field sums, the state cache's covering rule, and
 the walk on models small enough to count by hand. They are what kills a
-mutant of these modules in a mutation run (docs/mutation.md).
+mutant of these modules in a mutation run (docs/maintaining/mutation.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The simulated ZooKeeper store: what a watcher, a listener and a session see, pinned case by case.
 
-A full mutation run (docs/mutation.md) left these changeable without a test
+A full mutation run (docs/maintaining/mutation.md) left these changeable without a test
 noticing: the node state a listener hears after a multi-op, a child watch on a
 node that is deleted, the order of a persistent watch's children events, the
 watches an expired session leaves behind, sequence numbers, and the copies the

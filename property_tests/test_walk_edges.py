@@ -1,7 +1,7 @@
 """The walk's caps, the sleep-set source's commuting instants and the state fingerprint, by hand.
 
 ``test_proof_parts.py`` checks these parts on toy models; a full mutation run
-(docs/mutation.md) still found changes they let through: a cap that prunes
+(docs/maintaining/mutation.md) still found changes they let through: a cap that prunes
 one option too many or reports a zero-sized prune, a commuting instant whose
 same-process steps were judged by the wrong process name (an actor may have
 an ``@`` in its name), an instant closed over a step with no footprint, and a

@@ -10,7 +10,7 @@ folders at the top of the repository, mapped by ``pyproject.toml``; this
 folder holds the rest: ``cli`` (the commands), ``gate`` (the gate and the
 pytest plugin), ``runs`` (results and counterexample files), ``measure``
 (bench, compare) and ``zookeeper`` (the real backend).
-``docs/writing-a-scenario.md`` is the guide.
+``docs/tutorial/writing-a-scenario.md`` is the guide.
 """
 
 from raceproof.scenarios.catalogue import RegistrationError, Scenario, register
