@@ -156,7 +156,16 @@ def test_pytest_gate_failure_message_database_and_junit(project: Path) -> None:
 
 def test_database_replay_that_is_not_reached_never_passes(project: Path) -> None:
     """A stored file whose deviation never comes up on a fix: the fix's test fails, "not reached"."""
-    found = run(project, "raceproof", "repro", "stale-cache", "--report-timeline", "--json")
+    found = run(
+        project,
+        "raceproof",
+        "repro",
+        "stale-cache",
+        "--report-timeline",
+        "--out",
+        "counterexamples",
+        "--json",
+    )
     path = Path(json.loads(found.stdout)["counterexample"])
     raw = json.loads((project / path).read_text())
     raw["choices"].append(["reader7.db-read", 2, 1])  # a reader this configuration never starts
