@@ -66,7 +66,9 @@ def regression(folder: Path, *options: str) -> subprocess.CompletedProcess[str]:
 
 def test_an_out_of_date_counterexample_says_so_and_is_re_recorded(tmp_path: Path) -> None:
     folder, saved = project(tmp_path)
-    assert regression(folder).returncode == 0
+    verbose = regression(folder, "-v", "-v")  # -q from regression(), so verbosity 1
+    assert verbose.returncode == 0
+    assert f"counterexamples/{saved.name}::double-claim[buggy] PASSED" in verbose.stdout
     model = folder / "races.py"
     model.write_text(model.read_text().replace(CHECK, LOGGED))  # the violation stays
     before = saved.read_bytes()

@@ -286,7 +286,9 @@ class CounterexampleItem(pytest.Item):
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"{self.path.name}::{self.name}"
+        # The item's own name: pytest rewrites the dots of a domain that ends the node id
+        # into "::" (``...71f7.json::x`` printed as ``...71f7::json::x`` under -v).
+        return self.path, None, self.name
 
 
 class BadCounterexampleItem(pytest.Item):
