@@ -36,6 +36,11 @@ postgres:
 		echo "installing Debian's postgresql package"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	fi
+	@if [ ! -f /usr/share/java/postgresql.jar ]; then \
+		$(call need_root,libpostgresql-jdbc-java); \
+		echo "installing Debian's PostgreSQL JDBC driver"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpostgresql-jdbc-java; \
+	fi
 
 # Debian's Chromium and Mermaid (from the npm registry, into .cache/mermaid), for the report
 # tests: the HTML timeline is loaded in headless Chromium, the Mermaid text rendered by Mermaid.

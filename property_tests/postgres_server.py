@@ -1,7 +1,8 @@
 """A real PostgreSQL server for the tests: Debian's binaries, a throw-away cluster, 127.0.0.1, a free port.
 
 ``make postgres`` installs Debian's ``postgresql`` package when its ``initdb``
-is missing. ``running_postgres()`` runs ``initdb`` into a temporary folder and
+is missing, and its JDBC driver (``libpostgresql-jdbc-java``, for the
+JDBC sink test; ``jdbc_jar``). ``running_postgres()`` runs ``initdb`` into a temporary folder and
 starts ``postgres`` on 127.0.0.1 on a free port (trust authentication, no
 Unix socket outside that folder), waits until it accepts a connection, yields
 its connection string, and stops it (a fast shutdown) and removes the folder
@@ -32,6 +33,20 @@ def bin_dir() -> Path:
     if not found:
         raise RuntimeError("PostgreSQL is not installed: run `make postgres`")
     return Path(found[-1]).parent
+
+
+def jdbc_jar() -> Path:
+    """PostgreSQL's JDBC driver: Debian's (``make postgres`` installs it), else a Maven cache's."""
+    debian = Path("/usr/share/java/postgresql.jar")
+    if debian.is_file():
+        return debian
+    cached = sorted(
+        Path.home().glob(".m2/repository/org/postgresql/postgresql/*/postgresql-*.jar"),
+        key=lambda p: [int(n) if n.isdigit() else 0 for n in p.parent.name.split(".")],
+    )
+    if not cached:
+        raise RuntimeError("PostgreSQL's JDBC driver is not installed: run `make postgres`")
+    return cached[-1]
 
 
 def _free_port() -> int:

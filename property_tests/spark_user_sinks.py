@@ -8,6 +8,8 @@ Each is the built-in windowed count with a real sink behind it and the
   idempotent: a re-run batch is stored twice);
 - ``idempotent``: the same writer recording each ``batch_id`` in the same
   transaction as its rows and skipping a batch id it has already stored;
+- ``upserting``: the writer upserting each row on its key (``ON CONFLICT
+  DO UPDATE``), which a retried batch cannot duplicate;
 - ``parquet``: Spark's own file sink (Parquet, with its ``_spark_metadata``
   log), read back through that log.
 
@@ -74,6 +76,35 @@ class IdempotentPostgresCounts(PostgresCounts):
     idempotent = True
 
 
+class UpsertPostgresCounts(PostgresCounts):
+    """Each row upserted on its key (``ON CONFLICT (win, key) DO UPDATE``): a retried batch
+    rewrites the rows it wrote before, so a retry stores each row once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "postgres-upsert"
+
+    def begin_trial(self, spark: Any, folder: Path) -> None:
+        import psycopg
+
+        with psycopg.connect(self.conninfo, autocommit=True) as db:
+            db.execute("DROP TABLE IF EXISTS counts, batches_done")
+            db.execute(
+                "CREATE TABLE counts (win TEXT, key TEXT, count BIGINT, PRIMARY KEY (win, key))"
+            )
+
+    def sink(self, batch: Any, batch_id: int) -> None:
+        import psycopg
+
+        rows = [self.output(row) for row in batch.collect()]
+        with psycopg.connect(self.conninfo) as db, db.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO counts VALUES (%s, %s, %s) "
+                "ON CONFLICT (win, key) DO UPDATE SET count = EXCLUDED.count",
+                [(r["window"], r["key"], r["count"]) for r in rows],
+            )
+
+
 class ParquetCounts(WindowedCount):
     """Windowed counts through Spark's own Parquet file sink."""
 
@@ -98,6 +129,10 @@ def appending() -> PostgresCounts:
 
 def idempotent() -> IdempotentPostgresCounts:
     return IdempotentPostgresCounts()
+
+
+def upserting() -> UpsertPostgresCounts:
+    return UpsertPostgresCounts()
 
 
 def parquet() -> ParquetCounts:

@@ -3,7 +3,9 @@
 One user pipeline (a file outside the repository), one experiment, two
 seeds: the campaign writes a baseline row and one row per seed to
 ``DIR/results`` (Parquet), ``report`` renders them, a re-run resumes (runs
-nothing) and ``--baseline`` compares two such folders. Real local-mode Spark.
+nothing) and ``--baseline`` compares two such folders. Interrupted as its
+second cell starts, the folder already reports the cells it finished, each
+with its finding; resumed, it reports every cell. Real local-mode Spark.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from raceproof.cli.main import main
+from raceproof.spark_integration import campaign_pipelines
 from raceproof.spark_integration.campaign import read_rows
 
 pytestmark = pytest.mark.xdist_group("spark")
@@ -30,12 +33,33 @@ def make():
 """
 
 
+def _interrupt_at(prefix: str) -> Any:
+    """A status callback that is Ctrl-C when the campaign says ``prefix...``."""
+
+    def say(text: str) -> None:
+        if text.startswith(prefix):
+            raise KeyboardInterrupt
+
+    return say
+
+
 def test_a_pipeline_campaign_writes_parquet_rows_that_report_renders_and_resumes(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job = tmp_path / "my_job.py"
     job.write_text(USER_JOB)
     out = tmp_path / "campaign"
+    # Interrupted as the second cell starts: the baseline and seed 0 are kept, and reported.
+    summary = campaign_pipelines.run(
+        f"{job}:make", out, [0, 1], ["generated-input"], _interrupt_at("[2/2]"), spark
+    )
+    assert summary.interrupted and summary.ran == 2
+    assert main(["report", str(out), "--json"]) == 0
+    capsys.readouterr()
+    markdown = Path(out / "report.md").read_text()
+    assert "| my-counts | baseline | 0 | ok | - | no fault: ok:" in markdown, markdown
+    assert "| my-counts | generated-input | 0 | ok | - | stock Spark: ok:" in markdown, markdown
+    assert "generated-input | 1 |" not in markdown
     argv = [
         "campaign",
         "--pipeline",
@@ -48,9 +72,9 @@ def test_a_pipeline_campaign_writes_parquet_rows_that_report_renders_and_resumes
         str(out),
         "--json",
     ]
-    assert main(argv) == 0
+    assert main(argv) == 0  # resumed: only seed 1 is left
     result = json.loads(capsys.readouterr().out)
-    assert result["ran"] == 3 and result["rows"] == 3
+    assert result["ran"] == 1 and result["already_done"] == 2 and result["rows"] == 3
     rows = read_rows(out)
     assert sorted(r["cell"] for r in rows) == [
         "pipeline/my-counts/baseline/0",
@@ -58,6 +82,7 @@ def test_a_pipeline_campaign_writes_parquet_rows_that_report_renders_and_resumes
         "pipeline/my-counts/generated-input/1",
     ]
     assert {r["verdict"] for r in rows} == {"ok"} and all(r["met"] for r in rows)
+    assert all(r["finding"] and r["error"] is None for r in rows)  # findings in their own column
     assert main(argv) == 0  # resumed: nothing left to run
     again = json.loads(capsys.readouterr().out)
     assert again["ran"] == 0 and again["already_done"] == 3 and again["rows"] == 3
@@ -65,6 +90,10 @@ def test_a_pipeline_campaign_writes_parquet_rows_that_report_renders_and_resumes
     written = json.loads(capsys.readouterr().out)["reports"]
     markdown = Path(out / "report.md").read_text()
     assert "3 cells (3 ok)" in markdown and "strategies fault-experiment" in markdown
+    for seed in (0, 1):
+        assert f"| my-counts | generated-input | {seed} | ok | - | stock Spark: ok:" in markdown
+    html = Path(out / "report.html").read_text()
+    assert "Pipeline experiments" in html and "stock Spark: ok" in html
     assert "no change" in markdown  # --baseline against itself
     assert set(written) >= {"markdown", "html"} or (out / "report.html").exists()
 

@@ -100,6 +100,22 @@ def test_sparks_parquet_file_sink_holds_and_is_read_through_its_metadata_log(spa
     assert sink.applicable(EXPERIMENTS["stop-start-race"].needs)
 
 
+def test_a_transient_sink_failure_catches_a_plain_insert_and_passes_an_upsert(
+    spark: Any, postgres: str
+) -> None:
+    """The sink writes half a batch and raises once; the restart retries the batch."""
+    plain = EXPERIMENTS["transient-sink-failure"].trial(spark, spark_user_sinks.appending(), False)
+    assert plain.checker == "no-duplicate-emission", plain.message
+    (failed,) = plain.history.of_kind("fault.sink-raised")
+    assert f"emitted again in batch {failed.get('batch')}" in plain.message  # the retried batch
+    stored = _stored(plain)
+    assert len(stored) > len({(r["window"], r["key"]) for r in stored})  # what PostgreSQL holds
+    upsert = EXPERIMENTS["transient-sink-failure"].trial(spark, spark_user_sinks.upserting(), False)
+    assert upsert.verdict == "ok", upsert.message
+    assert upsert.history.of_kind("fault.sink-raised")  # the fault did land
+    assert {(r["window"], r["key"]) for r in _stored(upsert)} >= {("2026-01-01T00:00:10", "a")}
+
+
 class SplitWords(WindowedCount):
     """One record feeds a state key per word (replay equivalence over several keys)."""
 

@@ -219,6 +219,24 @@ def plot(rows: Sequence[Row], path: Path) -> bool:
     return True
 
 
+def pipeline_cells(rows: Iterable[Row]) -> list[dict[str, Any]]:
+    """A pipeline campaign's cells (``campaign --pipeline``): pipeline, experiment, seed, verdict
+    and finding, in cell order (the baseline first for each pipeline)."""
+    cells = [r for r in rows if r["kind"] == "pipeline"]
+    cells.sort(key=lambda r: (r["scenario"], r["variant"] != "baseline", r["variant"], r["seed"]))
+    return [
+        {
+            "pipeline": r["scenario"],
+            "experiment": r["variant"],
+            "seed": r["seed"],
+            "verdict": r["verdict"],
+            "checker": r["checker"],
+            "finding": r.get("finding") or r.get("error") or "",
+        }
+        for r in cells
+    ]
+
+
 def summary(folder: Path, baseline: Path | None = None) -> dict[str, Any]:
     rows = read_rows(folder)
     manifest = campaign_folder.read_manifest(folder)
@@ -236,6 +254,7 @@ def summary(folder: Path, baseline: Path | None = None) -> dict[str, Any]:
         "failed": failed_expectations(rows),
         "proofs": proofs(rows),
         "determinism": checks,
+        "pipeline_cells": pipeline_cells(rows),
         "baseline": None,
         "changes": [],
     }
@@ -347,6 +366,27 @@ def _tables(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]],
             "re-run cells gave the same cell hash",
         ),
     ]
+    if data.get("pipeline_cells"):
+        sections.insert(
+            0,
+            (
+                "Pipeline experiments (pipeline × experiment × seed)",
+                ["pipeline", "experiment", "seed", "verdict", "checker", "finding"],
+                [
+                    [
+                        c["pipeline"],
+                        c["experiment"],
+                        str(c["seed"]),
+                        c["verdict"],
+                        _fmt(c["checker"]),
+                        c["finding"],
+                    ]
+                    for c in data["pipeline_cells"]
+                ],
+                "The verdict is the gate's (a guard that broke its promise, or a pipeline wrong "
+                "with no fault); the finding is what stock Spark did, never a failure by itself.",
+            ),
+        )
     if data["baseline"] is not None:
         sections.append(
             (

@@ -82,11 +82,18 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
         "string",
         "what a crashed cell raised; for an inconclusive cell, why (a bound, undecided by CHECKER)",
     ),
+    (
+        "finding",
+        "string",
+        "a pipeline cell's finding (`campaign --pipeline`): what stock Spark (and the guard) did",
+    ),
     ("tool_version", "string", "raceproof version that ran the cell"),
     ("git_commit", "string", "git commit of that raceproof"),
     ("executor", "string", "host:pid that ran the cell (varies between runs)"),
 )
 COLUMN_NAMES = tuple(name for name, _type, _doc in COLUMNS)
+# Columns added since the first campaigns: a part written before them lacks them (read as null).
+LATER_COLUMNS = frozenset({"finding"})
 
 
 class CampaignFolderError(BadInput):
@@ -190,7 +197,7 @@ def _schema(part: Path) -> None:
         names = set(pq.read_schema(part).names)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise _damaged(part, exc) from None
-    missing = [c for c in COLUMN_NAMES if c not in names]
+    missing = [c for c in COLUMN_NAMES if c not in names and c not in LATER_COLUMNS]
     if missing:
         raise CampaignFolderError(
             f"{part}: not a campaign results part (no column {', '.join(missing[:5])})"
@@ -205,7 +212,8 @@ def read_rows(out: Path) -> list[Row]:
     rows: list[Row] = []
     for part in part_files(out):
         try:
-            rows.extend(pq.read_table(part).to_pylist())
+            read = pq.read_table(part).to_pylist()
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _damaged(part, exc) from None
+        rows.extend({**dict.fromkeys(LATER_COLUMNS), **row} for row in read)
     return sorted(rows, key=lambda r: str(r["cell"]))

@@ -57,9 +57,12 @@ def run(
 ) -> Summary:
     """Run the grid, skipping the cells ``out`` holds; the summary of this run."""
     from raceproof.spark_integration import session
-    from raceproof.spark_integration.experiments import applicable, baseline
-    from raceproof.spark_integration.pipeline import PipelineError, PipelineRaised, resolve
-    from raceproof.spark_integration.results import run_experiment
+    from raceproof.spark_integration.experiments import applicable
+    from raceproof.spark_integration.pipeline import (
+        PipelineError,
+        resolve,
+        settings_of,
+    )
 
     tell = say or (lambda _text: None)
     if out.exists() and not out.is_dir():
@@ -86,54 +89,96 @@ def run(
         out=str(out),
         cross_check=0,
     )
-    spark = spark if spark is not None else session.spark_session()
-    base_key = f"pipeline/{pipeline.name}/baseline/0"
-    base_verdict = Verdict.OK
-    if base_key in done:
-        summary.already_done += 1
-        base_verdict = next(Verdict(r["verdict"]) for r in read_rows(out) if r["cell"] == base_key)
-    else:
-        tell(f"{pipeline.name}: baseline, no fault ...")
-        row = _row(pipeline.name, "baseline", 0, Verdict.OK)
-        began = time.monotonic()
-        try:
-            trial = baseline(spark, pipeline)
-            judged = trial.verdict in (Verdict.OK, Verdict.VIOLATED)
-            base_verdict = Verdict(trial.verdict) if judged else Verdict.ERROR
-            row["checker"], row["trace_hash"] = trial.checker, trial.history.trace_hash()
-            row["error"] = None if base_verdict == Verdict.OK else trial.message[:1000]
-        except PipelineRaised as exc:
-            base_verdict, row["error"] = Verdict.ERROR, str(exc)[:1000]
-        row["verdict"] = base_verdict
-        row["seconds"] = round(time.monotonic() - began, 2)
-        _write_rows(spark, out, [finish_row(row, Verdict.OK)])
-        summary.ran += 1
-    summary.count(base_verdict)
-    if base_verdict == Verdict.OK:
-        for number, (name, seed) in enumerate(cells, 1):
-            if f"pipeline/{pipeline.name}/{name}/{seed}" in done:
-                summary.already_done += 1
-                continue
-            tell(f"[{number}/{len(cells)}] {pipeline.name}: {name}, seed {seed} ...")
-            row = _row(pipeline.name, name, seed, Verdict.OK)
-            try:
-                result = run_experiment(spark, name, pipeline, seed=seed)
-                row.update(
-                    verdict=result["verdict"],
-                    checker=result["checker"],
-                    trace_hash=result["trace_hash"],
-                    cell_hash=result["trace_hash"],
-                    seconds=result["seconds"],
-                    error=f"stock Spark: {result['stock']['stability']}",
-                )
-            except PipelineRaised as exc:
-                row.update(verdict=Verdict.ERROR, error=str(exc)[:1000], seconds=0.0)
-            _write_rows(spark, out, [finish_row(row, Verdict.OK)])
-            summary.ran += 1
-            summary.count(row["verdict"])
+    try:
+        settings = settings_of([pipeline])
+    except PipelineError as exc:
+        raise CampaignError(str(exc)) from None
+    spark = spark if spark is not None else session.spark_session(settings)
+    _write_manifest(out, options, summary)  # a campaign.json from the start: report reads it
+    try:
+        if _baseline(spark, pipeline, out, done, summary, tell) == Verdict.OK:
+            for number, (name, seed) in enumerate(cells, 1):
+                if f"pipeline/{pipeline.name}/{name}/{seed}" in done:
+                    summary.already_done += 1
+                    continue
+                tell(f"[{number}/{len(cells)}] {pipeline.name}: {name}, seed {seed} ...")
+                row = _cell(spark, pipeline, name, seed)
+                _write_rows(spark, out, [finish_row(row, Verdict.OK)])
+                summary.ran += 1
+                summary.count(row["verdict"])
+                summary.seconds = round(time.monotonic() - started, 1)
+                _write_manifest(out, options, summary)  # as each cell finishes
+    except KeyboardInterrupt as exc:
+        summary.interrupted = True
+        summary.interrupted_by = getattr(exc, "name", "SIGINT")
     summary.seconds = round(time.monotonic() - started, 1)
     _write_manifest(out, options, summary)
     return summary
+
+
+def _baseline(
+    spark: Any, pipeline: Any, out: Path, done: set[str], summary: Summary, tell: Say
+) -> Verdict:
+    """The pipeline's baseline row (no fault), run unless ``out`` holds it; its verdict."""
+    from raceproof.spark_integration.experiments import baseline
+    from raceproof.spark_integration.pipeline import PipelineRaised
+
+    base_key = f"pipeline/{pipeline.name}/baseline/0"
+    if base_key in done:
+        summary.already_done += 1
+        verdict = next(Verdict(r["verdict"]) for r in read_rows(out) if r["cell"] == base_key)
+        summary.count(verdict)
+        return verdict
+    tell(f"{pipeline.name}: baseline, no fault ...")
+    row = _row(pipeline.name, "baseline", 0, Verdict.OK)
+    began = time.monotonic()
+    try:
+        trial = baseline(spark, pipeline)
+        judged = trial.verdict in (Verdict.OK, Verdict.VIOLATED)
+        verdict = Verdict(trial.verdict) if judged else Verdict.ERROR
+        row["checker"], row["trace_hash"] = trial.checker, trial.history.trace_hash()
+        row["finding"] = f"no fault: {trial.verdict}: {trial.message}"
+        row["error"] = None if judged else trial.message
+    except PipelineRaised as exc:
+        verdict, row["error"] = Verdict.ERROR, str(exc)
+    row["verdict"] = verdict
+    row["seconds"] = round(time.monotonic() - began, 2)
+    _write_rows(spark, out, [finish_row(row, Verdict.OK)])
+    summary.ran += 1
+    summary.count(verdict)
+    return verdict
+
+
+def _cell(spark: Any, pipeline: Any, name: str, seed: int) -> dict[str, Any]:
+    """One (experiment, seed) cell's row: the gate's verdict, and what stock Spark did as its finding."""
+    from raceproof.spark_integration.pipeline import PipelineRaised
+    from raceproof.spark_integration.results import run_experiment
+
+    row = _row(pipeline.name, name, seed, Verdict.OK)
+    try:
+        result = run_experiment(spark, name, pipeline, seed=seed)
+    except PipelineRaised as exc:
+        row.update(verdict=Verdict.ERROR, error=str(exc), seconds=0.0)
+        return row
+    row.update(
+        verdict=result["verdict"],
+        checker=result["checker"],
+        trace_hash=result["trace_hash"],
+        cell_hash=result["trace_hash"],
+        seconds=result["seconds"],
+        finding=finding(result),
+    )
+    return row
+
+
+def finding(result: dict[str, Any]) -> str:
+    """What an experiment found: stock Spark's outcome and message, and the guard's if it had one."""
+    stock = result["stock"]
+    said = f"stock Spark: {stock['stability']}: {stock['trials'][-1]['message']}"
+    if result.get("guarded"):
+        guarded = result["guarded"]
+        said += f"; with {result['guard']}: {guarded['stability']}"
+    return said
 
 
 __all__ = ["run"]

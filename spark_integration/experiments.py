@@ -35,6 +35,10 @@ data ones are here:
 - ``maintenance-snapshot``: the moment state-store maintenance writes a
   snapshot (a named point: the ``.snapshot`` file appears), it is truncated,
   a torn write; more input, restart from it, drain. No guard.
+- ``transient-sink-failure``: the pipeline's own ``foreachBatch`` sink writes
+  half of batch k and fails once (``TransientSinkFailure``); the query is
+  restarted, as a production retry does, and drained. Judged at that sink
+  (its ``read_output``): exactly once or not. Guard: the pipeline's own sink.
 - ``replay-equivalence``: stop and restart mid-stream; the state store after
   every batch (Spark's state data source) against a recomputation from the
   inputs each batch read.
@@ -60,6 +64,7 @@ from raceproof.spark_integration import generated, lifecycle
 from raceproof.spark_integration.faults import (
     BatchAbandon,
     BatchGate,
+    TransientSinkFailure,
     at_offsets_not_committed,
     stop_in_background,
     stop_landed,
@@ -455,6 +460,31 @@ def maintenance_snapshot(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial
             spark.conf.set(SNAPSHOT_CONF, saved)
 
 
+def transient_sink_failure(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    """The user's sink writes half of batch k and fails once; the query is restarted; drained.
+
+    Judged at the user's sink (``read_output``): exactly once means no row stored twice
+    (``no-duplicate-emission``) and every row there after the drain (``drain-completeness``).
+    """
+    with TrialRun(spark, pipeline) as run:
+        job = run.job
+        job.add_input([("a", 1), ("b", 2)])
+        job.add_input([("a", 12), ("b", 13)])
+        job.run()
+        job.transient = fault = TransientSinkFailure(rows=2)
+        job.add_input([("a", 25), ("b", 27)])
+        job.add_input([("a", 36), ("b", 38)])
+        failed = job.run()
+        job.transient = None
+        if not fault.fired:
+            run.note("no batch had 2 rows: the sink never failed")
+        else:
+            run.note(f"the sink failed once in batch {fault.reached_batch} ({failed}); restarted")
+        run.recorder.log("nemesis", "fault.restart")
+        failure = job.run() or run.drain()
+        return run.judge(DATA, failing_at_end=failure is not None)
+
+
 def replay_equivalence(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
     with TrialRun(spark, pipeline) as run:
         job = run.job
@@ -607,6 +637,15 @@ EXPERIMENTS: dict[str, Experiment] = {
             None,
             needs=frozenset({"drain", "lateness"}),
             judges_pipeline=True,
+        ),
+        Experiment(
+            "transient-sink-failure",
+            "the pipeline's sink writes half of batch k and raises once; the query restarts",
+            "no-duplicate-emission, drain-completeness (at the pipeline's sink)",
+            transient_sink_failure,
+            OWN_SINK,
+            (NO_DUPLICATE, COMPLETE),
+            frozenset({"drain", "own-sink"}),
         ),
         Experiment(
             "replay-equivalence",

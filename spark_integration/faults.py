@@ -21,6 +21,11 @@ load; a named point does not. The points use Spark's own hooks:
   (``populateStartOffsets``). A graceful ``query.stop()`` at the same point
   does not model this: whether it lets ``commits/k`` be written is a race
   inside Spark and Hadoop (docs/howto/spark-sinks.md, "Stable verdicts").
+- ``TransientSinkFailure``: the user's own sink fails once in the middle of
+  a batch: it is handed the first half of batch k's rows (which it writes),
+  then the batch raises, as a sink whose connection drops mid-write does.
+  Spark fails the batch (``offsets/k`` written, ``commits/k`` not), so the
+  restart re-runs it whole: the retry every production sink sees.
 - ``stop_landed``: a stop issued from another thread has begun (the query is
   no longer active), so the driver releases a held batch only once the stop
   is certain to hit it.
@@ -109,6 +114,37 @@ class BatchAbandon:
         raise ProcessStopped(
             f"raceproof fault: the process stops in batch {batch_id} after its foreachBatch ran, "
             f"before Spark commits it (commits/{batch_id})"
+        )
+
+
+class SinkFailedOnce(RuntimeError):
+    """Raised in ``foreachBatch`` by ``TransientSinkFailure``: the sink failed mid-batch."""
+
+
+@dataclass
+class TransientSinkFailure:
+    """The first batch with at least ``rows`` rows: its sink writes half, then the batch raises."""
+
+    rows: int = 2
+    reached_batch: int | None = None
+    fired: bool = False
+
+    def armed(self, batch_id: int, rows: int) -> bool:
+        """Whether this batch is the one to fail (it is remembered; it fails once)."""
+        if self.reached_batch is None and not self.fired and rows >= self.rows:
+            self.reached_batch = batch_id
+        return self.reached_batch == batch_id and not self.fired
+
+    def fire(self) -> bool:
+        if self.fired:
+            return False
+        self.fired = True
+        return True
+
+    def failure(self) -> SinkFailedOnce:
+        return SinkFailedOnce(
+            f"raceproof fault: the sink failed in batch {self.reached_batch} after writing half "
+            "of its rows (a transient failure: the restart retries the batch)"
         )
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from raceproof.sim.history import History
-from raceproof.spark_integration.faults import BatchAbandon, BatchGate
+from raceproof.spark_integration.faults import BatchAbandon, BatchGate, TransientSinkFailure
 from raceproof.spark_integration.pipeline import (
     Pipeline,
     PipelineRaised,
@@ -114,6 +114,7 @@ class PipelineJob:
         self.after_rows: Callable[[Any, int, int], None] | None = None  # (batch, id, rows)
         self.gate: BatchGate | None = None  # a fault at a named point of a batch
         self.abandon: BatchAbandon | None = None  # the process stops before Spark commits a batch
+        self.transient: TransientSinkFailure | None = None  # the user's sink fails once mid-batch
         self.records_written: list[Record] = []
         self.user_raised: UserRaised | None = None  # what the user's sink raised, whole
         self._rows_logged = 0
@@ -187,9 +188,10 @@ class PipelineJob:
         gate = self.gate
         if gate is not None:
             gate.at(batch_id, 0)  # offsets/<batch_id> is written, commits/<batch_id> is not
+        collected = batch.collect()
         rows = [
             json.dumps({"batch": batch_id, "row": self.pipeline.output(row)}, sort_keys=True)
-            for row in batch.collect()
+            for row in collected
         ]
         if self.keyed_sink:
             target = self.sandbox.inside(f"sink/batch-{batch_id:06d}.jsonl")
@@ -207,6 +209,13 @@ class PipelineJob:
                     handle.flush()
                     if gate is not None:
                         gate.at(batch_id, done)
+        transient = self.transient
+        if transient is not None and transient.armed(batch_id, len(collected)):
+            # The user's sink writes the first half of the batch and then fails (raises), as a
+            # sink whose connection drops mid-batch does; Spark fails the batch, a restart re-runs it.
+            written = len(collected) // 2
+            half = batch.sparkSession.createDataFrame(collected[:written], batch.schema)
+            batch = half
         try:
             self.pipeline.sink(batch, batch_id)
         except Exception as exc:  # the user's sink: Spark fails the batch; the cause is kept whole
@@ -222,6 +231,15 @@ class PipelineJob:
                 frames=self.user_raised.frames,
             )
             raise
+        if transient is not None and transient.reached_batch == batch_id and transient.fire():
+            self.recorder.log(
+                "nemesis",
+                "fault.sink-raised",
+                batch=batch_id,
+                rows_written=len(collected) // 2,
+                rows=len(collected),
+            )
+            raise transient.failure()
         if self.after_rows is not None:
             self.after_rows(batch, batch_id, len(rows))
         # What checkpoint fencing compares with: the last batch the sink committed.

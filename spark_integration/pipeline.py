@@ -22,7 +22,9 @@ A pipeline says
   ``state_count(row)`` (a state store row as a per-key count of input records)
   and ``count_key(record)``.
 
-A pipeline with a sink of its own adds ``begin_trial`` (a fresh folder per
+``spark_conf()`` gives Spark settings and jars (``spark.jars``) for the
+session raceproof builds, so a JDBC sink's driver needs no environment
+variable. A pipeline with a sink of its own adds ``begin_trial`` (a fresh folder per
 trial), ``read_output`` (the rows its sink stored, which every checker then
 judges) and, for a sink that is not ``foreachBatch``, ``write_stream``;
 ``stored_as`` overrides how its output mode stores rows; ``max_lateness_s``,
@@ -226,6 +228,10 @@ class Pipeline:
     # when a pipeline defines it every checker judges those rows instead of raceproof's
     # recording. ``write_stream`` replaces raceproof's foreachBatch with the pipeline's own
     # writer (Spark's file sink, say); raceproof adds the checkpoint and the trigger.
+    def spark_conf(self) -> dict[str, str]:
+        """Spark settings (and jars: ``spark.jars``) for the session raceproof builds."""
+        return {}
+
     def begin_trial(self, spark: Any, folder: Path) -> None:
         """Called before each trial with a fresh, empty folder of that trial's own."""
 
@@ -258,6 +264,8 @@ class Pipeline:
             has.add("lateness")
         if not self.writes_own_stream():
             has.add("batch-hook")  # raceproof's foreachBatch, where the batch-level faults act
+            if self.reads_own_output() and type(self).sink is not Pipeline.sink:
+                has.add("own-sink")  # the user's foreachBatch writer, judged at what it stored
         return needs <= has
 
 
@@ -311,6 +319,29 @@ def load_pipeline(spec: str) -> Pipeline:
 
     preflight.check(pipeline, spec)  # all that needs no Spark, before a session starts
     return pipeline
+
+
+def settings_of(pipelines: list[Pipeline]) -> dict[str, str]:
+    """Every pipeline's ``spark_conf()`` as one dict; PipelineRaised for junk, PipelineError
+    when two pipelines want one setting to hold two values."""
+    merged: dict[str, str] = {}
+    for pipeline in pipelines:
+        given = calling_user("spark_conf()", pipeline.spark_conf)
+        if not isinstance(given, dict) or not all(
+            isinstance(k, str) and isinstance(v, str | int | float | bool) for k, v in given.items()
+        ):
+            raise PipelineRaised(
+                f"pipeline error: spark_conf() of {pipeline.name} returned {given!r:.200}, not a "
+                "dict of setting name -> value"
+            )
+        for key, value in given.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            if merged.get(key, text) != text:
+                raise PipelineError(
+                    f"the pipelines set {key} to both {merged[key]!r} and {text!r} in spark_conf()"
+                )
+            merged[key] = text
+    return merged
 
 
 def schema_columns(schema: str) -> list[str]:

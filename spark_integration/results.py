@@ -33,6 +33,7 @@ NEEDS = {
     "state": "state_counts = True (its state store read as per-key counts)",
     "drain": "complete_after_drain = True",
     "batch-hook": "raceproof's foreachBatch (it writes through write_stream)",
+    "own-sink": "a sink(batch, batch_id) of its own, read back by read_output",
 }
 
 

@@ -64,9 +64,16 @@ def jvm_dies_with_us() -> None:
         setattr(java_gateway, "Popen", popen)  # noqa: B010
 
 
-def spark_session() -> Any:
-    """local[2], UI and progress off, 2 shuffle partitions, AQE off, 127.0.0.1, UTC, ERROR logs."""
+def spark_session(settings: dict[str, str] | None = None) -> Any:
+    """local[2], UI and progress off, 2 shuffle partitions, AQE off, 127.0.0.1, UTC, ERROR logs.
+
+    ``settings`` (a pipeline's ``spark_conf()``) go into the session as it is built; on a
+    session already running they are set where Spark allows it, and a setting it fixes at
+    start (a jar, say) that differs is ``SparkUnavailable``, naming it.
+    """
     global _SESSION, _JVM_LOG
+    if _SESSION is not None and settings:
+        _apply(_SESSION, settings)
     if _SESSION is None:
         os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -89,6 +96,7 @@ def spark_session() -> Any:
                 .config("spark.driver.host", "127.0.0.1")
                 .config("spark.sql.session.timeZone", "UTC")
                 .config("spark.sql.streaming.stopActiveRunOnRestart", "true")
+                .config(map=dict(settings or {}))
                 .getOrCreate()
             )
         except Exception as exc:
@@ -106,6 +114,20 @@ def spark_session() -> Any:
             os.close(log_fd)
         _SESSION.sparkContext.setLogLevel("ERROR")
     return _SESSION
+
+
+def _apply(spark: Any, settings: dict[str, str]) -> None:
+    """Set each setting on a running session; one fixed at start that differs is refused."""
+    for key, value in settings.items():
+        if spark.conf.get(key, None) == value:
+            continue
+        try:
+            spark.conf.set(key, value)
+        except Exception as exc:  # Spark: a static setting cannot be changed once started
+            raise SparkUnavailable(
+                f"the Spark session is already running and {key} is fixed when it starts "
+                f"({type(exc).__name__}); run spark-check in a fresh process to apply it"
+            ) from None
 
 
 def session_running() -> bool:

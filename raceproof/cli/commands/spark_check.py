@@ -42,6 +42,7 @@ class SparkRequest:
     script: Any = None
     repeat: int = 1
     shrink_budget: int = 20
+    settings: dict[str, str] = field(default_factory=dict)  # the pipelines' spark_conf()
 
 
 @dataclass
@@ -91,7 +92,12 @@ def parse_request(args: argparse.Namespace) -> SparkRequest:
     """The pipelines and the plan; UsageError (exit 2) for what is wrong, before Spark starts."""
     from raceproof.spark_integration.experiments import EXPERIMENTS, applicable
     from raceproof.spark_integration.generated import parse_script
-    from raceproof.spark_integration.pipeline import BUILT_IN, PipelineError, resolve
+    from raceproof.spark_integration.pipeline import (
+        BUILT_IN,
+        PipelineError,
+        resolve,
+        settings_of,
+    )
 
     script = None
     if args.script is not None:
@@ -113,6 +119,10 @@ def parse_request(args: argparse.Namespace) -> SparkRequest:
         pipelines = [(spec, resolve(spec)) for spec in specs]
     except PipelineError as exc:
         raise UsageError(f"{exc}; built-in pipelines: {', '.join(BUILT_IN)}") from None
+    try:
+        settings = settings_of([pipeline for _, pipeline in pipelines])
+    except PipelineError as exc:
+        raise UsageError(str(exc)) from None
     plan, not_applicable = [], []
     for spec, pipeline in pipelines:
         fits = applicable(pipeline)
@@ -133,6 +143,7 @@ def parse_request(args: argparse.Namespace) -> SparkRequest:
         script=script,
         repeat=args.repeat,
         shrink_budget=args.shrink_budget,
+        settings=settings,
     )
 
 
@@ -158,7 +169,7 @@ def run_request(request: SparkRequest, say: Any) -> SparkResult:
     owned = not session_running()  # a caller's session (a test's) is left running
     say("starting a local Spark session ...")
     try:
-        spark = spark_session()
+        spark = spark_session(request.settings)
     except SparkUnavailable as exc:
         raise UsageError(f"cannot run spark-check: {exc}") from None
     result.session_s = round(time.monotonic() - started, 1)
