@@ -304,12 +304,6 @@ def load_pipeline(spec: str) -> Pipeline:
             f"--pipeline {spec!r}: {attr}() returned {type(pipeline).__name__}, not a "
             "raceproof.spark_integration.pipeline.Pipeline"
         )
-    columns = schema_columns(pipeline.schema)
-    if pipeline.max_lateness_s is not None and columns and pipeline.event_time not in columns:
-        raise PipelineError(
-            f"--pipeline {spec!r}: event_time = {pipeline.event_time!r} is not a column of its "
-            f"schema ({', '.join(columns)})"
-        )
     if pipeline.store_rule() not in STORE_RULES:
         raise PipelineError(
             f"--pipeline {spec!r}: stored_as = {pipeline.stored_as!r}; expected one of "
@@ -342,25 +336,6 @@ def settings_of(pipelines: list[Pipeline]) -> dict[str, str]:
                 )
             merged[key] = text
     return merged
-
-
-def schema_columns(schema: str) -> list[str]:
-    """The top-level column names of a DDL schema (``[]`` when it is not a plain column list)."""
-    names: list[str] = []
-    depth, start = 0, 0
-    text = str(schema)
-    for at, char in enumerate([*text, ","]):
-        if char in "<(":
-            depth += 1
-        elif char in ">)":
-            depth -= 1
-        elif char == "," and depth == 0:
-            words = text[start:at].replace(":", " ").split()
-            if not words:
-                return []
-            names.append(words[0].strip("`"))
-            start = at + 1
-    return names
 
 
 def _said(exc: BaseException) -> str:

@@ -89,6 +89,7 @@ HOOKS = {
     "begin_trial": ("spark", "folder"),
     "read_output": ("spark",),
     "write_stream": ("frame",),
+    "spark_conf": (),
 }
 
 
@@ -215,9 +216,14 @@ def check_declarations(pipeline: Pipeline, spec: str) -> None:
     """``schema``, ``output_mode``, ``max_lateness_s`` and the hooks' signatures; PipelineError."""
     where = f"--pipeline {spec!r}"
     try:
-        ddl_columns(pipeline.schema)
+        columns = ddl_columns(pipeline.schema)
     except ValueError as exc:
         raise PipelineError(f"{where}: schema = {pipeline.schema!r} is not DDL: {exc}") from None
+    if pipeline.max_lateness_s is not None and pipeline.event_time not in columns:
+        raise PipelineError(
+            f"{where}: event_time = {pipeline.event_time!r} is not a column of its schema "
+            f"({', '.join(columns)})"
+        )
     if pipeline.output_mode not in OUTPUT_MODES:
         raise PipelineError(
             f"{where}: output_mode = {pipeline.output_mode!r}; expected one of "
