@@ -6,7 +6,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-optimized lint docs bench clean zookeeper browser postgres mutation fuzz
+.PHONY: demo test test-optimized lint docs bench clean zookeeper browser postgres mutation fuzz soundness
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -139,3 +139,13 @@ mutation: $(STAMP)
 	cd $(MUTATION_DIR) && HYPOTHESIS_PROFILE=mutation nice -n 10 $(MUTMUT) run > mutmut-run.log 2>&1 \
 		|| { tail -n 40 mutmut-run.log; exit 1; }
 	cd $(MUTATION_DIR) && $(CURDIR)/$(PY) $(CURDIR)/tools/mutation_score.py
+
+# The soundness generator (property_tests/soundness_models.py) at length: every shortcut of a
+# proof against the full walk over many random models, then a hunt for every planted slip.
+# SOUNDNESS_EXAMPLES per property (make test runs 8); SLIP_EXAMPLES per slip.
+SOUNDNESS_EXAMPLES ?= 300
+SLIP_EXAMPLES ?= 300
+soundness: $(STAMP)
+	RACEPROOF_SOUNDNESS_EXAMPLES=$(SOUNDNESS_EXAMPLES) $(VENV)/bin/pytest -q -p no:cacheprovider \
+		property_tests/test_soundness.py
+	$(VENV)/bin/python -m property_tests.test_soundness_slips $(SLIP_EXAMPLES)

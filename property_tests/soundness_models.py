@@ -1,0 +1,510 @@
+"""The soundness generator: small random models from every primitive a user has (issue 33 item 2).
+
+A proof's shortcuts (the partial-order reduction, the state cache, the split
+over ``-j`` workers) each claim to change no verdict. ``spec_strategy`` draws a
+``Spec``: two or three actors, each a short script of ops over tracked state
+of every kind (a dict, a set, a counter, a record), a lock, a queue taken with
+``get`` and ``get_nowait``, per-actor timers armed and cancelled, ZooKeeper
+(a session-bound client per actor: ephemeral creates, sets, watches, multi-
+ops, expiries), node faults (pauses, crashes, clock jumps and clock reads),
+model-level draws, probes reached from a step and from an ``after_step`` hook,
+an ``always()`` invariant, a checker that reads the order of ops
+(``reads_op_order``) and a checker of the final state. ``build`` interprets a
+spec as a model; ``property_tests/soundness_walks.py`` walks one in full and
+with each shortcut and returns what differs, which ``property_tests/test_soundness.py`` asserts is
+nothing, and uses to show that every planted slip is found.
+
+A spec with ``untracked`` also shares a plain dict its footprints never
+record (the model's own footprint slip, as a user makes it): there the
+reduction may be wrong, and the claim is the checkers' instead: whenever the
+reduced walk misses a final state or a verdict of the full walk,
+``prove --check-footprints`` and ``--cross-check`` must say so.
+
+A model ends when its observer logs the final state (every tracked object
+read) at ``END_MS`` and finishes the run, so an actor blocked on an empty
+queue ends nothing early. A run's *ending* is ``state_cache.ending``: its
+status, each checker's verdict and the ops it logged, up to their order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from raceproof.sim import (
+    Bounds,
+    ChoiceSource,
+    EventQueue,
+    History,
+    Lock,
+    QueueEmpty,
+    RunOutcome,
+    Timer,
+    Verdict,
+    VersionedStore,
+    World,
+    ZkClient,
+    always,
+    checker,
+    execute,
+    invariant_checker,
+    reads_op_order,
+    violated,
+)
+from raceproof.sim.store import StoreError, TransactionFailed
+from raceproof.sim.world import ProcessGenerator, Runner, _step_key
+
+# Ops an actor's script is made of; each is one step, after a scheduling point of its own.
+TRACKED = (
+    "dict.set",
+    "dict.get",
+    "dict.del",
+    "dict.len",
+    "set.add",
+    "set.discard",
+    "set.has",
+    "set.len",
+    "counter.add",
+    "counter.read",
+    "record.toggle",
+    "record.get",
+    "touch.write",
+    "touch.read",
+)
+PRIMITIVES = (
+    "lock.try",
+    "lock.release",
+    "queue.put",
+    "queue.get",
+    "queue.get_nowait",
+    "timer.start",
+    "timer.cancel",
+)
+ZOOKEEPER = ("zk.create", "zk.set", "zk.get-watch", "zk.multi", "zk.expire")
+FAULTS = ("node.pause", "node.crash", "node.jump", "node.clock", "draw", "probe", "late")
+UNTRACKED = ("plain.write", "plain.read", "plain.raise", "plain.branch")
+OPS = TRACKED + PRIMITIVES + ZOOKEEPER + FAULTS
+
+INVARIANTS = ("record-not-both", "counter-below-2", "set-below-2", "dict-not-both")
+END_MS = 20
+BOUNDS = Bounds(max_time_ms=1_000, max_steps=400)
+
+
+@dataclass(frozen=True)
+class Op:
+    kind: str
+    key: int  # 0 or 1: which element, field, path or delay
+
+
+@dataclass(frozen=True)
+class Spec:
+    actors: tuple[tuple[Op, ...], ...]
+    invariant: str | None = None
+    order_checker: bool = False  # a checker that reads which actor logged first
+    probe_hook: bool = False  # a probe reached from an after_step hook
+    untracked: bool = False  # ops may share a plain dict no footprint records
+    state: bool = False  # the model declares its state (for the state cache)
+    final_checker: bool = True  # a third of the final states violate (``final_state``)
+
+    def __str__(self) -> str:
+        scripts = " | ".join(" ".join(f"{op.kind}:{op.key}" for op in ops) for ops in self.actors)
+        flags = [
+            name
+            for name, on in (
+                ("order", self.order_checker),
+                ("hook", self.probe_hook),
+                ("untracked", self.untracked),
+                ("state", self.state),
+                ("final", self.final_checker),
+            )
+            if on
+        ]
+        return f"[{scripts}] invariant={self.invariant} {' '.join(flags)}"
+
+
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "dict": TRACKED[0:4],
+    "set": TRACKED[4:8],
+    "counter": TRACKED[8:10],
+    "record": TRACKED[10:12],
+    "touch": TRACKED[12:14],
+    "lock": PRIMITIVES[0:2],
+    "queue": PRIMITIVES[2:5],
+    "timer": (*PRIMITIVES[5:7], "counter.read"),
+    "zk": ZOOKEEPER,
+    "node": ("node.pause", "node.crash", "node.jump", "node.clock"),
+    "misc": ("draw", "probe", "late"),
+}
+# The invariant that reads each family's object (the others get one at random).
+WATCHES = {
+    "record": "record-not-both",
+    "counter": "counter-below-2",
+    "timer": "counter-below-2",
+    "set": "set-below-2",
+    "dict": "dict-not-both",
+}
+
+
+@st.composite
+def spec_strategy(
+    draw: st.DrawFn,
+    *,
+    untracked: bool = False,
+    max_ops: int = 5,
+    families: tuple[str, ...] = (),
+    state: bool | None = None,
+) -> Spec:
+    """Two or three actors of one to three ops, at most ``max_ops`` in all.
+
+    A spec focuses on one or two families of primitives (so its actors meet on the
+    same objects, where a slip shows), with an op of any family now and then; its
+    invariant, when it has one, mostly watches a focused family's object. With
+    ``untracked`` the model's own unrecorded dict is always one of the families;
+    ``families`` narrows the focus (a slip's hunt), ``state`` fixes whether the
+    model declares its state.
+    """
+    pool = sorted(families or FAMILIES)
+    focus = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=2, unique=True))
+    kinds = [kind for family in focus for kind in FAMILIES[family]]
+    if untracked:
+        kinds += list(UNTRACKED)
+    op = st.builds(
+        Op,
+        st.one_of(st.sampled_from(kinds), st.sampled_from(kinds), st.sampled_from(OPS)),
+        st.integers(0, 1),
+    )
+    actors = draw(st.integers(2, 3))
+    scripts: list[tuple[Op, ...]] = []
+    for index in range(actors):
+        room = max_ops - sum(len(s) for s in scripts) - (actors - index - 1)
+        length = draw(st.integers(1, max(1, min(3, room))))
+        scripts.append(tuple(draw(op) for _ in range(length)))
+    watched = [WATCHES[f] for f in focus if f in WATCHES]
+    invariant = draw(
+        st.one_of(st.none(), st.sampled_from(watched or INVARIANTS), st.sampled_from(INVARIANTS))
+    )
+    rare = st.sampled_from((False, False, False, True))
+    return Spec(
+        actors=tuple(scripts),
+        invariant=invariant,
+        order_checker=draw(rare),
+        probe_hook=draw(rare),
+        untracked=untracked,
+        state=draw(st.booleans()) if state is None else state,
+        final_checker=draw(st.booleans()),
+    )
+
+
+@dataclass
+class _Parts:
+    """A run's objects, for the ops, the observers and the state fingerprint."""
+
+    world: World
+    d: Any
+    s: Any
+    c: Any
+    r: Any
+    lock: Lock
+    queue: EventQueue
+    store: VersionedStore
+    clients: list[ZkClient]
+    timers: list[Timer]
+    plain: dict[str, Any]
+    touched: dict[str, Any]  # the model's own object, named with world.touch("model:m")
+
+
+def build(world: World, spec: Spec) -> None:
+    """The model a spec describes (its footprints declared by the tracked state)."""
+    n = len(spec.actors)
+    store = VersionedStore(world, "zk")
+    for path in ("/n0", "/n1"):
+        store.create(path, "")
+    parts = _Parts(
+        world=world,
+        d=world.shared.dict("d"),
+        s=world.shared.set("s"),
+        c=world.shared.counter("c"),
+        r=world.shared.record("r", x=None, y=None),
+        lock=Lock(world, "lock"),
+        queue=EventQueue(world, "q"),
+        store=store,
+        clients=[ZkClient(world, store, f"z{i}") for i in range(n)],
+        timers=[],
+        plain={"v": None},
+        touched={"v": None},
+    )
+
+    def fire(index: int) -> None:
+        parts.c.add(1)
+        world.log(f"t{index}", "fired")
+
+    parts.timers = [
+        Timer(world, f"t{i}", lambda i=i: fire(i), resource=f"t{i}")  # type: ignore[misc]
+        for i in range(n)
+    ]
+    if spec.invariant is not None:
+        always(world, spec.invariant, _predicate(parts, spec.invariant))
+    if spec.probe_hook:
+        world.after_step.append(lambda: world.reach("hook") if parts.c.value == 1 else None)
+    if spec.state:
+        world.declare_state(lambda: fingerprint(parts, spec))
+    for index, script in enumerate(spec.actors):
+        node = world.node(f"n{index}")
+        world.spawn(f"a{index}", _actor(parts, index, script), interleave=True, node=node)
+
+    def observer() -> ProcessGenerator:
+        yield world.sleep(END_MS)
+        world.log("observer", "final", state=snapshot(parts))
+        world.finish()
+
+    world.spawn("observer", observer())
+
+
+def _predicate(parts: _Parts, name: str) -> Callable[[], bool]:
+    if name == "record-not-both":
+        return lambda: not (parts.r.x is not None and parts.r.y is not None)
+    if name == "counter-below-2":
+        return lambda: parts.c.value < 2
+    if name == "set-below-2":
+        return lambda: len(parts.s) < 2
+    return lambda: not (0 in parts.d and 1 in parts.d)
+
+
+def _actor(parts: _Parts, index: int, script: tuple[Op, ...]) -> Callable[[], ProcessGenerator]:
+    def body() -> ProcessGenerator:
+        for op in script:
+            yield parts.world.sleep(0)
+            if op.kind == "queue.get":
+                item = yield parts.queue.get()
+                parts.world.log(f"a{index}", "op", k=op.kind, saw=item)
+            elif op.kind == "plain.branch":  # control flow on untracked state: a divergence
+                if parts.plain["v"] is not None:
+                    yield parts.world.sleep(1)
+                parts.world.log(f"a{index}", "op", k=op.kind, saw=None)
+            elif op.kind == "late":  # a step at the instant the observer finishes the run
+                yield parts.world.sleep(max(0, END_MS - parts.world.now_ms))
+                parts.world.log(f"a{index}", "op", k=op.kind, saw=None)
+            elif op.kind == "draw":
+                delay_ms = parts.world.source.choose(f"a{index}.delay", (0, 1 + op.key))
+                yield parts.world.sleep(delay_ms)
+                parts.world.log(f"a{index}", "op", k=op.kind, saw=delay_ms)
+            else:
+                saw = _apply(parts, index, op)
+                parts.world.log(f"a{index}", "op", k=op.kind, saw=saw)
+
+    return body
+
+
+def _apply(parts: _Parts, index: int, op: Op) -> Any:
+    """One op of actor ``index`` within its step; what it saw (logged, so order shows)."""
+    me, key = f"a{index}", op.key
+    family = op.kind.split(".", 1)[0]
+    if family == "touch":
+        parts.world.touch("model:m", write=op.kind == "touch.write")
+        if op.kind == "touch.write":
+            parts.touched["v"] = f"{me}.{key}"
+        return parts.touched["v"]
+    if family in ("dict", "set", "counter", "record"):
+        return _tracked(parts, me, op)
+    if family in ("lock", "queue", "timer"):
+        return _primitive(parts, index, op)
+    if family == "zk":
+        return _zookeeper(parts, index, op)
+    if family == "plain":
+        if op.kind == "plain.write":
+            parts.plain["v"] = f"{me}.{key}"
+        elif op.kind == "plain.raise" and parts.plain["v"] == f"a{1 - index % 2}.{key}":
+            raise ValueError(f"{me} met {parts.plain['v']}")
+        return parts.plain["v"]
+    other = parts.world.node(f"n{(index + 1) % len(parts.clients)}")
+    if op.kind == "node.pause":
+        other.pause(1 + key)
+    elif op.kind == "node.crash":
+        if other.up:
+            other.crash()
+    elif op.kind == "node.jump":
+        other.jump_clock(5 + key)
+    elif op.kind == "node.clock":
+        return parts.world.node(f"n{index}").now_ms
+    elif op.kind == "probe" and (parts.c.value > 0 or key in parts.s):
+        parts.world.reach("window")
+    return None
+
+
+def _tracked(parts: _Parts, me: str, op: Op) -> Any:
+    d, s, c, r, key = parts.d, parts.s, parts.c, parts.r, op.key
+    if op.kind == "dict.set":
+        d[key] = me
+    elif op.kind == "dict.get":
+        return d.get(key)
+    elif op.kind == "dict.del":
+        return d.pop(key, None)
+    elif op.kind == "dict.len":
+        return len(d)
+    elif op.kind == "set.add":
+        s.add(key)
+    elif op.kind == "set.discard":
+        s.discard(key)
+    elif op.kind == "set.has":
+        return key in s
+    elif op.kind == "set.len":
+        return len(s)
+    elif op.kind == "counter.add":
+        return c.add(1)
+    elif op.kind == "counter.read":
+        return c.value
+    elif op.kind == "record.toggle":
+        field = ("x", "y")[key]
+        setattr(r, field, me if getattr(r, field) is None else None)
+    else:
+        return getattr(r, ("x", "y")[key])
+    return None
+
+
+def _primitive(parts: _Parts, index: int, op: Op) -> Any:
+    me = f"a{index}"
+    if op.kind == "lock.try":
+        return parts.lock.try_acquire(me)
+    if op.kind == "lock.release":
+        if parts.lock.owner == me:  # the owner is the actor's own knowledge: it took it
+            parts.lock.release(me)
+            return True
+        return False
+    if op.kind == "queue.put":
+        return parts.queue.put(f"{me}.{op.key}")
+    if op.kind == "queue.get_nowait":
+        try:
+            return parts.queue.get_nowait()
+        except QueueEmpty:
+            return None
+    if op.kind == "timer.start":
+        parts.timers[index].start(op.key)
+        return None
+    return parts.timers[(index + 1) % len(parts.timers)].cancel()
+
+
+def _zookeeper(parts: _Parts, index: int, op: Op) -> Any:
+    client, world, key = parts.clients[index], parts.world, op.key
+    try:
+        if op.kind == "zk.create":
+            return client.create(f"/e{key}", f"a{index}", ephemeral=True)
+        if op.kind == "zk.set":
+            return client.set(f"/n{key}", f"a{index}")
+        if op.kind == "zk.get-watch":
+
+            def notified(event: Any) -> None:
+                world.log(f"w{index}", "watch", path=event.path, kind=event.kind)
+
+            return client.get(f"/n{key}", watch=notified)[1]
+        if op.kind == "zk.multi":
+            txn = client.transaction().check(f"/n{key}", 0).set_data(f"/n{1 - key}", f"a{index}")
+            return txn.commit()
+        client.expire()
+        return None
+    except TransactionFailed:
+        return "failed"
+    except StoreError as error:
+        return type(error).__name__
+
+
+def snapshot(parts: _Parts) -> str:
+    """The final state, every object read (the observer's step)."""
+    store = parts.store
+    nodes = {p: store.get(p)[0] for p in ("/n0", "/n1", "/e0", "/e1") if store.exists(p)}
+    return repr(
+        (
+            sorted(parts.d.items()),
+            sorted(parts.s),
+            parts.c.value,
+            (parts.r.x, parts.r.y),
+            parts.lock.locked,
+            list(parts.queue.items),
+            sorted(nodes.items()),
+            [client.state for client in parts.clients],
+            [timer.fired for timer in parts.timers],
+            parts.plain["v"],
+            parts.touched["v"],
+        )
+    )
+
+
+def fingerprint(parts: _Parts, spec: Spec) -> str:
+    """The model's state for the state cache: everything the future and the checkers read.
+
+    Besides the objects: the queue's waiting takers (whose step they will run), the
+    store's sessions and watches, the nodes, the hooks still armed, the probes
+    reached so far and which actor logged first (the order checker reads it). The
+    kernel adds every pending event.
+    """
+    world, store = parts.world, parts.store
+    first = next((op.actor for op in world.history.ops if op.kind == "op"), None)
+    return repr(
+        (
+            sorted(parts.d._data.items()),
+            sorted(parts.s._data),
+            parts.c._value,
+            sorted(parts.r._fields.items()),
+            parts.lock.owner,
+            list(parts.queue.items),
+            [_step_key(event) for event in parts.queue.getters],
+            sorted((p, n.data, n.version, n.ephemeral_session) for p, n in store.nodes.items()),
+            sorted(store.sessions.items()),
+            sorted((p, len(w)) for p, w in store.data_watches.items()),
+            [(c.state, c.session, len(c._held)) for c in parts.clients],
+            [(t._fired, t._due_ms) for t in parts.timers],
+            sorted(
+                (name, node.up, node.paused_until_ms > world.now_ms, node.clock_offset_ms)
+                for name, node in world.nodes.items()
+            ),
+            len(world.after_step),
+            sorted(world.probes.items()),
+            first if spec.order_checker else None,
+            parts.plain["v"],
+            parts.touched["v"],
+        )
+    )
+
+
+# -- the checkers ---------------------------------------------------------------------
+@checker("final-state")
+def final_state(history: History) -> Verdict | None:
+    """A fixed, arbitrary third of the final states violate: a verdict that follows the state."""
+    finals = history.of_kind("final")
+    if (
+        finals
+        and int(hashlib.sha256(str(finals[-1].get("state")).encode()).hexdigest(), 16) % 3 == 0
+    ):
+        return violated("the final state is one of the planted third", finals[-1].index)
+    return None
+
+
+@reads_op_order
+@checker("a0-first")
+def a0_first(history: History) -> Verdict | None:
+    """Reads op order: a1's first op must not come before a0's first."""
+    for op in history.of_kind("op"):
+        if op.actor in ("a0", "a1"):
+            return violated("a1 logged first", op.index) if op.actor == "a1" else None
+    return None
+
+
+def checkers(spec: Spec) -> list[Callable[[History], Verdict]]:
+    found: list[Callable[[History], Verdict]] = [final_state] if spec.final_checker else []
+    if spec.invariant is not None:
+        found.append(invariant_checker(spec.invariant))
+    if spec.order_checker:
+        found.append(a0_first)
+    return found
+
+
+def runner(spec: Spec) -> Runner:
+    judged = checkers(spec)
+
+    def run(source: ChoiceSource) -> RunOutcome:
+        return execute(lambda world: build(world, spec), source, judged, BOUNDS)
+
+    return run

@@ -1,0 +1,220 @@
+"""Walking a generated model every way a proof can, against the full walk (issue 33 item 2).
+
+``property_tests/soundness_models.py`` draws and builds the models; this module
+walks one in full (the reference: no reduction, every schedule judged, findings
+masked so nothing stops the walk) and with each shortcut a proof takes, and
+returns what differs as sentences (an empty list: nothing). Each ``MODES`` entry
+is one claim: the reduction, the state cache, ``prove -j 2`` and the footprint
+checkers (``--check-footprints``, ``--cross-check``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from property_tests.soundness_models import BOUNDS, Spec, build, checkers, runner
+from raceproof.scenarios.catalogue import Scenario
+from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
+from raceproof.sim.configs import BadInput
+from raceproof.sim.cross_check import cross_check
+from raceproof.sim.exhaustive import ProofReport
+from raceproof.sim.state_cache import StateCacheMismatch, ending
+from raceproof.sim.world import Runner
+
+WALK_RUNS = 4_000  # a spec whose full walk needs more is not judged (``TooBig``)
+
+FINDINGS = ("violated", "error")
+
+
+class TooBig(Exception):
+    """The full walk of this spec did not complete within ``WALK_RUNS`` runs: nothing to compare."""
+
+
+@dataclass
+class Walk:
+    """One walk that judged every schedule to its end (findings do not stop it)."""
+
+    report: ProofReport
+    endings: set[tuple[Any, ...]]
+    finals: set[str]  # the final states (the observer's snapshots)
+    statuses: set[str]  # the runs' statuses
+    probes: set[str]  # the probes some judged run reached
+
+
+def walk(spec: Spec, *, reduction: bool, state_cache: bool = False) -> Walk:
+    """Walk ``spec`` as ``prove`` does, but on through its findings, recording every ending."""
+    run = runner(spec)
+    endings: set[tuple[Any, ...]] = set()
+    finals: set[str] = set()
+    statuses: set[str] = set()
+
+    def recording(source: ChoiceSource) -> RunOutcome:
+        outcome = run(source)
+        if outcome.bound is None:
+            endings.add(ending(outcome, 0))
+            finals.update(str(op.get("state")) for op in outcome.history.of_kind("final"))
+            statuses.add(outcome.status)
+        if outcome.status in FINDINGS:  # judged, and the walk goes on
+            return dataclasses.replace(outcome, status="ok")
+        return outcome
+
+    report = prove(
+        recording, budget=Budget(examples=WALK_RUNS), reduction=reduction, state_cache=state_cache
+    )
+    return Walk(report, endings, finals, statuses, {p for p, n in report.probes.items() if n})
+
+
+def full_walk(spec: Spec) -> Walk:
+    """The plain walk, every schedule; ``TooBig`` when it does not complete."""
+    full = walk(spec, reduction=False)
+    if not full.report.complete:
+        raise TooBig(str(spec))
+    return full
+
+
+def _claims(name: str, report: ProofReport, full: Walk) -> list[str]:
+    """A real (stopping) proof against the full walk: a finding iff it has one, never a false proof."""
+    found = bool(full.statuses & set(FINDINGS))
+    problems = []
+    if found and report.verdict not in FINDINGS:
+        problems.append(
+            f"{name} says {report.verdict} (complete={report.complete}) where the full walk "
+            f"finds {sorted(full.statuses & set(FINDINGS))}"
+        )
+    if not found and report.verdict in FINDINGS:
+        problems.append(f"{name} finds {report.verdict} where the full walk finds nothing")
+    return problems
+
+
+def reduction_problems(spec: Spec, full: Walk | None = None) -> list[str]:
+    """Reduced walk vs full walk: the same endings, probes and verdict."""
+    full = full or full_walk(spec)
+    reduced = walk(spec, reduction=True)
+    problems = []
+    if not reduced.report.complete:
+        problems.append("the reduced walk did not complete where the full walk did")
+    if reduced.endings != full.endings:
+        missing = len(full.endings - reduced.endings)
+        problems.append(f"the reduced walk misses {missing} ending(s) of the full walk")
+    if reduced.probes != full.probes:
+        problems.append(f"probes reached: reduced {reduced.probes}, full {full.probes}")
+    stopping = prove(runner(spec), budget=Budget(examples=WALK_RUNS))
+    return problems + _claims("the reduced proof", stopping, full)
+
+
+def state_cache_problems(spec: Spec, full: Walk | None = None) -> list[str]:
+    """With the state cache (the spec declares its state): the same final states and verdict."""
+    spec = dataclasses.replace(spec, state=True)
+    full = full or full_walk(spec)
+    problems = []
+    try:
+        cached = walk(spec, reduction=True, state_cache=True)
+        stopping = prove(runner(spec), budget=Budget(examples=WALK_RUNS), state_cache=True)
+    except StateCacheMismatch as mismatch:
+        return [f"the state cache's own check: {mismatch}"]
+    if not cached.report.complete:
+        problems.append("the cached walk did not complete where the full walk did")
+    if cached.finals != full.finals or cached.statuses != full.statuses:
+        problems.append(
+            f"the cached walk reaches {len(cached.finals)} final states "
+            f"({sorted(cached.statuses)}), the full walk {len(full.finals)} ({sorted(full.statuses)})"
+        )
+    if cached.probes != full.probes:
+        problems.append(f"probes reached: cached {cached.probes}, full {full.probes}")
+    return problems + _claims("the cached proof", stopping, full)
+
+
+def scenario(spec: Spec) -> Scenario:
+    """The spec as a scenario (never registered): its ``prove`` is the public API of ``-j``."""
+    return Scenario(
+        name="soundness-spec",
+        summary=str(spec),
+        variants={"model": "the generated model"},
+        expect_violation=frozenset(),
+        checkers=tuple(checkers(spec)),
+        build=lambda world, variant, config: build(world, spec),
+        bounds=BOUNDS,
+    )
+
+
+def parallel_problems(spec: Spec, full: Walk | None = None) -> list[str]:
+    """``prove -j 2`` (the scenario's public ``prove``) against the full walk."""
+    full = full or full_walk(spec)
+    report = scenario(spec).prove("model", Budget(examples=WALK_RUNS), jobs=2)
+    return _claims("prove -j 2", report, full)
+
+
+def masked(run: Runner) -> Runner:
+    """``run`` whose findings do not stop a walk: every schedule is judged (verdicts kept)."""
+
+    def judged(source: ChoiceSource) -> RunOutcome:
+        outcome = run(source)
+        return dataclasses.replace(outcome, status="ok") if outcome.status in FINDINGS else outcome
+
+    return judged
+
+
+def _raised(check: Callable[[], ProofReport]) -> tuple[ProofReport | None, str | None]:
+    try:
+        return check(), None
+    except BadInput as mismatch:
+        return None, str(mismatch)
+
+
+def checker_problems(spec: Spec, full: Walk | None = None) -> list[str]:
+    """The checkers of soundness: silent on a sound reduction, loud on an unsound one.
+
+    Over the whole walk (findings masked so nothing stops it), ``prove
+    --check-footprints`` and ``--cross-check`` must raise ``FootprintMismatch`` (bad
+    input) whenever the reduced walk misses an ending of the full walk. As the user
+    runs them (stopping at the first finding), neither may end in a claim the full
+    walk contradicts: no ``ok`` where it finds something, no ``cross_checked`` count
+    over different endings. On a model whose footprints are all recorded neither
+    raises at all.
+    """
+    full = full or full_walk(spec)
+    unsound = walk(spec, reduction=True).endings != full.endings
+    run, budget = runner(spec), Budget(examples=WALK_RUNS)
+    checks: dict[str, Callable[[Runner], ProofReport]] = {
+        "--check-footprints": lambda r: prove(r, budget=budget, check_footprints=True),
+        "--cross-check": lambda r: cross_check(r, budget=budget),
+    }
+    problems = []
+    for name, check in checks.items():
+        raised = _raised(partial(check, masked(run)))[1]
+        if unsound and raised is None:
+            problems.append(f"{name} passes a reduction that misses endings of the full walk")
+        stopping, stopped_raised = _raised(partial(check, run))
+        if stopping is not None:
+            problems += _claims(f"{name} (stopping)", stopping, full)
+            if stopping.cross_checked is not None and unsound:
+                problems.append(f"{name} counts a cross-check over different endings")
+        for message in (raised, stopped_raised):
+            if message is not None and not spec.untracked and not unsound:
+                problems.append(f"{name} blames a model of tracked state: {message}")
+    return problems
+
+
+MODES: dict[str, Callable[[Spec, Walk | None], list[str]]] = {
+    "reduction": reduction_problems,
+    "state-cache": state_cache_problems,
+    "parallel": parallel_problems,
+    "checkers": checker_problems,
+}
+
+
+@contextlib.contextmanager
+def patched(target: Any, name: str, value: Any) -> Iterator[None]:
+    """``target.name = value`` for the block (a planted slip)."""
+    original = inspect.getattr_static(target, name)  # a staticmethod stays one
+    setattr(target, name, value)
+    try:
+        yield
+    finally:
+        setattr(target, name, original)

@@ -1,0 +1,77 @@
+"""Every shortcut of a proof against the full walk, over generated models (issue 33 item 2).
+
+``property_tests/soundness_models.py`` draws small models from every primitive a
+user has (``soundness_walks.py`` walks them); for each, the full walk (no
+reduction) is the reference, and:
+
+- the reduced walk reaches the same endings (verdicts, ops) and probes, and the
+  reduced proof finds a violation or an error exactly when the full walk does;
+- the state cache (the model declaring its state) reaches the same final states
+  and statuses, and its proof agrees with the full walk;
+- ``prove -j 2`` (a scenario's public ``prove``) agrees with the full walk;
+- ``--check-footprints`` and ``--cross-check`` stay silent on a model of tracked
+  state and report every model whose own untracked object makes the reduction
+  miss an ending.
+
+In ``make test`` each runs ``RACEPROOF_SOUNDNESS_EXAMPLES`` examples (default 8,
+derandomized: a few seconds each); ``make soundness`` runs them with many more,
+randomized. The planted slips are in ``test_soundness_slips.py``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, assume, given, settings
+
+from property_tests.soundness_models import Spec, spec_strategy
+from property_tests.soundness_walks import MODES, TooBig, full_walk
+
+SOUNDNESS_EXAMPLES = int(os.environ.get("RACEPROOF_SOUNDNESS_EXAMPLES", "8"))
+GENERATED = settings(
+    max_examples=SOUNDNESS_EXAMPLES,
+    deadline=None,
+    database=None,
+    derandomize="RACEPROOF_SOUNDNESS_EXAMPLES" not in os.environ,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def _judge(mode: str, spec: Spec) -> None:
+    try:
+        full = full_walk(spec)
+    except TooBig:
+        assume(False)
+        return
+    problems = MODES[mode](spec, full)
+    assert not problems, f"{spec}: {problems}"
+
+
+@GENERATED
+@given(spec_strategy())
+def test_the_reduced_walk_agrees_with_the_full_walk(spec: Spec) -> None:
+    _judge("reduction", spec)
+
+
+@GENERATED
+@given(spec_strategy())
+def test_the_state_cache_agrees_with_the_full_walk(spec: Spec) -> None:
+    _judge("state-cache", spec)
+
+
+@GENERATED
+@given(spec_strategy(max_ops=4))
+def test_prove_j2_agrees_with_the_full_walk(spec: Spec) -> None:
+    _judge("parallel", spec)
+
+
+@GENERATED
+@given(spec_strategy())
+def test_the_footprint_checks_are_silent_on_tracked_models(spec: Spec) -> None:
+    _judge("checkers", spec)
+
+
+@GENERATED
+@given(spec_strategy(untracked=True))
+def test_the_footprint_checks_report_every_unsound_reduction(spec: Spec) -> None:
+    _judge("checkers", spec)
