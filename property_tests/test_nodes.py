@@ -436,6 +436,12 @@ def test_a_short_node_pause_keeps_the_session() -> None:
     assert heard == ["disconnected@60", "connected@60"]
 
 
+def test_a_node_pause_of_zero_is_no_fault_for_its_client() -> None:
+    world, client, heard = node_bound_session(0)
+    assert client.connected and client.live and heard == []
+    assert [op.kind for op in world.history if op.kind.startswith("zk.")] == []
+
+
 def test_a_client_of_no_node_keeps_its_heartbeats_through_the_pause() -> None:
     world, client, heard = node_bound_session(300, bound=False)
     assert world.history.of_kind("zk.session-expired") == []

@@ -133,7 +133,7 @@ class Node:
             duration_ms=duration_ms,
             until_ms=max(until_ms, self.paused_until_ms),
         )
-        if until_ms > self.paused_until_ms:
+        if until_ms > self.paused_until_ms and duration_ms > 0:  # pause(0) is no pause
             self.paused_until_ms = until_ms
             if self not in self.world.paused_nodes:
                 self.world.paused_nodes.append(self)
