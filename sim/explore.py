@@ -37,6 +37,8 @@ Progress = Callable[[dict[str, Any]], None]
 # Examples of one search at most: the cap of every command that takes --examples and of
 # the pytest fixture's ``examples`` (a count beyond it is refused, never run for ever).
 MAX_EXAMPLES = 10**9
+HYPOTHESIS_CHUNK = 100  # examples of one seeded Hypothesis run within a search
+HYPOTHESIS_TOP_UPS = 8  # runs a chunk may take to generate its examples
 
 
 @dataclass
@@ -118,6 +120,7 @@ class SearchReport:
     # probe -> examples that reached it (the search's own examples, not shrinking's runs)
     probes: dict[str, int] = field(default_factory=dict)
     undecided_by: dict[str, int] = field(default_factory=dict)  # checker -> runs it said unknown
+    undecided: Undecided = field(default_factory=Undecided)  # what left runs undecided, and why
 
 
 def searching(source: SourceT) -> SourceT:
@@ -156,6 +159,7 @@ def _violated(
         shrunk=result.outcome,
         shrink_runs=shrink_runs + result.runs,
         undecided_by=dict(undecided.checkers),
+        undecided=undecided,
     )
 
 
@@ -171,6 +175,7 @@ def _out_of_time(
         stopped_by="seconds",
         notes=[note, *undecided.notes(bounds=False)],
         undecided_by=dict(undecided.checkers),
+        undecided=undecided,
     )
 
 
@@ -185,6 +190,7 @@ def _no_violation(strategy: str, examples: int, undecided: Undecided) -> SearchR
         stopped_by="examples",
         notes=notes,
         undecided_by=dict(undecided.checkers),
+        undecided=undecided,
     )
 
 
@@ -194,8 +200,13 @@ def explore_random(
     budget: Budget,
     progress: Progress | None = None,
     strategy: str = "random",
+    start: int = 0,
 ) -> SearchReport:
-    """One seeded source per example: ``RandomSource``, or ``SwarmSource`` for ``swarm``."""
+    """One seeded source per example: ``RandomSource``, or ``SwarmSource`` for ``swarm``.
+
+    ``start``: the index of the first example (a part of a longer search: example i
+    draws from ``derive_seed(seed, i)`` wherever it runs).
+    """
     make = SwarmSource if strategy == "swarm" else RandomSource
     budget.start()
     undecided = Undecided()
@@ -203,7 +214,7 @@ def explore_random(
     for example in range(budget.examples):
         if budget.out_of_time():
             return _with(probes, _out_of_time(strategy, example, undecided, budget))
-        outcome = run(searching(make(derive_seed(seed, example))))
+        outcome = run(searching(make(derive_seed(seed, start + example))))
         undecided.add(outcome)
         count_probes(probes, outcome)
         if progress:
@@ -225,7 +236,12 @@ def schedule_draws_of_fifo_run(run: Runner) -> int:
 
 
 def explore_pct(
-    run: Runner, seed: int, budget: Budget, progress: Progress | None, depth: int
+    run: Runner,
+    seed: int,
+    budget: Budget,
+    progress: Progress | None,
+    depth: int,
+    start: int = 0,
 ) -> SearchReport:
     budget.start()
     steps = max(1, schedule_draws_of_fifo_run(run))
@@ -234,7 +250,7 @@ def explore_pct(
     for example in range(budget.examples):
         if budget.out_of_time():
             return _with(probes, _out_of_time("pct", example, undecided, budget))
-        outcome = run(searching(PCTSource(derive_seed(seed, example), depth, steps)))
+        outcome = run(searching(PCTSource(derive_seed(seed, start + example), depth, steps)))
         undecided.add(outcome)
         count_probes(probes, outcome)
         if progress:
@@ -253,12 +269,18 @@ class _Found(Exception):
 
 
 def explore_hypothesis(
-    run: Runner, seed: int, budget: Budget, progress: Progress | None = None, chunk: int = 100
+    run: Runner,
+    seed: int,
+    budget: Budget,
+    progress: Progress | None = None,
+    chunk: int = HYPOTHESIS_CHUNK,
+    start: int = 0,
 ) -> SearchReport:
     """Hypothesis drives every draw (``data.draw``), finds, and shrinks.
 
     Hypothesis has no wall-clock budget of its own, so the search runs in
-    chunks of ``chunk`` examples, each with a seed derived from ``seed``.
+    chunks of ``chunk`` examples, each with a seed derived from ``seed`` and
+    the chunk's index; ``start`` (a multiple of ``chunk``) starts at a later chunk.
     """
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import seed as hypothesis_seed
@@ -269,14 +291,22 @@ def explore_hypothesis(
     undecided = Undecided()
     probes: dict[str, int] = {}
     first: list[RunOutcome] = []
-    chunk_index = 0
-    while counts["examples"] < budget.examples:
+    # Chunk c is the same examples wherever it runs (a search cut into parts,
+    # ``raceproof.gate.parts``): a run that generated fewer than asked (Hypothesis ran out
+    # of distinct inputs) is topped up by runs seeded for that chunk alone, a few at most,
+    # and the search never runs past its last chunk.
+    chunk_index, in_chunk, attempt = start // chunk, 0, 0
+    last_chunk = start // chunk + -(-budget.examples // chunk)
+    while counts["examples"] < budget.examples and chunk_index < last_chunk:
         if budget.out_of_time():
             return _with(
                 probes,
                 _out_of_time("hypothesis", counts["examples"], undecided, budget),
             )
-        size = min(chunk, budget.examples - counts["examples"])
+        size = min(chunk - in_chunk, budget.examples - counts["examples"])
+        chunk_seed = derive_seed(seed, chunk_index)
+        run_seed = derive_seed(chunk_seed, attempt) if attempt else chunk_seed
+        before = counts["examples"]
 
         @settings(
             max_examples=size,
@@ -288,7 +318,7 @@ def explore_hypothesis(
             phases=[Phase.generate, Phase.shrink],
             report_multiple_bugs=False,
         )
-        @hypothesis_seed(derive_seed(seed, chunk_index))
+        @hypothesis_seed(run_seed)
         @given(st.data())
         def probe(data: Any) -> None:
             outcome = run(searching(HypothesisSource(data)))
@@ -321,7 +351,10 @@ def explore_hypothesis(
             )
             report.found = first[0]
             return _with(probes, report)
-        chunk_index += 1
+        ran = counts["examples"] - before
+        in_chunk, attempt = in_chunk + ran, attempt + 1
+        if in_chunk >= chunk or attempt >= HYPOTHESIS_TOP_UPS or not ran:
+            chunk_index, in_chunk, attempt = chunk_index + 1, 0, 0
     return _with(probes, _no_violation("hypothesis", counts["examples"], undecided))
 
 
@@ -339,11 +372,13 @@ def explore(
     budget: Budget,
     progress: Progress | None = None,
     pct_depth: int = 3,
+    start: int = 0,
 ) -> SearchReport:
+    """Search ``budget.examples`` examples, from example ``start`` of the seed's sequence."""
     if strategy in ("random", "swarm"):
-        return explore_random(run, seed, budget, progress, strategy)
+        return explore_random(run, seed, budget, progress, strategy, start)
     if strategy == "pct":
-        return explore_pct(run, seed, budget, progress, pct_depth)
+        return explore_pct(run, seed, budget, progress, pct_depth, start)
     if strategy == "hypothesis":
-        return explore_hypothesis(run, seed, budget, progress)
+        return explore_hypothesis(run, seed, budget, progress, start=start)
     raise ValueError(f"unknown strategy {strategy!r}; known: {', '.join(SEARCH_STRATEGIES)}")

@@ -36,7 +36,7 @@ from raceproof.scenarios.catalogue import Scenario, UnknownName, get
 from raceproof.sim import STRATEGIES, Budget, RunOutcome, explore
 from raceproof.sim.configs import BadInput
 from raceproof.sim.exhaustive import UNDECIDED
-from raceproof.sim.explore import MAX_EXAMPLES
+from raceproof.sim.explore import MAX_EXAMPLES, SearchReport
 from raceproof.sim.verdicts import ExitCode, GateStatus, Verdict, gate_exit_code
 
 Clock = Callable[[], float]
@@ -226,18 +226,40 @@ def run_explore(
     budget = Budget(count)
     if profile.wall_budget:
         budget = Budget(count, scenario.default_budget_s, clock)
-    expected = _expected(scenario, variant, expect)
+    _expected(scenario, variant, expect)  # a bad ``expect`` is refused before anything runs
     seed = _seed(profile) if seed is None else seed
     started = clock()
     report = explore(scenario.runner(variant, scenario.config), strategy, seed, budget)
+    return search_check(
+        scenario,
+        variant,
+        report,
+        seed=seed,
+        seconds=clock() - started,
+        out_dir=out_dir,
+        expect=expect,
+    )
+
+
+def search_check(
+    scenario: Scenario,
+    variant: str,
+    report: SearchReport,
+    *,
+    seed: int,
+    seconds: float,
+    out_dir: Path | None,
+    expect: str | None = None,
+) -> CheckResult:
+    """A search's report judged against the expectation (its counterexample saved if unexpected)."""
     result = CheckResult(
         scenario.name,
         variant,
-        strategy,
-        expected,
+        report.strategy,
+        _expected(scenario, variant, expect),
         report.verdict,
         report.examples,
-        round(clock() - started, 3),
+        round(seconds, 3),
         seed,
         notes=list(report.notes),
         schedules=report.examples,

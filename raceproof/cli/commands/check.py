@@ -7,8 +7,10 @@ proves every variant expected to hold. Exit 0 when every expectation holds,
 model raised (verdict ``error``), 3 when none failed but one was inconclusive
 (a proof pruned) or not reached (a declared probe no run reached). The table
 shows, after each verdict, ``rN``: how many examples or schedules reached the
-least-reached declared probe. ``-j N`` spreads the runs over N
-processes, each loading the same scenarios.
+least-reached declared probe. ``-j N`` spreads the checks over N processes,
+each loading the same scenarios: every search cut into fixed parts of 200
+examples (``raceproof.gate.parts``), merged in order, so the verdicts and
+counts are the same for any N.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from raceproof.cli.validation import (
     prepare_output_file,
 )
 from raceproof.gate import expectations as gate
+from raceproof.gate import parts
 from raceproof.runs import processes, runner
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import ORIGINS, all_scenarios, get
@@ -52,10 +55,8 @@ def _init_worker(entries: list[str], parent_pid: int) -> None:
     discovery.ensure_loaded(entries)
 
 
-def _run(
-    job: gate.Job, profile: gate.Profile, out_dir: Path, examples: int | None
-) -> gate.CheckResult:
-    return gate.run_job(job, profile, out_dir, examples)
+def _run(part: parts.Part, profile: gate.Profile, out_dir: Path) -> parts.PartResult:
+    return parts.run_part(part, profile, out_dir)
 
 
 def _default_scenarios(args: argparse.Namespace) -> list[Any]:
@@ -90,37 +91,44 @@ def cmd_check(args: argparse.Namespace) -> int:
     scenarios = [get(name) for name in args.names] if args.names else _default_scenarios(args)
     out_dir = prepare_output_dir(args.out)
     junit_path = prepare_output_file(args.junit, "--junit") if args.junit is not None else None
-    jobs = gate.jobs_for(scenarios, profile)
-    say = StatusLine("check", not args.json, total=len(jobs))
+    plan = parts.parts_for(scenarios, profile, args.examples)
+    checks = len({(p.scenario, p.variant, p.kind) for p in plan})
+    say = StatusLine("check", not args.json, total=len(plan))
     started = time.monotonic()
-    results: list[gate.CheckResult] = []
+    finished: list[parts.PartResult] = []
 
-    def done(job: gate.Job, result: gate.CheckResult) -> None:
-        results.append(result)
+    def done(part: parts.Part, result: parts.PartResult) -> None:
+        finished.append(result)
+        said = result.check.cell if result.check is not None else ""
+        if result.search is not None:
+            said = f"{result.search.verdict}@{result.search.examples}"
         say(
-            f"[{len(results)}/{len(jobs)}] {job.scenario} / {job.variant} {job.kind}: {result.cell}"
+            f"[{len(finished)}/{len(plan)}] {part.scenario} / {part.variant} {part.kind} "
+            f"(part {part.index + 1}/{part.parts}): {said}"
         )
 
     try:
         if args.jobs == 1:
-            for job in jobs:
-                done(job, gate.run_job(job, profile, out_dir, args.examples))
+            for part in plan:
+                done(part, parts.run_part(part, profile, out_dir))
         else:
             entries = discovery.command_line_entries()
             pool = ProcessPoolExecutor(
                 args.jobs, initializer=_init_worker, initargs=(entries, os.getpid())
             )
             try:
-                futures = [pool.submit(_run, job, profile, out_dir, args.examples) for job in jobs]
-                for job, future in zip(jobs, futures, strict=True):
-                    done(job, future.result())
+                futures = [pool.submit(_run, part, profile, out_dir) for part in plan]
+                for part, future in zip(plan, futures, strict=True):
+                    done(part, future.result())
             except BaseException:
                 _stop_pool(pool)
                 raise
             pool.shutdown()
     except KeyboardInterrupt as exc:
         say.done()
-        return _interrupted(args, profile, results, len(jobs), exc, started)
+        results = parts.results_of(finished, profile, out_dir)
+        return _interrupted(args, profile, results, checks, exc, started)
+    results = parts.results_of(finished, profile, out_dir)
     say.done()
     seconds = round(time.monotonic() - started, 1)
     code = gate.exit_code(results)

@@ -1,0 +1,114 @@
+"""The gate's searches cut into parts: the merged check is the unsplit search, on any ``-j``.
+
+``raceproof.gate.parts`` cuts each search of ``check`` into fixed parts. For
+random, PCT and swarm a part runs the very examples of the unsplit search
+(each example its own seeded draw), so the merge must give the unsplit
+search's verdict, count, probes and shrunk finding; Hypothesis runs in seeded
+chunks of 100, so a part of 200 is two of them. Cheap faithful forms: every
+built-in scenario and variant with parts of a few examples (many merges per
+check), Hypothesis on two scenarios with the real part size, and ``check
+--json`` on one scenario on ``-j 1`` and ``-j 2``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from raceproof.gate import expectations as gate
+from raceproof.gate import parts
+from raceproof.scenarios.catalogue import all_scenarios, get
+from raceproof.sim import Budget, explore
+from raceproof.sim.explore import SearchReport
+
+
+def _fields(report: SearchReport) -> tuple[object, ...]:
+    return (
+        report.verdict,
+        report.examples,
+        report.inconclusive_runs,
+        report.probes,
+        report.undecided_by,
+        report.notes,
+        None if report.shrunk is None else report.shrunk.trace_hash,
+        None if report.found is None else report.found.values,
+    )
+
+
+def _in_parts(name: str, variant: str, strategy: str, examples: int, size: int) -> SearchReport:
+    scenario = get(name)
+    run = scenario.runner(variant, scenario.config)
+    reports = [
+        explore(run, strategy, 0, Budget(min(size, examples - start)), start=start)
+        for start in range(0, examples, size)
+    ]
+    return parts.merge_search(reports)
+
+
+SEARCHES = [
+    (s.name, v, strategy)
+    for s in all_scenarios()
+    for v in s.variants
+    for strategy in ("random", "pct", "swarm")
+]
+
+
+@pytest.mark.parametrize(("name", "variant", "strategy"), SEARCHES)
+def test_a_search_in_parts_is_the_unsplit_search(name: str, variant: str, strategy: str) -> None:
+    scenario = get(name)
+    whole = explore(scenario.runner(variant, scenario.config), strategy, 0, Budget(12))
+    assert _fields(_in_parts(name, variant, strategy, 12, 5)) == _fields(whole)
+
+
+@pytest.mark.parametrize(
+    ("name", "variant"), [("lost-update", "buggy"), ("lost-update", "fix-cas")]
+)
+def test_a_hypothesis_search_in_parts_of_two_seeded_runs_is_the_unsplit_search(
+    name: str, variant: str
+) -> None:
+    scenario = get(name)
+    whole = explore(scenario.runner(variant, scenario.config), "hypothesis", 0, Budget(450))
+    split = _in_parts(name, variant, "hypothesis", 450, parts.PART_EXAMPLES)
+    assert _fields(split) == _fields(whole)
+
+
+def test_the_parts_of_a_check_depend_on_its_example_count_alone() -> None:
+    plan = parts.parts_for([get("lost-update")], gate.PROFILES["ci"], examples=450)
+    searches = [p for p in plan if p.kind != "prove"]
+    assert {(p.start, p.examples) for p in searches} == {(0, 200), (200, 200), (400, 50)}
+    assert all(p.parts == 3 and p.seed == 0 for p in searches)
+    assert [p.kind for p in plan].count("prove") == 1  # fix-cas, expected to hold
+    dev = parts.parts_for([get("lost-update")], gate.PROFILES["dev"], examples=450)
+    assert all(p.parts == 1 and p.examples == 450 for p in dev if p.kind != "prove")  # not split
+
+
+RACEPROOF = shutil.which("raceproof") or str(Path(sys.executable).parent / "raceproof")
+
+
+def _check(*args: str) -> dict:  # type: ignore[type-arg]
+    done = subprocess.run(
+        [RACEPROOF, "check", "lost-update", "--examples", "450", "--json", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    for row in result["results"]:
+        row.pop("seconds")
+    result.pop("seconds")
+    return result
+
+
+def test_check_json_is_the_same_on_one_and_two_processes() -> None:
+    one, two = _check(), _check("-j", "2")
+    assert one == two
+    searches = [r for r in one["results"] if r["kind"] != "prove"]
+    assert {r["verdict"] for r in searches} == {"violated", "ok"}
+    assert any(r["examples"] == 450 for r in searches)  # ok@450: every part ran
