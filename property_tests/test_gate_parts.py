@@ -112,3 +112,14 @@ def test_check_json_is_the_same_on_one_and_two_processes() -> None:
     searches = [r for r in one["results"] if r["kind"] != "prove"]
     assert {r["verdict"] for r in searches} == {"violated", "ok"}
     assert any(r["examples"] == 450 for r in searches)  # ok@450: every part ran
+
+
+def test_the_check_plan_figure_is_the_cpu_work_over_a_greedy_schedule() -> None:
+    def part(index: int, cpu: float) -> parts.PartResult:
+        return parts.PartResult(parts.Part("s", "v", "random", 0, index, 1, index, 4), cpu, cpu)
+
+    done = [part(0, 4.0), part(1, 1.0), part(2, 1.0), part(3, 2.0)]
+    two = parts.plan_figure(done, 2)
+    assert two["makespan_s"] == 4.0 and two["speedup_allowed"] == 2.0  # 4 | 1+1+2
+    sixteen = parts.plan_figure(done, 16)
+    assert sixteen["speedup_allowed"] == 2.0 and sixteen["longest_part"]["cpu_s"] == 4.0

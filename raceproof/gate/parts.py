@@ -31,6 +31,7 @@ finding is written.
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -65,6 +66,7 @@ class Part:
 class PartResult:
     part: Part
     seconds: float
+    cpu_seconds: float = 0.0  # the worker's CPU time for it (the plan figure's unit of work)
     search: SearchReport | None = None  # a search's part
     check: gate.CheckResult | None = None  # a proof: the whole check
 
@@ -101,17 +103,17 @@ def parts_for(
 
 def run_part(part: Part, profile: gate.Profile, out_dir: Path | None) -> PartResult:
     """Run one part (in a worker of ``check -j``, or here)."""
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     if part.kind == "prove":
         check = gate.run_prove(part.scenario, part.variant, profile, out_dir=out_dir)
-        return PartResult(part, time.monotonic() - started, check=check)
+        return PartResult(part, time.monotonic() - started, time.process_time() - cpu, check=check)
     scenario = get(part.scenario)
     budget = Budget(part.examples)
     if profile.wall_budget:
         budget = Budget(part.examples, scenario.default_budget_s, time.monotonic)
     run = scenario.runner(part.variant, scenario.config)
     report = explore(run, part.kind, part.seed, budget, start=part.start)
-    return PartResult(part, time.monotonic() - started, search=report)
+    return PartResult(part, time.monotonic() - started, time.process_time() - cpu, search=report)
 
 
 def merge_search(reports: list[SearchReport]) -> SearchReport:
@@ -176,31 +178,25 @@ def results_of(
 
 
 def plan_figure(done: list[PartResult], workers: int = 16) -> dict[str, Any]:
-    """The speedup the check's plan allows on ``workers``: its parts' seconds scheduled greedily
-    in check order (as the pool takes them) against their sum; and the longest part."""
-    import heapq
-
+    """The speedup the check's plan allows on ``workers``: its parts' CPU seconds scheduled
+    greedily in check order (as the pool takes them) against their sum; the longest part."""
     free = [0.0] * workers
-    for result in sorted(done, key=_order(done)):
-        heapq.heappush(free, heapq.heappop(free) + result.seconds)
-    total = sum(r.seconds for r in done)
-    longest = max(done, key=lambda r: r.seconds) if done else None
+    for result in done:  # in check order
+        heapq.heappush(free, heapq.heappop(free) + result.cpu_seconds)
+    total = sum(r.cpu_seconds for r in done)
+    makespan = max(free) if done else 0.0
+    longest = max(done, key=lambda r: r.cpu_seconds) if done else None
     return {
         "parts": len(done),
-        "total_s": round(total, 2),
-        "makespan_s": round(max(free), 2),
-        "speedup_allowed": round(total / max(max(free), 1e-9), 2),
+        "cpu_s": round(total, 2),
+        "makespan_s": round(makespan, 2),
         "workers": workers,
+        "speedup_allowed": round(total / max(makespan, 1e-9), 2),
         "longest_part": None
         if longest is None
         else {
             "check": f"{longest.part.scenario} / {longest.part.variant} / {longest.part.kind}",
             "part": f"{longest.part.index + 1}/{longest.part.parts}",
-            "seconds": round(longest.seconds, 2),
+            "cpu_s": round(longest.cpu_seconds, 2),
         },
     }
-
-
-def _order(done: list[PartResult]) -> Any:
-    position = {id(r): i for i, r in enumerate(done)}
-    return lambda r: position[id(r)]

@@ -569,3 +569,36 @@ def growth(
         f"load average (1, 5, 15 min): {started_load} at start, {result['load_average_end']} at end"
     )
     return result
+
+
+def check_plan(progress: Progress = None) -> dict[str, Any]:
+    """``check``'s plan on the whole catalogue (ci profile), its parts run here one by one:
+    each part's CPU seconds, and the speedup the plan allows on 2-16 workers."""
+    from raceproof.gate import expectations as gate
+    from raceproof.gate import parts
+    from raceproof.scenarios.catalogue import all_scenarios
+
+    say = progress or (lambda _line: None)
+    profile = gate.PROFILES["ci"]
+    plan = parts.parts_for(all_scenarios(), profile)
+    started_load = load_average()
+    done = []
+    for index, part in enumerate(plan):
+        done.append(parts.run_part(part, profile, None))
+        say(
+            f"[{index + 1}/{len(plan)}] {part.scenario} / {part.variant} {part.kind} "
+            f"(part {part.index + 1}/{part.parts}): {done[-1].cpu_seconds:.2f} CPU s"
+        )
+    figures = {str(n): parts.plan_figure(done, n) for n in (2, 4, 8, 16)}
+    result = {
+        "check_plan": figures,
+        "load_average_start": started_load,
+        "load_average_end": load_average(),
+    }
+    sixteen = figures["16"]
+    say(
+        f"check plan: {sixteen['parts']} parts, {sixteen['cpu_s']} CPU s in all; allows "
+        f"x{sixteen['speedup_allowed']} on 16 workers (longest part: "
+        f"{sixteen['longest_part']}); load average {started_load} -> {result['load_average_end']}"
+    )
+    return result

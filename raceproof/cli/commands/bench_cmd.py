@@ -47,6 +47,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             scenario_and_variant(args)  # an unknown name is a usage error
         names = [args.scenario] if args.scenario else None
         result = bench.swarm_table(args.seeds, progress=say, names=names)
+    elif args.check_plan:
+        result = bench.check_plan(say)
     elif args.growth:
         result = _growth(args, bench, say)
     elif args.proofs:
@@ -128,6 +130,12 @@ def add(commands: Any) -> None:
         "--proofs",
         action="store_true",
         help="instead: each scenario's proof with and without the reduction, and on -j 2",
+    )
+    sub.add_argument(
+        "--check-plan",
+        action="store_true",
+        help="instead: check's parts on the whole catalogue, one by one, and the speedup "
+        "their plan allows on 2-16 workers",
     )
     sub.add_argument(
         "--growth",
