@@ -633,3 +633,51 @@ def test_a_pipelines_mistakes_are_said_before_spark_starts(
         if expected == 2:
             assert len(lines) == 1, err
         assert tree(folder) == before, (argv, "something was written")
+
+
+# -- the DDL parser that needs no JVM ----------------------------------------------------------------
+PRIMITIVES = st.sampled_from(
+    ["STRING", "int", "BIGINT", "double", "TIMESTAMP", "boolean", "DATE", "binary", "Long"]
+)
+DDL_TYPES = st.recursive(
+    st.one_of(
+        PRIMITIVES,
+        st.tuples(st.integers(1, 38), st.integers(0, 9)).map(
+            lambda ps: f"DECIMAL({ps[0]},{ps[1]})"
+        ),
+        st.integers(1, 99).map(lambda n: f"VARCHAR({n})"),
+    ),
+    lambda inner: st.one_of(
+        inner.map(lambda t: f"ARRAY<{t}>"),
+        st.tuples(PRIMITIVES, inner).map(lambda kv: f"MAP<{kv[0]}, {kv[1]}>"),
+        st.lists(inner, min_size=1, max_size=3).map(
+            lambda ts: "STRUCT<" + ", ".join(f"f{i}: {t}" for i, t in enumerate(ts)) + ">"
+        ),
+    ),
+    max_leaves=6,
+)
+
+
+@WORLD
+@given(st.lists(DDL_TYPES, min_size=1, max_size=4), st.booleans())
+def test_generated_ddl_parses_to_its_columns(types: list[str], not_null: bool) -> None:
+    from raceproof.spark_integration.preflight import ddl_columns
+
+    names = [f"c{i}" for i in range(len(types))]
+    suffix = " NOT NULL" if not_null else ""
+    schema = ", ".join(f"{n} {t}{suffix}" for n, t in zip(names, types, strict=True))
+    assert ddl_columns(schema) == names
+    broken = [schema + ",", "x " + schema, schema + " y", f"{schema}, {names[0]} INT"]
+    if ">" in schema:
+        broken.append(schema.replace(">", "", 1))  # an unclosed ARRAY/MAP/STRUCT
+    for text in broken:
+        with pytest.raises(ValueError):
+            ddl_columns(text)
+
+
+def test_the_built_in_pipelines_pass_the_checks_before_spark() -> None:
+    """The other direction: every built-in pipeline meets what the checks ask."""
+    from raceproof.spark_integration.pipeline import BUILT_IN, resolve
+
+    for name in BUILT_IN:
+        assert resolve(name).name  # load_pipeline runs preflight.check

@@ -73,6 +73,19 @@ def signal_name(exc: BaseException) -> str:
 @dataclass
 class _State:
     received: list[int] = field(default_factory=list)
+    quieted: dict[str, int] = field(default_factory=dict)  # logger -> its level before
+
+
+# Libraries whose logs of a connection the interrupt cut (py4j's gateway and its callback
+# server, as the JVM goes) are noise once raceproof says "interrupted": silent until the end.
+QUIET_AFTER_A_SIGNAL = ("py4j",)
+
+
+def _quiet(state: _State) -> None:
+    for name in QUIET_AFTER_A_SIGNAL:
+        logger = logging.getLogger(name)
+        state.quieted.setdefault(name, logger.level)
+        logger.setLevel(logging.CRITICAL + 1)
 
 
 def _handler(state: _State) -> Callable[[int, FrameType | None], None]:
@@ -80,6 +93,7 @@ def _handler(state: _State) -> Callable[[int, FrameType | None], None]:
         state.received.append(signum)
         count = len(state.received)
         if count == 1:
+            _quiet(state)
             raise Interrupted(signum)
         if count == 2:
             with contextlib.suppress(Exception):
@@ -114,6 +128,8 @@ def interruptible() -> Iterator[None]:
         yield
     finally:
         logging.getLogger().removeFilter(_not_an_interrupt)
+        for name, level in state.quieted.items():
+            logging.getLogger(name).setLevel(level)
         for signum, old in previous.items():
             signal.signal(signum, old)
 

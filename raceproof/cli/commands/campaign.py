@@ -12,10 +12,12 @@ import argparse
 import contextlib
 import json
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from raceproof.cli import signals
 from raceproof.cli.commands.common import (
     StatusLine,
     UsageError,
@@ -148,6 +150,33 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     return runner.EXIT_VIOLATED if failed or determinism_failures else runner.EXIT_OK
 
 
+def _pipeline_campaign_interrupted(args: argparse.Namespace, exc: signals.Interrupted) -> int:
+    """A signal stopped ``campaign --pipeline``: the JVM goes first, then what finished is said.
+
+    Each cell's row was appended as it finished, so the folder holds exactly those
+    (a re-run resumes after them); the line says how many, exit 130 / 143.
+    """
+    from raceproof.spark_integration import campaign, session
+
+    with contextlib.suppress(Exception):  # the signal may have cut a py4j call short
+        session.stop_session()
+    out = Path(args.out)
+    try:
+        rows = campaign.read_rows(out) if (out / campaign.RESULTS).is_dir() else []
+    except Exception:  # a part cut short by the signal: the count is unknown, nothing more
+        rows = []
+    finished = f"{len(rows)} finished cells kept in {out / campaign.RESULTS}"
+    if args.json:
+        result = {"verdict": Verdict.INCONCLUSIVE, "interrupted": exc.name, "rows": len(rows)}
+        print(json.dumps(result, sort_keys=True))
+    print(
+        f"raceproof: error: interrupted by {exc.name}: {finished} "
+        f"(run the same command again to resume)",
+        file=sys.stderr,
+    )
+    return exc.exit_code
+
+
 def pipeline_campaign(args: argparse.Namespace) -> int:
     """``campaign --pipeline SPEC``: pipeline × experiment × seed, rows in the same Parquet layout."""
     from raceproof.cli.commands.spark_check import SparkRequest, SparkResult, render
@@ -166,14 +195,17 @@ def pipeline_campaign(args: argparse.Namespace) -> int:
     except PipelineRaised as exc:  # the user's code raised: verdict error, exit 4
         return render(args, SparkResult(SparkRequest([], [], []), error=exc))
     status = StatusLine("campaign", not args.json)
-    with _refusals_are_usage_errors(status):
-        summary = campaign_pipelines.run(
-            args.pipeline,
-            Path(args.out),
-            _seeds(args),
-            args.experiment or (),
-            status if not args.json else None,
-        )
+    try:
+        with _refusals_are_usage_errors(status):
+            summary = campaign_pipelines.run(
+                args.pipeline,
+                Path(args.out),
+                _seeds(args),
+                args.experiment or (),
+                status if not args.json else None,
+            )
+    except signals.Interrupted as exc:
+        return _pipeline_campaign_interrupted(args, exc)
     rows = campaign.read_rows(Path(args.out))
     verdicts = summary.verdicts
     verdict = (

@@ -1,0 +1,131 @@
+"""SIGTERM into real Spark at seeded moments: exit 143, no traceback, no JVM left behind.
+
+Why it exists: one SIGTERM during a trial's ``query.stop()`` exited 70 with a
+traceback; half the SIGINT/SIGTERM runs of ``spark-check`` printed a py4j
+"ERROR ... Traceback"; SIGTERM to ``campaign --pipeline`` ended in
+``ConnectionRefusedError``, exit 70. Here each of ``spark-check`` and
+``campaign --pipeline`` is started ``RACEPROOF_SPARK_SIGNALS`` times (10 unless
+told), the scenario ``campaign`` and ``bench --campaign`` ``RACEPROOF_SPARK_SIGNALS_OTHERS``
+times (3), and each is stopped by one SIGTERM at a moment drawn from its seed, anywhere from
+the imports through the JVM's start-up, the baseline trial and the experiments.
+Each run must exit 143, print what finished (spark-check's JSON result says
+``interrupted``; the campaign's line says what it ran), write no traceback to
+stderr, and leave no process of its own behind (the JVM included), nor its JVM
+log.
+
+The moments are drawn from ``random.Random(seed)``, so a failing seed is a
+reproduction; how long each stop took is printed (``-s``), never asserted: a
+stop that hangs fails by the bound ``STOP_BOUND_S``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+RACEPROOF = str(Path(sys.executable).parent / "raceproof")
+RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS", "10"))
+OTHER_RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS_OTHERS", "3"))
+LATEST_S = 40.0  # the latest moment drawn: past the JVM's start-up and into the trials
+STOP_BOUND_S = 90.0  # a stop that takes longer than this hangs (not a speed figure)
+COMMANDS = {
+    "spark-check": ["spark-check", "--experiment", "drain", "--json"],
+    "campaign --pipeline": [
+        "campaign",
+        "--pipeline",
+        "windowed-count",
+        "--experiment",
+        "drain",
+        "--seeds",
+        "1",
+        "--out",
+        "c",
+    ],
+}
+# The other commands that start Spark, a few seeds each: the scenario campaign and its bench.
+OTHERS = {
+    "campaign": ["campaign", "--scenario", "lost-update", "--seeds", "2", "--out", "c"],
+    "bench --campaign": ["bench", "--campaign"],
+}
+CASES = [(command, seed) for command in sorted(COMMANDS) for seed in range(RUNS)] + [
+    (command, seed) for command in sorted(OTHERS) for seed in range(OTHER_RUNS)
+]
+
+
+def _family(pid: int) -> set[int]:
+    """``pid``'s descendants now (from /proc: parent of each process)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = set(), [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [child for child, p in parents.items() if p == parent]
+        found.update(children)
+        frontier += children
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize(("command", "seed"), CASES)
+def test_a_sigterm_at_a_seeded_moment_exits_143_quietly_and_leaves_no_jvm(
+    command: str, seed: int, tmp_path: Path
+) -> None:
+    moment_s = random.Random(f"{command}/{seed}").uniform(0.5, LATEST_S)
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    process = subprocess.Popen(
+        [RACEPROOF, *{**COMMANDS, **OTHERS}[command]],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: set[int] = set()
+    try:
+        deadline = time.monotonic() + moment_s
+        while time.monotonic() < deadline and process.poll() is None:
+            seen |= _family(process.pid)
+            time.sleep(0.2)
+        assert process.poll() is None, ("it ended before the signal", process.communicate())
+        seen |= _family(process.pid)
+        process.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        out, err = process.communicate(timeout=STOP_BOUND_S)
+        stopped_s = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    print(f"{command} seed {seed}: SIGTERM at {moment_s:.1f}s, stopped in {stopped_s:.1f}s")
+    assert process.returncode == 143, (moment_s, err[-3000:])
+    assert "Traceback" not in err and "ERROR" not in err, (moment_s, err[-3000:])
+    if command == "spark-check":
+        assert json.loads(out)["interrupted"] == "SIGTERM", out
+    else:
+        assert "SIGTERM" in err, err[-2000:]
+    left = time.monotonic() + 30.0
+    while any(_alive(pid) for pid in seen) and time.monotonic() < left:
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in seen), ("processes left behind", moment_s)
+    assert list(tmp_path.glob("raceproof-spark-jvm-*")) == []
