@@ -218,6 +218,8 @@ PATH_SLOTS: list[tuple[str, str, str]] = [
     ("--scenarios {P} list", "module", "{P}"),
     ("campaign --scenario lost-update --seeds 1 --examples 3 --out {P}", "dir", "--out"),
     ("campaign --pipeline windowed-count --seeds 1 --out {P}", "dir", "--out"),
+    ("spark-check --pipeline {P}:make", "module", "{P}"),
+    ("campaign --pipeline {P}:make --out c", "module", "{P}"),
 ]
 
 
@@ -682,3 +684,19 @@ def test_the_built_in_pipelines_pass_the_checks_before_spark() -> None:
 
     for name in BUILT_IN:
         assert resolve(name).name  # load_pipeline runs preflight.check
+
+
+def test_campaign_pipeline_gets_the_scenario_campaigns_checks(no_jvm: None) -> None:
+    """A foreign folder is exit 2, a factory that raises exit 4; neither starts Spark."""
+    with fresh_world() as folder:
+        (folder / "theirs").mkdir()
+        (folder / "theirs" / "notes.txt").write_text("someone else's\n")
+        (folder / "raises.py").write_text("def make():\n    raise KeyError('no config')\n")
+        argv = ["campaign", "--pipeline", "windowed-count", "--out", "theirs"]
+        before = tree(folder)
+        code, out, err = run(argv)
+        assert_refused(argv, code, out, err, ("not a campaign folder",))
+        code, out, err = run(["campaign", "--pipeline", "raises.py:make", "--out", "c"])
+        assert code == 4, err
+        assert "make()" in err and "KeyError" in err and "Traceback" not in err, err
+        assert tree(folder) == before, "something was written"

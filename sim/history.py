@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from raceproof.sim import user_files
 from raceproof.sim.errors import KernelError
 
 JSONValue = Any
@@ -176,7 +177,7 @@ class History:
             if not line.strip():
                 continue
             try:
-                raw = json.loads(line)
+                raw = user_files.loads(line, f"line {number}", ValueError)  # depth, numbers
                 ops.append(op_from_json(raw))
             except (ValueError, KeyError, TypeError) as exc:
                 raise ValueError(f"history line {number}: {exc}") from None
