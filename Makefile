@@ -93,7 +93,8 @@ docs: $(STAMP) browser
 # still rewritten by pytest, hence its warning. `python -m pytest` rewrites more: a refusal's
 # message must still be one line there.
 OPTIMIZED_TESTS := property_tests/test_bad_input.py property_tests/test_cli.py \
-	property_tests/test_catalogue.py property_tests/test_gate.py property_tests/test_optimized.py
+	property_tests/test_catalogue.py property_tests/test_gate.py property_tests/test_optimized.py \
+	property_tests/test_hostile_world.py
 
 test: lint browser docs zookeeper postgres
 	$(VENV)/bin/pytest -n auto --dist loadgroup -q
