@@ -195,3 +195,37 @@ class ShortWatermark(WindowedCount):
 
 def short_watermark() -> ShortWatermark:
     return ShortWatermark()
+
+
+class TwoSourceJoin(StreamJoin):
+    """The left outer join of orders to payments, read from two file sources, one per stream."""
+
+    name = "two-source-join"
+    sources = ("orders", "payments")
+
+    def source_of(self, record: Record) -> str:
+        return f"{record['side']}s"
+
+    def query(self, source: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        orders = (
+            source["orders"]
+            .select(F.col("key").alias("order_key"), F.col("ts").alias("order_ts"))
+            .withWatermark("order_ts", f"{WATERMARK_S} seconds")
+        )
+        payments = (
+            source["payments"]
+            .select(F.col("key").alias("pay_key"), F.col("ts").alias("paid_ts"))
+            .withWatermark("paid_ts", f"{WATERMARK_S} seconds")
+        )
+        condition = F.expr(
+            "order_key = pay_key AND paid_ts >= order_ts "
+            "AND paid_ts <= order_ts + interval 5 seconds"
+        )
+        joined = orders.join(payments, condition, self.join_type)
+        return joined.select(F.col("order_key").alias("key"), "order_ts", "paid_ts")
+
+
+def two_source_join() -> TwoSourceJoin:
+    return TwoSourceJoin()

@@ -7,8 +7,9 @@ is one line naming ``begin_trial``, a requested experiment a pipeline lacks
 what it needs for is inconclusive (exit 3, no Spark started), and a sink
 never read back or a pipeline never fed late data is said. On real Spark: a
 ``foreachBatch`` sink that raises ``ConnectionError`` once shows that
-exception and the user's frame (exit 4), and Spark's Parquet file sink is
-offered no checkpoint fencing (it could not refuse anything there).
+exception and the user's frame (exit 4), Spark's Parquet file sink is
+offered no checkpoint fencing (it could not refuse anything there), and a
+join reads its two streams from two file sources.
 """
 
 from __future__ import annotations
@@ -150,3 +151,43 @@ def test_a_file_sink_is_offered_no_guard_that_cannot_act(spark: Any) -> None:
     row = run_experiment(spark, "stale-checkpoint-restore", spark_user_sinks.parquet())
     assert row["guard"] == "the pipeline's own sink", row["guard"]  # not checkpoint fencing
     assert row["verdict"] == "ok", row["stock"]
+
+
+def test_a_join_reads_its_two_streams_from_two_file_sources(spark: Any) -> None:
+    """``sources = ("orders", "payments")``: one file per source per micro-batch, the query
+    given a DataFrame per source; the baseline (no fault, drained) gives the reference."""
+    from property_tests.spark_generated_pipelines import two_source_join
+    from raceproof.spark_integration.experiments import baseline
+
+    trial = baseline(spark, two_source_join())
+    assert trial.verdict == "ok", trial.message  # every order joined, each unpaid one emitted
+    logged = trial.history.of_kind("input.file")
+    assert {op.get("source") for op in logged} == {"orders", "payments"}
+    read = [f for op in trial.history.of_kind("checkpoint.batch") for f in op.get("files")]
+    assert sorted(read) == sorted(str(op.get("file")) for op in logged)  # both sources' files
+    assert trial.history.of_kind("sink.row")
+
+
+def test_records_are_written_to_the_source_they_name() -> None:
+    from property_tests.spark_generated_pipelines import TwoSourceJoin
+    from raceproof.spark_integration.job import PipelineJob, Recorder
+    from raceproof.spark_integration.sandbox import Sandbox
+
+    class Astray(TwoSourceJoin):
+        def source_of(self, record: dict[str, Any]) -> str:
+            return "refunds"
+
+    sandbox = Sandbox()
+    try:
+        job = PipelineJob(None, sandbox, Recorder(), TwoSourceJoin())
+        job.add_input([("a", 1), ("b", 2)])  # a@1 is paid at 3, b@2 never
+        job.add_input([("c", 4)])  # no payment: an empty payments file keeps the batches aligned
+        orders = sorted((sandbox.input / "orders").glob("part-*.json"))
+        payments = sorted((sandbox.input / "payments").glob("part-*.json"))
+        assert len(orders) == len(payments) == 2
+        assert [len(p.read_text().splitlines()) for p in orders] == [2, 1]
+        assert [len(p.read_text().splitlines()) for p in payments] == [1, 0]
+        with pytest.raises(PipelineRaised, match="not one of its sources"):
+            PipelineJob(None, sandbox, Recorder(), Astray()).add_input([("a", 1)])
+    finally:
+        sandbox.cleanup()

@@ -367,26 +367,7 @@ def _tables(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]],
         ),
     ]
     if data.get("pipeline_cells"):
-        sections.insert(
-            0,
-            (
-                "Pipeline experiments (pipeline × experiment × seed)",
-                ["pipeline", "experiment", "seed", "verdict", "checker", "finding"],
-                [
-                    [
-                        c["pipeline"],
-                        c["experiment"],
-                        str(c["seed"]),
-                        c["verdict"],
-                        _fmt(c["checker"]),
-                        c["finding"],
-                    ]
-                    for c in data["pipeline_cells"]
-                ],
-                "The verdict is the gate's (a guard that broke its promise, or a pipeline wrong "
-                "with no fault); the finding is what stock Spark did, never a failure by itself.",
-            ),
-        )
+        sections.insert(0, _pipeline_section(data["pipeline_cells"]))
     if data["baseline"] is not None:
         sections.append(
             (
@@ -414,6 +395,27 @@ def _tables(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]],
             )
         )
     return sections
+
+
+def _pipeline_section(cells: list[dict[str, Any]]) -> tuple[str, list[str], list[list[str]], str]:
+    """A pipeline campaign's table: every pipeline × experiment × seed, its verdict and finding."""
+    return (
+        "Pipeline experiments (pipeline × experiment × seed)",
+        ["pipeline", "experiment", "seed", "verdict", "checker", "finding"],
+        [
+            [
+                c["pipeline"],
+                c["experiment"],
+                str(c["seed"]),
+                c["verdict"],
+                _fmt(c["checker"]),
+                c["finding"],
+            ]
+            for c in cells
+        ],
+        "The verdict is the gate's (a guard that broke its promise, or a pipeline wrong "
+        "with no fault); the finding is what stock Spark did, never a failure by itself.",
+    )
 
 
 def _headline(data: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from raceproof.sim.history import History
@@ -143,7 +144,16 @@ class PipelineJob:
             self.recorder.log("driver", "input.record", record=record, sentinel=sentinel)
         if not sentinel:
             self.records_written.extend(records)
-        path = self.sandbox.write_input([json.dumps(r, sort_keys=True) for r in records])
+        if self.pipeline.sources:
+            self._add_to_sources(records)
+            return
+        self._write_file(records, "")
+
+    def _write_file(self, records: list[Record], source: str) -> None:
+        """One input file of ``records`` (in ``source``'s folder, if named), logged with the
+        state key each record is counted under."""
+        lines = [json.dumps(r, sort_keys=True) for r in records]
+        path = self.sandbox.write_input(lines, source=source)
         keys = (
             [
                 list(key)
@@ -153,7 +163,26 @@ class PipelineJob:
             if self.pipeline.state_counts
             else []
         )
-        self.recorder.log("driver", "input.file", file=path.name, records=records, keys=keys)
+        where = {"source": source} if source else {}
+        self.recorder.log(
+            "driver", "input.file", file=path.name, records=records, keys=keys, **where
+        )
+
+    def _add_to_sources(self, records: list[Record]) -> None:
+        """One file per declared source (an empty one too: each micro-batch reads one file of
+        every source, so the sources' batches stay aligned with the script's)."""
+        names = self.pipeline.sources
+        by_source: dict[str, list[Record]] = {name: [] for name in names}
+        for record in records:
+            name = calling_user("source_of(record)", self.pipeline.source_of, record)
+            if name not in by_source:
+                raise PipelineRaised(
+                    f"pipeline error: source_of({record}) returned {name!r}, not one of its "
+                    f"sources ({', '.join(names)})"
+                )
+            by_source[name].append(record)
+        for name, chosen in by_source.items():
+            self._write_file(chosen, name)
 
     def request_drain(self, procedure: str) -> None:
         """Log the drain request and what the reference says every record written before it gives."""
@@ -164,11 +193,19 @@ class PipelineJob:
         for row in returned_rows("expected(records)", expected):
             self.recorder.log("reference", "expect.row", row=row)
 
-    def _query(self) -> Any:
-        frame = (
+    def _source(self, folder: Path) -> Any:
+        return (
             self.spark.readStream.schema(self.pipeline.schema)
             .option("maxFilesPerTrigger", 1)
-            .json(str(self.sandbox.input))
+            .json(str(folder))
+        )
+
+    def _query(self) -> Any:
+        names = self.pipeline.sources
+        frame = (
+            {name: self._source(self.sandbox.input / name) for name in names}
+            if names
+            else self._source(self.sandbox.input)
         )
         built = calling_user("query(source)", self.pipeline.query, frame)
         if not hasattr(type(built), "writeStream") or not hasattr(type(built), "isStreaming"):
@@ -387,27 +424,34 @@ def committed_batches(sandbox: Sandbox) -> list[int]:
     return sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit())
 
 
-def _log_offset(sandbox: Sandbox, batch: int) -> int:
-    """The file source's log offset a micro-batch ended at (-1 before the first)."""
+def _log_offset(sandbox: Sandbox, batch: int, source: int = 0) -> int:
+    """A file source's log offset a micro-batch ended at (-1 before the first, or none)."""
     entry = sandbox.checkpoint / "offsets" / str(batch)
     if batch < 0 or not entry.exists():
         return -1
-    lines = entry.read_text().splitlines()
-    return int(json.loads(lines[2])["logOffset"]) if len(lines) > 2 else -1
+    lines = entry.read_text().splitlines()  # version, metadata, then one line per source
+    if len(lines) <= 2 + source or not lines[2 + source].strip().startswith("{"):
+        return -1
+    return int(json.loads(lines[2 + source]).get("logOffset", -1))
 
 
 def batch_files(sandbox: Sandbox, batch: int) -> list[str]:
-    """The input files ``batch`` read: the source log entries between its offset and the last one.
+    """The input files ``batch`` read: each source's log entries between its offsets.
 
     Micro-batch ids and the file source's log offsets differ as soon as Spark
     runs a batch without new data (to advance the watermark), so the files
-    come from ``offsets/`` (where each batch ended) and ``sources/0/``.
+    come from ``offsets/`` (where each batch ended, one line per source) and
+    ``sources/N/``.
     """
     names = []
-    for offset in range(_log_offset(sandbox, batch - 1) + 1, _log_offset(sandbox, batch) + 1):
-        entry = sandbox.checkpoint / "sources" / "0" / str(offset)
-        if entry.exists():
-            for line in entry.read_text().splitlines()[1:]:
-                if line.strip():
-                    names.append(json.loads(line)["path"].rsplit("/", 1)[-1])
+    sources = sandbox.checkpoint / "sources"
+    count = sum(1 for p in sources.iterdir() if p.name.isdigit()) if sources.exists() else 0
+    for source in range(max(count, 1)):
+        first = _log_offset(sandbox, batch - 1, source) + 1
+        for offset in range(first, _log_offset(sandbox, batch, source) + 1):
+            entry = sources / str(source) / str(offset)
+            if entry.exists():
+                for line in entry.read_text().splitlines()[1:]:
+                    if line.strip():
+                        names.append(json.loads(line)["path"].rsplit("/", 1)[-1])
     return sorted(names)

@@ -12,7 +12,9 @@ A pipeline says
   ``records(key, second)``, the records one event of the experiments' script
   becomes (an event has a key and an event-time second since ``EPOCH``);
 - how the query is built: ``query(source)``, their transformations on the
-  source DataFrame, and ``output_mode``; raceproof's recording ``foreachBatch``
+  source DataFrame (with ``sources`` declared, a dict of one DataFrame per
+  file source, each record written to the one ``source_of(record)`` names),
+  and ``output_mode``; raceproof's recording ``foreachBatch``
   sink sits around the user's own ``sink(batch, batch_id)`` if they give one;
 - what the output must be: ``output(row)`` (a sink row as JSON-able fields),
   ``key_fields`` (what identifies an output row: the same key twice is a
@@ -155,6 +157,14 @@ class Pipeline:
     sentinel_second: int = 100_000
     # The event-time column of an input record (what the watermark is on): a ``schema`` column.
     event_time: str = "ts"
+
+    # More than one file source (a join reading two streams): their names. Each record goes to
+    # the source ``source_of(record)`` names, and ``query`` is given a dict name -> DataFrame.
+    sources: tuple[str, ...] = ()
+
+    def source_of(self, record: Record) -> str:
+        """Which of ``sources`` a record is read from (default: its ``source`` field)."""
+        return str(record.get("source"))
 
     def records(self, key: str, second: int) -> list[Record]:
         """The input records one scripted event becomes."""

@@ -90,6 +90,7 @@ HOOKS = {
     "read_output": ("spark",),
     "write_stream": ("frame",),
     "spark_conf": (),
+    "source_of": ("record",),
 }
 
 

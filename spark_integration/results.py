@@ -148,23 +148,7 @@ def run_experiment(
     cpu_started = time.process_time()
     jvm_cpu_started = session.jvm_cpu_s(spark)
     stock = [experiment.trial(spark, pipeline, False) for _ in range(repeat)]
-    if pipeline.writes_own_stream() and experiment.guard in (KEYED_SINK, FENCING):
-        # Both guards act through raceproof's foreachBatch (its batch files, the batch id it
-        # records), which a pipeline's own writeStream sink never goes through.
-        experiment = replace(experiment, guard=OWN_SINK if pipeline.reads_own_output() else None)
-    if experiment.guard == OWN_SINK:
-        guarded = stock
-    elif experiment.guard == KEYED_SINK and pipeline.reads_own_output():
-        # The guard raceproof offers is a sink keyed on batch id; a pipeline with a sink of its
-        # own is judged at that sink, so the sink itself keeps the guard's promises or not.
-        experiment = replace(experiment, guard=OWN_SINK)
-        guarded = stock
-    else:
-        guarded = (
-            [experiment.trial(spark, pipeline, True) for _ in range(repeat)]
-            if experiment.guard
-            else []
-        )
+    experiment, guarded = _guarded(spark, experiment, pipeline, stock, repeat)
     broken = sorted({c for trial in guarded for c in broken_promises(experiment, trial)})
     shrunk: dict[str, Any] | None = None
     verdict = Verdict.VIOLATED if broken else Verdict.OK
@@ -203,6 +187,26 @@ def run_experiment(
         "jvm_cpu_s": round(session.jvm_cpu_s(spark) - jvm_cpu_started, 1),
         **session.peak_memory_mb(spark),
     }
+
+
+def _guarded(
+    spark: Any, experiment: Experiment, pipeline: Pipeline, stock: list[Trial], repeat: int
+) -> tuple[Experiment, list[Trial]]:
+    """The guard that can act on this pipeline, and its trials (the stock ones when the guard
+    is the pipeline's own sink, none when there is no guard)."""
+    if pipeline.writes_own_stream() and experiment.guard in (KEYED_SINK, FENCING):
+        # Both guards act through raceproof's foreachBatch (its batch files, the batch id it
+        # records), which a pipeline's own writeStream sink never goes through.
+        experiment = replace(experiment, guard=OWN_SINK if pipeline.reads_own_output() else None)
+    if experiment.guard == KEYED_SINK and pipeline.reads_own_output():
+        # The guard raceproof offers is a sink keyed on batch id; a pipeline with a sink of its
+        # own is judged at that sink, so the sink itself keeps the guard's promises or not.
+        experiment = replace(experiment, guard=OWN_SINK)
+    if experiment.guard == OWN_SINK:
+        return experiment, stock
+    if not experiment.guard:
+        return experiment, []
+    return experiment, [experiment.trial(spark, pipeline, True) for _ in range(repeat)]
 
 
 def shrink_input(

@@ -76,11 +76,14 @@ class Sandbox:
     def sink_file(self) -> Path:
         return self.root / "sink" / "rows.jsonl"
 
-    def write_input(self, lines: list[str]) -> Path:
-        """One file per micro-batch: written under a temporary name, renamed, with a distinct mtime."""
+    def write_input(self, lines: list[str], *, source: str = "") -> Path:
+        """One file per micro-batch (in ``input/SOURCE/`` for a pipeline with several sources):
+        written under a temporary name, renamed, with a distinct mtime."""
         self.files_written += 1
-        final = self.inside(f"input/part-{self.files_written:05d}.json")
-        tmp = self.inside(f"input/.part-{self.files_written:05d}.tmp")
+        folder = f"input/{source}" if source else "input"
+        self.inside(folder).mkdir(parents=True, exist_ok=True)
+        final = self.inside(f"{folder}/part-{self.files_written:05d}.json")
+        tmp = self.inside(f"{folder}/.part-{self.files_written:05d}.tmp")
         tmp.write_text("".join(line + "\n" for line in lines))
         os.replace(tmp, final)
         stamp = 1_700_000_000 + self.files_written
