@@ -19,6 +19,7 @@ or is wrong without faults gets one ``baseline`` row and no experiment rows.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -108,9 +109,13 @@ def run(
                 summary.count(row["verdict"])
                 summary.seconds = round(time.monotonic() - started, 1)
                 _write_manifest(out, options, summary)  # as each cell finishes
-    except KeyboardInterrupt as exc:
+    except KeyboardInterrupt as exc:  # the command's signal handling says what was kept
         summary.interrupted = True
         summary.interrupted_by = getattr(exc, "name", "SIGINT")
+        summary.seconds = round(time.monotonic() - started, 1)
+        with contextlib.suppress(Exception):  # the manifest is plain JSON, no py4j call
+            _write_manifest(out, options, summary)
+        raise
     summary.seconds = round(time.monotonic() - started, 1)
     _write_manifest(out, options, summary)
     return summary

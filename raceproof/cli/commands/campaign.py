@@ -229,8 +229,6 @@ def pipeline_campaign(args: argparse.Namespace) -> int:
             f"verdicts {verdicts}"
         )
         print(f"report: raceproof report {args.out}")
-    if summary.interrupted:  # the finished cells are kept, campaign.json says how far it got
-        return 128 + signal.Signals[summary.interrupted_by or "SIGINT"]
     if verdict == Verdict.ERROR:
         return EXIT_PIPELINE_ERROR
     return runner.EXIT_VIOLATED if verdict == Verdict.VIOLATED else runner.EXIT_OK
