@@ -195,3 +195,24 @@ def test_bench_growth_gives_the_reduced_proof_beside_the_full_walks_estimate() -
         ("ok", True, 229),
     ]
     assert rows[1]["full_walk_schedules_estimate"] > rows[1]["schedules"]  # the reduction's gain
+
+
+@settings(max_examples=15, deadline=None)
+@given(scripts, st.integers(0, 40))
+def test_the_static_shards_merge_to_the_sequential_walks_first_violation(
+    raw: list[tuple], pick: int
+) -> None:
+    """``proof_plan.split``'s shards (a Spark campaign's) merge by walk order, not shard order:
+    a later shard's violation with fewer deviations comes first, as in the sequential walk."""
+    from raceproof.sim.proof_plan import merge, split
+
+    states = finals(Toy(tuple(raw)))
+    run = runner(Toy(tuple(raw), planted=states[pick % len(states)]))
+    sequential = prove(run, budget=Budget(examples=10**6), reduction=False)
+    shards, first = split(run, reduction=False)
+    walked = [prove(run, budget=Budget(), reduction=False, shard=s) for s in shards]
+    merged = merge(first, [] if first.found is not None else walked)
+    assert merged.verdict == sequential.verdict
+    assert merged.found_chain == sequential.found_chain
+    if sequential.found is not None:
+        assert merged.found is not None and merged.found.values == sequential.found.values

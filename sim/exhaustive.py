@@ -429,7 +429,10 @@ def prove(
     )
     walk = ProofWalk(run, options, progress=progress)
     root = shard or Shard(())
-    walk.walk(budget, WalkStart(root.prefix, root.sleep_set(), root.depth))
+    # A shard of ``proof_plan.split`` branches once off the FIFO path, at its last draw:
+    # that deviation is its place in walk order (a merge keeps the first finding by it).
+    chain = ((len(root.prefix) - 1, root.prefix[-1]),) if root.depth == 1 and root.prefix else ()
+    walk.walk(budget, WalkStart(root.prefix, root.sleep_set(), root.depth, chain=chain))
     if walk.found is None and walk.frontier:
         walk.pruned["budget"] = len(walk.frontier)  # set once: the walk stops here
     if walk.found is None:

@@ -139,6 +139,7 @@ def split(
     )
     if outcome.status in FINDINGS:  # judged, as prove counts it
         first.verdict, first.found, first.schedules = outcome.status, outcome, 1
+        first.found_chain = ()  # the FIFO run: first in walk order
         first.probes = {name: 1 for name in outcome.probes}
     elif outcome.bound is not None:
         pruned[outcome.bound] = 1
@@ -187,7 +188,10 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
     for report in everything:
         for bound, count in report.pruned.items():
             pruned[bound] = pruned.get(bound, 0) + count
-    winner = next((report for report in everything if report.found is not None), None)
+    # The first finding in walk order: fewest deviations, then the earliest chain of them
+    # (a shard walked breadth-first finds its own first; a later shard's may come first).
+    finders = [report for report in everything if report.found is not None]
+    winner = min(finders, key=finding_order) if finders else None
     verdict: ProofVerdict = Verdict.INCONCLUSIVE if pruned else Verdict.OK
     if winner is not None:
         verdict = winner.verdict
@@ -218,7 +222,14 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
         footprints_unverified=sum(report.footprints_unverified for report in everything),
         probes=dict(sorted(probes.items())),
         undecided=next((r.undecided for r in everything if r.undecided is not None), None),
+        found_chain=None if winner is None else winner.found_chain,
     )
+
+
+def finding_order(report: ProofReport) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """Where a report's finding lies in the sequential walk's order (breadth-first, as a key)."""
+    chain = tuple(tuple(step) for step in report.found_chain or ())
+    return (len(chain), chain)  # type: ignore[return-value]
 
 
 # -- walking a proof on worker processes ---------------------------------------------

@@ -26,8 +26,8 @@ from typing import Any
 
 from raceproof.sim import Budget, Runner, RunOutcome, deviations, encode_blob
 from raceproof.sim.exhaustive import ProofReport, prove
+from raceproof.sim.proof_plan import finding_order, split
 from raceproof.sim.proof_plan import merge as merge_reports
-from raceproof.sim.proof_plan import split
 from raceproof.sim.shrink import shrink
 from raceproof.sim.verdicts import Verdict
 from raceproof.spark_integration.campaign_cells import (
@@ -171,10 +171,13 @@ def merge(proof: Cell, plan: ProofPlan, shards: list[dict[str, Any]]) -> dict[st
         return finish_row(row, plan.expected)
     total = merge_reports(plan.first, [ProofReport(**s["report"]) for s in shards])
     row["schedules"], row["examples"] = total.schedules, total.runs
-    # The first violation in walk order: the first run's own, else the first shard's.
-    found = plan.found or next(
-        (s["found"] for s in shards if s["verdict"] == Verdict.VIOLATED), None
+    # The first violation in walk order: the first run's own, else the shards' first by
+    # deviations and then their chain (a later shard's may lie before an earlier one's).
+    violated = [s for s in shards if s["verdict"] == Verdict.VIOLATED]
+    first_shard = min(
+        violated, key=lambda s: finding_order(ProofReport(**s["report"])), default=None
     )
+    found = plan.found or (None if first_shard is None else first_shard["found"])
     if found is not None and "error" in found:  # not a verdict: the FIFO run itself raised
         row["verdict"], row["complete"] = Verdict.ERROR, False
         row.update(found)
