@@ -645,7 +645,13 @@ def test_a_parallel_proof_passes_every_option_to_its_workers() -> None:
         seen: list[dict[str, object]] = []
         two = prove_parallel(run, 2, budget=Budget(), progress=seen.append, **options)  # type: ignore[arg-type]
         assert counts(two) == counts(one), options
-        assert seen and set(seen[-1]) == {"shards", "schedules", "runs", "skipped_equivalent"}
+        assert seen and set(seen[-1]) == {
+            "shards",
+            "schedules",
+            "runs",
+            "skipped_equivalent",
+            "frontier",
+        }
         assert seen[-1]["schedules"] == two.schedules and seen[-1]["runs"] == two.runs
         done, total = str(seen[-1]["shards"]).split("/")
         assert done == total == str(two.shards)
