@@ -35,6 +35,7 @@ __all__ = [
     "FORMAT",
     "MANIFEST",
     "RESULTS",
+    "COUNTEREXAMPLES",
     "CampaignFolderError",
     "Row",
     "check_folder",
@@ -47,6 +48,7 @@ __all__ = [
 RESULTS = "results"
 MANIFEST = "campaign.json"
 DETERMINISM = "determinism.json"
+COUNTEREXAMPLES = "counterexamples"  # the cells' counterexample files
 FORMAT = "raceproof-campaign"
 
 Row = dict[str, Any]
@@ -119,6 +121,13 @@ def _check_folder(out: Path) -> None:
                 "empty; give --out a new or empty folder"
             )
         return
+    saved = out / COUNTEREXAMPLES
+    if os.path.lexists(saved) and not saved.is_dir():
+        # A cell's counterexample goes there beside its row: as a file it would be lost.
+        raise CampaignFolderError(
+            f"{saved} is not a folder: the campaign saves its cells' counterexamples there; "
+            "move it away to resume"
+        )
     if manifest.exists():
         read_manifest(out)
     part_files(out)

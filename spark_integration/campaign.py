@@ -30,14 +30,21 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raceproof.reports.campaign_folder import RESULTS, check_folder, read_determinism
+from raceproof.reports.campaign_folder import (
+    RESULTS,
+    CampaignFolderError,
+    check_folder,
+    read_determinism,
+)
 from raceproof.sim import repro as repro_files
+from raceproof.sim.configs import BadInput
 from raceproof.sim.verdicts import Verdict
 from raceproof.spark_integration.campaign_cells import (
     COLUMN_NAMES,
@@ -208,19 +215,65 @@ def _plain(value: Any) -> Any:
 
 
 def _write_rows(spark: Any, out: Path, rows: list[dict[str, Any]]) -> None:
-    """Counterexample files first, then one Parquet append: a row never names a missing file."""
-    if not rows:
-        return
+    """Counterexample files first, then one Parquet append: a row never names a missing file.
+
+    Each cell is written once: a row whose cell the folder already holds is
+    dropped (a flush the signal cut after Spark committed it is not repeated). A
+    row and its counterexample are written together or not at all: the rows keep
+    their counterexample's text until the append succeeded, so a file that could
+    not be written (``counterexamples`` is a file, a full disk) leaves its cell
+    unwritten for a rerun, never a row naming nothing (``CampaignFolderError``).
+    """
+    done = {row["cell"] for row in read_rows(out)}
+    fresh: dict[str, dict[str, Any]] = {}
     for row in rows:
-        text = row.pop("_counterexample", None)
+        if row["cell"] not in done:
+            fresh.setdefault(row["cell"], row)
+    if not fresh:
+        return
+    for row in fresh.values():
+        text = row.get("_counterexample")
         if text is not None and row.get("counterexample"):
             target = out / row["counterexample"]
-            if not target.exists():
-                repro_files.write_atomically(target, text)
+            try:
+                if not target.is_file():
+                    repro_files.write_atomically(target, text)
+            except (OSError, BadInput) as exc:  # the one way to user files says BadInput
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise CampaignFolderError(
+                    f"{target}: cannot write cell {row['cell']}'s counterexample "
+                    f"({why}); its row is not written, a rerun redoes the cell"
+                ) from None
     schema = ", ".join(f"`{name}` {kind}" for name, kind, _doc in COLUMNS)
-    data = [tuple(_plain(row.get(name)) for name in COLUMN_NAMES) for row in rows]
+    data = [tuple(_plain(row.get(name)) for name in COLUMN_NAMES) for row in fresh.values()]
     frame = spark.createDataFrame(data, schema)
     frame.coalesce(1).write.mode("append").parquet(str(out / RESULTS))
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait while rows are written, then take their usual course.
+
+    A flush is a py4j call: a signal raised inside it returns to Python while
+    the JVM may still commit the append, and the campaign's clean-up then wrote
+    the same rows again (every cell twice). Held, the signal is raised again
+    through the command's own handler once the rows and the bookkeeping that
+    says they are written are done. The main thread only (where handlers run).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum in previous:
+        signal.signal(signum, lambda n, _frame: held.append(n))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in held:
+            signal.raise_signal(signum)  # the command's handler: Interrupted, 130 / 143
 
 
 def _write_manifest(out: Path, options: Options, summary: Summary) -> None:
@@ -339,8 +392,9 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
             return
         say(f"  {len(ran)}/{len(todo)} cells  {time.perf_counter() - started:7.1f}s")
         if time.monotonic() - last_flush >= FLUSH_EVERY_S:
-            _write_rows(spark, out, pending)
-            pending.clear()
+            with _signals_held():  # the rows and "they are written" together
+                _write_rows(spark, out, pending)
+                pending.clear()
             last_flush = time.monotonic()
 
     def submit(pool: ThreadPoolExecutor, batch: list[Cell]) -> Future[list[dict[str, Any]]]:
@@ -387,18 +441,30 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
         _restore_sigint(previous_handler)
         pool.shutdown(wait=True, cancel_futures=True)
         if summary.interrupted:  # the signal may have cut a py4j call short: keep what we can
-            if not _quietly(lambda: _write_rows(spark, out, pending)):
-                kept = {row["cell"] for row in read_rows(out)}
-                ran[:] = [row for row in ran if row["cell"] in kept]
+            with _signals_held():
+                if not _quietly(lambda: _write_rows(spark, out, pending)):
+                    kept = {row["cell"] for row in read_rows(out)}
+                    ran[:] = [row for row in ran if row["cell"] in kept]
+                pending.clear()
         else:
-            _write_rows(spark, out, pending)
+            with _signals_held():
+                _write_rows(spark, out, pending)
+                pending.clear()
         summary.ran = len(ran)
         summary.seconds = round(time.perf_counter() - started, 3)
         if summary.interrupted:
             print(f"interrupted: kept the {len(ran)} finished cells", file=sys.stderr)
         if not summary.interrupted:
-            summary.determinism = cross_check(ran, options, say)
-            _write_determinism(out, summary.determinism)
+            try:
+                summary.determinism = cross_check(ran, options, say)
+                _write_determinism(out, summary.determinism)
+            except KeyboardInterrupt as exc:  # every row is written: the rest is the check
+                summary.interrupted = True
+                summary.interrupted_by = getattr(exc, "name", "SIGINT")
+                print(
+                    "interrupted: every cell was written; the determinism check was not",
+                    file=sys.stderr,
+                )
         _write_manifest(out, options, summary)
         if own_session:
             _quietly(spark.stop) if summary.interrupted else spark.stop()
