@@ -76,7 +76,14 @@ def test_a_signal_at_any_moment_leaves_each_cell_written_once(
         calls: Counter[str] = Counter()
         sent: list[int] = []
 
-        def hit(point: str, moment: str = moment, at: int = at, signum: int = signum) -> None:
+        def hit(
+            point: str,
+            moment: str = moment,
+            at: int = at,
+            signum: int = signum,
+            calls: Counter[str] = calls,
+            sent: list[int] = sent,
+        ) -> None:
             calls[point] += 1
             if point == moment and calls[point] == at and not sent:
                 sent.append(signum)
