@@ -31,11 +31,11 @@ from raceproof.sim.user_files import user_path
 __all__ = [
     "COLUMNS",
     "COLUMN_NAMES",
+    "COUNTEREXAMPLES",
     "DETERMINISM",
     "FORMAT",
     "MANIFEST",
     "RESULTS",
-    "COUNTEREXAMPLES",
     "CampaignFolderError",
     "Row",
     "check_folder",
