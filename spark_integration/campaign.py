@@ -272,8 +272,8 @@ def _signals_held() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        for signum in held:
-            signal.raise_signal(signum)  # the command's handler: Interrupted, 130 / 143
+        for number in held:
+            signal.raise_signal(number)  # the command's handler: Interrupted, 130 / 143
 
 
 def _write_manifest(out: Path, options: Options, summary: Summary) -> None:
