@@ -214,7 +214,9 @@ def test_sys_exit_in_a_scenario_module_or_a_pipeline_factory_is_a_message(tmp_pa
     )
     assert done.returncode == 4, (done.returncode, done.stderr)
     last = done.stderr.strip().splitlines()[-1]
-    assert "pipeline error: the factory pipeline() of pipe.py raised SystemExit: 5" in last
+    assert (
+        "pipeline error: the factory pipeline() of pipe.py raised SystemExit: sys.exit(5)" in last
+    )
     assert "sys.exit(5)" in done.stderr and "Traceback" not in done.stderr
 
 

@@ -182,3 +182,29 @@ def test_the_pytest_fixture_fails_every_hostile_model(models: Path, tmp_path: Pa
     assert "! KeyboardInterrupt !" not in done.stdout  # no session stopped by a fake Ctrl-C
     for kind in kinds:
         assert done.stdout.count(f"E   {hostile.names(kind)}") >= len(RUNNING), kind
+
+
+@pytest.mark.parametrize("kind", hostile.KINDS)
+def test_a_pipeline_factory_that_raises_anything_is_error_exit_4(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``spark-check --pipeline`` calls the factory before Spark starts: its raise is exit 4.
+
+    A ``KeyboardInterrupt`` it raised was 130 ("interrupted by SIGINT", no signal
+    sent), ``GeneratorExit`` and a ``BaseException`` of its own 70.
+    """
+    statement = hostile.RAISES[kind][0]
+    path = tmp_path / f"factory_{kind.replace('-', '_')}.py"
+    path.write_text(
+        "import sys\n\n"
+        "class Hostile(BaseException):\n    pass\n\n"
+        "class BadStr(Exception):\n    def __str__(self):\n        raise ValueError('no')\n\n"
+        f"def pipeline():\n    {statement}\n"
+    )
+    code = main(["spark-check", "--pipeline", f"{path}:pipeline"])
+    out, err = capsys.readouterr()
+    said = hostile.names(kind)
+    assert code == 4, (code, out, err)
+    assert f"pipeline error: the factory pipeline() of {path} raised {said}" in err, err
+    _assert_no_internal_error(err)
+    assert "interrupted" not in err

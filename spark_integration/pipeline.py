@@ -52,6 +52,9 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from raceproof.sim.errors import Signalled
+from raceproof.sim.model_errors import said
+
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 
@@ -92,20 +95,30 @@ def user_frames(exc: BaseException) -> str:
         and "/py4j/" not in frame.filename
     ]
     lines = traceback.format_list(keep)
-    return "".join(lines) + f"{type(exc).__name__}: {exc}"
+    return "".join(lines) + f"{type(exc).__name__}: {said(exc)}".removesuffix(": ")
 
 
-def calling_user(what: str, call: Any, *args: Any) -> Any:
-    """``call(*args)``, the user's code: whatever it raises becomes a ``PipelineRaised`` naming ``what``."""
+def calling_user(what: str, call: Any, *args: Any, before_spark: bool = False) -> Any:
+    """``call(*args)``, the user's code: whatever it raises becomes a ``PipelineRaised`` naming ``what``.
+
+    ``before_spark`` (the factory, called before any session starts): every
+    ``BaseException`` but a real signal's (``Signalled``) is the user's, a
+    ``KeyboardInterrupt`` or ``GeneratorExit`` it raises included. While Spark
+    runs, PySpark's own SIGINT handler raises a plain ``KeyboardInterrupt`` for a
+    real Ctrl-C, so there only ``Exception`` and ``SystemExit`` are the user's.
+    """
     try:
         return call(*args)
     except PipelineRaised:
         raise
-    except (Exception, SystemExit) as exc:  # sys.exit() in the user's code is theirs too
-        first = (str(exc).strip().splitlines() or [""])[0]  # whole: never cut mid-word
-        raise PipelineRaised(
-            f"pipeline error: {what} raised {type(exc).__name__}: {first}", user_frames(exc)
-        ) from exc
+    except BaseException as exc:  # sys.exit() in the user's code is theirs too
+        if isinstance(exc, Signalled) or not (
+            isinstance(exc, Exception | SystemExit) or before_spark
+        ):
+            raise
+        first = (said(exc).strip().splitlines() or [""])[0]  # whole: never cut mid-word
+        named = f"{type(exc).__name__}: {first}".removesuffix(": ")
+        raise PipelineRaised(f"pipeline error: {what} raised {named}", user_frames(exc)) from exc
 
 
 def timestamp(second: int) -> str:
@@ -303,12 +316,14 @@ def load_pipeline(spec: str) -> Pipeline:
             module = importlib.import_module(target)
     except PipelineError:
         raise
-    except (Exception, SystemExit) as exc:  # the user's module: sys.exit() in it is no exit of ours
+    except BaseException as exc:  # the user's module: sys.exit() in it is no exit of ours
+        if isinstance(exc, Signalled):  # a real signal stops the command
+            raise
         raise PipelineError(f"--pipeline {spec!r}: cannot import {target}: {_said(exc)}") from None
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise PipelineError(f"--pipeline {spec!r}: {target} has no callable {attr!r}")
-    pipeline = calling_user(f"the factory {attr}() of {target}", factory)
+    pipeline = calling_user(f"the factory {attr}() of {target}", factory, before_spark=True)
     if not isinstance(pipeline, Pipeline):
         raise PipelineError(
             f"--pipeline {spec!r}: {attr}() returned {type(pipeline).__name__}, not a "
@@ -352,7 +367,7 @@ def _said(exc: BaseException) -> str:
     """One line for an exception of the user's code (``sys.exit(5)`` says so)."""
     if isinstance(exc, SystemExit):
         return f"it called sys.exit({exc.code!r})"
-    text = str(exc).strip().splitlines()
+    text = said(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
