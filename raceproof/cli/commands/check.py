@@ -16,8 +16,8 @@ counts are the same for any N.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
+import multiprocessing
 import os
 import signal
 import time
@@ -75,15 +75,18 @@ def _default_scenarios(args: argparse.Namespace) -> list[Any]:
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Kill every worker now (a search in progress is lost; the finished ones are kept)."""
-    workers = list((getattr(pool, "_processes", None) or {}).values())
+    """Kill every worker now (a search in progress is lost; the finished ones are kept).
+
+    The pool's workers are this command's only ``multiprocessing`` children, so
+    ``multiprocessing.active_children()`` names them through public API; killing
+    one that already exited does nothing (``Process.kill`` checks).
+    """
+    workers = multiprocessing.active_children()
     for worker in workers:
-        with contextlib.suppress(Exception):
-            worker.kill()
+        worker.kill()
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:
-        with contextlib.suppress(Exception):
-            worker.join(5.0)
+        worker.join(5.0)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
