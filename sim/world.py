@@ -394,35 +394,8 @@ class World(simpy.Environment):
         self.steps += 1
         if self.steps > self._max_steps:
             raise BoundHit("steps", f"more than {self._max_steps} steps")
-        index = 0
         observer = self.observer
-        if len(due) > 1 and due[0][1] != URGENT:
-            # Events nobody waits on go first: ordering them changes nothing. Looked for
-            # only when one may be there (``_scan_waiters``): the scan is O(due) per step.
-            index = -1
-            if self._scan_waiters:
-                index = _first_unwaited(due)
-                if index < 0:
-                    self._scan_waiters = False
-            if index < 0:
-                if observer is not None:
-                    tracked = self.footprints_declared or self.state_fingerprint is not None
-                    keys = [_step_key(e[3]) if tracked else None for e in due]
-                    index = observer.schedule_steps(keys, self)
-                else:
-                    ahead = self._ahead
-                    if ahead:  # ``RandomSource.schedule``, inlined: the same value and record
-                        n = len(due)
-                        index = (ahead.pop() * n) >> 64
-                        self._record_value(index)
-                        self._record_size(n)
-                    else:
-                        index = self._draw_schedule(len(due), self._due_keys)
-                if index and self.names_deviations:  # name who ran and whom it overtook
-                    self.overtaken[len(self.source.drawn) - 1] = (
-                        self._actor_of(due[index][3]),
-                        self._actor_of(due[0][3]),
-                    )
+        index = 0 if len(due) < 2 or due[0][1] == URGENT else self._choose(due, observer)
         if observer is None:
             # One ``_process`` for every path: the copy once inlined here saved no measurable
             # time (3000 random runs of brooklin-double-stop/fix-conditional-write: 5.01 s
@@ -438,6 +411,38 @@ class World(simpy.Environment):
             observer.after_step(None, None)
         else:
             self._observed_step(due.pop(index), observer)  # the hooks run inside its footprint
+
+    def _choose(
+        self, due: list[tuple[Any, EventPriority, int, Event]], observer: StepObserver | None
+    ) -> int:
+        """Which of two or more due (non-urgent) events runs now: a schedule draw, or no choice.
+
+        Events nobody waits on go first: ordering them changes nothing. Looked for
+        only when one may be there (``_scan_waiters``): the scan is O(due) per step.
+        """
+        index = -1
+        if self._scan_waiters:
+            index = _first_unwaited(due)
+            if index >= 0:
+                return index
+            self._scan_waiters = False
+        if observer is not None:
+            tracked = self.footprints_declared or self.state_fingerprint is not None
+            keys = [_step_key(e[3]) if tracked else None for e in due]
+            index = observer.schedule_steps(keys, self)
+        elif ahead := self._ahead:  # ``RandomSource.schedule``, inlined: same value and record
+            n = len(due)
+            index = (ahead.pop() * n) >> 64
+            self._record_value(index)
+            self._record_size(n)
+        else:
+            index = self._draw_schedule(len(due), self._due_keys)
+        if index and self.names_deviations:  # name who ran and whom it overtook
+            self.overtaken[len(self.source.drawn) - 1] = (
+                self._actor_of(due[index][3]),
+                self._actor_of(due[0][3]),
+            )
+        return index
 
     def _run_hooks(self) -> None:
         """The ``after_step`` observers (invariants), over a copy: one may remove itself."""
