@@ -273,127 +273,153 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _tables(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]], str]]:
-    """(title, header, rows, note) of every section; Markdown and HTML render the same tables."""
+Table = tuple[str, list[str], list[list[str]], str]  # (title, header, rows, note)
+
+
+def _detection(data: dict[str, Any]) -> Table:
+    """Detection per strategy: how often and how fast each search found its violation."""
+    return (
+        "Detection per strategy",
+        [
+            "scenario",
+            "variant",
+            "expected",
+            "strategy",
+            "found",
+            "rate",
+            "examples median / max",
+            "seconds median / max",
+        ],
+        [
+            [
+                d["scenario"],
+                d["variant"],
+                d["expected"],
+                d["strategy"],
+                f"{d['found']}/{d['cells']}",
+                f"{d['rate']:.0%}",
+                f"{_fmt(d['examples_median'])} / {_fmt(d['examples_max'])}",
+                f"{_fmt(d['seconds_median'])} / {_fmt(d['seconds_max'])}",
+            ]
+            for d in data["detection"]
+        ],
+        "Examples are counted, so they do not depend on the machine; seconds include shrinking.",
+    )
+
+
+def _failed(data: dict[str, Any]) -> Table:
+    """Variants whose cells contradict the catalogue's expectation, and crashed cells."""
+    return (
+        "Failed expectations",
+        ["scenario", "variant", "expected", "why"],
+        [[f["scenario"], f["variant"], f["expected"], f["why"]] for f in data["failed"]],
+        "none" if not data["failed"] else "",
+    )
+
+
+def _counterexamples(data: dict[str, Any]) -> Table:
+    """One row per distinct shrunk counterexample."""
+    return (
+        "Distinct counterexamples (by shrunk choice blob)",
+        ["scenario", "variant", "checker", "deviations", "blob", "cells", "strategies", "file"],
+        [
+            [
+                c["scenario"],
+                c["variant"],
+                _fmt(c["checker"]),
+                _fmt(c["deviations"]),
+                c["blob"],
+                str(c["cells"]),
+                ", ".join(c["strategies"]),
+                c["counterexample"],
+            ]
+            for c in data["counterexamples"]
+        ],
+        "",
+    )
+
+
+def _proofs(data: dict[str, Any]) -> Table:
+    """The merged proofs."""
+    return (
+        "Proofs (merged from shards)",
+        [
+            "scenario",
+            "variant",
+            "expected",
+            "verdict",
+            "complete",
+            "schedules",
+            "shards",
+            "seconds",
+        ],
+        [
+            [
+                p["scenario"],
+                p["variant"],
+                p["expected"],
+                p["verdict"],
+                _fmt(p["complete"]),
+                _fmt(p["schedules"]),
+                _fmt(p["shards"]),
+                _fmt(p["seconds"]),
+            ]
+            for p in data["proofs"]
+        ],
+        "" if data["proofs"] else "no proofs in this campaign (`--prove`)",
+    )
+
+
+def _determinism(data: dict[str, Any]) -> Table:
+    """The cells re-run on the driver, and whether they gave the same cell hash."""
     determinism_bad = [c for c in data["determinism"] if not c["same"]]
-    sections = [
-        (
-            "Detection per strategy",
+    return (
+        "Determinism across executors",
+        ["cell", "same", "ran on", "re-run on"],
+        [
+            [c["cell"], "yes" if c["same"] else "**NO**", c["executor"], c["driver"]]
+            for c in data["determinism"]
+        ],
+        f"{len(data['determinism']) - len(determinism_bad)} of {len(data['determinism'])} "
+        "re-run cells gave the same cell hash",
+    )
+
+
+def _changes(data: dict[str, Any]) -> Table:
+    """What changed against the baseline campaign."""
+    return (
+        f"Changes against {data['baseline']}",
+        [
+            "scenario",
+            "variant",
+            "strategy",
+            "change",
+            "rate before / now",
+            "examples median before / now",
+        ],
+        [
             [
-                "scenario",
-                "variant",
-                "expected",
-                "strategy",
-                "found",
-                "rate",
-                "examples median / max",
-                "seconds median / max",
-            ],
-            [
-                [
-                    d["scenario"],
-                    d["variant"],
-                    d["expected"],
-                    d["strategy"],
-                    f"{d['found']}/{d['cells']}",
-                    f"{d['rate']:.0%}",
-                    f"{_fmt(d['examples_median'])} / {_fmt(d['examples_max'])}",
-                    f"{_fmt(d['seconds_median'])} / {_fmt(d['seconds_max'])}",
-                ]
-                for d in data["detection"]
-            ],
-            "Examples are counted, so they do not depend on the machine; seconds include shrinking.",
-        ),
-        (
-            "Failed expectations",
-            ["scenario", "variant", "expected", "why"],
-            [[f["scenario"], f["variant"], f["expected"], f["why"]] for f in data["failed"]],
-            "none" if not data["failed"] else "",
-        ),
-        (
-            "Distinct counterexamples (by shrunk choice blob)",
-            ["scenario", "variant", "checker", "deviations", "blob", "cells", "strategies", "file"],
-            [
-                [
-                    c["scenario"],
-                    c["variant"],
-                    _fmt(c["checker"]),
-                    _fmt(c["deviations"]),
-                    c["blob"],
-                    str(c["cells"]),
-                    ", ".join(c["strategies"]),
-                    c["counterexample"],
-                ]
-                for c in data["counterexamples"]
-            ],
-            "",
-        ),
-        (
-            "Proofs (merged from shards)",
-            [
-                "scenario",
-                "variant",
-                "expected",
-                "verdict",
-                "complete",
-                "schedules",
-                "shards",
-                "seconds",
-            ],
-            [
-                [
-                    p["scenario"],
-                    p["variant"],
-                    p["expected"],
-                    p["verdict"],
-                    _fmt(p["complete"]),
-                    _fmt(p["schedules"]),
-                    _fmt(p["shards"]),
-                    _fmt(p["seconds"]),
-                ]
-                for p in data["proofs"]
-            ],
-            "" if data["proofs"] else "no proofs in this campaign (`--prove`)",
-        ),
-        (
-            "Determinism across executors",
-            ["cell", "same", "ran on", "re-run on"],
-            [
-                [c["cell"], "yes" if c["same"] else "**NO**", c["executor"], c["driver"]]
-                for c in data["determinism"]
-            ],
-            f"{len(data['determinism']) - len(determinism_bad)} of {len(data['determinism'])} "
-            "re-run cells gave the same cell hash",
-        ),
-    ]
+                c["scenario"],
+                c["variant"],
+                c["strategy"],
+                c["change"],
+                f"{_fmt(c['rate_before'])} / {_fmt(c['rate_now'])}",
+                f"{_fmt(c['examples_before'])} / {_fmt(c['examples_now'])}",
+            ]
+            for c in data["changes"]
+        ],
+        "no change" if not data["changes"] else "",
+    )
+
+
+def _tables(data: dict[str, Any]) -> list[Table]:
+    """(title, header, rows, note) of every section; Markdown and HTML render the same tables."""
+    sections = [_detection(data), _failed(data), _counterexamples(data), _proofs(data)]
+    sections.append(_determinism(data))
     if data.get("pipeline_cells"):
         sections.insert(0, _pipeline_section(data["pipeline_cells"]))
     if data["baseline"] is not None:
-        sections.append(
-            (
-                f"Changes against {data['baseline']}",
-                [
-                    "scenario",
-                    "variant",
-                    "strategy",
-                    "change",
-                    "rate before / now",
-                    "examples median before / now",
-                ],
-                [
-                    [
-                        c["scenario"],
-                        c["variant"],
-                        c["strategy"],
-                        c["change"],
-                        f"{_fmt(c['rate_before'])} / {_fmt(c['rate_now'])}",
-                        f"{_fmt(c['examples_before'])} / {_fmt(c['examples_now'])}",
-                    ]
-                    for c in data["changes"]
-                ],
-                "no change" if not data["changes"] else "",
-            )
-        )
+        sections.append(_changes(data))
     return sections
 
 

@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Any
 
 from raceproof.reports.story import Story, is_fault, is_noise
+from raceproof.sim.history import Op
 
 PID = 1
 CHOICES_TID = 0  # the track of the deviations from FIFO
@@ -28,8 +29,26 @@ US_PER_MS = 1000
 def trace_events(story: Story, show_all: bool = True) -> dict[str, Any]:
     """The whole trace object (every op by default: Perfetto filters and zooms by itself)."""
     ops = story.visible_ops(show_all)
-    actors = story.actors()
-    tids = {actor: i + 1 for i, actor in enumerate(actors)}
+    tids = {actor: i + 1 for i, actor in enumerate(story.actors())}
+    events = _track_names(story, tids)
+    start_of = _op_events(events, ops, tids)
+    _deviation_events(events, story, ops, start_of)
+    _violation_events(events, story, tids, start_of)
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "title": story.title,
+            "clock": story.clock,
+            "unit": story.unit,
+            "status": story.status,
+            "repro": story.repro or "",
+        },
+    }
+
+
+def _track_names(story: Story, tids: dict[str, int]) -> list[dict[str, Any]]:
+    """The metadata events: the trace's title, the deviations' track, one track per actor."""
     events: list[dict[str, Any]] = [
         {
             "name": "process_name",
@@ -59,6 +78,11 @@ def trace_events(story: Story, show_all: bool = True) -> dict[str, Any]:
                 "args": {"sort_index": tid},
             }
         )
+    return events
+
+
+def _op_events(events: list[dict[str, Any]], ops: list[Op], tids: dict[str, int]) -> dict[int, int]:
+    """One slice per op (ops of one ms share it), an instant per fault; op index -> its ts."""
     per_ms = Counter(op.time_ms for op in ops)
     slot: Counter[int] = Counter()
     start_of: dict[int, int] = {}
@@ -98,6 +122,13 @@ def trace_events(story: Story, show_all: bool = True) -> dict[str, Any]:
                     "args": args,
                 }
             )
+    return start_of
+
+
+def _deviation_events(
+    events: list[dict[str, Any]], story: Story, ops: list[Op], start_of: dict[int, int]
+) -> None:
+    """An instant on the deviations' track at each deviation from FIFO."""
     for d in story.deviations:
         at = start_of.get(d.before_op) if d.before_op is not None else None
         ts = at if at is not None else (start_of[ops[0].index] if ops else 0)
@@ -113,6 +144,12 @@ def trace_events(story: Story, show_all: bool = True) -> dict[str, Any]:
                 "args": d.to_json(),
             }
         )
+
+
+def _violation_events(
+    events: list[dict[str, Any]], story: Story, tids: dict[str, int], start_of: dict[int, int]
+) -> None:
+    """Per violation: a flow arrow from where it was decided to the op that broke, and a mark."""
     for number, verdict in enumerate(story.violations, start=1):
         if verdict.op_index is None or verdict.op_index not in start_of:
             continue
@@ -158,17 +195,6 @@ def trace_events(story: Story, show_all: bool = True) -> dict[str, Any]:
                 "args": {"message": verdict.message, "op_index": end_op.index},
             }
         )
-    return {
-        "traceEvents": events,
-        "displayTimeUnit": "ms",
-        "otherData": {
-            "title": story.title,
-            "clock": story.clock,
-            "unit": story.unit,
-            "status": story.status,
-            "repro": story.repro or "",
-        },
-    }
 
 
 def _origin(story: Story, start_of: dict[int, int]) -> tuple[int, int] | None:
