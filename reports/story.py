@@ -191,7 +191,15 @@ def deviations_of(
             where = positions[draw] if positions is not None and draw < len(positions) else None
             ran, overtook = (overtaken or {}).get(draw, (None, None))
             found.append(
-                Deviation(draw, choice.label, choice.value, choice.n, where, ran, overtook)
+                Deviation(
+                    draw=draw,
+                    label=choice.label,
+                    option=choice.value,
+                    options=choice.n,
+                    before_op=where,
+                    ran=ran,
+                    overtook=overtook,
+                )
             )
     return found
 
@@ -215,10 +223,10 @@ def story_of_counterexample(path: Path) -> Story:
         clock="virtual",
         verdicts=[
             VerdictView(
-                str(verdict.get("checker")),
-                str(verdict.get("status", CheckStatus.VIOLATED)),
-                verdict.get("op_index"),
-                str(verdict.get("message", "")),
+                checker=str(verdict.get("checker")),
+                status=str(verdict.get("status", CheckStatus.VIOLATED)),
+                op_index=verdict.get("op_index"),
+                message=str(verdict.get("message", "")),
             )
         ],
         deviations=deviations_of(cx.choices),

@@ -50,7 +50,7 @@ Checker = Callable[[History], CheckerResult]
 
 def ok(checker: str = "", message: str = "") -> CheckerResult:
     """The property holds. ``ok()`` inside a ``@checker`` function; ``ok(name)`` outside."""
-    return CheckerResult(checker, CheckStatus.OK, None, message)
+    return CheckerResult(checker=checker, status=CheckStatus.OK, op_index=None, message=message)
 
 
 @overload
@@ -75,7 +75,9 @@ def violated(*args: Any) -> CheckerResult:
         raise ValueError("a violation must say why")
     if not (op_index is None or isinstance(op_index, int)):
         raise TypeError(f"op_index must be an int, got {op_index!r}")
-    return CheckerResult(name, CheckStatus.VIOLATED, op_index, message)
+    return CheckerResult(
+        checker=name, status=CheckStatus.VIOLATED, op_index=op_index, message=message
+    )
 
 
 @overload
@@ -87,7 +89,7 @@ def unknown(*args: str) -> CheckerResult:
     if len(args) not in (1, 2):
         raise TypeError(f"unknown takes (message) or (checker, message), got {args!r}")
     name, message = ("", args[0]) if len(args) == 1 else args
-    return CheckerResult(name, CheckStatus.UNKNOWN, None, message)
+    return CheckerResult(checker=name, status=CheckStatus.UNKNOWN, op_index=None, message=message)
 
 
 CheckFunction = Callable[[History], CheckerResult | None]

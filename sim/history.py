@@ -199,7 +199,13 @@ def op_from_json(raw: Mapping[str, JSONValue]) -> Op:
         raise TypeError("op index and time_ms must be integers")
     if not isinstance(raw["fields"], Mapping):
         raise TypeError("op fields must be an object")
-    return Op(raw["index"], raw["time_ms"], str(raw["actor"]), str(raw["kind"]), raw["fields"])
+    return Op(
+        index=raw["index"],
+        time_ms=raw["time_ms"],
+        actor=str(raw["actor"]),
+        kind=str(raw["kind"]),
+        fields=raw["fields"],
+    )
 
 
 def first_divergence(left: History, right: History) -> int | None:

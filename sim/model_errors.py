@@ -134,7 +134,11 @@ def model_error(exc: BaseException) -> ModelError:
         if _skipped(summary.filename):
             continue
         line = (summary.line or linecache.getline(summary.filename, summary.lineno or 0)).strip()
-        frames.append(Frame(summary.filename, summary.lineno or 0, summary.name, line))
+        frames.append(
+            Frame(
+                filename=summary.filename, lineno=summary.lineno or 0, name=summary.name, line=line
+            )
+        )
     name = type(exc).__qualname__
     module = type(exc).__module__
     if module not in ("builtins", "__main__") and not module.startswith(FILE_MODULE_PREFIX):

@@ -54,9 +54,33 @@ class Profile:
 
 
 PROFILES = {
-    "ci": Profile("ci", STRATEGIES, 1.0, False, True, 1_000_000, None),
-    "dev": Profile("dev", ("random",), 0.25, True, False, 200_000, 120.0),
-    "thorough": Profile("thorough", STRATEGIES, 10.0, False, False, 10_000_000, None),
+    "ci": Profile(
+        name="ci",
+        strategies=STRATEGIES,
+        examples_scale=1.0,
+        wall_budget=False,
+        derandomize=True,
+        prove_max_schedules=1_000_000,
+        prove_budget_s=None,
+    ),
+    "dev": Profile(
+        name="dev",
+        strategies=("random",),
+        examples_scale=0.25,
+        wall_budget=True,
+        derandomize=False,
+        prove_max_schedules=200_000,
+        prove_budget_s=120.0,
+    ),
+    "thorough": Profile(
+        name="thorough",
+        strategies=STRATEGIES,
+        examples_scale=10.0,
+        wall_budget=False,
+        derandomize=False,
+        prove_max_schedules=10_000_000,
+        prove_budget_s=None,
+    ),
 }
 PROFILE_ENV = "RACEPROOF_PROFILE"
 
@@ -253,14 +277,14 @@ def search_check(
 ) -> CheckResult:
     """A search's report judged against the expectation (its counterexample saved if unexpected)."""
     result = CheckResult(
-        scenario.name,
-        variant,
-        report.strategy,
-        _expected(scenario, variant, expect),
-        report.verdict,
-        report.examples,
-        round(seconds, 3),
-        seed,
+        scenario=scenario.name,
+        variant=variant,
+        kind=report.strategy,
+        expected=_expected(scenario, variant, expect),
+        verdict=report.verdict,
+        examples=report.examples,
+        seconds=round(seconds, 3),
+        seed=seed,
         notes=list(report.notes),
         schedules=report.examples,
     )
@@ -310,13 +334,13 @@ def run_prove(
     started = clock()
     report = scenario.prove(variant, budget)
     result = CheckResult(
-        scenario.name,
-        variant,
-        "prove",
-        expected,
-        report.verdict,
-        report.runs,
-        round(clock() - started, 3),
+        scenario=scenario.name,
+        variant=variant,
+        kind="prove",
+        expected=expected,
+        verdict=report.verdict,
+        examples=report.runs,
+        seconds=round(clock() - started, 3),
         complete=report.complete,
         schedules=report.schedules,
     )

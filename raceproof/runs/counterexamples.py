@@ -90,7 +90,7 @@ def load(path: Path) -> Loaded:
         config = config_from_json(scenario.config, cx.config, source=f"{path}: config")
     except (UnknownName, TypeError) as exc:
         raise OutOfDate(f"{path}: out of date: {exc}") from None
-    return Loaded(path, cx, scenario, config)
+    return Loaded(path=path, counterexample=cx, scenario=scenario, config=config)
 
 
 def replay_exact(loaded: Loaded) -> RunOutcome:
@@ -120,7 +120,7 @@ def replay_on(loaded: Loaded, variant: str | None) -> Replayed:
     cx = loaded.counterexample
     if variant is None or variant == cx.variant:
         outcome = replay_exact(loaded)
-        return Replayed(cx.variant, "exact", outcome.status, outcome)
+        return Replayed(variant=cx.variant, mode="exact", verdict=outcome.status, outcome=outcome)
     loaded.scenario.check_variant(variant)
     wanted = keyed_deviations(cx.choices)
     outcome = loaded.scenario.runner(variant, loaded.config)(KeyedReplaySource(dict(wanted)))
@@ -143,7 +143,14 @@ def replay_on(loaded: Loaded, variant: str | None) -> Replayed:
             f"{variant} is expected to violate and this schedule does not reach its race "
             "window (every deviation was taken)"
         )
-    return Replayed(variant, "keyed", verdict, outcome, missing, reason)
+    return Replayed(
+        variant=variant,
+        mode="keyed",
+        verdict=verdict,
+        outcome=outcome,
+        not_reached=missing,
+        reason=reason,
+    )
 
 
 RERECORD_HINT = "pytest --raceproof-rerecord re-records a whole folder"

@@ -78,7 +78,10 @@ def placed_run(
 
 
 def _verdicts(outcome: RunOutcome) -> list[VerdictView]:
-    return [VerdictView(v.checker, v.status, v.op_index, v.message) for v in outcome.verdicts]
+    return [
+        VerdictView(checker=v.checker, status=v.status, op_index=v.op_index, message=v.message)
+        for v in outcome.verdicts
+    ]
 
 
 def story_of_outcome(
@@ -192,7 +195,12 @@ def load_for_report(
         verdicts = run_checkers(story.history, scenario.checkers)
         story = replace(
             story,
-            verdicts=[VerdictView(v.checker, v.status, v.op_index, v.message) for v in verdicts],
+            verdicts=[
+                VerdictView(
+                    checker=v.checker, status=v.status, op_index=v.op_index, message=v.message
+                )
+                for v in verdicts
+            ],
             scenario=scenario.name,
         )
     return story

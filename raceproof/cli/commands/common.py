@@ -245,7 +245,10 @@ def print_outcome(outcome: RunOutcome, title: str, story: Story | None = None) -
             history=outcome.history,
             deviations=deviations_of(outcome.choices, None, outcome.overtaken),
             verdicts=[
-                VerdictView(v.checker, v.status, v.op_index, v.message) for v in outcome.verdicts
+                VerdictView(
+                    checker=v.checker, status=v.status, op_index=v.op_index, message=v.message
+                )
+                for v in outcome.verdicts
             ],
         )
     print(title, flush=True)

@@ -304,7 +304,7 @@ def _result(
         result["verdict"] = Verdict.INCONCLUSIVE
         result["notes"] = [*result.get("notes", []), CROSS_CHECK_UNFINISHED]
     result["seconds"] = round(time.monotonic() - started, 3)
-    return ProveResult(setup, result, report, unchecked)
+    return ProveResult(setup=setup, result=result, report=report, unchecked=unchecked)
 
 
 def _render(args: argparse.Namespace, proof: ProveResult) -> None:
