@@ -299,10 +299,8 @@ def explore_hypothesis(
     last_chunk = start // chunk + -(-budget.examples // chunk)
     while counts["examples"] < budget.examples and chunk_index < last_chunk:
         if budget.out_of_time():
-            return _with(
-                probes,
-                _out_of_time("hypothesis", counts["examples"], undecided, budget),
-            )
+            spent = _out_of_time("hypothesis", counts["examples"], undecided, budget)
+            return _with(probes, spent)
         size = min(chunk - in_chunk, budget.examples - counts["examples"])
         chunk_seed = derive_seed(seed, chunk_index)
         run_seed = derive_seed(chunk_seed, attempt) if attempt else chunk_seed

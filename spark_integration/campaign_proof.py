@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from raceproof.sim import Budget, Runner, RunOutcome, deviations, encode_blob
-from raceproof.sim.exhaustive import ProofReport, prove
+from raceproof.sim.exhaustive import UNDECIDED, ProofReport, prove
 from raceproof.sim.proof_plan import finding_order, split
 from raceproof.sim.proof_plan import merge as merge_reports
 from raceproof.sim.shrink import shrink
@@ -188,7 +188,9 @@ def merge(proof: Cell, plan: ProofPlan, shards: list[dict[str, Any]]) -> dict[st
     else:
         row["verdict"], row["complete"] = total.verdict, total.complete
     if total.pruned and found is None:
-        row["error"] = "pruned by " + ", ".join(
-            f"{k} ({v})" for k, v in sorted(total.pruned.items())
-        )
+        bounds = sorted((k, v) for k, v in total.pruned.items() if not k.startswith(UNDECIDED))
+        undecided = sorted((k, v) for k, v in total.pruned.items() if k.startswith(UNDECIDED))
+        said = ["pruned by " + ", ".join(f"{k} ({v})" for k, v in bounds)] if bounds else []
+        said += [f"{v} runs {k}" for k, v in undecided]  # a checker said unknown
+        row["error"] = "; ".join(said)
     return finish_row(row, plan.expected)
