@@ -208,3 +208,37 @@ def test_a_pipeline_factory_that_raises_anything_is_error_exit_4(
     assert f"pipeline error: the factory pipeline() of {path} raised {said}" in err, err
     _assert_no_internal_error(err)
     assert "interrupted" not in err
+
+
+def test_a_real_signal_inside_the_models_last_step_still_stops_the_run() -> None:
+    """Raised by the handler inside a generator, it is that process's failure; the run ends
+    in the same step (another process resumed by the same event calls ``finish``): the
+    signal must still leave ``execute``, never be dropped with the run's pending events.
+    """
+    import os
+    import signal
+
+    from raceproof.cli import signals
+    from raceproof.sim import ReplaySource, World, execute
+
+    def build(world: World) -> None:
+        gate = world.event()
+
+        def signalled() -> object:
+            yield gate
+            os.kill(os.getpid(), signal.SIGINT)  # the handler raises here, in the model
+
+        def finisher() -> object:
+            yield gate
+            world.finish()
+
+        def opener() -> object:
+            yield world.sleep(1)
+            gate.succeed()
+
+        world.spawn("a", signalled())
+        world.spawn("b", finisher())
+        world.spawn("open", opener())
+
+    with signals.interruptible(), pytest.raises(signals.Interrupted):
+        execute(build, ReplaySource([], strict=False), [])

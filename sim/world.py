@@ -543,6 +543,22 @@ def not_the_models(exc: BaseException) -> bool:
     return not isinstance(exc, Exception) and type(exc).__module__.partition(".")[0] == "hypothesis"
 
 
+def _raise_pending_signal(world: World) -> None:
+    """A real signal that failed a process in the run's last step still stops the command.
+
+    A signal handler raises ``Signalled`` wherever the main thread is: inside a
+    model's generator, SimPy takes it as that process's failure and schedules
+    it, and the World raises it when that event is processed. A run that ends
+    in the same step (another process it resumed called ``finish``, a bound)
+    never processes it: without this, the command would go on and the first
+    Ctrl-C would be lost (the handler counts it as received).
+    """
+    for entry in (*world._due, *world._queue):
+        event = entry[3]
+        if getattr(event, "_ok", True) is False and isinstance(event._value, Signalled):
+            raise event._value
+
+
 def _portable(where: str) -> str:
     """``FILE:LINE`` as the file's own name and line: no folder of this checkout in it."""
     path, _, line = where.rpartition(":")
@@ -673,8 +689,10 @@ def execute(
     try:
         build(world)
         reason = world.run_to_end()
+        _raise_pending_signal(world)
     except BoundHit as hit:
         bound, reason = hit.bound, f"bound:{hit.bound}"
+        _raise_pending_signal(world)
     except BaseException as exc:  # the model's code may leave by anything
         if not_the_models(exc):  # a kernel bug, the search's control flow, a real signal
             raise
