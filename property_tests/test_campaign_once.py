@@ -21,6 +21,8 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -162,3 +164,24 @@ def test_a_row_and_its_counterexample_are_written_together_or_not_at_all(
     assert sorted(_keys(out)) == sorted([held["cell"], found["cell"]])
     saved = json.loads((out / found["counterexample"]).read_text())
     assert saved["trace_hash"] == found["trace_hash"]
+
+
+def test_a_signal_waits_for_the_rows_and_a_third_one_still_forces_the_exit() -> None:
+    """Inside the hold the write and its bookkeeping finish; then the command's handler runs."""
+    done: list[str] = []
+    with signals.interruptible(), pytest.raises(signals.Interrupted), campaign._signals_held():
+        os.kill(os.getpid(), signal.SIGTERM)
+        done.append("rows written")
+        done.append("pending cleared")
+    assert done == ["rows written", "pending cleared"]
+    script = (
+        "import os, signal, time\n"
+        "from raceproof.cli import signals\n"
+        "from raceproof.spark_integration import campaign\n"
+        "with signals.interruptible(), campaign._signals_held():\n"
+        "    for _ in range(3):\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(30)\n"
+    )
+    forced = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert forced.returncode == 130, forced.stderr

@@ -147,7 +147,8 @@ def test_raised_at_import_is_one_line_exit_2(
 
 
 def test_the_pytest_fixture_fails_every_hostile_model(models: Path, tmp_path: Path) -> None:
-    """A fixture gate expecting ``violated`` (or ``ok``) fails on each; pytest is not stopped."""
+    """A fixture gate (a search expecting ``violated``, a proof expecting ``ok``) fails on
+    each hostile model; pytest is not stopped by a ``KeyboardInterrupt`` the model raised."""
     tests = ["import pytest", ""]
     kinds = hostile.KINDS
     for kind in kinds:
@@ -157,6 +158,9 @@ def test_the_pytest_fixture_fails_every_hostile_model(models: Path, tmp_path: Pa
                 f"def test_{name.replace('-', '_')}(raceproof):",
                 f"    raceproof.explore({name!r}, variant='buggy', expect='violated',",
                 "                      strategy='random', examples=5)",
+                "",
+                f"def test_{name.replace('-', '_')}_proof(raceproof):",
+                f"    raceproof.prove({name!r}, variant='fixed', expect='ok')",
                 "",
             ]
     (tmp_path / "test_gates.py").write_text("\n".join(tests))
@@ -176,12 +180,12 @@ def test_the_pytest_fixture_fails_every_hostile_model(models: Path, tmp_path: Pa
         text=True,
         timeout=600,
     )
-    total = len(kinds) * len(RUNNING)
+    total = 2 * len(kinds) * len(RUNNING)  # a search and a proof of each
     assert done.returncode == 1, done.stdout[-3000:]
     assert f"{total} failed" in done.stdout and "passed" not in done.stdout, done.stdout[-3000:]
     assert "! KeyboardInterrupt !" not in done.stdout  # no session stopped by a fake Ctrl-C
     for kind in kinds:
-        assert done.stdout.count(f"E   {hostile.names(kind)}") >= len(RUNNING), kind
+        assert done.stdout.count(f"E   {hostile.names(kind)}") >= 2 * len(RUNNING), kind
 
 
 @pytest.mark.parametrize("kind", hostile.KINDS)
