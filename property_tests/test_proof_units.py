@@ -13,11 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from property_tests.soundness_models import spec_strategy
+from property_tests.soundness_walks import WALK_RUNS
+from property_tests.soundness_walks import scenario as spec_scenario
 from property_tests.toy_model import Toy, final_of, runner
 from raceproof.scenarios.catalogue import all_scenarios, get
 from raceproof.sim import Budget, ProofReport, proof_units, prove
@@ -216,3 +220,22 @@ def test_the_static_shards_merge_to_the_sequential_walks_first_violation(
     assert merged.found_chain == sequential.found_chain
     if sequential.found is not None:
         assert merged.found is not None and merged.found.values == sequential.found.values
+
+
+@settings(max_examples=50, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(
+    spec_strategy(max_ops=4),
+    st.tuples(st.integers(1, 3), st.integers(1, 6), st.integers(1, 4), st.integers(1, 3)),
+)
+def test_units_walk_the_soundness_generators_models_as_the_sequential_walk(
+    spec: Any, sizes: tuple[int, int, int, int]
+) -> None:
+    """The soundness generator's random models (every user primitive), each walked in units
+    of a few runs against ``-j 1``'s sequential walk: verdict, counts, first finding."""
+    found = spec_scenario(spec)
+    one = found.prove("model", Budget(examples=WALK_RUNS), jobs=1)
+    assume(one.found is not None or "budget" not in one.pruned)  # a walk to compare
+    run = found.runner("model", found.prove_config)
+    with tiny_units(*sizes):
+        units = prove_balanced(run, 1, budget=Budget(examples=10**6), options=WalkOptions())
+    same_walk(units, one)
