@@ -92,9 +92,9 @@ docs: $(STAMP) browser
 # the catalogue's verdicts and the gate must not change (issue 28). Test modules' own asserts are
 # still rewritten by pytest, hence its warning. `python -m pytest` rewrites more: a refusal's
 # message must still be one line there.
-OPTIMIZED_TESTS := property_tests/test_bad_input.py property_tests/test_cli.py \
-	property_tests/test_catalogue.py property_tests/test_gate.py property_tests/test_optimized.py \
-	property_tests/test_hostile_world.py
+OPTIMIZED_TESTS := property_tests/gate_and_cli/test_bad_input.py property_tests/gate_and_cli/test_cli.py \
+	property_tests/gate_and_cli/test_catalogue.py property_tests/gate_and_cli/test_gate.py property_tests/gate_and_cli/test_optimized.py \
+	property_tests/gate_and_cli/test_hostile_world.py
 
 test: lint browser docs zookeeper postgres
 	$(VENV)/bin/pytest -n auto --dist loadgroup -q
@@ -103,10 +103,10 @@ test: lint browser docs zookeeper postgres
 test-optimized: $(STAMP)
 	PYTHONOPTIMIZE=1 $(VENV)/bin/pytest -n auto --dist loadgroup -q -p no:cacheprovider \
 		-W ignore::pytest.PytestConfigWarning $(OPTIMIZED_TESTS)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider property_tests/test_bad_input.py
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider property_tests/gate_and_cli/test_bad_input.py
 
-# The command-line fuzz suite (property_tests/test_fuzz_cli.py) and the world-fuzz
-# (property_tests/test_hostile_world.py: paths, numbers, nesting) with a larger budget than
+# The command-line fuzz suite (property_tests/gate_and_cli/test_fuzz_cli.py) and the world-fuzz
+# (property_tests/gate_and_cli/test_hostile_world.py: paths, numbers, nesting) with a larger budget than
 # `make test` gives them (150 generated bad invocations from the parser, 100 command lines,
 # 100 counterexample files, 60 worlds of each kind): FUZZ_EXAMPLES of each. The statistics
 # print the cases generated per kind. Not part of `make test`.
@@ -115,7 +115,7 @@ fuzz: $(STAMP)
 	RACEPROOF_FUZZ_PARSER_EXAMPLES=$(FUZZ_EXAMPLES) RACEPROOF_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 	RACEPROOF_WORLD_EXAMPLES=$(FUZZ_EXAMPLES) \
 		$(VENV)/bin/pytest -q -p no:cacheprovider --hypothesis-show-statistics \
-		property_tests/test_fuzz_cli.py property_tests/test_hostile_world.py
+		property_tests/gate_and_cli/test_fuzz_cli.py property_tests/gate_and_cli/test_hostile_world.py
 
 bench: $(STAMP)
 	$(VENV)/bin/raceproof bench
@@ -148,5 +148,5 @@ SOUNDNESS_EXAMPLES ?= 300
 SLIP_EXAMPLES ?= 300
 soundness: $(STAMP)
 	RACEPROOF_SOUNDNESS_EXAMPLES=$(SOUNDNESS_EXAMPLES) $(VENV)/bin/pytest -q -p no:cacheprovider \
-		property_tests/test_soundness.py
-	$(VENV)/bin/python -m property_tests.test_soundness_slips $(SLIP_EXAMPLES)
+		property_tests/search_and_proof/test_soundness.py
+	$(VENV)/bin/python -m property_tests.search_and_proof.test_soundness_slips $(SLIP_EXAMPLES)

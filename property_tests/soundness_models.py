@@ -11,7 +11,7 @@ model-level draws, probes reached from a step and from an ``after_step`` hook,
 an ``always()`` invariant, a checker that reads the order of ops
 (``reads_op_order``) and a checker of the final state. ``build`` interprets a
 spec as a model; ``property_tests/soundness_walks.py`` walks one in full and
-with each shortcut and returns what differs, which ``property_tests/test_soundness.py`` asserts is
+with each shortcut and returns what differs, which ``property_tests/search_and_proof/test_soundness.py`` asserts is
 nothing, and uses to show that every planted slip is found.
 
 A spec with ``untracked`` also shares a plain dict its footprints never

@@ -4,7 +4,7 @@
 ``raceproof-cli`` directive walks that parser (the top-level options, then every subcommand,
 recursively) and writes one section per command: its usage, description and a table of its
 options with their help text, defaults and choices. ``cli_markdown()`` is the same walk as
-MyST Markdown text; ``property_tests/test_docs_cli_reference.py`` checks that every option
+MyST Markdown text; ``property_tests/docs/test_docs_cli_reference.py`` checks that every option
 string of every subparser appears in it, so an option added without help still shows up and
 an option dropped from the walk fails the suite.
 """

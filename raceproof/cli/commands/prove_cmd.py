@@ -43,7 +43,7 @@ from raceproof.sim.world import RunOutcome
 
 # How far the full walk's estimate was above the reduced proof's real size, measured on the
 # built-in proofs and the zombie-controller model (the table "How far the estimate is off" in
-# docs/explanation/proofs.md; property_tests/test_estimate_label.py keeps the two the same).
+# docs/explanation/proofs.md; property_tests/search_and_proof/test_estimate_label.py keeps the two the same).
 MEASURED_RATIOS = "1.1x to 44x"
 ESTIMATE_LABEL = (
     "the full walk's size (no reduction, no state cache), an upper bound: the reduced proofs "

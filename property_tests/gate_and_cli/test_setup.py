@@ -25,7 +25,7 @@ import pytest
 
 from raceproof.cli.main import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SYSTEM_TARGETS = {"zookeeper", "postgres", "browser"}
 
 

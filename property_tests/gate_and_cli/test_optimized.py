@@ -30,7 +30,7 @@ from raceproof.sim import ReplaySource, World, execute
 from raceproof.sim.configs import BadInput, apply_overrides, require
 from raceproof.sim.errors import KernelError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RACEPROOF = str(Path(sys.executable).with_name("raceproof"))
 
 

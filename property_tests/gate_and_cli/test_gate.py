@@ -16,7 +16,7 @@ from raceproof.cli.main import main
 from raceproof.gate import expectations as gate
 from raceproof.scenarios.catalogue import CATALOGUE, RegistrationError, Scenario, get, register
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def slow_clock() -> float:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 BIN = Path(sys.executable).parent
-EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "stale_cache"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "stale_cache"
 
 
 def run(

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from raceproof.cli.main import build_parser
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 _spec = importlib.util.spec_from_file_location("cli_reference", DOCS / "_ext" / "cli_reference.py")
 assert _spec is not None and _spec.loader is not None
 cli_reference = importlib.util.module_from_spec(_spec)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from property_tests.test_proof_parts import SAMPLE
+from property_tests.search_and_proof.test_proof_parts import SAMPLE
 from property_tests.toy_model import Toy, final_of, runner
 from raceproof.sim import Budget, RunOutcome, World, execute, prove
 from raceproof.sim.enumeration import Walk

@@ -9,7 +9,7 @@ families of primitives the slip lives in (``FOCUS``), and returns the first on
 which the slip changes something one of the walks compares; with the slip
 removed, the same model shows nothing. The suite hunts the slips listed in
 ``SUITE`` within ``SLIP_EXAMPLES`` examples each; ``python -m
-property_tests.test_soundness_slips N`` (``make soundness``) hunts every slip
+property_tests.search_and_proof.test_soundness_slips N`` (``make soundness``) hunts every slip
 with ``N`` examples, unfocused, and prints where each was found.
 """
 
@@ -81,7 +81,7 @@ SLIPS: dict[str, Slip] = {
         "reduction",
         False,
     ),
-    # The last round's four (property_tests/test_footprint_slips.py).
+    # The last round's four (property_tests/search_and_proof/test_footprint_slips.py).
     "queue take recorded as a read": (
         lambda: mutant(
             primitives.EventQueue,

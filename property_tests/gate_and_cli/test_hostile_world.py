@@ -50,7 +50,7 @@ from hypothesis import strategies as st
 from raceproof.cli.main import main
 from raceproof.sim import user_files
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 NOBODY = 65534
 WORLD = settings(

@@ -39,7 +39,7 @@ from raceproof.sim.verdicts import (
     gate_exit_code,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("sim", "models", "scenarios", "reports", "spark_integration", "raceproof", "tools")
 HOME = ROOT / "sim" / "verdicts.py"
 WORDS = frozenset(v.value for v in Verdict)

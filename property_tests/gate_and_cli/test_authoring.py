@@ -120,7 +120,7 @@ def test_a_default_configuration_is_checked_like_set_values(tmp_path: Path) -> N
         assert "scenario bad-default: config" in lines[0]
 
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
 def _code_lines(path: Path) -> int:

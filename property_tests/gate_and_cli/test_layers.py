@@ -18,7 +18,7 @@ import ast
 import shutil
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # layer -> the layers it may import (itself included). The package's own folder
 # (``raceproof/``) is split into its subpackages: ``runs`` at the bottom, the gate and the

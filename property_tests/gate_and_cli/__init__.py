@@ -1,0 +1,1 @@
+"""Tests of the command line and the gate: the exit-code contract, bad input, fuzz, signals, catalogue, set-up."""

@@ -1,0 +1,1 @@
+"""Tests of the reports: Markdown/Mermaid, HTML, Perfetto and terminal pictures of a race."""

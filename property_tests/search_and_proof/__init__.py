@@ -1,0 +1,1 @@
+"""Tests of search and proof: explore, shrink, reduction, proof plans and units, state cache, footprints, soundness."""

@@ -1,0 +1,1 @@
+"""Tests against a real ZooKeeper: the Brooklin coordinator on threads, shared servers."""
