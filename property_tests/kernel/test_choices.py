@@ -23,6 +23,7 @@ from raceproof.sim import (
     derive_seed,
     encode_blob,
 )
+from raceproof.sim.choices import MAX_DRAWS
 from raceproof.sim.errors import KernelError
 
 
@@ -97,10 +98,11 @@ def test_prefix_replay_pads_with_choice_zero() -> None:
 
 
 @given(st.lists(st.integers(0, 5), max_size=40))
-def test_blob_round_trips(values: list[int]) -> None:
+def test_a_blob_round_trips_and_lists_only_deviations(values: list[int]) -> None:
     blob = encode_blob(values)
-    assert decode_blob(blob) == values
+    assert decode_blob(blob) == values == decode_blob(f"  {blob}\n")
     assert blob.startswith(f"{len(values)}:")
+    assert blob.count("=") == sum(1 for v in values if v)
 
 
 @pytest.mark.parametrize(
@@ -116,6 +118,30 @@ def test_blob_round_trips(values: list[int]) -> None:
 def test_malformed_blobs_are_named(blob: str, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         decode_blob(blob)
+
+
+@pytest.mark.parametrize(
+    ("blob", "why"),
+    [
+        ("3:3=1", "position 3 is past its length 3"),
+        ("3:1=1,1=2", "positions must increase (1 after 1)"),
+        ("3:2=1,1=2", "positions must increase (1 after 2)"),
+        ("3:0=0", "position 0 lists the boring value 0"),
+        (f"{MAX_DRAWS + 1}:", f"{MAX_DRAWS + 1} draws, at most {MAX_DRAWS}"),
+    ],
+)
+def test_a_malformed_blob_says_what_is_wrong(blob: str, why: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        decode_blob(blob)
+    assert str(caught.value) == f"choice blob {blob!r}: {why}"
+
+
+def test_the_edges_of_a_blob_are_accepted() -> None:
+    assert decode_blob("3:2=1") == [0, 0, 1]  # the last position
+    assert decode_blob("2:0=5") == [5, 0]  # position 0 after none
+    assert len(decode_blob(f"{MAX_DRAWS}:")) == MAX_DRAWS
+    with pytest.raises(ValueError, match="is not of the form LEN:POS=VAL,POS=VAL"):
+        decode_blob("x")
 
 
 def test_random_booleans_honour_their_probability() -> None:

@@ -38,7 +38,6 @@ from raceproof.sim import (
     every,
     poll_until,
 )
-from raceproof.sim.choices import MAX_DRAWS, decode_blob, encode_blob
 from raceproof.sim.fs import _parent
 from raceproof.sim.store import BadVersion, SessionExpired, TransactionFailed
 from raceproof.sim.timers import Debounce, Timer
@@ -489,38 +488,6 @@ def test_an_injected_write_failure_is_drawn_logged_and_raised() -> None:
     ]
     fs.write("/d/f", 2)  # the replay is exhausted: the boring choice, no failure
     assert fs.read("/d/f") == 2
-
-
-# -- choice blobs at their edges ------------------------------------------------------------
-@given(st.lists(st.integers(0, 3), max_size=10))
-def test_a_blob_round_trips_and_lists_only_deviations(values: list[int]) -> None:
-    blob = encode_blob(values)
-    assert decode_blob(blob) == values == decode_blob(f"  {blob}\n")
-    assert blob.count("=") == sum(1 for v in values if v)
-
-
-@pytest.mark.parametrize(
-    ("blob", "why"),
-    [
-        ("3:3=1", "position 3 is past its length 3"),
-        ("3:1=1,1=2", "positions must increase (1 after 1)"),
-        ("3:2=1,1=2", "positions must increase (1 after 2)"),
-        ("3:0=0", "position 0 lists the boring value 0"),
-        (f"{MAX_DRAWS + 1}:", f"{MAX_DRAWS + 1} draws, at most {MAX_DRAWS}"),
-    ],
-)
-def test_a_malformed_blob_says_what_is_wrong(blob: str, why: str) -> None:
-    with pytest.raises(ValueError) as caught:
-        decode_blob(blob)
-    assert str(caught.value) == f"choice blob {blob!r}: {why}"
-
-
-def test_the_edges_of_a_blob_are_accepted() -> None:
-    assert decode_blob("3:2=1") == [0, 0, 1]  # the last position
-    assert decode_blob("2:0=5") == [5, 0]  # position 0 after none
-    assert len(decode_blob(f"{MAX_DRAWS}:")) == MAX_DRAWS
-    with pytest.raises(ValueError, match="is not of the form LEN:POS=VAL,POS=VAL"):
-        decode_blob("x")
 
 
 # -- small API paths the model tests never take ---------------------------------------------
