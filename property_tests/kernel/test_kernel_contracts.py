@@ -8,12 +8,13 @@ fixes one such edge by the trace (times, draws, ops) it must produce.
 
 from __future__ import annotations
 
+import heapq
 import pickle
 from collections.abc import Generator
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from property_tests.touch_log import TouchLog
@@ -242,6 +243,7 @@ def test_a_lock_hands_itself_to_the_next_waiter_by_name() -> None:
 
 
 @given(st.integers(1, 3), st.lists(st.integers(1, 5), min_size=1, max_size=6))
+@example(workers=2, durations_ms=[10, 10, 10])  # was test_primitives.py's one case
 def test_an_executor_runs_at_most_its_workers_in_fifo_order(
     workers: int, durations_ms: list[int]
 ) -> None:
@@ -249,9 +251,11 @@ def test_an_executor_runs_at_most_its_workers_in_fifo_order(
     executor = Executor(world, "pool", workers)
     busy_seen: list[int] = []
     results: list[Any] = []
+    started_ms: dict[int, int] = {}
 
     def job(i: int, duration_ms: int) -> Generator[Any, Any, int]:
         busy_seen.append(executor.busy)
+        started_ms[i] = world.now_ms  # dicts keep insertion order: the order of starts
         yield world.sleep(duration_ms)
         return i
 
@@ -267,6 +271,15 @@ def test_an_executor_runs_at_most_its_workers_in_fifo_order(
     assert results == list(range(len(durations_ms)))
     assert executor.submitted == len(durations_ms) and executor.busy == 0
     assert max(busy_seen) == min(workers, len(durations_ms))
+    # In submission order, each job starts when the earliest worker is free.
+    free_ms = [0] * workers
+    expected_ms = []
+    for duration_ms in durations_ms:
+        start_ms = heapq.heappop(free_ms)
+        expected_ms.append(start_ms)
+        heapq.heappush(free_ms, start_ms + duration_ms)
+    assert [started_ms[i] for i in range(len(durations_ms))] == expected_ms
+    assert list(started_ms) == sorted(started_ms, key=lambda i: (expected_ms[i], i))
     actors = sorted({op.actor for op in world.history} | set())
     assert all(a is not None for a in actors)
     with pytest.raises(ValueError):

@@ -11,7 +11,6 @@ from raceproof.sim import (
     Actor,
     BadVersion,
     EventQueue,
-    Executor,
     FaultPlan,
     FileSystem,
     LaggingCache,
@@ -88,22 +87,6 @@ def test_lock_hands_over_to_waiters_in_order_and_checks_the_owner() -> None:
     lock.try_acquire("A")
     with pytest.raises(ValueError, match="B releases"):
         lock.release("B")
-
-
-def test_executor_runs_at_most_its_workers_at_once() -> None:
-    world = fifo_world()
-    pool = Executor(world, "stop-pool", workers=2)
-    trace: list[tuple[int, str]] = []
-
-    def task(name: str) -> Generator[Any, Any, str]:
-        trace.append((world.now_ms, f"{name} start"))
-        yield world.sleep(10)
-        return name.upper()
-
-    done = [pool.submit(name, lambda name=name: task(name)) for name in ("t1", "t2", "t3")]
-    world.run_to_end()
-    assert trace == [(0, "t1 start"), (0, "t2 start"), (10, "t3 start")]
-    assert [event.value for event in done] == ["T1", "T2", "T3"]
 
 
 def test_every_and_poll_until() -> None:
