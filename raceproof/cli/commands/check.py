@@ -80,13 +80,24 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     The pool's workers are this command's only ``multiprocessing`` children, so
     ``multiprocessing.active_children()`` names them through public API; killing
     one that already exited does nothing (``Process.kill`` checks).
+
+    The shutdown then *waits*: with ``wait=False`` the pool's manager thread was
+    still closing its wake-up pipe when the interpreter exited, and the
+    executor's exit hook (``concurrent.futures.process._python_exit``) wrote to
+    that pipe unlocked: one interrupt in 20-80 printed "Exception ignored ...
+    OSError: [Errno 9] Bad file descriptor". Waiting joins the manager thread,
+    whose last act is closing the pipe, so at exit the hook finds it closed and
+    does nothing. The wait cannot hang: every worker is dead, so the manager
+    thread sees their sentinels, marks the pool broken (closing the call queue's
+    reader so its feeder cannot block, CPython gh-94777) and returns; a second
+    signal is ignored by ``signals`` while this runs, a third exits at once.
     """
     workers = multiprocessing.active_children()
     for worker in workers:
         worker.kill()
-    pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:
         worker.join(5.0)
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
