@@ -34,7 +34,7 @@ from raceproof.cli.validation import (
 from raceproof.runs import runner
 from raceproof.sim import STRATEGIES
 from raceproof.sim.user_files import ascii_int
-from raceproof.sim.verdicts import Verdict
+from raceproof.sim.verdicts import Verdict, exit_code_for
 
 MAX_SEEDS = 1_000_000
 MAX_CROSS_CHECK = 10_000
@@ -208,13 +208,7 @@ def pipeline_campaign(args: argparse.Namespace) -> int:
         return _pipeline_campaign_interrupted(args, exc)
     rows = campaign.read_rows(Path(args.out))
     verdicts = summary.verdicts
-    verdict = (
-        Verdict.VIOLATED
-        if verdicts.get(Verdict.VIOLATED)
-        else Verdict.ERROR
-        if verdicts.get(Verdict.ERROR)
-        else Verdict.OK
-    )
+    verdict = campaign_verdict(verdicts)
     if args.json:
         print(
             json.dumps(
@@ -231,7 +225,24 @@ def pipeline_campaign(args: argparse.Namespace) -> int:
         print(f"report: raceproof report {args.out}")
     if verdict == Verdict.ERROR:
         return EXIT_PIPELINE_ERROR
-    return runner.EXIT_VIOLATED if verdict == Verdict.VIOLATED else runner.EXIT_OK
+    return exit_code_for(verdict)
+
+
+def campaign_verdict(verdicts: dict[str, int]) -> Verdict:
+    """A pipeline campaign's verdict from its cells' counts: the worst one wins.
+
+    ``violated`` before ``error`` before undecided: a cell ``inconclusive`` or
+    ``not-reached`` (or any word that is not ``ok``) makes the campaign
+    ``inconclusive``, exit 3, never a pass; only cells all ``ok`` are ``ok``.
+    """
+    seen = {word for word, count in verdicts.items() if count}
+    if Verdict.VIOLATED in seen:
+        return Verdict.VIOLATED
+    if Verdict.ERROR in seen:
+        return Verdict.ERROR
+    if seen - {Verdict.OK}:
+        return Verdict.INCONCLUSIVE
+    return Verdict.OK
 
 
 def is_campaign_dir(path: Path) -> bool:

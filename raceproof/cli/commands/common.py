@@ -61,11 +61,24 @@ def refuse_contradictions(args: argparse.Namespace, rules: Sequence[tuple[str, s
 
 # -- output helpers -----------------------------------------------------------------
 def emit(args: argparse.Namespace, result: dict[str, Any], human: Callable[[], None]) -> int:
+    """Print ``result`` (JSON or ``human()``) and return its verdict's exit code.
+
+    A result with no verdict, or a word that is no ``Verdict``, is a bug in
+    raceproof: exit 70 with one line on stderr, never 0 (it once fell back to a pass).
+    """
     if args.json:
         print(json.dumps(result, sort_keys=True, allow_nan=False))
     else:
         human()
-    return EXIT_FOR_VERDICT.get(str(result.get("verdict")), ExitCode.OK)  # type: ignore[call-overload]
+    word = result.get("verdict")
+    if word not in set(Verdict):
+        print(
+            f"raceproof: internal error: this is a bug in raceproof, the result has no known "
+            f"verdict ({word!r}); please report it",
+            file=sys.stderr,
+        )
+        return ExitCode.INTERNAL
+    return EXIT_FOR_VERDICT[Verdict(word)]
 
 
 def judge_probes(
