@@ -35,6 +35,7 @@ from raceproof.sim import configs as validation
 from raceproof.sim.explore import Progress
 from raceproof.sim.proof_plan import prove_parallel
 from raceproof.sim.proof_units import single_balance
+from raceproof.sim.shared import WholeObjectFootprints
 from raceproof.sim.verdicts import Verdict
 
 
@@ -205,15 +206,20 @@ class Scenario:
         check_footprints: bool = False,
         cross_check: bool = False,
         worker_setup: Callable[[], None] | None = None,
+        whole_object_footprints: bool = False,
     ) -> ProofReport:
         """Bounded exhaustive exploration on the proof configuration and the scenario's caps.
 
         ``reduction``: the partial-order reduction (sound; off walks every schedule);
         ``jobs`` > 1 splits the walk over that many worker processes (same counts),
         each of which first calls ``worker_setup`` (the command line's: die with it);
-        ``state_cache`` cuts at explored states of a model that declares its state.
+        ``state_cache`` cuts at explored states of a model that declares its state;
+        ``whole_object_footprints`` records each tracked container as one resource
+        (``raceproof.sim.shared.WholeObjectFootprints``: the bench's comparison).
         """
         run = self.runner(variant, self.prove_config if config is None else config, checker)
+        if whole_object_footprints:
+            run = WholeObjectFootprints(run)
         max_dev = self.prove_max_deviations if max_deviations is None else max_deviations
         branch = self.prove_max_branch if max_branch is None else max_branch
         if cross_check:  # the reduced walk and the full walk, compared (sim/cross_check.py)

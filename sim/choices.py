@@ -134,6 +134,9 @@ class ChoiceSource:
     # nearly every step of a random run, and only a reported run needs the names (``shrink``
     # replays its result with them).
     names_deviations = True
+    # Tracked shared state records each container as one resource (``raceproof.sim.shared``'s
+    # ``WholeObjectFootprints`` sets it on the sources of the runs it wraps).
+    whole_object_footprints = False
 
     def schedule(self, n: int, keys: Callable[[], Sequence[str]]) -> int:
         """Index of the one of ``n`` due events that runs next.

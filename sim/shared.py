@@ -29,34 +29,37 @@ cannot be tracked (an object the actors mutate in place) still takes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, MutableMapping, MutableSet
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, MutableSet
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from raceproof.sim.choices import ChoiceSource
     from raceproof.sim.world import World
 
-_granularity = {"whole_object": False}
 
+class WholeObjectFootprints:
+    """A runner whose runs record each tracked container as one resource.
 
-@contextmanager
-def whole_object_footprints() -> Iterator[None]:
-    """Record each container as one resource, as a hand-placed ``touch`` of it would.
-
-    For ``raceproof bench --proofs``: it compares the proofs of the models that
-    moved onto tracked state with the footprints their hand-placed touches had.
-    Only footprints change, never a run's history.
+    As a hand-placed ``touch`` of the whole container would: for ``raceproof
+    bench --proofs``, which compares the proofs of the models that moved onto
+    tracked state with the footprints their hand-placed touches had. Only
+    footprints change, never a run's history. A parameter of the run (its
+    source's ``whole_object_footprints``), never a switch of the process: it was
+    a module-level flag, which changed every proof made while it was set.
     """
-    previous = _granularity["whole_object"]
-    _granularity["whole_object"] = True
-    try:
-        yield
-    finally:
-        _granularity["whole_object"] = previous
+
+    def __init__(self, run: Callable[[ChoiceSource], Any]) -> None:
+        self.run = run
+
+    def __call__(self, source: ChoiceSource) -> Any:
+        source.whole_object_footprints = True
+        return self.run(source)
 
 
-def _part(resource: str, part: str) -> str:
-    return resource if _granularity["whole_object"] else f"{resource}{part}"
+def _part(world: World, resource: str, part: str) -> str:
+    return (
+        resource if getattr(world.source, "whole_object_footprints", False) else f"{resource}{part}"
+    )
 
 
 K = TypeVar("K")
@@ -115,7 +118,7 @@ class TrackedDict(MutableMapping[K, V]):
         self._world, self._resource, self._data = world, resource, data
 
     def _key(self, key: Any) -> str:
-        return _part(self._resource, f"[{key!r}]")
+        return _part(self._world, self._resource, f"[{key!r}]")
 
     def __getitem__(self, key: K) -> V:
         self._world.touch(self._key(key), write=False)
@@ -156,7 +159,7 @@ class TrackedSet(MutableSet[T]):
         self._world, self._resource, self._data = world, resource, data
 
     def _element(self, element: Any) -> str:
-        return _part(self._resource, f"[{element!r}]")
+        return _part(self._world, self._resource, f"[{element!r}]")
 
     def __contains__(self, element: object) -> bool:
         self._world.touch(self._element(element), write=False)
@@ -225,13 +228,13 @@ class Record:
         fields = object.__getattribute__(self, "_fields")
         if name not in fields:
             raise AttributeError(f"{self._resource} has no field {name!r}")
-        self._world.touch(_part(self._resource, f".{name}"), write=False)
+        self._world.touch(_part(self._world, self._resource, f".{name}"), write=False)
         return fields[name]
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in self._fields:
             raise AttributeError(f"{self._resource} has no field {name!r} (declare it at creation)")
-        self._world.touch(_part(self._resource, f".{name}"))
+        self._world.touch(_part(self._world, self._resource, f".{name}"))
         self._fields[name] = value
 
     def __repr__(self) -> str:

@@ -221,14 +221,16 @@ def test_prove_check_footprints_on_the_command_line(
 
 def test_a_model_moved_onto_tracked_state_proves_no_larger_than_with_whole_object_touches() -> None:
     """Kafka Streams' thread states moved from a hand-placed touch of them all to a tracked dict."""
-    from raceproof.sim.shared import whole_object_footprints
-
     scenario = catalogue.get("streams-checkpoint-resurrection")
     tracked = scenario.prove("fix-load-after-lock", Budget(examples=100_000))
-    with whole_object_footprints():
-        whole = scenario.prove("fix-load-after-lock", Budget(examples=100_000))
+    whole = scenario.prove(
+        "fix-load-after-lock", Budget(examples=100_000), whole_object_footprints=True
+    )
+    again = scenario.prove("fix-load-after-lock", Budget(examples=100_000))
     assert tracked.complete and whole.complete
     assert tracked.schedules <= whole.schedules
+    # A parameter of those runs only: the proof made after it is the first one's.
+    assert again.schedules == tracked.schedules
 
 
 def test_a_zombie_controller_on_session_clients_is_proven_small_with_checked_footprints() -> None:
@@ -255,3 +257,29 @@ def test_the_check_runs_in_every_shard_of_a_parallel_proof() -> None:
     clean = dataclasses.replace(planted, planted_at_ms=None)
     report = prove_parallel(runner(clean), 2, budget=Budget(examples=10_000), check_footprints=True)
     assert report.complete and report.footprints_checked is not None
+
+
+def _touched(source: ChoiceSource) -> list[str]:
+    """The resources a tracked dict's and record's writes touch in a world over ``source``."""
+    world = World(source)
+    seen: list[str] = []
+    world.touch = lambda resource, write=True: seen.append(resource)  # type: ignore[method-assign]
+    offsets = world.shared.dict("offsets", {"a": 0})
+    lease = world.shared.record("lease", holder=None)
+    offsets["a"] = 1
+    lease.holder = "w1"
+    return seen
+
+
+def test_whole_object_footprints_is_a_parameter_of_the_run_it_wraps() -> None:
+    """One resource per container only in the runs ``WholeObjectFootprints`` wraps: a run
+    before it and a run after it over fresh sources record a resource per key and field."""
+    from raceproof.sim import RandomSource
+    from raceproof.sim.shared import WholeObjectFootprints
+
+    fine = _touched(RandomSource(0))
+    whole = WholeObjectFootprints(_touched)(RandomSource(0))
+    after = _touched(RandomSource(0))
+    assert fine == after and len(fine) == 2
+    assert all(resource.endswith(("['a']", ".holder")) for resource in fine), fine
+    assert whole == [fine[0].removesuffix("['a']"), fine[1].removesuffix(".holder")], whole

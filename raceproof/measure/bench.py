@@ -27,7 +27,6 @@ from raceproof.scenarios.catalogue import get
 from raceproof.sim import Bounds, Budget, RandomSource, World, explore
 from raceproof.sim.explore import searching
 from raceproof.sim.proof_plan import estimate
-from raceproof.sim.shared import whole_object_footprints
 from raceproof.sim.verdicts import Verdict
 
 Progress = Callable[[str], None] | None
@@ -301,12 +300,22 @@ def proof_figures(scenario_name: str, progress: Progress = None) -> dict[str, An
 
 
 def _timed_proof(
-    scenario_name: str, variant: str, budget_s: float, *, reduction: bool, jobs: int
+    scenario_name: str,
+    variant: str,
+    budget_s: float,
+    *,
+    reduction: bool,
+    jobs: int,
+    whole_object_footprints: bool = False,
 ) -> dict[str, Any]:
     scenario = get(scenario_name)
     started = time.perf_counter()
     report = scenario.prove(
-        variant, Budget(1_000_000, budget_s, time.monotonic), reduction=reduction, jobs=jobs
+        variant,
+        Budget(1_000_000, budget_s, time.monotonic),
+        reduction=reduction,
+        jobs=jobs,
+        whole_object_footprints=whole_object_footprints,
     )
     return {
         "verdict": report.verdict,
@@ -424,8 +433,9 @@ def proof_bench(
             "speedup_allowed_16": _allowed(two),
             "full_speedup_allowed_16": _allowed(full_two),
         }
-        with whole_object_footprints():
-            whole = _timed_proof(scenario.name, variant, budget_s, reduction=True, jobs=1)
+        whole = _timed_proof(
+            scenario.name, variant, budget_s, reduction=True, jobs=1, whole_object_footprints=True
+        )
         row["whole_object"] = whole
         # Tracked state records a resource per key and field; ``whole_object`` records each
         # tracked container as one resource, as the coarsest hand-placed touch of it would.
