@@ -46,7 +46,6 @@ data ones are here:
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
@@ -81,19 +80,8 @@ class CheckpointFenced(RuntimeError):
     """The guard refused a start: the checkpoint is older than what the sink committed."""
 
 
-# A test-only switch: guards named here are skipped, so a test can show that
-# spark-check exits 1 when a guard stops doing its job.
-DISABLE_GUARDS_ENV = "RACEPROOF_TEST_DISABLE_GUARDS"
-
-
-def guard_disabled(name: str) -> bool:
-    return name in os.environ.get(DISABLE_GUARDS_ENV, "").split(",")
-
-
 def fence(sandbox: Sandbox) -> None:
     """Refuse to start if the sink has committed a batch the checkpoint has not."""
-    if guard_disabled("fencing"):
-        return
     last_sink = sandbox.inside("sink/last_batch")
     sink_batch = int(last_sink.read_text()) if last_sink.exists() else -1
     checkpoint_batch = max(committed_batches(sandbox), default=-1)
@@ -105,10 +93,14 @@ def fence(sandbox: Sandbox) -> None:
         )
 
 
-def _fenced_run(run: TrialRun, guarded: bool) -> str | None:
-    """Restart the job, behind the fence when guarded; the error if the query failed."""
+def _fenced_run(run: TrialRun, guarded: bool, *, fencing: bool = True) -> str | None:
+    """Restart the job, behind the fence when guarded; the error if the query failed.
+
+    ``fencing=False`` skips the fence even when guarded: a test passes it to show the
+    gate fails when the guard stops doing its job (it was an environment variable).
+    """
     try:
-        if guarded:
+        if guarded and fencing:
             fence(run.sandbox)
     except CheckpointFenced as refused:
         run.recorder.log("guard", "guard.refused", reason=str(refused))
@@ -143,7 +135,9 @@ def baseline(spark: Any, pipeline: Pipeline) -> Trial:
         return trial
 
 
-def stale_checkpoint_restore(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+def stale_checkpoint_restore(
+    spark: Any, pipeline: Pipeline, guarded: bool, *, fencing: bool = True
+) -> Trial:
     with TrialRun(spark, pipeline) as run:
         job, sandbox = run.job, run.sandbox
         job.add_input([("a", 1), ("b", 2)])
@@ -162,7 +156,7 @@ def stale_checkpoint_restore(spark: Any, pipeline: Pipeline, guarded: bool) -> T
         run.recorder.log(
             "nemesis", "fault.checkpoint-restore", batch=max(committed_batches(sandbox))
         )
-        _fenced_run(run, guarded)
+        _fenced_run(run, guarded, fencing=fencing)
         return run.judge([no_duplicate_emission()])
 
 
@@ -364,7 +358,7 @@ def stop_before_commit(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
 
 
 def _cleaner(target: Callable[[Sandbox], str]) -> TrialFn:
-    def experiment(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    def experiment(spark: Any, pipeline: Pipeline, guarded: bool, *, fencing: bool = True) -> Trial:
         with TrialRun(spark, pipeline) as run:
             job, sandbox = run.job, run.sandbox
             job.add_input([("a", 1), ("b", 2)])
@@ -384,7 +378,7 @@ def _cleaner(target: Callable[[Sandbox], str]) -> TrialFn:
             )
             job.stop(query)
             job.add_input([("a", 47), ("b", 49)])
-            failure = _fenced_run(run, guarded)
+            failure = _fenced_run(run, guarded, fencing=fencing)
             if failure is None and not run.recorder.history.of_kind("guard.refused"):
                 run.note("the restart succeeded")
                 failure = run.drain()

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from raceproof.cli.main import main
-from raceproof.spark_integration.experiments import DISABLE_GUARDS_ENV, EXPERIMENTS
+from raceproof.spark_integration.experiments import (
+    EXPERIMENTS,
+    stale_checkpoint_restore,
+)
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -94,7 +99,13 @@ def test_a_users_pipeline_from_a_file_runs_through_every_experiment(
 def test_a_disabled_guard_fails_the_gate_and_stock_violations_alone_do_not(
     spark: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv(DISABLE_GUARDS_ENV, "fencing")
+    # The guard turned off by the experiment's own parameter, for this test only.
+    unfenced = partial(stale_checkpoint_restore, fencing=False)
+    monkeypatch.setitem(
+        EXPERIMENTS,
+        "stale-checkpoint-restore",
+        replace(EXPERIMENTS["stale-checkpoint-restore"], trial=unfenced),
+    )
     code, result = _spark_check(capsys, "--experiment", "stale-checkpoint-restore")
     (row,) = result["experiments"]
     assert code == 1 and result["verdict"] == "violated"
