@@ -22,6 +22,13 @@ When they differ, ``FootprintMismatch`` names the two steps, what each
 recorded, and the first op or state that differs, which points at the object
 they share untracked. Each sequence of step keys is tested once per walk.
 
+The mirror claim is tested too (``delayable_steps``): a step chosen among
+others that the footprints call independent of the steps of its instant run
+after it could have run after them. Sleep sets rest on it as well (a step
+asleep stays asleep while independent steps run, and the run that would show
+the other order is cut and never checked); the soundness generator found a
+model where only this claim was wrong (``property_tests/test_soundness.py``).
+
 A pair is only *unverified* (counted, never reported as wrong) when a run
 cannot be followed for reasons that do not show a dependency: a step with no
 key (a condition or callback the kernel cannot name) among several due.
@@ -58,6 +65,7 @@ class StepRecord:
     footprint: Footprint
     drew: bool  # it drew a model-level choice
     options: tuple[str | None, ...] | None  # the keys due at its schedule draw, if one chose it
+    at_ms: int | None = None  # its instant (None: not known)
 
 
 class _Diverged(SleepBlocked):  # passes through ``execute`` like the reduction's own cut
@@ -87,6 +95,7 @@ class KeyFollowingSource(ChoiceSource):
         self.run: set[str] = set()
         self.model_draws = 0
         self.ambiguous = False  # an unnamed step was due at a draw: the order may not be followed
+        self.out_of_order = False  # a target ran with no draw before an earlier one had
         self.snapshot: str | None = None
         self.snapped = False
 
@@ -126,6 +135,10 @@ class KeyFollowingSource(ChoiceSource):
 
     def after_step(self, key: str | None, footprint: Footprint) -> None:
         if key is not None:
+            if key in self.order and any(
+                target not in self.run for target in self.targets[: self.order[key]]
+            ):
+                self.out_of_order = True  # it ran before an earlier target, no draw to refuse
             self.run.add(key)
             self.waiting.discard(key)
 
@@ -170,6 +183,32 @@ def movable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
                 for s in between
             ):
                 found.append((i, j))
+    return found
+
+
+def delayable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
+    """``(i, j)``: step ``i``, chosen among others, commutes with steps ``i+1..j`` of its instant.
+
+    The mirror of ``movable_steps``: the earlier step could have run after them
+    (its event stays due), and running it later is equivalent.
+    """
+    found = []
+    for i, late in enumerate(steps):
+        if late.options is None or late.key is None or late.drew or late.footprint is None:
+            continue
+        if late.at_ms is None:
+            continue
+        for j in range(i + 1, len(steps)):
+            step = steps[j]
+            if (
+                step.key is None
+                or step.drew
+                or step.at_ms != late.at_ms
+                or _process(step.key) == _process(late.key)
+                or _dependent(step.footprint, late.footprint)
+            ):
+                break
+            found.append((i, j))
     return found
 
 
@@ -222,6 +261,61 @@ class FootprintChecker:
                 f"{_show(b.footprint)}) does not commute with step {culprit.key} "
                 f"({_actor(culprit.key)}, recorded {_show(culprit.footprint)}): {difference}; "
                 f"{_cause(first, second)}"
+            )
+        self._check_delays(steps, keys, at, model_values)
+
+    def _check_delays(
+        self,
+        steps: list[StepRecord],
+        keys: list[str],
+        at: dict[int, int],
+        model_values: list[int],
+    ) -> None:
+        """Test every new "could have run later" claim (``delayable_steps``) of one ended run.
+
+        The sleep sets rest on these too: a step asleep stays asleep while the steps
+        run after it are independent of it, and the run that shows the other order is
+        cut, never checked. Only a difference between two runs that both followed
+        their order is reported; a delayed order that cannot be followed (a step that
+        was not due without the delayed one) is counted unverified.
+        """
+        for i, j in delayable_steps(steps):
+            late = steps[i]
+            assert late.key is not None
+            di, dj = at[i], at[j]
+            seen = ("later", *(s.key for s in steps[i : j + 1]))
+            if seen in self.seen:
+                continue
+            self.seen.add(seen)
+            delayed = [*keys[:di], *keys[di + 1 : dj + 1], late.key, *keys[dj + 1 :]]
+            first = self._follow(keys, model_values, dj + 1)
+            second = self._follow(delayed, model_values, dj + 1)
+            if first is None or second is None or first[2] is not None or second[2] is not None:
+                self.unverified += 1
+                continue
+            self.checked += 1
+            difference = self._difference(first, second)
+            if difference is None:
+                continue
+            if any(f[0].ambiguous or f[0].out_of_order for f in (first, second)):
+                self.unverified += 1
+                continue
+            culprit = steps[j]
+            for k in range(i + 1, j + 1):  # the first step that ``late`` fails to pass
+                dk = at[k]
+                moved = [*keys[:di], *keys[di + 1 : dk + 1], late.key, *keys[dk + 1 :]]
+                again = self._follow(moved, model_values, dj + 1)
+                if again is not None and again[2] is None:
+                    found = self._difference(first, again)
+                    if found is not None and not (again[0].ambiguous or again[0].out_of_order):
+                        culprit, difference = steps[k], found
+                        break
+            assert culprit.key is not None
+            raise FootprintMismatch(
+                f"footprints are wrong: step {late.key} ({_actor(late.key)}, recorded "
+                f"{_show(late.footprint)}) does not commute with step {culprit.key} "
+                f"({_actor(culprit.key)}, recorded {_show(culprit.footprint)}), which ran "
+                f"after it: {difference}; {_cause(first, second)}"
             )
 
     def _culprit(

@@ -124,6 +124,7 @@ class SleepSetSource(ChoiceSource):
         self.cache, self.depth = cache, depth
         # ``log_steps``: every step of the run, for the footprint check (``footprint_check``).
         self.steps: list[StepRecord] | None = [] if log_steps else None
+        self._clock: World | None = None  # the run's World, for each logged step's instant
         self._options: tuple[str | None, ...] | None = None
         # Per schedule draw past the prefix, with the state cache: the visit made
         # there and its op index; in the debug mode also the earlier visit it repeats.
@@ -207,6 +208,10 @@ class SleepSetSource(ChoiceSource):
         self.visit_at[index] = (new, len(world.history), fingerprint)
 
     # -- steps ---------------------------------------------------------------
+    def watch_world(self, world: World) -> None:
+        """The World of this run (it calls this when it starts): logged steps carry its time."""
+        self._clock = world
+
     def before_step(self, key: str | None) -> None:
         self._drew = False
         if self.tracking and key is not None and key in self.sleep:
@@ -214,7 +219,8 @@ class SleepSetSource(ChoiceSource):
 
     def after_step(self, key: str | None, footprint: Footprint) -> None:
         if self.steps is not None:
-            self.steps.append(StepRecord(key, footprint, self._drew, self._options))
+            at_ms = self._clock.now_ms if self._clock is not None else None
+            self.steps.append(StepRecord(key, footprint, self._drew, self._options, at_ms))
         self._options = None
         if self._world is not None:
             now = self._world.now_ms

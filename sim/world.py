@@ -92,6 +92,8 @@ class World(simpy.Environment):
         # only a source that observes steps turns recording on.
         observes = getattr(source, "observes_steps", False)
         self.observer: StepObserver | None = source if observes else None  # type: ignore[assignment]
+        if observes and hasattr(source, "watch_world"):
+            source.watch_world(self)  # the footprint check's log reads each step's instant
         self.footprints_declared = False
         self.untracked: list[str] = []  # primitives in use that record no footprints
         self.state_fingerprint: Callable[[], str] | None = None
