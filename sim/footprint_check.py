@@ -36,6 +36,7 @@ key (a condition or callback the kernel cannot name) among several due.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -368,7 +369,9 @@ class FootprintChecker:
             return None
         if end1[:2] != end2[:2]:
             return f"the verdicts differ ({end1[0]} in one order, {end2[0]} in the other)"
-        only = sorted(set(end1[2]) - set(end2[2])) or sorted(set(end2[2]) - set(end1[2]))
+        # Multisets: the same op logged a different number of times is a difference too.
+        counted1, counted2 = Counter(end1[2]), Counter(end2[2])
+        only = sorted((counted1 - counted2) or (counted2 - counted1))
         time_ms, actor, kind, fields = only[0]
         return f"the ops differ, first {actor} {kind} {fields} at {time_ms} ms"
 
