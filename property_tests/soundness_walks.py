@@ -67,7 +67,13 @@ def walk(spec: Spec, *, reduction: bool, state_cache: bool = False) -> Walk:
     report = prove(
         recording, budget=Budget(examples=WALK_RUNS), reduction=reduction, state_cache=state_cache
     )
-    return Walk(report, endings, finals, statuses, {p for p, n in report.probes.items() if n})
+    return Walk(
+        report=report,
+        endings=endings,
+        finals=finals,
+        statuses=statuses,
+        probes={p for p, n in report.probes.items() if n},
+    )
 
 
 def full_walk(spec: Spec) -> Walk:

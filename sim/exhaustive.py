@@ -172,11 +172,11 @@ class WalkStart:
     def of_entry(entry: Entry, reduce: bool) -> WalkStart:
         node, value = entry
         return WalkStart(
-            (*node.prefix, value),
-            _child_sleep(node, reduce),
-            node.depth + 1,
-            node,
-            (*node.chain, (node.position, value)),
+            prefix=(*node.prefix, value),
+            sleep=_child_sleep(node, reduce),
+            depth=node.depth + 1,
+            parent=node,
+            chain=(*node.chain, (node.position, value)),
         )
 
 
@@ -352,29 +352,29 @@ class ProofWalk:
         options = self.options
         if self.found is not None:
             return ProofReport(
-                Verdict(self.found.status),
-                False,
-                self.schedules,
-                self.runs,
-                self.deepest,
-                self.pruned,
-                self.found,
-                self.shrunk,
-                len(self.frontier),
-                options.reduction,
-                self.skipped,
-                self.blocked,
+                verdict=Verdict(self.found.status),
+                complete=False,
+                schedules=self.schedules,
+                runs=self.runs,
+                max_deviations_seen=self.deepest,
+                pruned=self.pruned,
+                found=self.found,
+                shrunk=self.shrunk,
+                frontier_left=len(self.frontier),
+                reduction=options.reduction,
+                skipped_equivalent=self.skipped,
+                sleep_blocked=self.blocked,
                 probes=dict(sorted(self.probes.items())),
                 found_chain=self.found_chain,
             )
         complete = not self.pruned
         report = ProofReport(
-            Verdict.OK if complete else Verdict.INCONCLUSIVE,
-            complete,
-            self.schedules,
-            self.runs,
-            self.deepest,
-            self.pruned,
+            verdict=Verdict.OK if complete else Verdict.INCONCLUSIVE,
+            complete=complete,
+            schedules=self.schedules,
+            runs=self.runs,
+            max_deviations_seen=self.deepest,
+            pruned=self.pruned,
             frontier_left=len(self.frontier),
             reduction=options.reduction,
             skipped_equivalent=self.skipped,

@@ -105,7 +105,12 @@ def estimate(
         products.append(product)
         depths.append(len(source.widths))
     elapsed = (clock() - started) if clock else 0.0
-    return Estimate(mean(products), samples, elapsed / samples, mean(depths))
+    return Estimate(
+        schedules=mean(products),
+        samples=samples,
+        seconds_per_run=elapsed / samples,
+        depth_mean=mean(depths),
+    )
 
 
 # -- the split -----------------------------------------------------------------------
@@ -135,7 +140,14 @@ def split(
         skipped += asleep
         nodes.append(node)
     first = ProofReport(
-        Verdict.OK, True, 0, 1, 0, pruned, reduction=reduction, skipped_equivalent=skipped
+        verdict=Verdict.OK,
+        complete=True,
+        schedules=0,
+        runs=1,
+        max_deviations_seen=0,
+        pruned=pruned,
+        reduction=reduction,
+        skipped_equivalent=skipped,
     )
     if outcome.status in FINDINGS:  # judged, as prove counts it
         first.verdict, first.found, first.schedules = outcome.status, outcome, 1

@@ -143,7 +143,7 @@ def walk_unit(
     if not walk.frontier:
         walk.compare_repeats()  # its nodes' subtrees all ran here: the debug mode can compare
     left = [] if walk.found is not None else _detach(walk.frontier)
-    return UnitResult(unit.ident, walk.report(), left, worker)
+    return UnitResult(ident=unit.ident, report=walk.report(), left=left, worker=worker)
 
 
 def _key(report: ProofReport) -> tuple[int, tuple[tuple[int, int], ...]]:
@@ -300,7 +300,10 @@ class Plan:
         if self.budget.seconds is not None:
             seconds = max(0.0, self.budget.seconds - self.budget.elapsed())
         dispatch = Dispatch(
-            self.ready.popleft(), share, seconds, None if self.best is None else self.best[0]
+            unit=self.ready.popleft(),
+            examples=share,
+            seconds=seconds,
+            stop_depth=None if self.best is None else self.best[0],
         )
         self.flying.append(dispatch)
         return dispatch

@@ -165,7 +165,9 @@ class SleepSetSource(ChoiceSource):
             self.draw_step[index] = self._step_at
         value = self._replayed(index, n) if index < len(self.prefix) else 0
         if self.tracking:
-            self.draws.append(DrawRecord(label, n, value, None, dict(self.sleep)))
+            self.draws.append(
+                DrawRecord(label=label, n=n, value=value, keys=None, sleep=dict(self.sleep))
+            )
         return value
 
     def schedule_steps(self, keys: list[str | None], world: World | None = None) -> int:
@@ -185,7 +187,9 @@ class SleepSetSource(ChoiceSource):
                 raise SleepBlocked("every step due now is asleep")
         self.record.append(Choice(SCHEDULE_LABEL, n, value))
         if self.tracking:
-            record = DrawRecord(SCHEDULE_LABEL, n, value, tuple(keys), dict(self.sleep))
+            record = DrawRecord(
+                label=SCHEDULE_LABEL, n=n, value=value, keys=tuple(keys), sleep=dict(self.sleep)
+            )
             self.draws.append(record)
             self._open = record
         return value
@@ -220,7 +224,15 @@ class SleepSetSource(ChoiceSource):
     def after_step(self, key: str | None, footprint: Footprint) -> None:
         if self.steps is not None:
             at_ms = self._clock.now_ms if self._clock is not None else None
-            self.steps.append(StepRecord(key, footprint, self._drew, self._options, at_ms))
+            self.steps.append(
+                StepRecord(
+                    key=key,
+                    footprint=footprint,
+                    drew=self._drew,
+                    options=self._options,
+                    at_ms=at_ms,
+                )
+            )
         self._options = None
         if self._world is not None:
             now = self._world.now_ms

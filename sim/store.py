@@ -145,7 +145,7 @@ class Transaction:
         return self
 
     def set_data(self, path: str, data: JSONValue, version: int = -1) -> Transaction:
-        self.ops.append(TxOp("set", path, data, version))
+        self.ops.append(TxOp(kind="set", path=path, data=data, version=version))
         return self
 
     def delete(self, path: str, version: int = -1) -> Transaction:

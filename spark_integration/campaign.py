@@ -136,19 +136,28 @@ def grid(options: Options) -> list[Cell]:
             for strategy in options.strategies:
                 for seed in options.seeds:
                     cells.append(
-                        Cell("search", name, variant, strategy, seed, options.examples, base, specs)
+                        Cell(
+                            kind="search",
+                            scenario=name,
+                            variant=variant,
+                            strategy=strategy,
+                            seed=seed,
+                            examples=options.examples,
+                            scenarios_base=base,
+                            scenarios=specs,
+                        )
                     )
             if options.prove:
                 cells.append(
                     Cell(
-                        "proof",
-                        name,
-                        variant,
-                        "exhaustive",
-                        0,
-                        options.proof_schedules,
-                        base,
-                        specs,
+                        kind="proof",
+                        scenario=name,
+                        variant=variant,
+                        strategy="exhaustive",
+                        seed=0,
+                        examples=options.proof_schedules,
+                        scenarios_base=base,
+                        scenarios=specs,
                     )
                 )
     return cells
@@ -519,14 +528,14 @@ def cross_check(rows: list[dict[str, Any]], options: Options, say: Say) -> list[
     checks = []
     for row in candidates[: options.cross_check]:
         cell = Cell(
-            "search",
-            row["scenario"],
-            row["variant"],
-            row["strategy"],
-            int(row["seed"]),
-            int(row["examples_budget"]),
-            options.scenarios_base,
-            tuple(options.scenario_specs),
+            kind="search",
+            scenario=row["scenario"],
+            variant=row["variant"],
+            strategy=row["strategy"],
+            seed=int(row["seed"]),
+            examples=int(row["examples_budget"]),
+            scenarios_base=options.scenarios_base,
+            scenarios=tuple(options.scenario_specs),
         )
         again = run_cell(cell)
         same = again["cell_hash"] == row["cell_hash"] and again["trace_hash"] == row["trace_hash"]

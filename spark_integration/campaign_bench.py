@@ -26,7 +26,17 @@ Say = Callable[[str], None] | None
 
 
 def _warm_up(spark: Any) -> None:
-    cells = [Cell("search", "lost-update", "buggy", "random", seed, 1) for seed in range(4)]
+    cells = [
+        Cell(
+            kind="search",
+            scenario="lost-update",
+            variant="buggy",
+            strategy="random",
+            seed=seed,
+            examples=1,
+        )
+        for seed in range(4)
+    ]
     spark.sparkContext.parallelize(cells, len(cells)).map(run_cell).collect()
 
 

@@ -40,7 +40,14 @@ Say = Callable[[str], None]
 
 
 def _row(pipeline: str, experiment: str, seed: int, verdict: str) -> dict[str, Any]:
-    cell = Cell("pipeline", pipeline, experiment, "fault-experiment", seed, 1)
+    cell = Cell(
+        kind="pipeline",
+        scenario=pipeline,
+        variant=experiment,
+        strategy="fault-experiment",
+        seed=seed,
+        examples=1,
+    )
     row = empty_row(cell, Verdict.OK)
     row["cell"] = f"pipeline/{pipeline}/{experiment}/{seed}"
     row["verdict"] = verdict

@@ -135,14 +135,14 @@ def shard_cells(proof: Cell) -> tuple[list[Cell], ProofPlan]:
         shards = []
         found = _found(scenario, proof.variant, shrink(run, first.found).outcome)
     plan = ProofPlan(
-        first,
-        expected,
-        max_dev,
-        max_branch,
-        found,
-        recorder.virtual_ms,
-        recorder.digest.hexdigest(),
-        time.perf_counter() - started,
+        first=first,
+        expected=expected,
+        max_deviations=max_dev,
+        max_branch=max_branch,
+        found=found,
+        virtual_ms=recorder.virtual_ms,
+        hash=recorder.digest.hexdigest(),
+        seconds=time.perf_counter() - started,
     )
     cells = [
         dataclasses.replace(proof, kind="proof-shard", shard=shard, shard_index=index)

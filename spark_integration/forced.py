@@ -238,11 +238,11 @@ def streams_resurrection(
         )
         steps.append(
             Step(
-                load.index,
-                _describe(load),
-                f"restarted query holds at the entry of batch {last + 1} (offsets/"
+                sim_index=load.index,
+                sim=_describe(load),
+                spark=f"restarted query holds at the entry of batch {last + 1} (offsets/"
                 f"{last + 1} written, commits/{last + 1} not, its state not loaded)",
-                reached and files,
+                reached=reached and files,
             )
         )
         if delete is not None and delete.index > load.index:
@@ -274,11 +274,11 @@ def streams_resurrection(
         elif seeks:
             steps.append(
                 Step(
-                    seeks[0].index,
-                    _describe(seeks[0]),
-                    f"not reached: the query failed before batch {last + 1}: "
+                    sim_index=seeks[0].index,
+                    sim=_describe(seeks[0]),
+                    spark=f"not reached: the query failed before batch {last + 1}: "
                     f"{_short(failure or 'no error')}",
-                    False,
+                    reached=False,
                 )
             )
         if failure is None:
@@ -295,27 +295,27 @@ def streams_resurrection(
             restore = restores[-1]
             steps.append(
                 Step(
-                    restore.index,
-                    _describe(restore),
-                    "restart; the state store read back (statestore source) after every batch"
+                    sim_index=restore.index,
+                    sim=_describe(restore),
+                    spark="restart; the state store read back (statestore source) after every batch"
                     if failure is None
                     else f"not run: the query failed loudly at batch {last + 1}",
-                    failure is None,
+                    reached=failure is None,
                 )
             )
         trial = run.judge(
             [state_matches_inputs(), no_duplicate_emission()], failing_at_end=failure is not None
         )
     return ForcedTrial(
-        "KAFKA-8187",
-        trial,
-        steps,
-        {
+        story="KAFKA-8187",
+        trial=trial,
+        steps=steps,
+        checker_map={
             "checkpoint-soundness": "replay-equivalence",
             "no-record-lost": "replay-equivalence",
             "no-stale-read": "replay-equivalence",
         },
-        [failure] if failure else [],
+        errors=[failure] if failure else [],
     )
 
 
@@ -418,9 +418,9 @@ def samza_drain(spark: Any | None, variant: str, config: Any, simulated: RunOutc
             failing_at_end=failure is not None,
         )
     return ForcedTrial(
-        "SAMZA-2741",
-        trial,
-        steps,
-        {"drain-completeness": "drain-completeness"},
-        [failure] if failure else [],
+        story="SAMZA-2741",
+        trial=trial,
+        steps=steps,
+        checker_map={"drain-completeness": "drain-completeness"},
+        errors=[failure] if failure else [],
     )

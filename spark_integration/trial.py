@@ -151,11 +151,11 @@ class TrialRun:
         else:
             verdict, message = Verdict.OK, "; ".join(self.notes) or "every checker holds"
         return Trial(
-            verdict,
-            found.checker if found else None,
-            message,
-            history,
-            time.monotonic() - self.started,
-            verdicts,
-            self.notes,
+            verdict=verdict,
+            checker=found.checker if found else None,
+            message=message,
+            history=history,
+            seconds=time.monotonic() - self.started,
+            verdicts=verdicts,
+            notes=self.notes,
         )

@@ -209,19 +209,23 @@ class Cluster:
     def __post_init__(self) -> None:
         require(self.variant in VARIANTS, f"unknown variant {self.variant}")
         side = self.leader_side or LeaderSide(
-            self.rt, self.zk, PlainLink(self.rt, self.config.zk_rtt_ms), NoLeaderFaults()
+            rt=self.rt,
+            zk=self.zk,
+            link=PlainLink(self.rt, self.config.zk_rtt_ms),
+            faults=NoLeaderFaults(),
         )
         self.leader = Leader(
-            side.rt,
-            side.zk,
-            self.variant,
-            self.config,
-            side.link,
-            side.faults,
+            rt=side.rt,
+            zk=side.zk,
+            variant=self.variant,
+            config=self.config,
+            link=side.link,
+            faults=side.faults,
             peek=self.zk,
         )
         self.followers = [
-            Follower(self.rt, self.zk, f, self.config) for f in range(self.config.followers)
+            Follower(rt=self.rt, zk=self.zk, index=f, config=self.config)
+            for f in range(self.config.followers)
         ]
 
     def install(self) -> None:
@@ -299,11 +303,13 @@ def build(world: World, variant: str, config: BrooklinConfig) -> None:
     jvm = world.node(LEADER_NODE)
     client = ZkClient(world, store, LEADER_CLIENT, session_timeout_ms=SESSION_TIMEOUT_MS)
     side = LeaderSide(
-        SimRuntime(world, node=jvm),
-        client,
-        ClientLink(client, config.zk_rtt_ms),
-        JvmFaults(jvm, client),
+        rt=SimRuntime(world, node=jvm),
+        zk=client,
+        link=ClientLink(client, config.zk_rtt_ms),
+        faults=JvmFaults(jvm, client),
     )
-    cluster = Cluster(SimRuntime(world), store, variant, config, side)
+    cluster = Cluster(
+        rt=SimRuntime(world), zk=store, variant=variant, config=config, leader_side=side
+    )
     cluster.install()
     cluster.start()

@@ -312,7 +312,12 @@ class Coordinator:
 
     # -- request handlers ----------------------------------------------------------------
     def submit(self, index: int, partition: int, transactional: bool) -> None:
-        event = WriteEvent(f"b{index}", partition, transactional, self.world.now_ms)
+        event = WriteEvent(
+            batch=f"b{index}",
+            partition=partition,
+            transactional=transactional,
+            arrived_ms=self.world.now_ms,
+        )
         self.touch(partition, runtime=True)
         self.requests += 1
         self.log(

@@ -391,7 +391,15 @@ class Instance:
         if not locked:
             self.world.touch(LOCKS, write=False)
             raise AssertionError(f"the lock is still held by {self.dirs.locks.get(TASK)}")
-        restorer = StandbyTask(TASK, actor, "running", True, checkpoint, generation, checkpoint)
+        restorer = StandbyTask(
+            task=TASK,
+            thread=actor,
+            state="running",
+            initialized=True,
+            loaded_offset=checkpoint,
+            loaded_generation=generation,
+            checkpointed=checkpoint,
+        )
         self.seek(restorer)
         self.apply(restorer)
         self.world.log(

@@ -179,7 +179,14 @@ class Pipeline:
             config.int_partitions
         ):  # what the previous, drained deployment left at the head
             self.topics["int"][p].append(
-                Message("drain", "int", p, 0, run_id=STALE_RUN, producer="src0")
+                Message(
+                    kind="drain",
+                    topic="int",
+                    partition=p,
+                    offset=0,
+                    run_id=STALE_RUN,
+                    producer="src0",
+                )
             )
         self.notifications: dict[str, dict[str, str]] = {
             STALE_RUN: {"uuid": "u0", "mode": "DEFAULT"}
@@ -243,7 +250,12 @@ class Pipeline:
                     "src",
                     p,
                     Message(
-                        "data", "src", p, 0, key=self.seq % self.config.int_partitions, seq=self.seq
+                        kind="data",
+                        topic="src",
+                        partition=p,
+                        offset=0,
+                        key=self.seq % self.config.int_partitions,
+                        seq=self.seq,
                     ),
                 )
             yield self.world.sleep(self.config.source_interval_ms)
@@ -322,8 +334,12 @@ class Pipeline:
             self._reads(f"{task.name}.state")
             # After everything polled so far: the drain covers exactly what is pending.
             end = task.position
-            task.pending.append(Message("watermark", "src", task.partition, end))
-            task.pending.append(Message("drain", "src", task.partition, end, run_id=RUN))
+            task.pending.append(
+                Message(kind="watermark", topic="src", partition=task.partition, offset=end)
+            )
+            task.pending.append(
+                Message(kind="drain", topic="src", partition=task.partition, offset=end, run_id=RUN)
+            )
             self.world.log(f"c{c}", "drain.inject", ssp=f"src/{task.partition}", marker_offset=end)
         self._wake(c)
 
@@ -418,7 +434,14 @@ class Pipeline:
                 self.append(
                     "int",
                     message.key,
-                    Message("data", "int", message.key, 0, key=message.key, seq=message.seq),
+                    Message(
+                        kind="data",
+                        topic="int",
+                        partition=message.key,
+                        offset=0,
+                        key=message.key,
+                        seq=message.seq,
+                    ),
                 )
             else:
                 window = message.seq // self.config.window_size
@@ -458,7 +481,14 @@ class Pipeline:
             self.append(
                 "int",
                 p,
-                Message("drain", "int", p, 0, run_id=message.run_id, producer=f"t{task.partition}"),
+                Message(
+                    kind="drain",
+                    topic="int",
+                    partition=p,
+                    offset=0,
+                    run_id=message.run_id,
+                    producer=f"t{task.partition}",
+                ),
             )
             yield from self.finish_task(c, task, expected=None)
             return
@@ -484,7 +514,13 @@ class Pipeline:
             # OperatorImpl.aggregateDrainMessages: broadcast to the other partitions.
             for p in range(self.config.int_partitions):
                 if p != task.partition:
-                    self.append("int", p, Message("drain", "int", p, 0, run_id=message.run_id))
+                    self.append(
+                        "int",
+                        p,
+                        Message(
+                            kind="drain", topic="int", partition=p, offset=0, run_id=message.run_id
+                        ),
+                    )
             self.world.log(actor, "drain.rebroadcast", ssp=f"int/{task.partition}")
             yield from self.drain_window(c, task, expected=self.config.containers)
 

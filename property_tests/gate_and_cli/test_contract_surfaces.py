@@ -268,7 +268,16 @@ def _campaign_folder(folder: Path) -> Path:
     options = campaign.Options(scenarios=("lost-update",), strategies=("random",), seeds=(0,))
     campaign._write_manifest(folder, options, campaign.Summary())
     (folder / "results").mkdir()
-    row = run_cell(Cell("search", "lost-update", "buggy", "random", 0, 20))
+    row = run_cell(
+        Cell(
+            kind="search",
+            scenario="lost-update",
+            variant="buggy",
+            strategy="random",
+            seed=0,
+            examples=20,
+        )
+    )
     row.pop("_counterexample")
     schema = pa.schema([(name, _ARROW[kind]) for name, kind, _doc in COLUMNS])
     table = pa.Table.from_pylist([{k: row.get(k) for k in COLUMN_NAMES}], schema=schema)

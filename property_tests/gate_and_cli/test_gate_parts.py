@@ -116,7 +116,20 @@ def test_check_json_is_the_same_on_one_and_two_processes() -> None:
 
 def test_the_check_plan_figure_is_the_cpu_work_over_a_greedy_schedule() -> None:
     def part(index: int, cpu: float) -> parts.PartResult:
-        return parts.PartResult(parts.Part("s", "v", "random", 0, index, 1, index, 4), cpu, cpu)
+        return parts.PartResult(
+            parts.Part(
+                scenario="s",
+                variant="v",
+                kind="random",
+                seed=0,
+                start=index,
+                examples=1,
+                index=index,
+                parts=4,
+            ),
+            cpu,
+            cpu,
+        )
 
     done = [part(0, 4.0), part(1, 1.0), part(2, 1.0), part(3, 2.0)]
     two = parts.plan_figure(done, 2)

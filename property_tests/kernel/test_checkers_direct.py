@@ -417,7 +417,9 @@ def test_verdicts_are_frozen_values_and_a_violation_must_say_why() -> None:
     assert {verdict: 1}[CheckerResult("a", "ok")] == 1  # hashable, equal by value
     with pytest.raises(ValueError, match=r"^a violation must say why(\n|$)"):
         violated("a", 1, "")
-    assert unknown("a", "?") == CheckerResult("a", "unknown", None, "?")
+    assert unknown("a", "?") == CheckerResult(
+        checker="a", status="unknown", op_index=None, message="?"
+    )
 
 
 def test_verdicts_serialise_and_checkers_are_named() -> None:
@@ -427,7 +429,7 @@ def test_verdicts_serialise_and_checkers_are_named() -> None:
         "op_index": 3,
         "message": "why",
     }
-    assert ok("a", "fine") == CheckerResult("a", "ok", None, "fine")
+    assert ok("a", "fine") == CheckerResult(checker="a", status="ok", op_index=None, message="fine")
 
     @checker("named")
     def always(history: History) -> CheckerResult:

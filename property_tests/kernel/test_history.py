@@ -154,7 +154,13 @@ def test_what_is_not_json_is_named_wherever_it_is_nested() -> None:
     assert len(history) == 0
     history.append(0, "a", "w", flag=True, none=None, text="t", number=-3)
     with pytest.raises(ValueError, match="op index 1 out of order"):
-        History([history[0], Op(1, 0, "a", "w", {}), Op(1, 0, "a", "w", {})])
+        History(
+            [
+                history[0],
+                Op(index=1, time_ms=0, actor="a", kind="w", fields={}),
+                Op(index=1, time_ms=0, actor="a", kind="w", fields={}),
+            ]
+        )
 
 
 def test_an_op_reads_as_one_line_with_long_values_cut() -> None:
@@ -199,12 +205,15 @@ def test_a_bad_history_line_is_named_with_what_is_wrong(line: str, message: str)
     with pytest.raises(ValueError, match=f"^history line 3: .*{message}"):
         History.from_jsonl(f"{good}\n\n{line}\n")
     parsed = History.from_jsonl(f"{good}\n\n")
-    assert len(parsed) == 1 and parsed[0] == Op(0, 0, "a", "k", {})
+    assert len(parsed) == 1 and parsed[0] == Op(index=0, time_ms=0, actor="a", kind="k", fields={})
 
 
 def test_an_op_read_from_a_file_is_checked_field_by_field() -> None:
     good = {"index": 0, "time_ms": 5, "actor": "a", "kind": "k", "fields": {"x": 1}}
-    assert op_from_json(good).line() == Op(0, 5, "a", "k", {"x": 1}).line()
+    assert (
+        op_from_json(good).line()
+        == Op(index=0, time_ms=5, actor="a", kind="k", fields={"x": 1}).line()
+    )
     cases = [
         ([], TypeError, r"^an op must be a JSON object$"),
         ({"index": 0}, KeyError, r"op lacks \['actor', 'fields', 'kind', 'time_ms'\]"),

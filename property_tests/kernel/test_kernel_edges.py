@@ -179,14 +179,17 @@ def test_a_transaction_carries_every_argument_of_its_ops() -> None:
     tx = store.transaction().create("/q/item-", {"n": 1}, sequential=True).set_data("/q", 7, 0)
     assert tx.ops == [
         TxOp("create", "/q/item-", {"n": 1}, sequential=True),
-        TxOp("set", "/q", 7, 0),
+        TxOp(kind="set", path="/q", data=7, version=0),
     ]
     assert tx.commit() == ["/q/item-0000000000", 1]
     assert store.get("/q/item-0000000000") == ({"n": 1}, 0) and store.get("/q") == (7, 1)
     with pytest.raises(TransactionFailed) as failed:
         store.transaction().set_data("/q", 8, 0).commit()  # version 0 is gone
     assert str(failed.value) == "op #0 (set /q) failed: BadVersion: /q: expected version 0, found 1"
-    assert failed.value.op == TxOp("set", "/q", 8, 0) and failed.value.index == 0
+    assert (
+        failed.value.op == TxOp(kind="set", path="/q", data=8, version=0)
+        and failed.value.index == 0
+    )
 
 
 def test_ensure_path_creates_every_missing_parent() -> None:

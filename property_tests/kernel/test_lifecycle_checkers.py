@@ -109,10 +109,10 @@ def test_no_lost_update_flags_a_write_decided_on_an_older_version(
     else:
         bad = history[first_bad]
         assert verdict == CheckerResult(
-            "nlu",
-            "violated",
-            first_bad,
-            f"{bad.actor} wrote {bad.get('entity')}={bad.get('to')} decided on version "
+            checker="nlu",
+            status="violated",
+            op_index=first_bad,
+            message=f"{bad.actor} wrote {bad.get('entity')}={bad.get('to')} decided on version "
             f"{bad.get('version_read')} but overwrote version {bad.get('version_overwritten')} "
             f"({bad.get('from')}): an update was lost",
         )
@@ -187,10 +187,10 @@ def test_a_lost_resume_names_the_culprit_and_the_trail() -> None:
     history.append(2, "follower", "status.write", entity="d", to="STOPPED")
     history.append(3, "observer", "final", statuses={"d": "STOPPED"})
     assert acknowledged_resume_holds("resume", "READY")(history) == CheckerResult(
-        "resume",
-        "violated",
-        2,
-        "the resume of d acknowledged at op #0 was lost: it ends STOPPED (set by follower); "
+        checker="resume",
+        status="violated",
+        op_index=2,
+        message="the resume of d acknowledged at op #0 was lost: it ends STOPPED (set by follower); "
         "its writes: READY -> STOPPED",
     )
     # A final with no statuses at all: the entity ends None, blamed on the final op.
@@ -264,10 +264,10 @@ def test_each_request_is_worked_on_once_unless_retried(
     else:
         index, entity, earlier = first_bad
         assert verdict == CheckerResult(
-            "once",
-            "violated",
-            index,
-            f"{history[index].actor} works on the stop of {entity} again: op #{earlier} "
+            checker="once",
+            status="violated",
+            op_index=index,
+            message=f"{history[index].actor} works on the stop of {entity} again: op #{earlier} "
             "already did, for the same request",
         )
 
@@ -292,10 +292,10 @@ def test_the_first_uncaught_error_is_the_violation(kinds: list[str]) -> None:
     else:
         at = kinds.index("error.uncaught")
         assert verdict == CheckerResult(
-            "no-uncaught-error",
-            "violated",
-            at,
-            f"t{at} died with an uncaught IOError; the query handle reported no exception",
+            checker="no-uncaught-error",
+            status="violated",
+            op_index=at,
+            message=f"t{at} died with an uncaught IOError; the query handle reported no exception",
         )
     assert no_uncaught_error("mine")(history).checker == "mine"
 
@@ -351,7 +351,9 @@ def test_an_invariant_checker_reads_only_its_own_name() -> None:
     history.append(0, "invariant", INVARIANT_OP, invariant="other", message="no")
     assert invariant_checker("mine")(history) == ok("mine")
     history.append(1, "invariant", INVARIANT_OP, invariant="mine", message="broke")
-    assert invariant_checker("mine")(history) == CheckerResult("mine", "violated", 1, "broke")
+    assert invariant_checker("mine")(history) == CheckerResult(
+        checker="mine", status="violated", op_index=1, message="broke"
+    )
 
 
 def test_a_new_request_allows_the_work_again_and_a_retry_allows_one_more() -> None:

@@ -52,7 +52,7 @@ tx_ops = st.lists(
             st.integers(0, 9),
         ),
         st.builds(
-            lambda p, d, v: TxOp("set", p, d, v),
+            lambda p, d, v: TxOp(kind="set", path=p, data=d, version=v),
             st.sampled_from(PATHS),
             st.integers(0, 9),
             st.integers(-1, 2),

@@ -66,12 +66,18 @@ def test_drain_completeness_boundaries() -> None:
     # An offset below the marker never processed.
     gap = drain_completeness(_drain(2, [(1, True)], 2))
     assert gap == CheckerResult(
-        name, "violated", 2, "s: offsets [0] before the drain marker were never processed"
+        checker=name,
+        status="violated",
+        op_index=2,
+        message="s: offsets [0] before the drain marker were never processed",
     )
     # Committed one short of the marker, or not at all.
     short = drain_completeness(_drain(2, done, 1))
     assert short == CheckerResult(
-        name, "violated", 3, "s: last checkpoint 1 is before the drain marker at 2"
+        checker=name,
+        status="violated",
+        op_index=3,
+        message="s: last checkpoint 1 is before the drain marker at 2",
     )
     assert drain_completeness(_drain(2, done, None)).message.startswith("s: last checkpoint None")
     assert drain_completeness(_drain(0, [], None)) == ok(name)
@@ -87,17 +93,20 @@ def test_drain_completeness_leftovers_come_first() -> None:
         _drain(1, [], 0, intermediate_left={"i1": [4, 5], "i0": [], "i2": [7]})
     )
     assert left == CheckerResult(
-        name,
-        "violated",
-        1,
-        "3 intermediate messages left for the new deployment, which cannot deserialize them: "
+        checker=name,
+        status="violated",
+        op_index=1,
+        message="3 intermediate messages left for the new deployment, which cannot deserialize them: "
         "{'i1': [4, 5], 'i2': [7]}",
     )
     empty = drain_completeness(_drain(0, [], 0, intermediate_left={"i0": []}, unfired_pane_seqs=[]))
     assert empty == ok(name)
     panes = drain_completeness(_drain(1, [], 0, unfired_pane_seqs=[3, 9]))
     assert panes == CheckerResult(
-        name, "violated", 1, "window panes never fired; the aggregates of messages [3, 9] are lost"
+        checker=name,
+        status="violated",
+        op_index=1,
+        message="window panes never fired; the aggregates of messages [3, 9] are lost",
     )
 
 
@@ -114,10 +123,10 @@ def test_only_the_current_run_is_obeyed(runs: list[str], enter: bool) -> None:
     else:
         at = stale[0]
         assert verdict == CheckerResult(
-            "run-isolation",
-            "violated",
-            at,
-            f"t{at} obeyed a drain of run {runs[at]} while run1 is running",
+            checker="run-isolation",
+            status="violated",
+            op_index=at,
+            message=f"t{at} obeyed a drain of run {runs[at]} while run1 is running",
         )
 
 
@@ -136,10 +145,10 @@ def test_a_partition_is_drained_after_every_upstream(cases: list[tuple[int, int 
         at = bad[0]
         count, expected = cases[at]
         assert verdict == CheckerResult(
-            "drain-aggregation",
-            "violated",
-            at,
-            f"i{at} declared drained after DrainMessages from {list(range(count))}, "
+            checker="drain-aggregation",
+            status="violated",
+            op_index=at,
+            message=f"i{at} declared drained after DrainMessages from {list(range(count))}, "
             f"but {expected} upstream tasks produce to it",
         )
 
@@ -192,7 +201,10 @@ def test_the_drain_liveness_reads_the_last_timeout() -> None:
     history.append(2, "driver", "drain.timeout", after_ms=200, tasks_running=["b"])
     history.append(3, "driver", "drain.timeout", after_ms=300, tasks_running=["c"])
     assert drain_liveness(history) == CheckerResult(
-        name, "violated", 3, "the drain did not finish within 300 ms; still running: ['c']"
+        checker=name,
+        status="violated",
+        op_index=3,
+        message="the drain did not finish within 300 ms; still running: ['c']",
     )
 
 
@@ -249,10 +261,10 @@ def test_the_log_must_match_the_replayed_state() -> None:
     assert log_matches_state(good) == ok(name)
     phantom = _coordinator(("log.append", {**p0, "batch": "x"}))
     assert log_matches_state(phantom) == CheckerResult(
-        name,
-        "violated",
-        0,
-        "partition 0: the log holds ['x'] which the state does not (a phantom record); "
+        checker=name,
+        status="violated",
+        op_index=0,
+        message="partition 0: the log holds ['x'] which the state does not (a phantom record); "
         "replaying the log would not rebuild the state",
     )
     missing = _coordinator(("event.poll", p0), ("replay", {**p0, "batch": "a"}), ("event.done", p0))
@@ -293,10 +305,16 @@ def test_an_ack_needs_the_hwm_past_its_offset_and_its_batch_there() -> None:
     assert ack_after_hwm(ack(4, 5)) == ok(name)
     assert ack_after_hwm(ack(4, 9)) == ok(name)
     assert ack_after_hwm(ack(4, 4)) == CheckerResult(
-        name, "violated", 1, "a acknowledged at offset 4 before the HWM (4) covered it"
+        checker=name,
+        status="violated",
+        op_index=1,
+        message="a acknowledged at offset 4 before the HWM (4) covered it",
     )
     assert ack_after_hwm(ack(3, 5)) == CheckerResult(
-        name, "violated", 1, "a acknowledged at offset 3 of partition 0, where the log holds None"
+        checker=name,
+        status="violated",
+        op_index=1,
+        message="a acknowledged at offset 3 of partition 0, where the log holds None",
     )
     assert ack_after_hwm(ack(4, 5, batch="b")).message.endswith("where the log holds a")
     assert ack_after_hwm(ack(4, 5, partition=1)).status == "violated"

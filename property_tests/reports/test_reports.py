@@ -144,7 +144,9 @@ def test_any_text_through_mermaid_text_renders(texts: list[str]) -> None:
     for i, text in enumerate(texts):
         history.append(i, text if text.strip() else "x", "op", say=text)
     story = Story(
-        title="any", history=history, verdicts=[VerdictView("c;#<x>", "violated", 3, texts[0])]
+        title="any",
+        history=history,
+        verdicts=[VerdictView(checker="c;#<x>", status="violated", op_index=3, message=texts[0])],
     )
     with tempfile.TemporaryDirectory() as tmp:
         (result,) = render_mermaid([mermaid(story)], Path(tmp))

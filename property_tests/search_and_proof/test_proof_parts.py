@@ -108,11 +108,11 @@ def records(draw: st.DrawFn) -> tuple[DrawRecord, int, int | None, int | None]:
     keys = tuple(draw(st.sampled_from(("p", "q", "w", "x", None))) for _ in range(n))
     sleep = {k: {"r": True} for k in draw(st.sets(st.sampled_from(("p", "q", "w"))))}
     record = DrawRecord(
-        "schedule" if keyed else "delay",
-        n,
-        value,
-        keys if keyed else None,
-        sleep,  # type: ignore[arg-type]
+        label="schedule" if keyed else "delay",
+        n=n,
+        value=value,
+        keys=keys if keyed else None,
+        sleep=sleep,  # type: ignore[arg-type]
         commutes=draw(st.booleans()),
     )
     depth = draw(st.integers(0, 3))
@@ -148,7 +148,9 @@ def test_a_node_tries_every_awake_option_within_the_caps(
 
 
 def test_branching_in_examples() -> None:
-    record = DrawRecord("schedule", 4, 1, ("a", "b", "c", "d"), {"c": {"r": True}})
+    record = DrawRecord(
+        label="schedule", n=4, value=1, keys=("a", "b", "c", "d"), sleep={"c": {"r": True}}
+    )
     cut: dict[str, int] = {}
     assert branch_options(record, 0, None, None, cut) == ([0, 3], 1) and cut == {}
     assert branch_options(record, 0, 3, None, cut) == ([0], 1) and cut == {"max_branch": 1}
@@ -397,7 +399,13 @@ def test_a_split_whose_first_run_violates_or_hits_a_bound_says_so() -> None:
 
 
 def _report(verdict: str, schedules: int, **fields: object) -> ProofReport:
-    report = ProofReport(verdict, verdict == "ok", schedules, schedules + 1, 1)  # type: ignore[arg-type]
+    report = ProofReport(
+        verdict=verdict,
+        complete=verdict == "ok",
+        schedules=schedules,
+        runs=schedules + 1,
+        max_deviations_seen=1,
+    )  # type: ignore[arg-type]
     for name, value in fields.items():
         setattr(report, name, value)
     return report
@@ -584,7 +592,10 @@ def test_a_worker_walks_its_unit_with_the_options_it_was_given() -> None:
                 max_deviations=cap, max_branch=branch, reduction=reduction, state_cache=cache
             )
             proof_units._WORKER.update(run=run, options=options, clock=None)
-            walked = proof_units._walk(proof_units.Dispatch(root, 10**6, None, None), "here")
+            walked = proof_units._walk(
+                proof_units.Dispatch(unit=root, examples=10**6, seconds=None, stop_depth=None),
+                "here",
+            )
             direct = prove(
                 run,
                 budget=Budget(),
@@ -596,9 +607,13 @@ def test_a_worker_walks_its_unit_with_the_options_it_was_given() -> None:
             assert walked.report == direct and walked.report.reduction is reduction
             assert walked.left == [] and walked.worker == "here"
         proof_units._WORKER.update(clock=lambda: float(next(ticks)))
-        timed = proof_units._walk(proof_units.Dispatch(root, 10**6, 3.0, None), "here")
+        timed = proof_units._walk(
+            proof_units.Dispatch(unit=root, examples=10**6, seconds=3.0, stop_depth=None), "here"
+        )
         assert timed.left and timed.report.runs < direct.runs  # one tick a reading: out of time
-        one = proof_units._walk(proof_units.Dispatch(root, 1, None, None), "here")
+        one = proof_units._walk(
+            proof_units.Dispatch(unit=root, examples=1, seconds=None, stop_depth=None), "here"
+        )
         assert one.report.runs == 1 and one.left  # the share of runs is the unit's
     finally:
         proof_units._WORKER.clear()

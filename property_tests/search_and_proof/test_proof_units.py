@@ -178,7 +178,14 @@ def test_the_speedup_allowed_is_the_work_over_a_greedy_schedule() -> None:
     assert makespan(runs, 2) == 4 + 8 + 16  # both halves, then both quarters
     assert makespan(runs, 16) == 4 + 8 + 16  # the longest chain of units
     results = [
-        proof_units.UnitResult(ident, ProofReport(Verdict.OK, True, n, n, 0), [], f"w{len(ident)}")
+        proof_units.UnitResult(
+            ident=ident,
+            report=ProofReport(
+                verdict=Verdict.OK, complete=True, schedules=n, runs=n, max_deviations_seen=0
+            ),
+            left=[],
+            worker=f"w{len(ident)}",
+        )
         for ident, n in runs.items()
     ]
     figure = balance(results)

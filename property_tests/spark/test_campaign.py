@@ -51,7 +51,14 @@ USER_SCENARIOS = textwrap.dedent(
 
 # -- cells and proofs, without Spark --------------------------------------------------
 def test_a_cell_row_is_the_same_in_two_runs_except_timings() -> None:
-    cell = Cell("search", "lost-update", "buggy", "hypothesis", 3, 40)
+    cell = Cell(
+        kind="search",
+        scenario="lost-update",
+        variant="buggy",
+        strategy="hypothesis",
+        seed=3,
+        examples=40,
+    )
     first, second = run_cell(cell), run_cell(cell)
     assert first["verdict"] == "violated" and first["met"] and first["error"] is None
     assert first["examples_to_violation"] >= 1 and first["blob"] and first["trace_hash"]
@@ -63,19 +70,44 @@ def test_a_cell_row_is_the_same_in_two_runs_except_timings() -> None:
 
 
 def test_a_holding_variant_runs_its_whole_examples_budget() -> None:
-    row = run_cell(Cell("search", "lost-update", "fix-cas", "random", 0, 25))
+    row = run_cell(
+        Cell(
+            kind="search",
+            scenario="lost-update",
+            variant="fix-cas",
+            strategy="random",
+            seed=0,
+            examples=25,
+        )
+    )
     assert (row["verdict"], row["examples"], row["met"], row["blob"]) == ("ok", 25, True, None)
     assert row["virtual_ms"] > 0 and len(row["cell_hash"]) == 64
 
 
 def test_a_cell_that_cannot_run_is_an_error_row() -> None:
-    row = run_cell(Cell("search", "no-such-scenario", "buggy", "random", 0, 5))
+    row = run_cell(
+        Cell(
+            kind="search",
+            scenario="no-such-scenario",
+            variant="buggy",
+            strategy="random",
+            seed=0,
+            examples=5,
+        )
+    )
     assert row["verdict"] == "error" and not row["met"]
     assert "no-such-scenario" in row["error"]
 
 
 def _sharded_proof(variant: str) -> dict[str, Any]:
-    proof = Cell("proof", "lost-update", variant, "exhaustive", 0, 1_000_000)
+    proof = Cell(
+        kind="proof",
+        scenario="lost-update",
+        variant=variant,
+        strategy="exhaustive",
+        seed=0,
+        examples=1_000_000,
+    )
     shards, plan = shard_cells(proof)
     results = [
         prove_shard(shard, plan.max_deviations, plan.max_branch) for shard in reversed(shards)
@@ -97,7 +129,14 @@ def test_a_proof_in_shards_has_the_counts_of_prove_and_prove_j() -> None:
 
 def test_shards_are_prove_js_split_and_results_merge_in_walk_order() -> None:
     """Whatever order the executors return them in, the row is the same."""
-    proof = Cell("proof", "lost-update", "fix-cas", "exhaustive", 0, 1_000_000)
+    proof = Cell(
+        kind="proof",
+        scenario="lost-update",
+        variant="fix-cas",
+        strategy="exhaustive",
+        seed=0,
+        examples=1_000_000,
+    )
     shards, plan = shard_cells(proof)
     run = get("lost-update").runner("fix-cas", get("lost-update").prove_config)
     expected, _first = split(run, reduction=True)
@@ -118,7 +157,14 @@ def test_a_sharded_proof_of_a_buggy_variant_is_violated_with_a_shrunk_counterexa
 
 def test_a_proof_violated_at_its_first_run_has_no_shards_and_a_whole_row() -> None:
     """Samza's ``kill`` loses data on the FIFO path itself: the driver's plan holds the verdict."""
-    proof = Cell("proof", "samza-drain", "kill", "exhaustive", 0, 1_000_000)
+    proof = Cell(
+        kind="proof",
+        scenario="samza-drain",
+        variant="kill",
+        strategy="exhaustive",
+        seed=0,
+        examples=1_000_000,
+    )
     shards, plan = shard_cells(proof)
     row = merge(proof, plan, [])
     assert shards == [] and plan.found is not None
@@ -133,7 +179,14 @@ def test_a_proof_violated_at_its_first_run_has_no_shards_and_a_whole_row() -> No
 
 
 def test_a_shard_that_crashes_makes_the_proof_an_error_row() -> None:
-    proof = Cell("proof", "lost-update", "fix-cas", "exhaustive", 0, 1_000_000)
+    proof = Cell(
+        kind="proof",
+        scenario="lost-update",
+        variant="fix-cas",
+        strategy="exhaustive",
+        seed=0,
+        examples=1_000_000,
+    )
     shards, plan = shard_cells(proof)
     results = [prove_shard(shard, plan.max_deviations, plan.max_branch) for shard in shards]
     results[-1] = {

@@ -149,8 +149,26 @@ def test_a_counterexamples_file_is_refused_before_spark_starts(
 def test_a_row_and_its_counterexample_are_written_together_or_not_at_all(
     spark: Any, tmp_path: Path
 ) -> None:
-    found = run_cell(Cell("search", "lost-update", "buggy", "random", 0, 30))
-    held = run_cell(Cell("search", "lost-update", "fix-cas", "random", 0, 30))
+    found = run_cell(
+        Cell(
+            kind="search",
+            scenario="lost-update",
+            variant="buggy",
+            strategy="random",
+            seed=0,
+            examples=30,
+        )
+    )
+    held = run_cell(
+        Cell(
+            kind="search",
+            scenario="lost-update",
+            variant="fix-cas",
+            strategy="random",
+            seed=0,
+            examples=30,
+        )
+    )
     assert found["_counterexample"] and found["counterexample"] and "_counterexample" not in held
     out = tmp_path / "c"
     out.mkdir()

@@ -231,8 +231,12 @@ def test_the_gate_in_both_directions() -> None:
     assert wrong.status == "fail"
     assert gate.exit_code([found, held]) == 0
     assert gate.exit_code([found, silent]) == 1 and gate.exit_code([held, wrong]) == 1
-    error = gate.CheckResult("s", "v", "random", "violated", "error")
-    unreached = gate.CheckResult("s", "v", "random", "ok", "not-reached")
+    error = gate.CheckResult(
+        scenario="s", variant="v", kind="random", expected="violated", verdict="error"
+    )
+    unreached = gate.CheckResult(
+        scenario="s", variant="v", kind="random", expected="ok", verdict="not-reached"
+    )
     assert (error.status, unreached.status) == ("error", "inconclusive")
     assert gate.exit_code([found, error]) == 4 and gate.exit_code([found, unreached]) == 3
     assert gate.exit_code([silent, error, unreached]) == 1

@@ -87,14 +87,14 @@ def parts_for(
         starts = list(range(0, count, size))
         parts += [
             Part(
-                job.scenario,
-                job.variant,
-                job.kind,
-                seed,
-                start,
-                min(size, count - start),
-                index,
-                len(starts),
+                scenario=job.scenario,
+                variant=job.variant,
+                kind=job.kind,
+                seed=seed,
+                start=start,
+                examples=min(size, count - start),
+                index=index,
+                parts=len(starts),
             )
             for index, start in enumerate(starts)
         ]

@@ -88,7 +88,7 @@ def run_forced(
             history, scale=scale, script=real_script(simulated), sequencer=sequencer
         )
         try:
-            cluster = Cluster(runtime, KazooStore(client), variant, config)
+            cluster = Cluster(rt=runtime, zk=KazooStore(client), variant=variant, config=config)
             cluster.install()
             cluster.start()
             finished = runtime.finished.wait(timeout_s)
