@@ -78,6 +78,9 @@ class Scenario:
     # variant -> {probe: why that variant's fix makes it unreachable by design}; the
     # variant is judged without those probes.
     unreachable_probes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Variants expected to violate whose violation needs a coincidence a search seldom draws
+    # (say which in a comment): the gate judges them by the proof alone, never by a search.
+    found_by_proof: frozenset[str] = frozenset()
     # Exceptions of the model that count as a violation (pseudo-checker ``model-exception``);
     # any other exception out of the model, workload or checkers is the verdict ``error``.
     violation_exceptions: tuple[type[BaseException], ...] = ()
@@ -275,6 +278,7 @@ class Scenario:
             "summary": self.summary,
             "variants": dict(self.variants),
             "expect_violation": sorted(self.expect_violation),
+            "found_by_proof": sorted(self.found_by_proof),
             "checkers": [checker_name(c) for c in self.checkers],
             "bounds": self.bounds.to_json(),
             "config": config_to_json(self.config),
@@ -352,6 +356,11 @@ def register(scenario: Scenario | Callable[[], Scenario]) -> Scenario:
     if unknown_variants:
         raise RegistrationError(
             f"scenario {scenario.name}: expect_violation names unknown variants {unknown_variants}"
+        )
+    if not set(scenario.found_by_proof) <= set(scenario.expect_violation):
+        raise RegistrationError(
+            f"scenario {scenario.name}: found_by_proof names variants not expected to violate "
+            f"{sorted(set(scenario.found_by_proof) - set(scenario.expect_violation))}"
         )
     _check_probes(scenario)
     if scenario.report_variant is not None and scenario.report_variant not in scenario.variants:

@@ -302,11 +302,9 @@ def build(world: World, variant: str, config: BrooklinConfig) -> None:
     store = VersionedStore(world)
     jvm = world.node(LEADER_NODE)
     client = ZkClient(world, store, LEADER_CLIENT, session_timeout_ms=SESSION_TIMEOUT_MS)
+    link = ClientLink(client, config.zk_rtt_ms)
     side = LeaderSide(
-        rt=SimRuntime(world, node=jvm),
-        zk=client,
-        link=ClientLink(client, config.zk_rtt_ms),
-        faults=JvmFaults(jvm, client),
+        rt=SimRuntime(world, node=jvm), zk=client, link=link, faults=JvmFaults(jvm, link)
     )
     cluster = Cluster(
         rt=SimRuntime(world), zk=store, variant=variant, config=config, leader_side=side

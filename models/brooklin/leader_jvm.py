@@ -11,15 +11,22 @@ one JVM and calls ZooKeeper through one Helix ``ZkClient`` (Brooklin's
   (``raceproof.sim.nodes``) holds every leader thread until it ends; a
   round trip already on the wire is answered meanwhile and its thread sees
   the reply when the pause ends;
-- a **connection loss** blocks every leader thread at its next ZooKeeper
-  call: Helix's ``retryUntilConnected`` (helix-1.0.2, zookeeper-api
-  ``ZkClient.java`` 1649–1714; Brooklin 5.5.0 pins ``helixZkclientVersion``
-  1.0.2) catches ``ConnectionLossException``, waits in ``waitUntilConnected``
-  and calls again; watch notifications wait with it. The leader's client is
-  a ``ZkClient`` of the kernel (30 s session, ``DEFAULT_SESSION_TIMEOUT``),
-  whose ``retrying`` is that loop; a call made while it is disconnected
-  without waiting first raises ``ConnectionLoss``, so a missed wait shows up
-  as a model error, never as a silent pass.
+- a **connection loss** fails the leader's calls that are on the wire when
+  it happens. Both of the leader's clients are built with
+  ``operationRetryTimeout = -1`` (brooklin 417d1f29 ``ZkAdapter.java``
+  209-212, 255-256 for the coordinator's; ``DatastreamServer.java`` 156-157
+  for the cache's, through ``ZkClient.DEFAULT_OPERATION_RETRY_TIMEOUT`` = -1,
+  ``ZkClient.java`` 34). Helix 1.0.2's ``retryUntilConnected`` (zookeeper-api
+  ``zkclient/ZkClient.java`` 1649-1714) catches the call's
+  ``ConnectionLossException``, waits ``waitUntilConnected(-1 ms)``, which
+  returns at once, and then ``now - start > -1`` holds, so it throws
+  ``ZkTimeoutException`` (1677-1681, 1699-1703): the call is not made again.
+  Brooklin's own comment ("retry forever") says otherwise; the code wins.
+  Calls made while the client is disconnected wait in its queue and go out
+  once it reconnects (the kinder reading: a reconnection attempt that failed
+  meanwhile would fail them too). Watch notifications wait with it (the
+  session survives, < 30 s). What each leader thread does with the exception
+  is ``model.py``'s (``Leader``).
 
 The REST hosts and the followers are other JVMs with their own clients: no
 leader fault stops them. The real backend (``raceproof.zookeeper.brooklin``)
@@ -40,6 +47,10 @@ Gen = Generator[Any, Any, Any]
 LEADER_NODE = "leader-jvm"
 LEADER_CLIENT = "leader-zk"
 SESSION_TIMEOUT_MS = 30_000  # Brooklin ZkClient.DEFAULT_SESSION_TIMEOUT (ZkClient.java 33)
+
+
+class ZkTimeout(Exception):
+    """Helix ``ZkTimeoutException``: a call cut by a connection loss, not made again."""
 
 
 class LeaderLink(Protocol):
@@ -71,13 +82,37 @@ class PlainLink:
 
 
 class ClientLink:
-    """Every call through the leader's one client: ``retryUntilConnected`` (``ZkClient.retrying``)."""
+    """Every call through the leader's client: ``retryUntilConnected`` with a retry timeout of -1.
+
+    A call waits while the client is disconnected, then takes one round trip;
+    if the connection drops while it is on the wire, it raises ``ZkTimeout``
+    (it is not made again). ``cut_next`` makes the connection drop with the
+    calling thread's next call on the wire: the fault, drawn where a stop task
+    has decided and not yet written, cuts its write's first call.
+    """
 
     def __init__(self, client: ZkClient, rtt_ms: int) -> None:
         self.client, self.rtt_ms = client, rtt_ms
+        self.drops = 0  # connection losses so far (written with the client's state)
+        self.cut_ms = 0  # a loss armed for the next call, made in the same step
+
+    def cut_next(self, duration_ms: int) -> None:
+        self.cut_ms = duration_ms
 
     def round_trip(self) -> Gen:
-        yield from self.client.retrying(self.rtt_ms)
+        yield from self.client.until_connected()  # queued until the client reconnects
+        drops = self.drops
+        if self.cut_ms:
+            duration_ms, self.cut_ms = self.cut_ms, 0
+            self.drops += 1
+            self.client.lose_connection(duration_ms)  # touches the client's state (a write)
+        yield self.client.world.sleep(self.rtt_ms)
+        self.client.world.touch(self.client.resource, write=False)
+        if self.drops != drops:
+            raise ZkTimeout(
+                "Operation cannot be retried because of retry timeout (-1 milli seconds). "
+                "Retry was caused by CONNECTIONLOSS"
+            )
 
     def ready(self) -> Gen:
         """Before calls made with no round trip of their own: wait while disconnected."""
@@ -85,16 +120,16 @@ class ClientLink:
 
 
 class JvmFaults:
-    """A GC pause stops the ``leader-jvm`` node; a connection loss cuts the leader's client."""
+    """A GC pause stops the ``leader-jvm`` node; a connection loss cuts the caller's next call."""
 
-    def __init__(self, node: Node, client: ZkClient) -> None:
-        self.node, self.client = node, client
+    def __init__(self, node: Node, link: ClientLink) -> None:
+        self.node, self.link = node, link
 
     def gc_pause(self, duration_ms: int) -> None:
         self.node.pause(duration_ms)
 
     def lose_connection(self, duration_ms: int) -> None:
-        self.client.lose_connection(duration_ms)
+        self.link.cut_next(duration_ms)
 
 
 class NoLeaderFaults:

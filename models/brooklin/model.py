@@ -32,9 +32,13 @@ and 417d1f29 (PR #974 merged); ``docs/models/brooklin.md`` cites each fact.
   faults, drawn and logged where a stop task has decided and not yet
   written, acting where they act in reality (``leader_jvm``): a GC pause
   stops the whole leader JVM (the node ``leader-jvm``: event thread,
-  ZooKeeper event thread, every stop task), a connection loss blocks every
-  leader thread at its next call through the leader's one ZooKeeper client
-  (Helix ``retryUntilConnected``; reconnected inside the 30 s session).
+  ZooKeeper event thread, every stop task); a connection loss of the leader's
+  client fails every call on the wire with ``ZkTimeout`` (Helix
+  ``retryUntilConnected`` with the pinned retry timeout of -1: not made again),
+  so the stop task whose write it cuts dies without writing, and holds the
+  calls made during it until it reconnects inside the 30 s session.
+- The stop task's token poll is one ``countChildren`` round trip per stream
+  (``ZkAdapter.getNumUnclaimedTokensForDatastreams``).
 - Followers stop the tasks of removed streams and claim their tokens
   (checking every 10 s, up to 60 s).
 
@@ -64,6 +68,7 @@ from typing import Any, Protocol
 from raceproof.models.brooklin.leader_jvm import (
     LeaderFaults,
     LeaderLink,
+    ZkTimeout,
 )
 from raceproof.sim import (
     BadVersion,
@@ -420,20 +425,31 @@ class Leader:
             self.rt.touch(LEADER)
             self.busy = True
             self.rt.log("leader", "event.handle", event=event)
-            if event == HANDLE_ADD_OR_DELETE:
-                self.rt.checkpoint("leader", "cache.refresh")
-                yield from self.cache.refresh()
-                self.rt.touch(DATASTREAMS, write=False)
-                self.rt.log(
-                    "leader",
-                    "cache.refresh",
-                    statuses={name: ds.status for name, ds in sorted(self.cache.objects.items())},
-                )
-            else:
-                yield from self.do_assignment()
+            try:
+                yield from self.handle(event)
+            except ZkTimeout as exc:  # Coordinator.handleEvent 1221-1224; LDA's own 1532-1535
+                self.rt.log("leader", "event.failed", event=event, error=str(exc))
+                if event == LEADER_DO_ASSIGNMENT:  # scheduleLeaderDoAssignmentRetry: putFirst
+                    self.queue.put_front(LEADER_DO_ASSIGNMENT)
             yield self.rt.sleep(self.config.handler_ms)
             self.rt.touch(LEADER)
             self.busy = False
+
+    def handle(self, event: str) -> Gen:
+        """One event (417d1f29 ``Coordinator.handleEvent``); a ZooKeeper call may raise
+        ``ZkTimeout``: the refresh is then left half done (no retry), the assignment is
+        retried at the front of the queue (``handleLeaderDoAssignment`` 1552-1567)."""
+        if event == HANDLE_ADD_OR_DELETE:
+            self.rt.checkpoint("leader", "cache.refresh")
+            yield from self.cache.refresh()
+            self.rt.touch(DATASTREAMS, write=False)
+            self.rt.log(
+                "leader",
+                "cache.refresh",
+                statuses={name: ds.status for name, ds in sorted(self.cache.objects.items())},
+            )
+        else:
+            yield from self.do_assignment()
 
     def do_assignment(self) -> Gen:
         config = self.config
@@ -498,31 +514,28 @@ class Leader:
         ]
 
     def stop_task(self, actor: str, snapshot: Snapshot) -> Gen:
-        """waitForStopToPropagateAndMarkDatastreamsStopped, on a pool thread."""
-        config = self.config
+        """waitForStopToPropagateAndMarkDatastreamsStopped, on a pool thread (1571-1609).
+
+        A ``ZkTimeout`` escapes ``PollUtils.poll`` (it catches only
+        InterruptedException, ``PollUtils.java`` 123-143) and ends the task; the
+        future ``_tokenClaimExecutor.submit`` returned is never read
+        (``Coordinator.java`` 1521-1522), so nothing hears of it: the streams the
+        task had not marked stay STOPPING until a later LEADER_DO_ASSIGNMENT
+        (any later REST write, a retried stop included) hands them to a new task.
+        """
         names = [ds.name for ds in snapshot]
-        failed: set[str] = set()
-        if config.tokens_enabled:
+        try:
+            failed = yield from self.await_tokens(actor, names)
             start_ms = self.rt.now_ms()
-            while True:  # poll_until, each check a call through the leader's client
-                yield from self.link.ready()
-                claimed = not self._unclaimed(names)
-                if claimed or self.rt.now_ms() - start_ms >= config.token_timeout_ms:
+            while True:
+                done = yield from self.mark_stopped(actor, snapshot, failed)
+                if done or self.rt.now_ms() - start_ms >= self.config.mark_timeout_ms:
                     break
-                yield self.rt.sleep(config.token_poll_ms)
-            if not claimed:
-                failed = set(self._unclaimed(names))
-                for name in sorted(failed):
-                    for token in self.zk.children(f"{TOKENS}/{name}"):
-                        self.zk.delete(f"{TOKENS}/{name}/{token}")
-                self.rt.log(actor, "tokens.unclaimed", streams=sorted(failed))
-        start_ms = self.rt.now_ms()
-        while True:
-            done = yield from self.mark_stopped(actor, snapshot, failed)
-            if done or self.rt.now_ms() - start_ms >= config.mark_timeout_ms:
-                break
-            yield self.rt.sleep(config.mark_retry_ms)
-        self.rt.log(actor, "stop-task.done", streams=names)
+                yield self.rt.sleep(self.config.mark_retry_ms)
+            self.rt.log(actor, "stop-task.done", streams=names)
+        except ZkTimeout as exc:
+            failed = set()
+            self.rt.log(actor, "stop-task.died", streams=names, error=str(exc))
         self.rt.touch(LEADER)
         for name in names:
             self.holding[name].remove(actor)
@@ -534,12 +547,42 @@ class Leader:
             self.queue.put(LEADER_DO_ASSIGNMENT)  # the seed's "on failure, call LDA again"
         self.running_tasks -= 1
 
+    def await_tokens(self, actor: str, names: Sequence[str]) -> Generator[Any, Any, set[str]]:
+        """The token poll: every 5 s up to 60 s, ``getNumUnclaimedTokensForDatastreams`` == 0.
+
+        That is one ``countChildren`` per stream (417d1f29 ``ZkAdapter.java``
+        848-855; Helix ``countChildren`` is a ``getChildren``, ``ZkClient.java``
+        1085-1091), each a round trip through the leader's client. Returns the
+        streams whose tokens were not claimed (revoked: those streams failed).
+        """
+        if not self.config.tokens_enabled:
+            return set()
+        start_ms = self.rt.now_ms()
+        while True:
+            unclaimed = 0
+            for name in names:
+                yield from self.link.round_trip()
+                path = f"{TOKENS}/{name}"
+                unclaimed += len(self.zk.children(path)) if self.zk.exists(path) else 0
+            if not unclaimed or self.rt.now_ms() - start_ms >= self.config.token_timeout_ms:
+                break
+            yield self.rt.sleep(self.config.token_poll_ms)
+        if not unclaimed:
+            return set()
+        failed = set(self._unclaimed(names))
+        for name in sorted(failed):
+            for token in self.zk.children(f"{TOKENS}/{name}"):
+                self.zk.delete(f"{TOKENS}/{name}/{token}")
+        self.rt.log(actor, "tokens.unclaimed", streams=sorted(failed))
+        return failed
+
     def stall(self, actor: str, name: str) -> None:
         """The drawn faults, where a stop task has decided and not yet written (``leader_jvm``).
 
-        A GC pause stops the whole leader JVM; a connection loss blocks every
-        leader thread at its next ZooKeeper call. Either takes effect at the
-        task's next yield, its write's first round trip.
+        A GC pause stops the whole leader JVM from the task's next yield; a
+        connection loss drops the leader's client with the task's next call (its
+        write's first) on the wire, which then fails with ``ZkTimeout``, as does
+        any other leader call in flight; calls made during the loss wait for it.
         """
         for kind, options, act in (
             ("gc-pause", self.config.gc_pause_ms, self.faults.gc_pause),

@@ -404,8 +404,8 @@ class Pipeline:
             )
             if any(m.kind == "data" for m in log[done:]):
                 return True
-        self._reads(*(f"panes:{name}" for name in sorted(self.panes)))
-        return any(seqs for panes in self.panes.values() for seqs in panes.values())
+        self._reads(*(f"panes:{t.name}" for t in tasks))  # panes are keyed by task name
+        return any(seqs for t in tasks for seqs in self.panes.get(t.name, {}).values())
 
     def _obeyed(self, message: Message) -> bool:
         """A DrainMessage this run obeys: the current runId's (any, for the stale-run mistake)."""
@@ -453,7 +453,11 @@ class Pipeline:
             return
         if message.kind == "watermark":
             return
-        # A DrainMessage.
+        yield from self._on_drain_message(c, task, message)
+
+    def _on_drain_message(self, c: int, task: Task, message: Message) -> Gen:
+        """A DrainMessage at the head of ``task``'s queue, processed (``process``'s third kind)."""
+        actor = task.name
         if not self._obeyed(message):
             task.processed = message.offset + 1 if message.topic == "int" else task.processed
             self.world.log(

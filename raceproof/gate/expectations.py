@@ -2,7 +2,8 @@
 
 A scenario states which variants must violate and which must hold. The gate
 turns that into runs: a search per strategy for every variant, a bounded
-proof for every variant expected to hold. A *profile* says how hard to look:
+proof for every variant expected to hold (and, alone, for a variant expected
+to violate that the scenario says only a proof finds: ``found_by_proof``). A *profile* says how hard to look:
 
 - ``ci``: every strategy, the scenario's example count, seed 0, and no wall
   budget at all, so no clock can change a verdict or an example count;
@@ -373,10 +374,17 @@ class Job:
 
 
 def jobs_for(scenarios: Sequence[Scenario], profile: Profile) -> list[Job]:
-    """Every expectation: a search per strategy for each variant, a proof for each that must hold."""
+    """Every expectation: a search per strategy for each variant, a proof for each that must hold.
+
+    A variant the scenario says is ``found_by_proof`` (its violation needs a
+    coincidence a search seldom draws) is judged by its proof alone.
+    """
     jobs = []
     for scenario in scenarios:
         for variant in scenario.variants:
+            if variant in scenario.found_by_proof:
+                jobs.append(Job(scenario.name, variant, "prove"))
+                continue
             jobs += [Job(scenario.name, variant, strategy) for strategy in profile.strategies]
             if variant not in scenario.expect_violation:
                 jobs.append(Job(scenario.name, variant, "prove"))

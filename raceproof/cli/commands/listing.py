@@ -25,6 +25,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{s['scenario']}: {s['summary']}")
         for name, what in s["variants"].items():
             mark = "expected to violate" if name in s["expect_violation"] else "expected to hold"
+            if name in s["found_by_proof"]:
+                mark += ", judged by its proof"
             print(f"    {name:28} {what}  [{mark}]")
         print(f"    checkers: {', '.join(s['checkers'])}")
         for line in probe_lines(s["probes"], s["unreachable_probes"]):
