@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -313,3 +314,52 @@ def test_a_draw_needs_a_text_label_an_integer_count_and_an_answer_in_range() -> 
 
     with pytest.raises(KernelError, match=r"^provider returned 2 for 2 options"):
         Broken([]).choose("x", (0, 1))
+
+
+# -- moved from test_kernel_edges.py: preconditions, messages and less-used paths a
+# mutation run found unpinned (docs/maintaining/mutation.md) -------------------------------
+def test_a_draw_between_equal_bounds_is_that_bound() -> None:
+    source = ReplaySource([], strict=False)
+    assert source.draw_int("x", 4, 4) == 4
+    with pytest.raises(ValueError, match=r"draw_int 'y': empty range \[5, 4\]"):
+        source.draw_int("y", 5, 4)
+
+
+def test_a_misaligned_replay_keeps_its_arguments() -> None:
+    error = ReplayMisaligned(3, "label a, recorded b")
+    assert error.args == (3, "label a, recorded b")
+
+
+def test_draw_bool_takes_probabilities_from_zero_to_one_inclusive() -> None:
+    source = ReplaySource([], strict=False)
+    assert source.draw_bool("never", 0.0) is False and source.draw_bool("always", 1.0) is False
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError, match=f"draw_bool 'x': p={bad} is not a probability"):
+            source.draw_bool("x", bad)
+
+
+def test_pct_is_told_the_fifo_runs_schedule_draws_at_least_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from property_tests.toy_model import Toy, runner
+    from raceproof.sim import Budget
+
+    explore_module = importlib.import_module("raceproof.sim.explore")  # not the function
+    from raceproof.sim.choices import PCTSource
+
+    told: list[int] = []
+
+    class Told(PCTSource):
+        def __init__(self, seed: int, depth: int, expected_steps: int) -> None:
+            told.append(expected_steps)
+            super().__init__(seed, depth, expected_steps)
+
+    monkeypatch.setattr(explore_module, "PCTSource", Told)
+    alone = ((("/a", True),),)  # one actor: no tie, no schedule draw
+    pair = ((("/a", True),), (("/a", True),))  # two writers: one schedule draw
+    for scripts, draws in ((alone, 0), (pair, 1)):
+        told.clear()
+        explore_module.explore_pct(runner(Toy(scripts)), 0, Budget(examples=2), None, 2)
+        assert told == [max(1, draws)] * 2
+    with pytest.raises(KernelError, match="a schedule draw of 2 options names 1 actors"):
+        PCTSource(0, 1, 1).schedule(2, lambda: ["a"])

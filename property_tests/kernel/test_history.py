@@ -252,3 +252,11 @@ def test_a_checker_is_named_from_its_function_and_keeps_names_it_was_given() -> 
     for bad in ("", 5):
         with pytest.raises(ValueError, match=r"^a checker needs a name"):
             _named(bad)  # type: ignore[arg-type]
+
+
+# -- moved from test_kernel_edges.py: preconditions, messages and less-used paths a
+# mutation run found unpinned (docs/maintaining/mutation.md) -------------------------------
+def test_history_values_of_sixty_one_characters_are_cut() -> None:
+    history = History()
+    history.append(0, "a", "put", value="z" * 61)
+    assert history[0].describe().endswith("value=" + "z" * 57 + "...")

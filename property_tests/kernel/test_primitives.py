@@ -7,12 +7,14 @@ from typing import Any
 
 import pytest
 
+from property_tests.touch_log import DrawLog
 from raceproof.sim import (
     Actor,
     BadVersion,
     EventQueue,
     FaultPlan,
     FileSystem,
+    FsError,
     LaggingCache,
     Lock,
     Nemesis,
@@ -25,11 +27,15 @@ from raceproof.sim import (
     SimRuntime,
     VersionedStore,
     World,
+    ZkClient,
     crash_and_restart,
     every,
+    maybe_expire_session,
     maybe_pause,
+    pause_with_session,
     poll_until,
 )
+from raceproof.sim.fs import DiskWriteError, _parent
 
 
 def fifo_world() -> World:
@@ -319,3 +325,123 @@ def test_a_drawn_pause_delays_an_actor_by_the_drawn_while() -> None:
     ticks = [op.time_ms for op in world.history if op.kind == "tick"]
     assert ticks == [100, 1150, 1250]  # the tick due at 200 waits out the pause (150 + 1000)
     assert [c.label for c in world.source.record][:2] == ["fault.pause.worker", "pause.worker"]
+
+
+# -- moved from test_kernel_edges.py: preconditions, messages and less-used paths a
+# mutation run found unpinned (docs/maintaining/mutation.md) -------------------------------
+def test_the_root_directory_is_not_removable_and_not_a_file_path() -> None:
+    world = World(ReplaySource([], strict=False))
+    fs = FileSystem(world, "disk")
+    fs.mkdir("/d")
+    with pytest.raises(FsError, match=r"^the root directory cannot be removed$"):
+        fs.rmtree("/")
+    assert fs.isdir("/d")
+    for bad in ("/", "d", "/d/"):
+        with pytest.raises(ValueError, match=f"bad path {bad!r}"):
+            _parent(bad)
+    assert _parent("/d") == "/" and _parent("/d/e") == "/d"
+
+
+def test_a_disk_write_fault_is_drawn_at_five_percent_and_names_the_file() -> None:
+    world = DrawLog([1])
+    fs = FileSystem(world, "disk", fail_writes=True)
+    fs.mkdir("/d")
+    with pytest.raises(DiskWriteError) as failed:
+        fs.write("/d/f", 1)
+    assert str(failed.value) == "/d/f"
+    assert world.source.asked == [("disk.write-fails", 2, 0.05)]  # type: ignore[attr-defined]
+    assert not fs.exists("/d/f")
+    world.touched.clear()
+    fs.crash()
+    assert world.touched[0] == ("disk", True)
+
+
+def test_a_queue_keeps_duplicates_unless_asked_to_drop_them() -> None:
+    world = World(ReplaySource([], strict=False))
+    plain = EventQueue(world, "plain")
+    assert plain.put("x") and plain.put("x") and list(plain.items) == ["x", "x"]
+    deduped = EventQueue(world, "dedupe", dedupe=True)
+    assert deduped.put("x") and not deduped.put("x") and deduped.dropped == 1
+
+
+def test_a_cache_copies_what_it_hands_out_and_keeps_a_stale_view_until_refreshed() -> None:
+    world = DrawLog()
+    store = VersionedStore(world)
+    store.ensure_path("/jobX")  # a prefix ending in a character a mutant might strip
+    store.create("/jobX/a", {"rows": [1]})
+    cache = LaggingCache(world, store, "/jobX/", name="view", auto_refresh=False)
+    assert cache.prefix == "/jobX/"
+    world.touched.clear()
+    cache.refresh()
+    assert world.touched[0] == ("view", True)
+    store.set("/jobX/a", {"rows": [2]})
+    got = cache.get("/jobX/a")
+    assert got == ({"rows": [1]}, 0)  # stale: refreshed before the write
+    assert got is not None
+    got[0]["rows"].append(99)  # the caller's copy only
+    assert cache.get("/jobX/a") == ({"rows": [1]}, 0)
+    assert world.touched[-1] == ("view", True)
+    with pytest.raises(ValueError, match=r"^lag_ms needs at least one option(\n|$)"):
+        LaggingCache(world, store, "/jobX", lag_ms=())
+
+
+def test_an_auto_refreshed_cache_copies_the_change_and_forgets_a_deleted_node() -> None:
+    world = DrawLog()
+    store = VersionedStore(world)
+    store.create("/c", None)
+    store.create("/c/x", {"v": [0]})  # before the cache: never loaded into it
+    store.create("/c/w", 0)  # likewise, and deleted without ever being cached
+    cache = LaggingCache(world, store, "/c", name="auto", lag_ms=(5,))
+    data = {"v": [1]}
+    store.set("/c/x", data)
+    data["v"].append(2)  # the writer's object changes after the write
+    world.run()
+    assert cache.entries["/c/x"] == ({"v": [1]}, 1)
+    store.delete("/c/x")
+    store.delete("/c/w")
+    store.create("/c/y", 1)
+    store.delete("/c/y")  # deleted before its creation reached the cache
+    world.run()
+    assert cache.entries == {}
+    assert ("auto", True) in world.touched
+    with pytest.raises(NoNode):
+        store.get("/c/x")
+
+
+class _Idle(Actor):
+    def main(self) -> Generator[Any, Any, None]:
+        yield from self.wait(self.world.sleep(50))
+        self.world.log(self.name, "done")
+
+
+def test_fault_helpers_say_whether_a_fault_struck() -> None:
+    world = DrawLog([0, 0])  # no fault strikes
+    nemesis = Nemesis(world, FaultPlan(kinds=frozenset({"pause", "session-expiry"}), p=0.5))
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    actor = _Idle(world, "worker")
+    assert actor.process is None and actor.interleave is False
+    world.touched.clear()
+    actor.start()
+    assert world.touched[0] == ("actor:worker", True)
+    assert actor.process is not None and actor.process.actor == "worker"  # type: ignore[attr-defined]
+    world.touched.clear()
+    assert maybe_expire_session(nemesis, client) is False
+    assert world.touched[0] == ("nemesis", True)
+    assert world.source.asked[0][0] == "fault.session-expiry.c1"  # type: ignore[attr-defined]
+    assert pause_with_session(nemesis, actor, client) == 0
+    assert client.live and client.state == "connected"
+    struck = DrawLog([1, 1])
+    hit = Nemesis(struck, FaultPlan(kinds=frozenset({"session-expiry"}), p=0.5))
+    other = ZkClient(struck, VersionedStore(struck), "c2")
+    assert maybe_expire_session(hit, other) is True and not other.live
+    with pytest.raises(ValueError, match=r"unknown fault kinds \['bogus'\]"):
+        FaultPlan(kinds=frozenset({"bogus"}))
+
+
+def test_fault_ops_are_logged_by_the_nemesis() -> None:
+    world = World(ReplaySource([1], strict=False))
+    nemesis = Nemesis(world, FaultPlan(kinds=frozenset({"crash"}), p=0.5))
+    assert nemesis.strikes("crash", "host1") is True
+    (op,) = world.history.of_kind("fault.crash")
+    assert (op.actor, op.get("target")) == ("nemesis", "host1")

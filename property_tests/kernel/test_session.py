@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from property_tests.touch_log import DrawLog, after
 from raceproof.sim import (
     Actor,
     ConnectionLoss,
@@ -25,6 +26,7 @@ from raceproof.sim import (
     maybe_expire_session,
     pause_with_session,
 )
+from raceproof.sim.store import BadVersion
 
 
 def fifo_world() -> World:
@@ -287,3 +289,119 @@ def test_notifications_held_while_disconnected_arrive_in_order_on_reconnect(seed
     store.delete("/config")
     world.run_to_end()
     assert seen == [(300, "changed")] * 3 + [(300, "deleted")]
+
+
+# -- moved from test_kernel_edges.py: preconditions, messages and less-used paths a
+# mutation run found unpinned (docs/maintaining/mutation.md) -------------------------------
+def test_a_session_client_closes_and_reports_its_footprints() -> None:
+    world = DrawLog()
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    states: list[str] = []
+    world.touched.clear()
+    client.add_listener(lambda e: states.append(e.state))
+    assert world.touched == [(client.resource, True)]
+    client.create("/e", 1, ephemeral=True)
+
+    def ask() -> Generator[Any, Any, None]:
+        world.touched.clear()
+        result = yield from client.request(lambda: store.get("/e"))
+        assert result == (1, 0)
+        assert world.touched[-1] == (client.resource, False)
+
+    world.spawn("asker", ask())
+    world.run()
+    world.touched.clear()
+    client.close()
+    assert world.touched[0] == (client.resource, True)
+    assert client.state == "closed" and not store.exists("/e")
+    world.run()
+    assert states == ["closed"]
+    client.close()  # closing twice changes nothing more
+    world.run()
+    assert states == ["closed", "closed"] and client.state == "closed"
+
+
+def test_a_watch_in_flight_when_its_session_dies_is_dropped_and_no_watch_is_none() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world, watch_delay_ms=(5,))
+    client = ZkClient(world, store, "c1")
+    seen: list[str] = []
+    assert client.exists("/p") is False  # no watcher: nothing registered
+    assert store.data_watches == {}
+    client.exists("/p", watch=lambda e: seen.append(e.kind))
+    store.create("/p", 0)  # notification due at 5 ms
+    world.spawn("killer", after(world, 1, client.expire))
+    world.run()
+    assert seen == [] and not client.live
+
+
+def test_a_closed_session_renews_and_a_live_one_does_not() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    with pytest.raises(ValueError, match=r"^c1 renews a connected session(\n|$)"):
+        client.renew()
+    first = client.session
+    client.close()
+    client.renew()
+    assert client.state == "connected" and client.session != first and client.live
+    client.create("/v", 0)
+    with pytest.raises(BadVersion):
+        client.set("/v", 1, version=3)
+    assert client.set("/v", 1, version=0) == 1
+
+
+def test_a_session_clients_creates_and_watches_take_their_defaults() -> None:
+    world = DrawLog()
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    other = ZkClient(world, store, "c2")
+    client.create("/plain", 0)  # not ephemeral by default
+    # The root has had one child created (/plain): the sequence under it goes on from 1.
+    assert client.create("/q-", 0, sequential=True) == "/q-0000000001"
+    assert client.create("/e", 0, ephemeral=True) == "/e"
+    seen: list[str] = []
+    client.add_watch("/plain", lambda e: seen.append(f"c1 {e.kind} {e.path}"))  # not recursive
+    other.add_watch("/plain", lambda e: seen.append(f"c2 {e.kind} {e.path}"), recursive=True)
+    other.exists("/e", watch=lambda e: seen.append(f"c2 {e.kind} {e.path}"))
+    client.exists("/e", watch=lambda e: seen.append(f"c1 {e.kind} {e.path}"))
+    world.touched.clear()
+    client.expire()  # the server drops c1's watches and its ephemeral /e
+    assert world.touched[:2] == [(client.resource, True), (client.resource, False)]
+    assert (f"{store.name}:sessions", True) in world.touched
+    assert (f"{store.name}:/e", True) in world.touched
+    assert store.exists("/plain") and not store.exists("/e")
+    other.create("/plain/child", 1)
+    world.run()
+    assert sorted(seen) == ["c2 created /plain/child", "c2 deleted /e"]
+
+
+def test_a_session_logs_its_changes_with_the_session_and_tells_its_listeners() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    heard: list[tuple[str, int]] = []
+    client.add_listener(lambda e: heard.append((e.state, e.session)))
+    client.pause(10)
+    world.run()
+    assert (client.state, heard) == ("connected", [("disconnected", 1), ("connected", 1)])
+    paused = world.history.of_kind("zk.paused")[0]
+    assert dict(paused.fields) == {"session": 1, "duration_ms": 10}
+    changes = [dict(op.fields) for op in world.history.of_kind("zk.session")]
+    assert changes == [
+        {"state": "disconnected", "session": 1},
+        {"state": "connected", "session": 1},
+    ]
+    with pytest.raises(SessionExpired, match=r"^c1: session 1 is expired$"):
+        client.expire()
+        client.get("/")
+
+
+def test_a_client_checks_its_settings() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    assert ZkClient(world, store, "d").session_timeout_ms == 30_000
+    for bad in ({"session_timeout_ms": 0}, {"latency_ms": ()}, {"notice_ms": ()}):
+        with pytest.raises(ValueError):
+            ZkClient(world, store, "c", **bad)  # type: ignore[arg-type]

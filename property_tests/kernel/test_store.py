@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from property_tests.touch_log import TouchLog
+from property_tests.touch_log import DrawLog, TouchLog
 from raceproof.sim import (
     BadArguments,
     NodeExists,
@@ -31,6 +31,8 @@ from raceproof.sim import (
     World,
     ZkClient,
 )
+from raceproof.sim.errors import KernelError
+from raceproof.sim.store import BadVersion, NotEmpty, TransactionFailed
 
 
 def _store(
@@ -296,3 +298,187 @@ def test_a_data_watch_fired_by_a_multi_op_gets_the_kind_of_change() -> None:
     store.multi([TxOp("create", "/a", 1), TxOp("set", "/b", 2)])
     world.run()
     assert seen == [("created", "/a"), ("changed", "/b")]
+
+
+# -- moved from test_kernel_edges.py: preconditions, messages and less-used paths a
+# mutation run found unpinned (docs/maintaining/mutation.md) -------------------------------
+def test_a_transaction_carries_every_argument_of_its_ops() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    store.create("/q", None)
+    tx = store.transaction().create("/q/item-", {"n": 1}, sequential=True).set_data("/q", 7, 0)
+    assert tx.ops == [
+        TxOp("create", "/q/item-", {"n": 1}, sequential=True),
+        TxOp(kind="set", path="/q", data=7, version=0),
+    ]
+    assert tx.commit() == ["/q/item-0000000000", 1]
+    assert store.get("/q/item-0000000000") == ({"n": 1}, 0) and store.get("/q") == (7, 1)
+    with pytest.raises(TransactionFailed) as failed:
+        store.transaction().set_data("/q", 8, 0).commit()  # version 0 is gone
+    assert str(failed.value) == "op #0 (set /q) failed: BadVersion: /q: expected version 0, found 1"
+    assert (
+        failed.value.op == TxOp(kind="set", path="/q", data=8, version=0)
+        and failed.value.index == 0
+    )
+
+
+def test_ensure_path_creates_every_missing_parent() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    store.ensure_path("/a/b/c")
+    assert [store.exists(p) for p in ("/a", "/a/b", "/a/b/c")] == [True, True, True]
+    assert store.children("/a") == ["b"] and store.children("/a/b") == ["c"]
+    store.ensure_path("/a/b/c")  # idempotent
+    assert store.get("/a/b/c") == (None, 0)
+
+
+def test_removing_one_persistent_watch_leaves_the_others_on_the_path() -> None:
+    world = DrawLog()
+    store = VersionedStore(world)
+    seen: list[str] = []
+
+    def first(event: Any) -> None:
+        seen.append(f"first {event.kind}")
+
+    def second(event: Any) -> None:
+        seen.append(f"second {event.kind}")
+
+    assert store.remove_watch("/w", first) is False  # no watch on the path at all
+    store.add_watch("/w", first)
+    store.add_watch("/w", second)
+    world.touched.clear()
+    assert store.remove_watch("/w", first) is True
+    assert world.touched == [(f"{store.name}:/w", True)]
+    store.create("/w", 0)
+    world.run()
+    assert seen == ["second created"]
+    assert store.remove_watch("/w", second) is True and "/w" not in store.persistent_watches
+
+
+def test_store_errors_name_the_node_and_versions_from_zero_are_checked() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    for call in (
+        lambda: store.check("/none"),
+        lambda: store.children("/none"),
+        lambda: store.delete("/none"),
+    ):
+        with pytest.raises(NoNode, match=r"^/none$"):
+            call()
+    store.create("/n", 0)
+    store.set("/n", 1)  # version 1
+    with pytest.raises(BadVersion, match=r"^/n: expected version 0, found 1$"):
+        store.check("/n", 0)
+    with pytest.raises(BadVersion, match=r"^/n: expected version 0, found 1$"):
+        store.delete("/n", 0)
+    store.check("/n", 1)
+    store.create("/n/child", 0)
+    with pytest.raises(NotEmpty, match=r"^/n$"):
+        store.delete("/n", 1)
+    store.delete("/n/child", 0)
+    store.delete("/n", 1)
+    assert not store.exists("/n")
+
+
+def test_children_are_the_direct_ones_sorted_and_a_watch_makes_the_read_a_write() -> None:
+    world = DrawLog()
+    store = VersionedStore(world)
+    store.ensure_path("/a/b/c")
+    store.create("/a/x", 0)
+    store.create("/z", 0)
+    assert store.children("/") == ["a", "z"]
+    assert store.children("/a") == ["b", "x"]  # not the grandchild /a/b/c
+    world.touched.clear()
+    store.children("/a")
+    store.children("/a", watch=lambda e: None)
+    assert world.touched == [("zk:/a", False), ("zk:/a", True)]
+
+
+def test_a_multi_op_applies_every_argument_and_rolls_back_ephemerals_and_sequences() -> None:
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    session = store.open_session()
+    store.create("/q", "q")
+    results = store.multi(
+        [
+            TxOp("create", "/q/s-", "one", sequential=True),
+            TxOp("create", "/q/e", "eph", ephemeral=True),
+            TxOp("set", "/q", "q2", version=0),
+            TxOp("check", "/q", version=1),
+        ],
+        session=session,
+    )
+    assert results == ["/q/s-0000000000", "/q/e", 1, None]
+    assert store.get("/q/s-0000000000") == ("one", 0) and store.get("/q") == ("q2", 1)
+    assert store.nodes["/q/e"].ephemeral_session == session
+    with pytest.raises(TransactionFailed):
+        store.multi(
+            [TxOp("create", "/q/s-", "two", sequential=True), TxOp("delete", "/q", version=0)],
+            session=session,
+        )
+    assert store.nodes["/q/e"].ephemeral_session == session  # rolled back intact
+    # /q has had two children created: its sequence goes on from 2, as ZooKeeper's cversion does.
+    assert store.create("/q/s-", "three", sequential=True) == "/q/s-0000000002"
+    store.multi([TxOp("delete", "/q/s-0000000002", version=0)])
+    assert not store.exists("/q/s-0000000002")
+    with pytest.raises(TransactionFailed, match="BadVersion"):
+        store.multi([TxOp("delete", "/q/s-0000000000", version=3)])
+    with pytest.raises(ValueError, match=r"^an ephemeral create needs a session(\n|$)"):
+        store.multi([TxOp("create", "/q/f", ephemeral=True)])
+
+
+def test_a_multi_op_cannot_start_inside_another() -> None:
+    """Notifications of a multi-op run after it, so no model can nest one; the guard stays."""
+    world = World(ReplaySource([], strict=False))
+    store = VersionedStore(world)
+    heard: list[bool] = []
+    store.listeners.append(lambda path, node: heard.append(store._deferred is None))
+    store.multi([TxOp("create", "/m", 1)])
+    assert heard == [True]  # the listener ran once the multi-op was over
+    store._deferred = []  # as if inside one
+    with pytest.raises(KernelError, match=r"^a multi-op cannot nest(\n|$)"):
+        store.multi([TxOp("check", "/")])
+
+
+def test_one_shot_watches_are_delivered_after_their_own_delays_only() -> None:
+    world = World(ReplaySource([1, 0], strict=False))  # 50 ms for the first, 0 for the second
+    store = VersionedStore(world, watch_delay_ms=(0, 50))
+    seen: list[str] = []
+
+    def watcher(event: Any) -> None:
+        seen.append(f"{world.now_ms} {event.path}")
+
+    store.exists("/a", watch=watcher)
+    store.exists("/b", watch=watcher)  # the same watcher, a second one-shot watch
+    store.create("/a", 0)
+    store.create("/b", 0)
+    world.run()
+    assert seen == ["0 /b", "50 /a"]  # one-shot deliveries do not queue behind each other
+
+
+def test_each_client_and_store_operation_records_exactly_its_footprint() -> None:
+    """The reduction treats two steps as commuting when these entries allow it: a read
+    recorded as a write only costs schedules, a write recorded as a read hides some."""
+    world = DrawLog()
+    store = VersionedStore(world)
+    store.create("/x", 0)
+    client = ZkClient(world, store, "c1")
+    x, table = ("zk:/x", True), ("zk:sessions", False)
+    read_x = ("zk:/x", False)
+    # A request reads the client's state (connected?) and, through ``live``, the session table.
+    asks = [(client.resource, False), (client.resource, False), table]
+    cases: list[tuple[Any, list[tuple[str, bool]]]] = [
+        (lambda: client.get("/x"), [*asks, read_x]),
+        (lambda: client.exists("/x"), [*asks, read_x]),
+        (lambda: client.children("/x"), [*asks, read_x]),
+        (lambda: client.set("/x", 1), [*asks, x]),
+        (lambda: client.check("/x"), [*asks, read_x]),
+        (lambda: store.session_live(client.session), [table]),
+        (lambda: store.add_watch("/x", lambda e: None), [x]),
+        (lambda: store.get("/x", watch=lambda e: None), [x]),
+    ]
+    for operation, footprint in cases:
+        world.touched.clear()
+        operation()
+        assert world.touched == footprint, operation
+    assert store.session_live(12345) is False  # an unknown session is not live

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from property_tests.touch_log import DrawLog, after
 from raceproof.sim import (
     Actor,
     Budget,
@@ -254,3 +255,71 @@ def test_a_budget_in_seconds_needs_a_clock() -> None:
         Budget(examples=10, seconds=5.0)
     assert Budget(examples=10, seconds=5.0, clock=lambda: 0.0).seconds == 5.0
     assert Budget(examples=10).seconds is None
+
+
+# -- moved from test_kernel_edges.py: preconditions, messages and less-used paths a
+# mutation run found unpinned (docs/maintaining/mutation.md) -------------------------------
+def test_a_debounce_checks_its_periods_with_their_names() -> None:
+    world = World(ReplaySource([], strict=False))
+    with pytest.raises(ValueError, match=r"^quiet_ms must be > 0(\n|$)"):
+        Debounce(world, "d", 0, lambda: None)
+    with pytest.raises(ValueError, match=r"^max_wait_ms must be >= quiet_ms(\n|$)"):
+        Debounce(world, "d", 10, lambda: None, max_wait_ms=9)
+    Debounce(world, "d", 1, lambda: None, max_wait_ms=1)  # the boundaries are allowed
+    debounce = Debounce(world, "d", 5, lambda: None, late_ms=(0, 3), resource="r")
+    assert (debounce.timer.actor, debounce.timer.late_ms) == ("d", (0, 3))
+    assert debounce.timer.resource == "timer:r"
+    assert Debounce(world, "e", 5, lambda: None).timer.resource == "timer:e"
+
+
+def test_a_debounce_past_its_max_wait_fires_at_once() -> None:
+    world = DrawLog([0, 1])  # the first firing is 3 ms late, past the max wait
+    fired: list[int] = []
+    debounce = Debounce(
+        world, "d", 10, lambda: fired.append(world.now_ms), max_wait_ms=10, late_ms=(3, 0)
+    )
+    world.touched.clear()
+    debounce.trigger()  # at 0: due at 10 (+3 late)
+    assert world.touched[0] == ("timer:d", True)
+    world.spawn("t", after(world, 12, debounce.trigger))  # 12 > 0 + max_wait: now
+    world.run()
+    assert fired == [12]
+
+
+def test_what_a_timer_spawns_is_named_after_the_timer_and_its_firing() -> None:
+    from raceproof.sim.reduction import SleepSetSource
+
+    world = World(SleepSetSource((), None, reduce=True))
+    world.declare_footprints()
+    names: list[str] = []
+
+    def work() -> Generator[Any, Any, None]:
+        names.append(world.active_process.rp_id)  # type: ignore[union-attr]
+        yield world.sleep(0)
+
+    timer = Timer(world, "ticker", work)
+    timer.start(1)
+    world.run()
+    timer.start(1)
+    world.run()
+    assert names == ["timer:ticker#1/ticker#0", "timer:ticker#2/ticker#0"]
+    assert world._context == ""  # restored after each firing
+    world.touch("r")  # footprint entries are checked in an observed world too
+
+
+def test_a_timer_checks_its_lateness_and_delays_and_cancels_by_its_resource() -> None:
+    world = DrawLog()
+    for late in ((), (-1,), (1.5,)):
+        with pytest.raises(ValueError):
+            Timer(world, "t", lambda: None, late_ms=late)  # type: ignore[arg-type]
+    timer = Timer(world, "t", lambda: None)
+    assert timer.due_ms is None and not timer.active
+    for bad in (-1, 1.5):
+        with pytest.raises(ValueError, match=f"^delay_ms must be >= 0, got {bad}(\n|$)"):
+            timer.start(bad)  # type: ignore[arg-type]
+    timer.start(5)
+    assert timer.due_ms == 5 and timer.active
+    world.touched.clear()
+    assert timer.cancel() is True
+    assert world.touched == [("timer:t", True), ("timer:t", True)]  # its own, and unschedule's
+    assert timer.due_ms is None

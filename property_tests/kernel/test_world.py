@@ -11,7 +11,9 @@ import simpy
 from hypothesis import given
 from hypothesis import strategies as st
 
+from property_tests.touch_log import DrawLog
 from raceproof.sim import (
+    Actor,
     Bounds,
     History,
     RandomSource,
@@ -505,3 +507,65 @@ def test_a_third_step_is_counted_and_joining_an_untracked_process_names_nothing(
     steps = _steps(recorder)
     assert steps[:2] == [("/s#0@0", {}), ("/j#1@0", {})]  # no entry for the untracked child's end
     assert ("/s#0@2", {"proc:/s#0": True}) in steps  # the third step, counted as such
+
+
+# -- moved from test_kernel_edges.py: preconditions, messages and less-used paths a
+# mutation run found unpinned (docs/maintaining/mutation.md) -------------------------------
+def test_footprint_entries_and_actor_names_are_checked_where_they_are_made() -> None:
+    world = World(ReplaySource([], strict=False))
+    with pytest.raises(TypeError, match="a footprint entry is a resource name and a bool"):
+        world.touch(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a footprint entry is a resource name and a bool"):
+        world.touch("r", write=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a footprint entry is a resource name and a bool"):
+        world.touch("")
+    with pytest.raises(ValueError, match="an actor needs a name, got None"):
+        world.spawn(None, iter(()))  # type: ignore[arg-type]
+    world.touch("r", write=False)  # outside an observed step: nothing to record, no error
+
+
+class _Waiting(Actor):
+    def main(self) -> Generator[Any, Any, None]:
+        yield from self.wait(self.world.sleep(50))
+
+
+def test_an_actor_sits_out_a_pause_but_not_another_interrupt() -> None:
+    world = World(ReplaySource([], strict=False))
+    actor = _Waiting(world, "w")
+    actor.start()
+    assert actor.process is not None
+    world.run(until=1)
+    actor.process.interrupt(("resume", 5))  # a tuple, but not a pause
+    with pytest.raises(RuntimeError, match=r"unexpected interrupt \('resume', 5\)"):
+        world.run()
+
+
+def _done() -> Generator[Any, Any, None]:
+    return
+    yield  # a generator that ends at once
+
+
+def test_alive_reads_a_named_process_end_and_an_unnamed_one_touches_everything() -> None:
+    from raceproof.sim.reduction import SleepSetSource
+
+    world = DrawLog(source=SleepSetSource((), None, reduce=True))
+    world.declare_footprints()  # processes get names that do not depend on interleavings
+    process = world.spawn("p", _done())
+
+    def probe() -> Generator[Any, Any, None]:
+        yield world.sleep(1)
+        world.touched.clear()
+        assert world.alive(process) is False
+        assert world.touched == [("proc:/p#0", False)]
+
+    world.spawn("q", probe())
+    world.run()
+    plain = DrawLog()
+    unnamed = plain.spawn("p", _done())
+    plain.alive(unnamed)
+    assert plain.touched == []  # not recorded by name: it touches everything instead
+    timer_event = plain.sleep(5)
+    plain.touched.clear()
+    assert plain.unschedule(timer_event, "timer:t") is True
+    assert plain.touched == [("timer:t", True)]
+    assert plain.unschedule(timer_event, "timer:t") is False  # gone already

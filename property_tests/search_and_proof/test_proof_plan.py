@@ -19,7 +19,10 @@ from hypothesis import strategies as st
 
 from property_tests.toy_model import Toy, runner
 from raceproof.scenarios.catalogue import get
-from raceproof.sim import Budget, prove
+from raceproof.sim import (
+    Budget,
+    prove,
+)
 from raceproof.sim.proof_plan import estimate, prove_parallel, split
 
 steps = st.tuples(st.sampled_from(("/a", "/b", "/c", "?")), st.booleans())
@@ -151,3 +154,28 @@ def test_a_violation_on_the_first_run_counts_one_schedule_on_any_number_of_cores
     assert (two.verdict, two.schedules, two.runs) == (one.verdict, one.schedules, one.runs)
     assert one.shrunk is not None and two.shrunk is not None  # the counterexample, shrunk
     assert two.shrunk.trace_hash == one.shrunk.trace_hash
+
+
+# -- moved from test_kernel_edges.py: preconditions, messages and less-used paths a
+# mutation run found unpinned (docs/maintaining/mutation.md) -------------------------------
+def test_an_estimate_samples_paths_seeded_from_its_seed_with_capped_widths() -> None:
+    from property_tests.toy_model import Toy, runner
+    from raceproof.sim.proof_plan import _UniformSource, estimate
+
+    run = runner(Toy(((("/a", True), ("/b", False)), (("/b", True),), (("/a", False),))))
+    for seed, cap in ((0, None), (5, 2)):
+        products = []
+        for index in range(4):
+            source = _UniformSource(seed * 1_000_003 + index, cap)
+            run(source)
+            assert cap is None or max(source.widths) <= cap
+            product = 1.0
+            for width in source.widths:
+                product *= width
+            products.append(product)
+        plan = estimate(run, samples=4, seed=seed, max_branch=cap)
+        assert plan.schedules == sum(products) / 4
+    assert (
+        estimate(run).samples == 30 and estimate(run).schedules == estimate(run, seed=0).schedules
+    )
+    assert estimate(run, samples=1).samples == 1

@@ -272,3 +272,35 @@ def test_the_final_walk_stays_within_two_deviations_even_from_three() -> None:
     # 21 runs of passes, then every schedule of four three-option draws with at most two
     # deviations: 1 + 4 * 2 + 6 * 2 * 2 = 33 (three deviations would add 4 * 2 ** 3 = 32).
     assert (result.runs, result.exhausted) == (21 + 33, False)
+
+
+# -- moved from test_kernel_edges.py: preconditions, messages and less-used paths a
+# mutation run found unpinned (docs/maintaining/mutation.md) -------------------------------
+def test_swapping_one_deviation_tries_every_other_draw_and_value_in_order() -> None:
+    from types import SimpleNamespace
+
+    from raceproof.sim.choices import Choice
+    from raceproof.sim.shrink import _swap_one
+
+    best = SimpleNamespace(
+        choices=[Choice("s", 2, 1), Choice("s", 3, 0), Choice("d", 2, 0), Choice("s", 2, 1)]
+    )
+    tried: list[dict[tuple[str, int], int]] = []
+
+    def refuse(candidate: dict[tuple[str, int], int]) -> bool:
+        tried.append(candidate)
+        return False
+
+    assert _swap_one(best, refuse) is False  # type: ignore[arg-type]
+    # Deviations at (s,0) and (s,2); free draws (s,1) with values 1..2 and (d,0) with 1.
+    assert tried == [
+        {("s", 2): 1, ("s", 1): 1},
+        {("s", 2): 1, ("s", 1): 2},
+        {("s", 2): 1, ("d", 0): 1},
+        {("s", 0): 1, ("s", 1): 1},
+        {("s", 0): 1, ("s", 1): 2},
+        {("s", 0): 1, ("d", 0): 1},
+    ]
+    tried.clear()
+    assert _swap_one(best, lambda c: refuse(c) or len(tried) == 2) is True  # type: ignore[arg-type]
+    assert len(tried) == 2
