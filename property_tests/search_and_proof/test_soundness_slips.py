@@ -232,6 +232,7 @@ SUITE = sorted(
         "a model's touch deleted",
         "a lock release records nothing",
         "a tracked set's discard without its read",
+        "footprint check: a divergence left unverified",
     }
 )
 
