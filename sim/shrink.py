@@ -61,31 +61,62 @@ class ShrinkResult:
     exhausted: bool  # a cap stopped it before a fixed point (max_runs or max_walk_runs)
 
 
-def shrink(
-    run: Runner, outcome: RunOutcome, *, max_runs: int = 2000, max_walk_runs: int = 5000
-) -> ShrinkResult:
-    keeps = same_finding(outcome)
-    best = outcome
-    runs = 0
+class _Attempts:
+    """The shrink's state: the best run so far and the runs spent; calling it tries ``values``."""
 
-    def attempt(values: list[int] | dict[tuple[str, int], int]) -> bool:
-        nonlocal best, runs
-        if runs >= max_runs:
+    def __init__(self, run: Runner, outcome: RunOutcome, max_runs: int) -> None:
+        self.run, self.max_runs = run, max_runs
+        self.keeps = same_finding(outcome)
+        self.best = outcome
+        self.runs = 0
+
+    def __call__(self, values: list[int] | dict[tuple[str, int], int]) -> bool:
+        """Run ``values``; keep the run if it is the same finding and smaller. True if kept."""
+        if self.runs >= self.max_runs:
             return False
-        runs += 1
+        self.runs += 1
         source: ChoiceSource = (
             KeyedReplaySource(values)
             if isinstance(values, dict)
             else ReplaySource(values, strict=False)
         )
-        candidate = run(source)
-        if keeps(candidate) and shrink_key(candidate) < shrink_key(best):
-            best = candidate
+        candidate = self.run(source)
+        if self.keeps(candidate) and shrink_key(candidate) < shrink_key(self.best):
+            self.best = candidate
             return True
         return False
 
-    # 0. races usually need one or two deviations: try keeping only those.
-    initial = sorted(keyed_deviations(best.choices).items())
+
+def shrink(
+    run: Runner, outcome: RunOutcome, *, max_runs: int = 2000, max_walk_runs: int = 5000
+) -> ShrinkResult:
+    attempt = _Attempts(run, outcome, max_runs)
+    _few_deviations(attempt)
+    progress = True
+    while progress and attempt.runs < max_runs:
+        progress = _keep_first(attempt)
+        if progress:
+            continue
+        progress = _drop_each(attempt)
+        progress = _lower_each(attempt) or progress
+        # 4. with few deviations left, try moving one onto another draw: a different
+        #    pair of deviations may tell the same story in a shorter timeline.
+        if not progress and deviations(attempt.best.values) == 3:
+            progress = _swap_one(attempt.best, attempt)
+    passes_capped = attempt.runs >= max_runs
+    best, walked, walk_capped = _walk_two_deviations(run, attempt, max_walk_runs)
+    # Before a fixed point: the passes ran out of runs, or the walk stopped with schedules left.
+    exhausted = passes_capped or walk_capped
+    if not best.actors_named:  # still the search's own run: replay it with names
+        named = run(ReplaySource(best.values))
+        contract(named.trace_hash == best.trace_hash, "a replay must give the same history")
+        best, walked = named, walked + 1
+    return ShrinkResult(best, attempt.runs + walked, exhausted)
+
+
+def _few_deviations(attempt: _Attempts) -> None:
+    """0. Races usually need one or two deviations: try keeping only those."""
+    initial = sorted(keyed_deviations(attempt.best.choices).items())
     if len(initial) > 2:
         subsets = [[a] for a in initial] + [
             [a, b] for i, a in enumerate(initial) for b in initial[i + 1 :]
@@ -94,67 +125,74 @@ def shrink(
             if attempt(dict(subset)):
                 break
 
-    progress = True
-    while progress and runs < max_runs:
-        progress = False
-        values = best.values
-        nonzero = [i for i, v in enumerate(values) if v]
-        # 1. keep only the first k deviations (cheap big steps).
-        for keep in range(len(nonzero)):
-            cut = list(values)
-            for i in nonzero[keep:]:
-                cut[i] = 0
+
+def _keep_first(attempt: _Attempts) -> bool:
+    """1. Keep only the first k deviations (cheap big steps)."""
+    values = attempt.best.values
+    nonzero = [i for i, v in enumerate(values) if v]
+    for keep in range(len(nonzero)):
+        cut = list(values)
+        for i in nonzero[keep:]:
+            cut[i] = 0
+        if attempt(cut):
+            return True
+    return False
+
+
+def _drop_each(attempt: _Attempts) -> bool:
+    """2. Drop one deviation at a time, last first: at its position, and by
+    (label, occurrence) so the others stay on the draws they meant."""
+    progress = False
+    nonzero = [i for i, v in enumerate(attempt.best.values) if v]
+    for i in reversed(nonzero):
+        best = attempt.best
+        if i < len(best.values) and best.values[i]:
+            cut = list(best.values)
+            cut[i] = 0
             if attempt(cut):
                 progress = True
-                break
-        if progress:
-            continue
-        # 2. drop one deviation at a time, last first: at its position, and by
-        #    (label, occurrence) so the others stay on the draws they meant.
-        for i in reversed(nonzero):
-            if i < len(best.values) and best.values[i]:
-                cut = list(best.values)
-                cut[i] = 0
+                continue
+            keyed = keyed_deviations(best.choices)
+            label = best.choices[i].label
+            occurrence = sum(1 for c in best.choices[:i] if c.label == label)
+            if keyed.pop((label, occurrence), None) is not None and attempt(keyed):
+                progress = True
+    return progress
+
+
+def _lower_each(attempt: _Attempts) -> bool:
+    """3. Lower what is left."""
+    progress = False
+    for i, v in enumerate(attempt.best.values):
+        for lower in sorted({1, v // 2, v - 1}):
+            if 0 < lower < v and i < len(attempt.best.values) and attempt.best.values[i] == v:
+                cut = list(attempt.best.values)
+                cut[i] = lower
                 if attempt(cut):
                     progress = True
-                    continue
-                keyed = keyed_deviations(best.choices)
-                label = best.choices[i].label
-                occurrence = sum(1 for c in best.choices[:i] if c.label == label)
-                if keyed.pop((label, occurrence), None) is not None and attempt(keyed):
-                    progress = True
-        # 3. lower what is left.
-        for i, v in enumerate(best.values):
-            for lower in sorted({1, v // 2, v - 1}):
-                if 0 < lower < v and i < len(best.values) and best.values[i] == v:
-                    cut = list(best.values)
-                    cut[i] = lower
-                    if attempt(cut):
-                        progress = True
-                        break
-        # 4. with few deviations left, try moving one onto another draw: a different
-        #    pair of deviations may tell the same story in a shorter timeline.
-        if not progress and deviations(best.values) == 3:
-            progress = _swap_one(best, attempt)
-    # 5. walk every schedule with at most two deviations (races rarely need more),
-    #    keeping the shortest violation of the same checker. From two or fewer this
-    #    is exact; from more, it finds a smaller counterexample the passes missed.
-    passes_capped = runs >= max_runs
+                    break
+    return progress
+
+
+def _walk_two_deviations(
+    run: Runner, attempt: _Attempts, max_walk_runs: int
+) -> tuple[RunOutcome, int, bool]:
+    """5. Walk every schedule with at most two deviations (races rarely need more),
+    keeping the shortest violation of the same checker. From two or fewer this is
+    exact; from more, it finds a smaller counterexample the passes missed.
+
+    The best run, the runs walked, and whether the cap stopped the walk early.
+    """
+    best = attempt.best
     walk = Walk(run, min(deviations(best.values), 2), None, None)
     walked = 0
     for candidate, _ in walk:
         walked += 1
-        if keeps(candidate) and shrink_key(candidate) < shrink_key(best):
+        if attempt.keeps(candidate) and shrink_key(candidate) < shrink_key(best):
             best = candidate
         if walked >= max_walk_runs:
             break
-    # Before a fixed point: the passes ran out of runs, or the walk stopped with schedules left.
-    exhausted = passes_capped or (walked >= max_walk_runs and bool(walk.frontier))
-    if not best.actors_named:  # still the search's own run: replay it with names
-        named = run(ReplaySource(best.values))
-        contract(named.trace_hash == best.trace_hash, "a replay must give the same history")
-        best, walked = named, walked + 1
-    return ShrinkResult(best, runs + walked, exhausted)
+    return best, walked, walked >= max_walk_runs and bool(walk.frontier)
 
 
 def _swap_one(best: RunOutcome, attempt: Callable[[dict[tuple[str, int], int]], bool]) -> bool:
