@@ -702,17 +702,7 @@ def execute(
         error = model_error(exc)
         if violation_exceptions and isinstance(exc, violation_exceptions):
             reason = "crash"
-            # Only what the model's code says: no path of this checkout, so the trace
-            # hash is the same in every folder the project is copied to.
-            declared = f"{type(exc).__qualname__}: {error.message}".removesuffix(": ")
-            at = _portable(error.where)
-            world.log("kernel", "model.exception", error=declared, at=at)
-            crash = violated(
-                "model-exception",
-                len(world.history) - 1,
-                f"the model raised {declared} at {at} (declared a violation)",
-            )
-            error = None
+            crash, error = _declared_violation(world, exc, error), None
     if isinstance(source, ReplaySource):
         source.finish()
     world.log("kernel", "run.end", reason=reason, steps=world.steps)
@@ -726,17 +716,8 @@ def execute(
             error = model_error(exc)
     if crash is not None:
         verdicts.insert(0, crash)
-    status: RunStatus
-    if error is not None:
-        status = Verdict.ERROR
-    elif first_violation(verdicts) is not None:
-        status = Verdict.VIOLATED
-    elif bound is not None or any(v.status == CheckStatus.UNKNOWN for v in verdicts):
-        status = Verdict.INCONCLUSIVE
-    else:
-        status = Verdict.OK
     return RunOutcome(
-        status=status,
+        status=_status(error, verdicts, bound),
         verdicts=verdicts,
         history=world.history,
         choices=list(source.record),
@@ -749,3 +730,30 @@ def execute(
         probes=dict(sorted(world.probes.items())),
         actors_named=world.names_deviations,
     )
+
+
+def _declared_violation(world: World, exc: BaseException, error: ModelError) -> CheckerResult:
+    """The ``model-exception`` violation of an exception the model declared one, logged."""
+    # Only what the model's code says: no path of this checkout, so the trace
+    # hash is the same in every folder the project is copied to.
+    declared = f"{type(exc).__qualname__}: {error.message}".removesuffix(": ")
+    at = _portable(error.where)
+    world.log("kernel", "model.exception", error=declared, at=at)
+    return violated(
+        "model-exception",
+        len(world.history) - 1,
+        f"the model raised {declared} at {at} (declared a violation)",
+    )
+
+
+def _status(
+    error: ModelError | None, verdicts: list[CheckerResult], bound: str | None
+) -> RunStatus:
+    """A run's status: error before violated before inconclusive (a bound, an unknown) before ok."""
+    if error is not None:
+        return Verdict.ERROR
+    if first_violation(verdicts) is not None:
+        return Verdict.VIOLATED
+    if bound is not None or any(v.status == CheckStatus.UNKNOWN for v in verdicts):
+        return Verdict.INCONCLUSIVE
+    return Verdict.OK
