@@ -268,43 +268,22 @@ class _Found(Exception):
         self.outcome = outcome
 
 
-def explore_hypothesis(
-    run: Runner,
-    seed: int,
-    budget: Budget,
-    progress: Progress | None = None,
-    chunk: int = HYPOTHESIS_CHUNK,
-    start: int = 0,
-) -> SearchReport:
-    """Hypothesis drives every draw (``data.draw``), finds, and shrinks.
+class _HypothesisChunks:
+    """What ``explore_hypothesis`` counts across its chunks; ``run_chunk`` runs one of them."""
 
-    Hypothesis has no wall-clock budget of its own, so the search runs in
-    chunks of ``chunk`` examples, each with a seed derived from ``seed`` and
-    the chunk's index; ``start`` (a multiple of ``chunk``) starts at a later chunk.
-    """
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-    from hypothesis import seed as hypothesis_seed
-    from hypothesis import strategies as st
+    def __init__(self, run: Runner, progress: Progress | None) -> None:
+        self.run, self.progress = run, progress
+        self.examples = 0
+        self.shrinks = 0
+        self.undecided = Undecided()
+        self.probes: dict[str, int] = {}
+        self.first: list[RunOutcome] = []
 
-    budget.start()
-    counts = {"examples": 0, "shrink": 0}
-    undecided = Undecided()
-    probes: dict[str, int] = {}
-    first: list[RunOutcome] = []
-    # Chunk c is the same examples wherever it runs (a search cut into parts,
-    # ``raceproof.gate.parts``): a run that generated fewer than asked (Hypothesis ran out
-    # of distinct inputs) is topped up by runs seeded for that chunk alone, a few at most,
-    # and the search never runs past its last chunk.
-    chunk_index, in_chunk, attempt = start // chunk, 0, 0
-    last_chunk = start // chunk + -(-budget.examples // chunk)
-    while counts["examples"] < budget.examples and chunk_index < last_chunk:
-        if budget.out_of_time():
-            spent = _out_of_time("hypothesis", counts["examples"], undecided, budget)
-            return _with(probes, spent)
-        size = min(chunk - in_chunk, budget.examples - counts["examples"])
-        chunk_seed = derive_seed(seed, chunk_index)
-        run_seed = derive_seed(chunk_seed, attempt) if attempt else chunk_seed
-        before = counts["examples"]
+    def run_chunk(self, size: int, run_seed: int) -> RunOutcome | None:
+        """``size`` examples seeded ``run_seed``; the shrunk finding, or None."""
+        from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+        from hypothesis import seed as hypothesis_seed
+        from hypothesis import strategies as st
 
         @settings(
             max_examples=size,
@@ -319,41 +298,74 @@ def explore_hypothesis(
         @hypothesis_seed(run_seed)
         @given(st.data())
         def probe(data: Any) -> None:
-            outcome = run(searching(HypothesisSource(data)))
-            if first:
-                counts["shrink"] += 1
-            else:
-                counts["examples"] += 1
-                undecided.add(outcome)
-                count_probes(probes, outcome)
-                if progress:
-                    progress({"examples": counts["examples"], "status": outcome.status})
-            if first and not _same_finding(first[0], outcome):
-                return  # Hypothesis shrinks toward the finding first found, not another one
-            if outcome.status in FINDINGS:
-                if not first:
-                    first.append(outcome)
-                raise _Found(outcome)
+            self._example(self.run(searching(HypothesisSource(data))))
 
         try:
             probe()
         except _Found as found:
-            # Hypothesis re-raises for its shrunk example: replay-ready choices.
+            return found.outcome  # Hypothesis re-raises for its shrunk example: replay-ready
+        return None
+
+    def _example(self, outcome: RunOutcome) -> None:
+        first = self.first
+        if first:
+            self.shrinks += 1
+        else:
+            self.examples += 1
+            self.undecided.add(outcome)
+            count_probes(self.probes, outcome)
+            if self.progress:
+                self.progress({"examples": self.examples, "status": outcome.status})
+        if first and not _same_finding(first[0], outcome):
+            return  # Hypothesis shrinks toward the finding first found, not another one
+        if outcome.status in FINDINGS:
+            if not first:
+                first.append(outcome)
+            raise _Found(outcome)
+
+
+def explore_hypothesis(
+    run: Runner,
+    seed: int,
+    budget: Budget,
+    progress: Progress | None = None,
+    chunk: int = HYPOTHESIS_CHUNK,
+    start: int = 0,
+) -> SearchReport:
+    """Hypothesis drives every draw (``data.draw``), finds, and shrinks.
+
+    Hypothesis has no wall-clock budget of its own, so the search runs in
+    chunks of ``chunk`` examples, each with a seed derived from ``seed`` and
+    the chunk's index; ``start`` (a multiple of ``chunk``) starts at a later chunk.
+    """
+    budget.start()
+    state = _HypothesisChunks(run, progress)
+    # Chunk c is the same examples wherever it runs (a search cut into parts,
+    # ``raceproof.gate.parts``): a run that generated fewer than asked (Hypothesis ran out
+    # of distinct inputs) is topped up by runs seeded for that chunk alone, a few at most,
+    # and the search never runs past its last chunk.
+    chunk_index, in_chunk, attempt = start // chunk, 0, 0
+    last_chunk = start // chunk + -(-budget.examples // chunk)
+    while state.examples < budget.examples and chunk_index < last_chunk:
+        if budget.out_of_time():
+            spent = _out_of_time("hypothesis", state.examples, state.undecided, budget)
+            return _with(state.probes, spent)
+        size = min(chunk - in_chunk, budget.examples - state.examples)
+        chunk_seed = derive_seed(seed, chunk_index)
+        run_seed = derive_seed(chunk_seed, attempt) if attempt else chunk_seed
+        before = state.examples
+        found = state.run_chunk(size, run_seed)
+        if found is not None:
             report = _violated(
-                "hypothesis",
-                run,
-                counts["examples"],
-                undecided,
-                found.outcome,
-                counts["shrink"],
+                "hypothesis", run, state.examples, state.undecided, found, state.shrinks
             )
-            report.found = first[0]
-            return _with(probes, report)
-        ran = counts["examples"] - before
+            report.found = state.first[0]
+            return _with(state.probes, report)
+        ran = state.examples - before
         in_chunk, attempt = in_chunk + ran, attempt + 1
         if in_chunk >= chunk or attempt >= HYPOTHESIS_TOP_UPS or not ran:
             chunk_index, in_chunk, attempt = chunk_index + 1, 0, 0
-    return _with(probes, _no_violation("hypothesis", counts["examples"], undecided))
+    return _with(state.probes, _no_violation("hypothesis", state.examples, state.undecided))
 
 
 def _same_finding(first: RunOutcome, outcome: RunOutcome) -> bool:
