@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from raceproof.cli.commands.common import (
@@ -33,6 +35,7 @@ from raceproof.runs import runner
 from raceproof.sim import (
     SEARCH_STRATEGIES,
     Budget,
+    SearchReport,
     explore,
 )
 
@@ -40,7 +43,34 @@ MAX_PCT_DEPTH = 1_000  # PCT finds bugs of small depth; a depth past the run's s
 
 
 # -- explore ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExploreRequest:
+    """What ``explore`` was asked: parsed and checked, nothing run yet."""
+
+    scenario: Any
+    variant: str
+    config: Any
+    budget_s: float | None
+    examples: int
+    out_dir: Path
+
+
+@dataclass
+class ExploreResult:
+    """What the search found: the result dict, its report, or the signal that stopped it."""
+
+    result: dict[str, Any]
+    report: SearchReport | None = None
+    interrupted: BaseException | None = None
+    covered: str = ""
+
+
 def cmd_explore(args: argparse.Namespace) -> int:
+    request = _parse(args)
+    return _render(args, request, run_explore(args, request))
+
+
+def _parse(args: argparse.Namespace) -> ExploreRequest:
     scenario, variant = scenario_and_variant(args)
     overrides = parse_overrides(args.set)
     config = scenario.config_for("explore", overrides)
@@ -53,12 +83,31 @@ def cmd_explore(args: argparse.Namespace) -> int:
     if budget_s is None and args.examples is None:
         budget_s = scenario.default_budget_s
     examples = scenario.default_examples if args.examples is None else args.examples
-    out_dir = prepare_output_dir(args.out)
-    budget = Budget(examples=examples, seconds=budget_s, clock=time.monotonic)
+    return ExploreRequest(
+        scenario=scenario,
+        variant=variant,
+        config=config,
+        budget_s=budget_s,
+        examples=examples,
+        out_dir=prepare_output_dir(args.out),
+    )
+
+
+def run_explore(args: argparse.Namespace, request: ExploreRequest) -> ExploreResult:
+    """Search, shrink and save; a signal returns what was covered (with a finding, if any)."""
+    scenario, variant, config, out_dir = (
+        request.scenario,
+        request.variant,
+        request.config,
+        request.out_dir,
+    )
+    budget = Budget(examples=request.examples, seconds=request.budget_s, clock=time.monotonic)
     coverage = Coverage()
     run = coverage.runner(scenario.runner(variant, config, args.checker))
     progress = Progress(
-        f"explore {scenario.name}/{variant} [{args.strategy}]", not args.json, total=examples
+        f"explore {scenario.name}/{variant} [{args.strategy}]",
+        not args.json,
+        total=request.examples,
     )
     started = time.monotonic()
     try:
@@ -74,15 +123,24 @@ def cmd_explore(args: argparse.Namespace) -> int:
         progress.done()
         partial = runner.base_result(scenario, variant, args.strategy, config)
         partial.update(examples=coverage.examples, schedules=coverage.examples, seed=args.seed)
-        covered = f"{coverage.examples} of {examples} examples"
+        covered = f"{coverage.examples} of {request.examples} examples"
         if coverage.best is not None:
             runner.attach_counterexample(
                 partial, out_dir, scenario, variant, config, coverage.best, args.strategy
             )
             covered += ", a violation found (not fully shrunk)"
         partial["seconds"] = round(time.monotonic() - started, 3)
-        return emit_interrupted(args, partial, exc, covered)
+        return ExploreResult(partial, interrupted=exc, covered=covered)
     progress.done()
+    result = _result(args, request, report)
+    result["seconds"] = round(time.monotonic() - started, 3)
+    return ExploreResult(result, report)
+
+
+def _result(
+    args: argparse.Namespace, request: ExploreRequest, report: SearchReport
+) -> dict[str, Any]:
+    scenario, variant, config = request.scenario, request.variant, request.config
     result = runner.base_result(scenario, variant, args.strategy, config)
     result.update(
         verdict=report.verdict,
@@ -91,12 +149,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
         inconclusive_runs=report.inconclusive_runs,
         undecided_by=report.undecided_by,
         notes=report.notes,
-        budget_s=budget_s,
-        max_examples=examples,
+        budget_s=request.budget_s,
+        max_examples=request.examples,
     )
     if report.shrunk is not None and report.found is not None:
         runner.attach_counterexample(
-            result, out_dir, scenario, variant, config, report.shrunk, args.strategy
+            result, request.out_dir, scenario, variant, config, report.shrunk, args.strategy
         )
         result["schedules"] = report.examples
         result["found_deviations"] = sum(1 for v in report.found.values if v)
@@ -105,7 +163,16 @@ def cmd_explore(args: argparse.Namespace) -> int:
     else:
         result["schedules"] = report.examples
     judge_probes(result, scenario, variant, report.probes)
-    result["seconds"] = round(time.monotonic() - started, 3)
+    return result
+
+
+def _render(args: argparse.Namespace, request: ExploreRequest, done: ExploreResult) -> int:
+    result, report = done.result, done.report
+    if done.interrupted is not None:
+        return emit_interrupted(args, result, done.interrupted, done.covered)
+    if report is None:  # run_explore returns a report or the signal: a raceproof bug
+        raise RuntimeError("explore ended with neither a report nor a signal")
+    scenario, variant = request.scenario, request.variant
 
     def human() -> None:
         probes = probes_line(result, "examples")
@@ -121,7 +188,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                 f"{args.strategy} after {report.examples} examples, shrunk to "
                 f"{result['deviations']} deviation(s) from FIFO ({result['timeline_ops']} ops)"
             )
-            story = outcome_story(scenario, variant, config, report.shrunk, title)
+            story = outcome_story(scenario, variant, request.config, report.shrunk, title)
             print_outcome(report.shrunk, title, story)
             print(f"counterexample: {result['counterexample']}")
             print_reports(result)
