@@ -130,11 +130,11 @@ def run_explore(args: argparse.Namespace, request: ExploreRequest) -> ExploreRes
             )
             covered += ", a violation found (not fully shrunk)"
         partial["seconds"] = round(time.monotonic() - started, 3)
-        return ExploreResult(partial, interrupted=exc, covered=covered)
+        return ExploreResult(result=partial, interrupted=exc, covered=covered)
     progress.done()
     result = _result(args, request, report)
     result["seconds"] = round(time.monotonic() - started, 3)
-    return ExploreResult(result, report)
+    return ExploreResult(result=result, report=report)
 
 
 def _result(
