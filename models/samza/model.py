@@ -499,6 +499,11 @@ class Pipeline:
         if not message.producer:  # the aggregating task's re-broadcast: drained at once
             yield from self.drain_window(c, task, expected=None)
             return
+        yield from self._aggregate_drain(c, task, message)
+
+    def _aggregate_drain(self, c: int, task: Task, message: Message) -> Gen:
+        """An int task counts the producers' drains; complete, it re-broadcasts and drains."""
+        actor = task.name
         task.producers_seen.add(message.producer)
         needed = 1 if self.variant == "no-shuffle-aggregation" else self.config.containers
         if len(task.producers_seen) >= needed:
