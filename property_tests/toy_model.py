@@ -174,3 +174,14 @@ def runner(toy: Toy, bounds: Bounds = TOY_BOUNDS) -> Runner:
 def final_of(outcome: RunOutcome) -> str:
     finals = outcome.history.of_kind("final")
     return str(finals[-1].get("state")) if finals else "?"
+
+
+# Scripts small enough to count by hand (the walk's, the plan's and the state cache's tests).
+ONE_PATH = ((("/a", True),), (("/a", True),))  # two writes of one path: two orders
+TWO_PATHS = ((("/a", True),), (("/b", True),))  # two writes of two paths: one class
+THREE = ((("/a", True),), (("/a", True),), (("/a", True),))
+SAMPLE = (  # reads and writes of three paths: states repeat across orders
+    (("/a", True), ("/b", False)),
+    (("/b", True), ("/a", True)),
+    (("/a", False), ("/c", True)),
+)

@@ -26,6 +26,7 @@ from property_tests.toy_model import Toy, final_of, runner
 from raceproof.scenarios.catalogue import all_scenarios, get
 from raceproof.sim import Budget, ProofReport, proof_units, prove
 from raceproof.sim.exhaustive import WalkOptions
+from raceproof.sim.proof_plan import merge, split
 from raceproof.sim.proof_units import balance, makespan, prove_balanced
 from raceproof.sim.verdicts import Verdict
 
@@ -215,7 +216,6 @@ def test_the_static_shards_merge_to_the_sequential_walks_first_violation(
 ) -> None:
     """``proof_plan.split``'s shards (a Spark campaign's) merge by walk order, not shard order:
     a later shard's violation with fewer deviations comes first, as in the sequential walk."""
-    from raceproof.sim.proof_plan import merge, split
 
     states = finals(Toy(tuple(raw)))
     run = runner(Toy(tuple(raw), planted=states[pick % len(states)]))

@@ -12,14 +12,25 @@ of the breadth-first enumeration the shrinker uses.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from property_tests.toy_model import Toy, final_of, runner
 from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
 from raceproof.sim.enumeration import Walk
-from raceproof.sim.world import Runner
+from raceproof.sim.reduction import (
+    DrawRecord,
+    Footprint,
+    Shard,
+    SleepSetSource,
+    branch_options,
+    dependent,
+    union,
+)
+from raceproof.sim.world import Runner, SleepBlocked
 
 steps = st.tuples(st.sampled_from(("/a", "/b", "/c", "?")), st.booleans())
 # At most 7 steps in all: the full walk stays in the low thousands of runs.
@@ -110,3 +121,347 @@ def test_the_full_walk_runs_exactly_the_enumerated_schedules(raw: list[tuple]) -
 
     report = prove(recording, budget=Budget(examples=200_000), reduction=False)
     assert walked == enumerated and report.schedules == len(enumerated)
+
+
+# -- moved from test_proof_parts.py ---------------------------------------------------
+RESOURCES = ("r", "s", "t", "u")
+
+
+footprints: st.SearchStrategy[Footprint] = st.one_of(
+    st.none(), st.dictionaries(st.sampled_from(RESOURCES), st.booleans(), max_size=4)
+)
+
+
+concrete = st.dictionaries(st.sampled_from(RESOURCES), st.booleans(), max_size=4)
+
+
+def _conflict(a: Footprint, b: Footprint) -> bool:
+    """The definition: unknown is dependent on all; else a shared resource one of them writes."""
+    if a is None or b is None:
+        return True
+    return any(r in b and (a[r] or b[r]) for r in a)
+
+
+@st.composite
+def records(draw: st.DrawFn) -> tuple[DrawRecord, int, int | None, int | None]:
+    n = draw(st.integers(1, 6))
+    value = draw(st.integers(0, n - 1))
+    keyed = draw(st.booleans())
+    keys = tuple(draw(st.sampled_from(("p", "q", "w", "x", None))) for _ in range(n))
+    sleep = {k: {"r": True} for k in draw(st.sets(st.sampled_from(("p", "q", "w"))))}
+    record = DrawRecord(
+        label="schedule" if keyed else "delay",
+        n=n,
+        value=value,
+        keys=keys if keyed else None,
+        sleep=sleep,  # type: ignore[arg-type]
+        commutes=draw(st.booleans()),
+    )
+    depth = draw(st.integers(0, 3))
+    max_branch = draw(st.one_of(st.none(), st.integers(1, 7)))
+    max_deviations = draw(st.one_of(st.none(), st.integers(0, 4)))
+    return record, depth, max_branch, max_deviations
+
+
+def _toy_finals(toy: Toy, reduction: bool) -> tuple[set[str], int]:
+    seen: set[str] = set()
+    report = prove(
+        lambda source: _seen(runner(toy)(source), seen), budget=Budget(), reduction=reduction
+    )
+    assert report.complete
+    return seen, report.schedules
+
+
+def _seen(outcome: RunOutcome, seen: set[str]) -> RunOutcome:
+    seen.add(final_of(outcome))
+    return outcome
+
+
+@given(footprints, footprints)
+def test_two_steps_are_dependent_exactly_when_they_share_a_resource_one_writes(
+    a: Footprint, b: Footprint
+) -> None:
+    assert dependent(a, b) == _conflict(a, b) == dependent(b, a)
+
+
+def test_dependence_in_examples() -> None:
+    assert not dependent({"r": False}, {"r": False})  # two reads commute
+    assert dependent({"r": True}, {"r": False}) and dependent({"r": False}, {"r": True})
+    assert not dependent({"r": True}, {"s": True})
+    assert not dependent({"r": True, "s": False}, {"s": False})  # the longer one first
+    assert dependent({"s": False}, {"r": True, "s": True, "t": False})
+    assert dependent(None, {}) and dependent({}, None)
+    assert not dependent({}, {"r": True})
+
+
+@given(footprints, footprints, footprints)
+def test_a_union_is_dependent_on_what_either_part_is(
+    a: Footprint, b: Footprint, c: Footprint
+) -> None:
+    merged = union(a, b)
+    if a is None or b is None:
+        assert merged is None
+        return
+    assert merged is not None
+    assert set(merged) == set(a) | set(b)
+    for resource, write in merged.items():
+        assert write == (a.get(resource, False) or b.get(resource, False))
+    assert dependent(merged, c) == (dependent(a, c) or dependent(b, c))
+    assert a == dict(a)  # the parts are left as they were
+    assert union({"r": True}, {"r": False}) == {"r": True} == union({"r": False}, {"r": True})
+
+
+@given(st.dictionaries(st.sampled_from(("k1", "k2", "k3")), concrete))
+def test_a_shard_carries_its_sleep_set_as_sorted_data(sleep: dict[str, Footprint]) -> None:
+    frozen = Shard.freeze(sleep)
+    assert [key for key, _ in frozen] == sorted(sleep)
+    for _, items in frozen:
+        assert list(items) == sorted(items)
+    assert Shard((0,), frozen).sleep_set() == sleep
+    assert hash(Shard((1,), frozen, 1)) == hash(Shard((1,), Shard.freeze(dict(sleep)), 1))
+    assert Shard.freeze({"k": None}) == (("k", ()),)
+
+
+def test_a_shard_defaults_to_the_root() -> None:
+    root = Shard(())
+    assert (root.prefix, root.sleep, root.depth, root.sleep_set()) == ((), (), 0, {})
+
+
+@given(records(), st.dictionaries(st.sampled_from(("budget", "steps")), st.integers(0, 5)))
+def test_a_node_tries_every_awake_option_within_the_caps(
+    drawn: tuple[DrawRecord, int, int | None, int | None], earlier: dict[str, int]
+) -> None:
+    record, depth, max_branch, max_deviations = drawn
+    cut = dict(earlier)
+    others, skipped = branch_options(record, depth, max_branch, max_deviations, cut)
+    limit = record.n if max_branch is None else min(record.n, max_branch)
+    candidates = [v for v in range(limit) if v != record.value]
+    if record.keys is None:  # a model-level draw: never reduced
+        awake = candidates
+    elif record.commutes:  # the rest of the instant commutes: one order is enough
+        awake = []
+    else:
+        awake = [v for v in candidates if record.keys[v] not in record.sleep]
+    assert skipped == len(candidates) - len(awake)
+    over = max_deviations is not None and depth + 1 > max_deviations
+    assert others == ([] if over else awake)
+    expected = dict(earlier)
+    if limit < record.n:
+        expected["max_branch"] = expected.get("max_branch", 0) + record.n - limit
+    if over and awake:
+        expected["max_deviations"] = expected.get("max_deviations", 0) + len(awake)
+    assert cut == expected
+
+
+def test_branching_in_examples() -> None:
+    record = DrawRecord(
+        label="schedule", n=4, value=1, keys=("a", "b", "c", "d"), sleep={"c": {"r": True}}
+    )
+    cut: dict[str, int] = {}
+    assert branch_options(record, 0, None, None, cut) == ([0, 3], 1) and cut == {}
+    assert branch_options(record, 0, 3, None, cut) == ([0], 1) and cut == {"max_branch": 1}
+    assert branch_options(record, 2, None, 2, cut) == ([], 1)
+    assert cut == {"max_branch": 1, "max_deviations": 2}
+    assert branch_options(record, 1, None, 2, cut) == ([0, 3], 1)  # depth 2 is within the cap
+    record.commutes = True
+    assert branch_options(record, 0, None, None, {}) == ([], 3)
+
+
+def test_the_source_replays_its_prefix_then_takes_the_first_awake_step() -> None:
+    source = SleepSetSource((1, 5), {"b": {"r": True}}, reduce=True)
+    assert source.schedule_steps(["a", "b"]) == 1  # replayed
+    assert not source.tracking and source.draws == []
+    assert source.schedule_steps(["a", "b", "c"]) == 0  # 5 is out of range: replayed as 0
+    assert source.tracking and source.sleep == {"b": {"r": True}}
+    assert [(d.label, d.n, d.value, d.keys) for d in source.draws] == [
+        ("schedule", 3, 0, ("a", "b", "c"))
+    ]
+    source.before_step("a")
+    source.after_step("a", {"s": True})  # independent of b's footprint: b sleeps on
+    assert source.draws[0].footprint == {"s": True}
+    assert source.step_footprints == {1: {"s": True}} and source.step_drew == {1: False}
+    assert source.schedule_steps(["b", "c"]) == 1  # b asleep: c
+    assert source.draws[-1].sleep == {"b": {"r": True}}
+    with pytest.raises(SleepBlocked):
+        source.before_step("b")
+    source.before_step("c")
+    source.after_step("c", {"r": False})  # reads what b writes: b wakes
+    assert source.sleep == {}
+    assert source.schedule_steps(["b"]) == 0
+    assert source.values == [1, 0, 1, 0]
+
+
+def test_a_source_whose_every_due_step_sleeps_is_cut() -> None:
+    source = SleepSetSource((0,), {"b": {"r": True}, "c": {"t": False}, "d": None}, reduce=True)
+    source.schedule_steps(["a"])
+    source.after_step("a", {"s": False})
+    assert set(source.sleep) == {"b", "c"}  # d touches everything: any step wakes it
+    with pytest.raises(SleepBlocked):
+        source.schedule_steps(["b", "c"])
+
+
+def test_the_full_walk_records_the_same_draws_but_never_sleeps() -> None:
+    source = SleepSetSource((0,), {"b": {"r": True}}, reduce=False)
+    source.schedule_steps(["a"])
+    source.after_step("a", {})
+    assert source.schedule_steps(["b", "c"]) == 0
+    source.before_step("b")
+    assert source.sleep == {} and source.start_sleep == {}
+    assert [d.sleep for d in source.draws] == [{}, {}]
+
+
+def test_model_level_draws_are_recorded_with_the_step_that_drew_them() -> None:
+    source = SleepSetSource((), None, reduce=True)
+    assert source.tracking  # no prefix: tracked from the first draw
+    assert source.schedule_steps(["a", "b"]) == 0
+    source.before_step("a")
+    assert source.choose("a.delay", (10, 20, 30)) == 10
+    source.after_step("a", {"r": True})
+    assert source.step_drew == {0: True} and source.draw_step == {1: 0}
+    assert [(d.label, d.n, d.value, d.keys) for d in source.draws] == [
+        ("schedule", 2, 0, ("a", "b")),
+        ("a.delay", 3, 0, None),
+    ]
+    source.before_step("b")
+    source.after_step("b", {"r": True})
+    assert 0 in source.step_drew and source.draw_step == {1: 0}
+
+
+@pytest.mark.parametrize(
+    "scripts",
+    [
+        ((("E", True), ("X", True)), (("E", True),)),  # an ephemeral against an expiry
+        ((("T", True),), (("K", True),)),  # a timer armed against its cancel
+        ((("T", True), ("/c", True)), (("/c", True), ("K", True))),  # a firing writes /c
+        ((("/a", True), ("?", True)), (("/b", False), ("/a", False))),  # a drawn path
+    ],
+    ids=["ephemeral-expiry", "arm-cancel", "firing-write", "drawn-path"],
+)
+def test_the_reduction_reaches_every_final_state_of_small_session_models(scripts: tuple) -> None:
+    """The primitives' footprints (sessions, timers, the store) in fixed small cases."""
+    toy = Toy(scripts, sessions=True)
+    full, full_count = _toy_finals(toy, reduction=False)
+    reduced, reduced_count = _toy_finals(toy, reduction=True)
+    assert reduced == full and len(full) > 1
+    assert reduced_count <= full_count
+
+
+# -- moved from test_walk_edges.py ----------------------------------------------------
+@dataclass
+class _Clock:
+    """What the source reads of the world: the time, and that no state is declared."""
+
+    now_ms: int = 5
+    state_fingerprint: None = None
+
+
+def _step(source: SleepSetSource, key: str, footprint: dict[str, bool] | None) -> None:
+    source.before_step(key)
+    source.after_step(key, footprint)
+
+
+def test_steps_of_one_process_keep_their_order_so_an_instant_of_them_commutes() -> None:
+    source = SleepSetSource((), None, reduce=True)
+    clock = _Clock()
+    assert source.schedule_steps(["/a#0@1", "/b#1@0"], clock) == 0  # type: ignore[arg-type]
+    _step(source, "/a#0@1", {"r": True})
+    assert source.schedule_steps(["/b#1@0", "/a#0@2"], clock) == 0  # type: ignore[arg-type]
+    _step(source, "/b#1@0", {"s": True})
+    _step(source, "/a#0@2", {"r": True})  # a's second step writes r again: same process
+    clock.now_ms = 10
+    _step(source, "/c#2@0", {})  # time moved on: the instant at 5 ms is closed
+    assert [draw.commutes for draw in source.draws] == [True, True]
+    assert [choice.label for choice in source.record] == ["schedule", "schedule"]
+
+
+def test_an_at_sign_in_an_actor_name_does_not_merge_two_processes() -> None:
+    source = SleepSetSource((), None, reduce=True)
+    clock = _Clock()
+    source.schedule_steps(["/w@h1#0@1", "/w@h2#1@1"], clock)  # type: ignore[arg-type]
+    _step(source, "/w@h1#0@1", {"r": True})
+    _step(source, "/w@h2#1@1", {"r": True})  # another process writes r: they do not commute
+    clock.now_ms = 10
+    _step(source, "/c#2@0", {})
+    assert [draw.commutes for draw in source.draws] == [False]
+
+
+def test_an_instant_commutes_only_from_where_its_rest_does() -> None:
+    source = SleepSetSource((), None, reduce=True)
+    clock = _Clock()
+    source.schedule_steps(["/a#0@1", "/b#1@1", "/c#2@1"], clock)  # type: ignore[arg-type]
+    _step(source, "/a#0@1", {"r": True})
+    source.schedule_steps(["/b#1@1", "/c#2@1"], clock)  # type: ignore[arg-type]
+    _step(source, "/b#1@1", {"r": False})  # depends on a's write
+    _step(source, "/c#2@1", {"s": True})
+    clock.now_ms = 10
+    _step(source, "/d#3@0", {})
+    assert [draw.commutes for draw in source.draws] == [False, True]
+
+    source = SleepSetSource((), None, reduce=True)
+    clock = _Clock()
+    source.schedule_steps(["/a#0@1", "/b#1@1"], clock)  # type: ignore[arg-type]
+    _step(source, "/a#0@1", {"r": True})
+    _step(source, "/b#1@1", None)  # its last step touched everything: nothing commutes
+    clock.now_ms = 10
+    _step(source, "/d#3@0", {})
+    assert [draw.commutes for draw in source.draws] == [False]
+
+    source = SleepSetSource((), None, reduce=True)
+    clock = _Clock()
+    source.schedule_steps(["/a#0@1", "/b#1@1"], clock)  # type: ignore[arg-type]
+    _step(source, "/a#0@1", {"r": True})
+    source.before_step("/b#1@1")
+    source.choose("b.delay", (0, 5))  # its last step drew a choice: its order matters
+    source.after_step("/b#1@1", {"s": True})
+    clock.now_ms = 10
+    _step(source, "/d#3@0", {})
+    assert [draw.commutes for draw in source.draws if draw.keys] == [False]
+
+
+def test_the_steps_after_one_that_touched_everything_can_still_commute() -> None:
+    source = SleepSetSource((), None, reduce=True)
+    clock = _Clock()
+    source.schedule_steps(["/a#0@1", "/b#1@1", "/c#2@1"], clock)  # type: ignore[arg-type]
+    _step(source, "/a#0@1", None)  # touched everything: the instant cannot commute from here
+    source.schedule_steps(["/b#1@1", "/c#2@1"], clock)  # type: ignore[arg-type]
+    _step(source, "/b#1@1", {"s": True})
+    _step(source, "/c#2@1", {"t": True})  # but b and c commute: the second draw is marked
+    clock.now_ms = 10
+    _step(source, "/d#3@0", {})
+    assert [draw.commutes for draw in source.draws] == [False, True]
+
+
+def test_a_step_outside_any_draw_is_not_charged_to_one() -> None:
+    source = SleepSetSource((), None, reduce=True)
+    assert source.choose("setup", (1, 2)) == 1  # drawn while building: no step is running
+    assert source.draw_step == {}
+    source.schedule_steps(["/a#0@0", "/b#1@0"])
+    _step(source, "/a#0@0", {"r": True})
+    source.before_step("/b#1@0")  # the only step due: run without a draw
+    source.choose("b.delay", (0, 5))
+    source.after_step("/b#1@0", {"s": True})
+    assert source.draw_step == {} and source.step_footprints == {1: {"r": True}}
+
+
+def test_a_replayed_value_at_or_past_the_options_is_the_first_and_a_full_sleep_set_cuts() -> None:
+    source = SleepSetSource((2,), {"/b#1@0": {"r": True}}, reduce=True)
+    assert source.schedule_steps(["/a#0@0", "/b#1@0"]) == 0  # 2 of two options: out of range
+    _step(source, "/a#0@0", {"s": True})
+    with pytest.raises(SleepBlocked, match=r"^every step due now is asleep$"):
+        source.schedule_steps(["/b#1@0"])
+    with pytest.raises(SleepBlocked, match=r"^step /b#1@0 is asleep$"):
+        source.before_step("/b#1@0")
+
+
+def test_a_sibling_sleeps_on_a_steps_footprint_only_if_it_finished_without_drawing() -> None:
+    source = SleepSetSource((), None, reduce=True)
+    source.schedule_steps(["/a#0@0", "/b#1@0"])
+    _step(source, "/a#0@0", {"r": True})  # position 0: finished, drew nothing
+    source.schedule_steps(["/b#1@0", "/c#2@0"])
+    source.before_step("/b#1@0")
+    source.choose("b.delay", (0, 5))
+    source.after_step("/b#1@0", {"s": True})  # position 1: drew a choice
+    source.schedule_steps(["/c#2@0", "/d#3@0"])  # position 3 (2 is b's draw): never finished
+    assert source.remembered_footprint(0) == {"r": True}
+    assert source.remembered_footprint(1) is None
+    assert source.remembered_footprint(3) is None

@@ -3,25 +3,29 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Generator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from property_tests.toy_model import Toy, final_of, runner
-from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
-from raceproof.sim.state_cache import StateCacheMismatch
+from property_tests.toy_model import SAMPLE, Toy, final_of, runner
+from raceproof.sim import Budget, ChoiceSource, RunOutcome, World, prove
+from raceproof.sim.reduction import SleepSetSource
+from raceproof.sim.state_cache import (
+    StateCache,
+    StateCacheMismatch,
+    Visit,
+    compare,
+    kernel_fingerprint,
+)
 
 steps = st.tuples(st.sampled_from(("/a", "/b", "/c", "?")), st.booleans())
 scripts = st.lists(
     st.lists(steps, min_size=1, max_size=3).map(tuple), min_size=2, max_size=3
 ).filter(
     lambda raw: sum(len(s) for s in raw) <= 7 and sum(p == "?" for s in raw for p, _ in s) <= 2
-)
-SAMPLE = (
-    (("/a", True), ("/b", False)),
-    (("/b", True), ("/a", True)),
-    (("/a", False), ("/c", True)),
 )
 
 
@@ -82,3 +86,101 @@ def test_the_debug_mode_catches_a_fingerprint_that_leaves_state_out() -> None:
         Toy(SAMPLE, state="right"), reduction=False, state_cache=True, state_cache_check=True
     )
     assert report.state_cache_checked > 0  # type: ignore[attr-defined]
+
+
+# -- moved from test_proof_parts.py ---------------------------------------------------
+visits = st.lists(
+    st.tuples(
+        st.sampled_from(["f1", "f2"]), st.frozensets(st.sampled_from("abc")), st.integers(0, 3)
+    ),
+    max_size=8,
+)
+
+
+@given(visits)
+def test_a_state_is_covered_by_an_earlier_visit_with_less_asleep_and_no_more_deviations(
+    sequence: list[tuple[str, frozenset[str], int]],
+) -> None:
+    cache = StateCache()
+    remembered: list[tuple[str, frozenset[str], int]] = []
+    hits = 0
+    for fingerprint, sleep, depth in sequence:
+        covering, new = cache.look_up(fingerprint, sleep, depth)
+        expected = [
+            (s, d) for f, s, d in remembered if f == fingerprint and s <= sleep and d <= depth
+        ]
+        if expected:
+            hits += 1
+            assert new is None and covering is not None
+            assert (covering.sleep, covering.depth) == expected[0]  # the earliest that covers
+        else:
+            assert covering is None and new is not None
+            assert (new.sleep, new.depth, new.endings) == (sleep, depth, set())
+            remembered.append((fingerprint, sleep, depth))
+    assert cache.hits == hits
+    assert sum(len(v) for v in cache.visits.values()) == len(remembered)
+
+
+def test_the_debug_mode_compares_the_endings_of_two_visits() -> None:
+    first, again = Visit(frozenset(), 0), Visit(frozenset(), 1)
+    first.endings |= {("ok", (), ()), ("ok", (("c", "ok"),), ())}
+    again.endings |= {("ok", (), ())}
+    with pytest.raises(
+        StateCacheMismatch,
+        match=r"abc.*\(1 endings only after the first visit, "
+        r"0 only after the second\)",
+    ):
+        compare("abc", first, again)
+    again.endings |= {("ok", (("c", "ok"),), ())}
+    compare("abc", first, again)  # the same endings: nothing to say
+    assert StateCache().check is False and StateCache(True).check is True
+
+
+def test_a_proof_through_the_cache_cuts_repeated_states_and_its_debug_mode_cuts_none() -> None:
+    toy = Toy(SAMPLE, state="right")
+    plain = prove(runner(Toy(SAMPLE)), budget=Budget(), reduction=False)
+    cached = prove(runner(toy), budget=Budget(), reduction=False, state_cache=True)
+    assert cached.verdict == plain.verdict == "ok" and cached.complete
+    assert cached.state_cache_cuts > 0 and cached.runs == cached.schedules + cached.state_cache_cuts
+    assert cached.states_seen > 0 and cached.state_cache_checked == 0
+    assert cached.accounting()["state_cache_cuts"] == cached.state_cache_cuts
+    checked = prove(
+        runner(toy), budget=Budget(), reduction=False, state_cache=True, state_cache_check=True
+    )
+    assert (checked.runs, checked.schedules) == (plain.runs, plain.schedules)
+    # What the cache would have cut, over the whole walk; with no sleep sets (no reduction)
+    # every such state is compared with its first visit.
+    assert checked.state_cache_cuts >= cached.state_cache_cuts
+    assert checked.state_cache_checked == checked.state_cache_cuts > 0
+
+
+# -- moved from test_walk_edges.py ----------------------------------------------------
+def _sleeper(world: World, first_ms: int, then_ms: int) -> Generator[Any, Any, None]:
+    yield world.sleep(first_ms)
+    yield world.sleep(then_ms)
+
+
+def _world_at(first_ms: int, then_ms: int, bare_ms: int | None = None) -> World:
+    world = World(SleepSetSource((), None, reduce=True))
+    world.declare_footprints()
+    if bare_ms is not None:
+        world.timeout(bare_ms)  # nobody waits on it
+    world.spawn("p", _sleeper(world, first_ms, then_ms))
+    world.step()  # p starts and sleeps
+    while world.now_ms < first_ms or world.peek() == first_ms:
+        world.step()
+    return world
+
+
+def test_a_fingerprint_sees_pending_events_relative_to_now_and_ignores_bare_ones() -> None:
+    def model() -> str:
+        return "m"
+
+    at_3, at_4 = _world_at(3, 5), _world_at(4, 5)
+    assert (at_3.now_ms, at_4.now_ms) == (3, 4)
+    assert kernel_fingerprint(at_3, model) == kernel_fingerprint(at_4, model)  # both: p wakes in 5
+    assert kernel_fingerprint(at_3, model) != kernel_fingerprint(_world_at(3, 6), model)
+    with_bare = _world_at(3, 5, bare_ms=4)
+    assert kernel_fingerprint(with_bare, model) == kernel_fingerprint(at_3, model)
+    assert kernel_fingerprint(with_bare, model) != kernel_fingerprint(_world_at(3, 6, 4), model)
+    assert len(kernel_fingerprint(at_3, model) or "") == 32
