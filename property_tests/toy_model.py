@@ -185,3 +185,13 @@ SAMPLE = (  # reads and writes of three paths: states repeat across orders
     (("/b", True), ("/a", True)),
     (("/a", False), ("/c", True)),
 )
+
+
+def history_fingerprint(outcome: RunOutcome) -> tuple[tuple[object, ...], ...]:
+    """The history up to the order of ops logged at the same instant (what commuting changes)."""
+    return tuple(
+        sorted(
+            (op.time_ms, op.actor, op.kind, repr(sorted(op.fields.items())))
+            for op in outcome.history.ops
+        )
+    )

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from property_tests.search_and_proof.test_reduction_catalogue import history_fingerprint
+from property_tests.toy_model import history_fingerprint
 from raceproof.models.brooklin import WORK_CHECKERS, BrooklinConfig
 from raceproof.scenarios.catalogue import get
 from raceproof.sim import (

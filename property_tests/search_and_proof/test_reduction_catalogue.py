@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from property_tests.toy_model import history_fingerprint
 from raceproof.scenarios import library
 from raceproof.scenarios.catalogue import Scenario
 from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
@@ -69,16 +70,6 @@ BUILTIN = sorted(
     (v for v in vars(library).values() if isinstance(v, Scenario)), key=lambda s: s.name
 )
 CASES = [(s, v) for s in BUILTIN for v in s.variants]
-
-
-def history_fingerprint(outcome: RunOutcome) -> tuple[tuple[Any, ...], ...]:
-    """The history up to the order of ops logged at the same instant (what commuting changes)."""
-    return tuple(
-        sorted(
-            (op.time_ms, op.actor, op.kind, repr(sorted(op.fields.items())))
-            for op in outcome.history.ops
-        )
-    )
 
 
 def small_config(scenario: Scenario, variant: str) -> Any:

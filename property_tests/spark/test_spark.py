@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from property_tests.reports.test_reports import check_real_run_reports
+from property_tests.report_checks import check_real_run_reports
 from raceproof.cli.main import main
 from raceproof.sim import dataflow
 from raceproof.sim import lifecycle as sim_lifecycle
