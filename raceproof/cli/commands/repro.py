@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,34 @@ from raceproof.sim.verdicts import CheckStatus, Verdict
 
 
 # -- repro --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReproRequest:
+    """What ``repro`` was asked: the scenario, the source of its one run, where to write."""
+
+    scenario: Scenario
+    variant: str
+    config: Any
+    source: Any
+    strategy: str
+    out_dir: Path | None
+    history_out: Path | None
+    real_history_out: Path | None
+
+
+@dataclass
+class ReproResult:
+    """The run's outcome and the result dict (with the real backend's run, if one)."""
+
+    outcome: RunOutcome
+    result: dict[str, Any]
+
+
 def cmd_repro(args: argparse.Namespace) -> int:
+    request = _parse(args)
+    return _render(args, request, run_repro(args, request))
+
+
+def _parse(args: argparse.Namespace) -> ReproRequest:
     scenario, variant = scenario_and_variant(args)
     overrides = parse_overrides(args.set)
     config = scenario.config_for("explore", overrides)
@@ -72,33 +100,48 @@ def cmd_repro(args: argparse.Namespace) -> int:
     )
     if args.zk_hosts and args.backend != "zookeeper":
         raise UsageError("--zk-hosts needs --backend zookeeper")
-    run = scenario.runner(variant, config)
+    source, strategy = _source(args, scenario)
+    return ReproRequest(
+        scenario=scenario,
+        variant=variant,
+        config=config,
+        source=source,
+        strategy=strategy,
+        out_dir=out_dir,
+        history_out=history_out,
+        real_history_out=real_history_out,
+    )
+
+
+def _source(args: argparse.Namespace, scenario: Scenario) -> tuple[Any, str]:
+    """The source of the one run and the strategy it is named by."""
     if args.report_timeline:
         if scenario.report_script is None:
             raise UsageError(f"{scenario.name} has no report timeline")
         # The script is keyed by (label, occurrence), so the report's story also
         # runs against a fix variant whose draws differ from the buggy one's.
-        source: Any = KeyedReplaySource(dict(scenario.report_script))
-        strategy = "report-timeline"
-    elif args.choices is not None:
+        return KeyedReplaySource(dict(scenario.report_script)), "report-timeline"
+    if args.choices is not None:
         try:
             values = decode_blob(args.choices)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        source = ReplaySource(values, strict=True)
-        strategy = "choices"
-    elif args.seed is not None:
-        source = _RandomSource(args.seed)
-        strategy = "random"
-    else:
-        source = ReplaySource([], strict=False)
-        strategy = "fifo"
+        return ReplaySource(values, strict=True), "choices"
+    if args.seed is not None:
+        return _RandomSource(args.seed), "random"
+    return ReplaySource([], strict=False), "fifo"
+
+
+def run_repro(args: argparse.Namespace, request: ReproRequest) -> ReproResult:
+    """The one run, judged; then the real backend's run, the history files, determinism."""
+    scenario, variant, config = request.scenario, request.variant, request.config
+    run = scenario.runner(variant, config)
     started = time.monotonic()
     try:
-        outcome = run(source)
+        outcome = run(request.source)
     except ReplayMisaligned as exc:
         raise UsageError(f"the choices do not fit {scenario.name}/{variant}: {exc}") from None
-    result = runner.base_result(scenario, variant, strategy, config)
+    result = runner.base_result(scenario, variant, request.strategy, config)
     result.update(runner.outcome_fields(outcome))
     result.update(examples=1, schedules=1, seconds=round(time.monotonic() - started, 4))
     result["repro"] = runner.repro_line(scenario, variant, outcome.values, config)
@@ -106,7 +149,9 @@ def cmd_repro(args: argparse.Namespace) -> int:
     # One run says whether it reached each probe; only a search or proof judges ``not-reached``.
     result["probes"] = {name: 0 for name in scenario.probes} | dict(outcome.probes)
     if outcome.status == Verdict.VIOLATED:
-        runner.attach_counterexample(result, out_dir, scenario, variant, config, outcome, strategy)
+        runner.attach_counterexample(
+            result, request.out_dir, scenario, variant, config, outcome, request.strategy
+        )
     if args.backend != "sim":
         real = run_real_backend(args, scenario, variant, config, outcome, result["checker"])
         result["simulated"] = {
@@ -115,21 +160,28 @@ def cmd_repro(args: argparse.Namespace) -> int:
         real_history = real.pop("_real_history")
         result.update(real)
         result["seconds"] = round(time.monotonic() - started, 4)
-        if real_history_out is not None:
+        if request.real_history_out is not None:
             # The real run's history (wall ms), for `raceproof report SIM --beside REAL`.
-            _write_history(result, real_history_out, real_history, "--real-history-out")
+            _write_history(result, request.real_history_out, real_history, "--real-history-out")
         result["repro"] += f" --backend {args.backend}"
-    if history_out is not None:
-        _write_history(result, history_out, outcome.history, "--history-out")
+    if request.history_out is not None:
+        _write_history(result, request.history_out, outcome.history, "--history-out")
     if args.check_determinism:
         result["determinism"] = check_determinism(args, scenario.name, variant, outcome)
         if not result["determinism"]["same"]:
             result["verdict"] = Verdict.VIOLATED
             result["checker"] = "determinism"
+    return ReproResult(outcome=outcome, result=result)
+
+
+def _render(args: argparse.Namespace, request: ReproRequest, done: ReproResult) -> int:
+    outcome, result = done.outcome, done.result
+    scenario, variant = request.scenario, request.variant
 
     def human() -> None:
-        title = f"== {scenario.name} / {variant} ({strategy}, simulated)"
-        print_outcome(outcome, title, outcome_story(scenario, variant, config, outcome, title))
+        title = f"== {scenario.name} / {variant} ({request.strategy}, simulated)"
+        story = outcome_story(scenario, variant, request.config, outcome, title)
+        print_outcome(outcome, title, story)
         if outcome.error is not None:
             print(runner.error_text(outcome, None))
         if result["probes"]:
@@ -138,15 +190,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
             )
             print(f"probes: {reached}")
         if args.backend != "sim":
-            print(f"\n== the same schedule forced onto {args.backend} ({result['real_forced']})")
-            print(result.pop("_timeline"))
-            for verdict in result["verdicts"]:
-                where = f" (op #{verdict['op_index']})" if verdict["op_index"] is not None else ""
-                print(
-                    f"  {verdict['status'].upper():9} {verdict['checker']}{where}  {verdict['message']}"
-                )
-            reproduced = " (the simulated violation reproduced)" if result["reproduced"] else ""
-            print(f"verdict on {args.backend}: {result['verdict']}{reproduced}")
+            _print_real(args, result)
         print(f"repro: {result['repro']}")
         if result.get("counterexample"):
             print(f"counterexample: {result['counterexample']}")
@@ -165,6 +209,17 @@ def cmd_repro(args: argparse.Namespace) -> int:
             )
 
     return emit(args, result, human)
+
+
+def _print_real(args: argparse.Namespace, result: dict[str, Any]) -> None:
+    """The real backend's timeline, its checkers' verdicts and its verdict."""
+    print(f"\n== the same schedule forced onto {args.backend} ({result['real_forced']})")
+    print(result.pop("_timeline"))
+    for verdict in result["verdicts"]:
+        where = f" (op #{verdict['op_index']})" if verdict["op_index"] is not None else ""
+        print(f"  {verdict['status'].upper():9} {verdict['checker']}{where}  {verdict['message']}")
+    reproduced = " (the simulated violation reproduced)" if result["reproduced"] else ""
+    print(f"verdict on {args.backend}: {result['verdict']}{reproduced}")
 
 
 def _write_history(result: dict[str, Any], path: Path, history: History, option: str) -> None:
