@@ -123,6 +123,21 @@ def run(quick: bool = False, progress: Progress = None, alternations: int = 5) -
     scale = 1 if quick else 5
     result: dict[str, Any] = {"alternations": alternations, "load_average_start": load_average()}
 
+    _kernel_figures(result, alternations, scale, say)
+    _strategy_figures(result, alternations, scale, say)
+    _virtual_time_figures(result, alternations, scale, say)
+    result["load_average_end"] = load_average()
+    say(
+        f"load average (1, 5, 15 min): {result['load_average_start']} at start, "
+        f"{result['load_average_end']} at end"
+    )
+    return result
+
+
+def _kernel_figures(
+    result: dict[str, Any], alternations: int, scale: int, say: Callable[[str], None]
+) -> None:
+    """World's events per CPU second against plain SimPy's, alternating."""
     processes, rounds = 50, 40 * scale
     counts: dict[str, int] = {}
     wall: dict[str, list[float]] = {"simpy": [], "world": []}
@@ -167,6 +182,11 @@ def run(quick: bool = False, progress: Progress = None, alternations: int = 5) -
         f"({wall_ratio['range'][0]:.2f}-{wall_ratio['range'][1]:.2f})"
     )
 
+
+def _strategy_figures(
+    result: dict[str, Any], alternations: int, scale: int, say: Callable[[str], None]
+) -> None:
+    """The random and Hypothesis strategies' rates on lost-update/fix-cas, alternating."""
     scenario = get("lost-update")
     runner = scenario.runner("fix-cas", scenario.config)
     random_examples, hypothesis_examples = 1000 * scale, 200 * scale
@@ -191,6 +211,11 @@ def run(quick: bool = False, progress: Progress = None, alternations: int = 5) -
             f"{figure['range'][1]:,.0f}) on one core (lost-update/fix-cas)"
         )
 
+
+def _virtual_time_figures(
+    result: dict[str, Any], alternations: int, scale: int, say: Callable[[str], None]
+) -> None:
+    """Virtual seconds per wall second on a timer workload."""
     horizon_ms = 24 * 3_600_000 * scale
 
     def virtual() -> float:
@@ -211,12 +236,6 @@ def run(quick: bool = False, progress: Progress = None, alternations: int = 5) -
         f"virtual time: median {figure['median']:,.0f} virtual seconds per wall second "
         f"({horizon_ms // 3_600_000} h of 7 timers)"
     )
-    result["load_average_end"] = load_average()
-    say(
-        f"load average (1, 5, 15 min): {result['load_average_start']} at start, "
-        f"{result['load_average_end']} at end"
-    )
-    return result
 
 
 def search_figures(
@@ -390,79 +409,9 @@ def proof_bench(
         )
         if variant is None:
             continue
-        last, counts, timed = _proof_measures(scenario.name, variant, budget_s)
-        reduced_s, full_s, two_s, full_two_s = alternate(
-            alternations,
-            timed("reduced", True, 1),
-            timed("full", False, 1),
-            timed("j2", True, 2),
-            timed("full_j2", False, 2),
-        )
-        reduced, full, two, full_two = last["reduced"], last["full"], last["j2"], last["full_j2"]
-        full_over_reduced = spread(
-            [f / max(r, 1e-9) for f, r in zip(full_s, reduced_s, strict=True)], 2
-        )
-        j2 = spread([r / max(t, 1e-9) for r, t in zip(reduced_s, two_s, strict=True)], 2)
-        full_j2 = spread([r / max(t, 1e-9) for r, t in zip(full_s, full_two_s, strict=True)], 2)
-        for figures, runs in (
-            (reduced, reduced_s),
-            (full, full_s),
-            (two, two_s),
-            (full_two, full_two_s),
-        ):
-            figures["seconds"] = spread(runs)
-        row = {
-            "variant": variant,
-            "reduced": reduced,
-            "full": full,
-            "reduced_j2": two,
-            "schedules_full_over_reduced": round(
-                full["schedules"] / max(reduced["schedules"], 1), 2
-            ),
-            "seconds_full_over_reduced": full_over_reduced["median"],
-            "seconds_full_over_reduced_range": full_over_reduced["range"],
-            "j2_speedup": j2["median"],
-            "j2_speedup_range": j2["range"],
-            # A budget can cut a walk at a different point each round; complete walks never differ.
-            "j2_same_counts": counts["j2"] == counts["reduced"] and len(counts["reduced"]) == 1,
-            "full_j2": full_two,
-            "full_j2_speedup": full_j2["median"],
-            "full_j2_speedup_range": full_j2["range"],
-            "full_j2_same_counts": counts["full_j2"] == counts["full"] and len(counts["full"]) == 1,
-            # What the plans allow on 16 workers (total runs / a greedy schedule's makespan).
-            "speedup_allowed_16": _allowed(two),
-            "full_speedup_allowed_16": _allowed(full_two),
-        }
-        whole = _timed_proof(
-            scenario.name, variant, budget_s, reduction=True, jobs=1, whole_object_footprints=True
-        )
-        row["whole_object"] = whole
-        # Tracked state records a resource per key and field; ``whole_object`` records each
-        # tracked container as one resource, as the coarsest hand-placed touch of it would.
-        # Same schedules where a model has no tracked state.
-        row["tracked_no_larger"] = (
-            reduced["complete"] and reduced["schedules"] <= whole["schedules"]
-        )
+        row = _proof_row(scenario.name, variant, budget_s, alternations)
         rows[scenario.name] = row
-        # A full walk cut by the budget ran fewer schedules than it has: the ratios are floors.
-        row["ratios_are_lower_bounds"] = reduced["complete"] and not full["complete"]
-        at_least = "x>=" if row["ratios_are_lower_bounds"] else "x"
-        say(
-            f"{scenario.name:34} {variant:22} reduced {reduced['schedules']:>8} sched "
-            f"{reduced['seconds']['median']:>7}s {'complete' if reduced['complete'] else 'INCOMPLETE'} | "
-            f"full {full['schedules']:>8} sched {full['seconds']['median']:>7}s "
-            f"{'complete' if full['complete'] else 'INCOMPLETE'} | {at_least}{row['seconds_full_over_reduced']} "
-            f"faster (range {full_over_reduced['range'][0]}-{full_over_reduced['range'][1]}), "
-            f"{at_least}{row['schedules_full_over_reduced']} fewer | -j 2: x{row['j2_speedup']} "
-            f"(range {j2['range'][0]}-{j2['range'][1]}) "
-            f"{'same counts' if row['j2_same_counts'] else 'DIFFERENT counts'}, plan allows "
-            f"x{row['speedup_allowed_16']} on 16 | full -j 2: x{row['full_j2_speedup']} "
-            f"(range {full_j2['range'][0]}-{full_j2['range'][1]}) "
-            f"{'same counts' if row['full_j2_same_counts'] else 'DIFFERENT counts'}, plan allows "
-            f"x{row['full_speedup_allowed_16']} on 16 | whole-object "
-            f"footprints {whole['schedules']} sched: tracked "
-            f"{'no larger' if row['tracked_no_larger'] else 'LARGER or incomplete'}"
-        )
+        say(_proof_row_line(scenario.name, variant, row))
     result["proofs"] = rows
     result["load_average_end"] = load_average()
     say(
@@ -470,6 +419,85 @@ def proof_bench(
         f"{result['load_average_end']} at end; medians over {alternations} alternations"
     )
     return result
+
+
+def _proof_row(
+    scenario_name: str, variant: str, budget_s: float, alternations: int
+) -> dict[str, Any]:
+    """One scenario's proof figures: reduced and full, on -j 1 and -j 2, alternated; whole-object."""
+    last, counts, timed = _proof_measures(scenario_name, variant, budget_s)
+    reduced_s, full_s, two_s, full_two_s = alternate(
+        alternations,
+        timed("reduced", True, 1),
+        timed("full", False, 1),
+        timed("j2", True, 2),
+        timed("full_j2", False, 2),
+    )
+    reduced, full, two, full_two = last["reduced"], last["full"], last["j2"], last["full_j2"]
+    full_over_reduced = spread(
+        [f / max(r, 1e-9) for f, r in zip(full_s, reduced_s, strict=True)], 2
+    )
+    j2 = spread([r / max(t, 1e-9) for r, t in zip(reduced_s, two_s, strict=True)], 2)
+    full_j2 = spread([r / max(t, 1e-9) for r, t in zip(full_s, full_two_s, strict=True)], 2)
+    for figures, runs in (
+        (reduced, reduced_s),
+        (full, full_s),
+        (two, two_s),
+        (full_two, full_two_s),
+    ):
+        figures["seconds"] = spread(runs)
+    row = {
+        "variant": variant,
+        "reduced": reduced,
+        "full": full,
+        "reduced_j2": two,
+        "schedules_full_over_reduced": round(full["schedules"] / max(reduced["schedules"], 1), 2),
+        "seconds_full_over_reduced": full_over_reduced["median"],
+        "seconds_full_over_reduced_range": full_over_reduced["range"],
+        "j2_speedup": j2["median"],
+        "j2_speedup_range": j2["range"],
+        # A budget can cut a walk at a different point each round; complete walks never differ.
+        "j2_same_counts": counts["j2"] == counts["reduced"] and len(counts["reduced"]) == 1,
+        "full_j2": full_two,
+        "full_j2_speedup": full_j2["median"],
+        "full_j2_speedup_range": full_j2["range"],
+        "full_j2_same_counts": counts["full_j2"] == counts["full"] and len(counts["full"]) == 1,
+        # What the plans allow on 16 workers (total runs / a greedy schedule's makespan).
+        "speedup_allowed_16": _allowed(two),
+        "full_speedup_allowed_16": _allowed(full_two),
+    }
+    whole = _timed_proof(
+        scenario_name, variant, budget_s, reduction=True, jobs=1, whole_object_footprints=True
+    )
+    row["whole_object"] = whole
+    # Tracked state records a resource per key and field; ``whole_object`` records each
+    # tracked container as one resource, as the coarsest hand-placed touch of it would.
+    # Same schedules where a model has no tracked state.
+    row["tracked_no_larger"] = reduced["complete"] and reduced["schedules"] <= whole["schedules"]
+    # A full walk cut by the budget ran fewer schedules than it has: the ratios are floors.
+    row["ratios_are_lower_bounds"] = reduced["complete"] and not full["complete"]
+    return row
+
+
+def _proof_row_line(scenario_name: str, variant: str, row: dict[str, Any]) -> str:
+    """The progress line of one scenario's proof figures."""
+    at_least = "x>=" if row["ratios_are_lower_bounds"] else "x"
+    return (
+        f"{scenario_name:34} {variant:22} reduced {row['reduced']['schedules']:>8} sched "
+        f"{row['reduced']['seconds']['median']:>7}s {'complete' if row['reduced']['complete'] else 'INCOMPLETE'} | "
+        f"full {row['full']['schedules']:>8} sched {row['full']['seconds']['median']:>7}s "
+        f"{'complete' if row['full']['complete'] else 'INCOMPLETE'} | {at_least}{row['seconds_full_over_reduced']} "
+        f"faster (range {row['seconds_full_over_reduced_range'][0]}-{row['seconds_full_over_reduced_range'][1]}), "
+        f"{at_least}{row['schedules_full_over_reduced']} fewer | -j 2: x{row['j2_speedup']} "
+        f"(range {row['j2_speedup_range'][0]}-{row['j2_speedup_range'][1]}) "
+        f"{'same counts' if row['j2_same_counts'] else 'DIFFERENT counts'}, plan allows "
+        f"x{row['speedup_allowed_16']} on 16 | full -j 2: x{row['full_j2_speedup']} "
+        f"(range {row['full_j2_speedup_range'][0]}-{row['full_j2_speedup_range'][1]}) "
+        f"{'same counts' if row['full_j2_same_counts'] else 'DIFFERENT counts'}, plan allows "
+        f"x{row['full_speedup_allowed_16']} on 16 | whole-object "
+        f"footprints {row['whole_object']['schedules']} sched: tracked "
+        f"{'no larger' if row['tracked_no_larger'] else 'LARGER or incomplete'}"
+    )
 
 
 def examples_to_violation(
