@@ -12,8 +12,8 @@ pass the check and the reduced walk agrees with the full one.
 
 Why the built-in models' proofs did not catch the same slips: at their proof
 configurations the slips change nothing a run can observe (the dropped
-``brooklin:leader`` touch skips 174 of 1,152 schedules of brooklin-double-stop
-``fix-conditional-write``, and the reduced walk still reaches the same 916
+``brooklin:leader`` touch skips 120 of 1,344 schedules of brooklin-double-stop
+``fix-conditional-write``, and the reduced walk still reaches the same 423
 endings; the other slips leave the walk unchanged), so there is nothing to
 catch there; ``test_a_dropped_brooklin_touch_is_harmless_at_the_proof_configuration``
 pins that.
@@ -276,7 +276,7 @@ def test_without_the_slip_the_check_passes_and_the_reduced_proof_finds_the_viola
 
 def test_a_dropped_brooklin_touch_is_harmless_at_the_proof_configuration() -> None:
     """Why 300 runs of the check found nothing there: the slip skips schedules whose endings
-    the reduced walk reaches anyway (174 of 1,152 skipped, the same 916 endings)."""
+    the reduced walk reaches anyway (120 of 1,344 skipped, the same 423 endings)."""
     from raceproof.scenarios import catalogue
     from raceproof.sim import exhaustive
     from raceproof.sim.state_cache import ending
