@@ -21,7 +21,9 @@ import multiprocessing
 import os
 import signal
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,13 +102,49 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
+@dataclass(frozen=True)
+class CheckRequest:
+    """What ``check`` was asked: the profile, the parts to run, where to write."""
+
+    profile: gate.Profile
+    plan: list[parts.Part]
+    checks: int
+    out_dir: Path
+    junit_path: Path | None
+
+
+@dataclass
+class CheckRun:
+    """The checks that finished (all of them, or those before the signal) and when it started."""
+
+    results: list[gate.CheckResult]
+    started: float
+    interrupted: BaseException | None = None
+
+
 def cmd_check(args: argparse.Namespace) -> int:
+    request = _parse(args)
+    return _render(args, request, run_check(args, request))
+
+
+def _parse(args: argparse.Namespace) -> CheckRequest:
     profile = gate.profile_named(args.profile or "ci")
     scenarios = [get(name) for name in args.names] if args.names else _default_scenarios(args)
     out_dir = prepare_output_dir(args.out)
     junit_path = prepare_output_file(args.junit, "--junit") if args.junit is not None else None
     plan = parts.parts_for(scenarios, profile, args.examples)
-    checks = len({(p.scenario, p.variant, p.kind) for p in plan})
+    return CheckRequest(
+        profile=profile,
+        plan=plan,
+        checks=len({(p.scenario, p.variant, p.kind) for p in plan}),
+        out_dir=out_dir,
+        junit_path=junit_path,
+    )
+
+
+def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
+    """Every part, in this process or over ``-j`` workers; a signal keeps those finished."""
+    plan, profile, out_dir = request.plan, request.profile, request.out_dir
     say = StatusLine("check", not args.json, total=len(plan))
     started = time.monotonic()
     finished: list[parts.PartResult] = []
@@ -126,28 +164,44 @@ def cmd_check(args: argparse.Namespace) -> int:
             for part in plan:
                 done(part, parts.run_part(part, profile, out_dir))
         else:
-            entries = discovery.command_line_entries()
-            pool = ProcessPoolExecutor(
-                args.jobs, initializer=_init_worker, initargs=(entries, os.getpid())
-            )
-            try:
-                futures = [pool.submit(_run, part, profile, out_dir) for part in plan]
-                for part, future in zip(plan, futures, strict=True):
-                    done(part, future.result())
-            except BaseException:
-                _stop_pool(pool)
-                raise
-            pool.shutdown()
+            _run_in_pool(args.jobs, request, done)
     except KeyboardInterrupt as exc:
         say.done()
         results = parts.results_of(finished, profile, out_dir)
-        return _interrupted(args, profile, results, checks, exc, started)
+        return CheckRun(results=results, started=started, interrupted=exc)
     results = parts.results_of(finished, profile, out_dir)
     say.done()
-    seconds = round(time.monotonic() - started, 1)
+    return CheckRun(results=results, started=started)
+
+
+def _run_in_pool(
+    jobs: int,
+    request: CheckRequest,
+    done: Callable[[parts.Part, parts.PartResult], None],
+) -> None:
+    """The parts over ``jobs`` worker processes, taken in plan order; any exit stops the pool."""
+    entries = discovery.command_line_entries()
+    pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(entries, os.getpid()))
+    try:
+        futures = [
+            pool.submit(_run, part, request.profile, request.out_dir) for part in request.plan
+        ]
+        for part, future in zip(request.plan, futures, strict=True):
+            done(part, future.result())
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown()
+
+
+def _render(args: argparse.Namespace, request: CheckRequest, run: CheckRun) -> int:
+    profile, results = request.profile, run.results
+    if run.interrupted is not None:
+        return _interrupted(args, profile, results, request.checks, run.interrupted, run.started)
+    seconds = round(time.monotonic() - run.started, 1)
     code = gate.exit_code(results)
-    if junit_path is not None:
-        runner.repro_files.write_atomically(junit_path, gate.junit(results, seconds))
+    if request.junit_path is not None:
+        runner.repro_files.write_atomically(request.junit_path, gate.junit(results, seconds))
     if args.json:
         print(
             json.dumps(
