@@ -70,6 +70,7 @@ def final_state(store: VersionedStore) -> str:
 
 
 def build(world: World, toy: Toy) -> None:
+    # one function: the actors below close over this run's store and toggles
     if toy.declared:
         world.declare_footprints()
     store = VersionedStore(world)

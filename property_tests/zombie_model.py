@@ -51,6 +51,7 @@ class ZombieConfig:
 
 
 def build(world: World, variant: str, config: ZombieConfig) -> None:
+    # one function: the actors below close over this run's store and shared records
     zk = VersionedStore(world)
     zk.create("/epoch", None)
     names = [f"c{n + 1}" for n in range(config.controllers)]

@@ -83,6 +83,7 @@ def _growth(args: argparse.Namespace, bench: Any, say: Any) -> dict[str, Any]:
 
 
 def add(commands: Any) -> None:
+    # one function: argparse wiring, one option after another; a split would only scatter it
     sub = add_command(
         commands,
         "bench",
