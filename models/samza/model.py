@@ -503,7 +503,6 @@ class Pipeline:
 
     def _aggregate_drain(self, c: int, task: Task, message: Message) -> Gen:
         """An int task counts the producers' drains; complete, it re-broadcasts and drains."""
-        actor = task.name
         task.producers_seen.add(message.producer)
         needed = 1 if self.variant == "no-shuffle-aggregation" else self.config.containers
         if len(task.producers_seen) >= needed:
@@ -514,7 +513,7 @@ class Pipeline:
                 # OperatorImpl.aggregateDrainMessages re-broadcasts only once isDrained(stream):
                 # every SSP of the stream in this task. The others wait for this very broadcast.
                 self.world.log(
-                    actor,
+                    task.name,
                     "drain.rebroadcast-withheld",
                     ssp=f"int/{task.partition}",
                     waiting_for=[f"int/{t.partition}" for t in others if not t.drained],
@@ -530,7 +529,7 @@ class Pipeline:
                             kind="drain", topic="int", partition=p, offset=0, run_id=message.run_id
                         ),
                     )
-            self.world.log(actor, "drain.rebroadcast", ssp=f"int/{task.partition}")
+            self.world.log(task.name, "drain.rebroadcast", ssp=f"int/{task.partition}")
             yield from self.drain_window(c, task, expected=self.config.containers)
 
     def drain_window(self, c: int, task: Task, expected: int | None) -> Gen:
