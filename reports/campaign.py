@@ -146,6 +146,8 @@ def failed_expectations(rows: Sequence[Row]) -> list[Row]:
                     "variant": variant,
                     "expected": expected,
                     "why": "; ".join(whys),
+                    "crashed": len(errors),
+                    "contradicted": len(whys) > (1 if errors else 0),
                 }
             )
     return failed

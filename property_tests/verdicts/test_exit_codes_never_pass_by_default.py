@@ -94,6 +94,7 @@ def _pipeline_campaign(
         ({"ok": 2, "not-reached": 1}, Verdict.INCONCLUSIVE, 3),
         ({"inconclusive": 1, "violated": 1}, Verdict.VIOLATED, 1),
         ({"ok": 1, "violated": 0, "inconclusive": 0}, Verdict.OK, 0),
+        ({"ok": 0}, Verdict.INCONCLUSIVE, 3),
     ],
 )
 def test_a_pipeline_campaign_with_undecided_cells_is_no_pass(
@@ -108,3 +109,51 @@ def test_a_pipeline_campaign_with_undecided_cells_is_no_pass(
     exit_code, _ = _pipeline_campaign(verdicts, tmp_path, monkeypatch)
     assert exit_code == code
     assert json.loads(capsys.readouterr().out)["verdict"] == verdict
+
+
+def _row(*, variant: str, expected: str, verdict: str, kind: str = "search") -> dict[str, Any]:
+    return {
+        "scenario": "lost-update",
+        "variant": variant,
+        "expected": expected,
+        "verdict": verdict,
+        "kind": kind,
+        "cell": f"lost-update/{variant}/random/0",
+        "checker": "",
+        "error": "boom" if verdict == Verdict.ERROR else "",
+        "met": verdict == expected,
+        "complete": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("rows", "verdict"),
+    [
+        ([_row(variant="fix-cas", expected="ok", verdict="ok")], Verdict.OK),
+        ([_row(variant="fix-cas", expected="ok", verdict="inconclusive")], Verdict.INCONCLUSIVE),
+        ([_row(variant="fix-cas", expected="ok", verdict="not-reached")], Verdict.INCONCLUSIVE),
+        ([_row(variant="fix-cas", expected="ok", verdict="error")], Verdict.ERROR),
+        ([_row(variant="fix-cas", expected="ok", verdict="violated")], Verdict.VIOLATED),
+        ([_row(variant="buggy", expected="violated", verdict="ok")], Verdict.VIOLATED),
+        ([_row(variant="buggy", expected="violated", verdict="violated")], Verdict.OK),
+        ([], Verdict.INCONCLUSIVE),
+    ],
+)
+def test_a_scenario_campaign_says_no_more_than_its_cells(
+    rows: list[dict[str, Any]], verdict: Verdict
+) -> None:
+    """Crashed cells are error (4), undecided cells of a variant expected to hold are
+    inconclusive (3), an empty campaign judged nothing; only all-decided cells pass."""
+    from raceproof.reports.campaign import failed_expectations
+
+    failed = failed_expectations(rows)
+    got = campaign_cmd.scenario_campaign_verdict(rows, failed=failed, determinism_failures=[])
+    assert got == verdict
+    determinism = [{"cell": "x", "same": False}]
+    if rows:
+        assert (
+            campaign_cmd.scenario_campaign_verdict(
+                rows, failed=failed, determinism_failures=determinism
+            )
+            == Verdict.VIOLATED
+        )

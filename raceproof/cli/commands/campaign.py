@@ -123,8 +123,11 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
     failed = failed_expectations(rows)
     determinism_failures = [c for c in summary.determinism if not c["same"]]
+    verdict = scenario_campaign_verdict(
+        rows, failed=failed, determinism_failures=determinism_failures
+    )
     result: dict[str, Any] = {
-        "verdict": Verdict.VIOLATED if failed or determinism_failures else Verdict.OK,
+        "verdict": verdict,
         "out": args.out,
         "rows": len(rows),
         "failed_expectations": failed,
@@ -147,7 +150,39 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         print(f"report: raceproof report {args.out}")
     if summary.interrupted:
         return 128 + signal.Signals[summary.interrupted_by or "SIGINT"]
-    return runner.EXIT_VIOLATED if failed or determinism_failures else runner.EXIT_OK
+    return exit_code_for(verdict)
+
+
+def scenario_campaign_verdict(
+    rows: list[dict[str, Any]],
+    *,
+    failed: list[dict[str, Any]],
+    determinism_failures: list[dict[str, Any]],
+) -> Verdict:
+    """A scenario campaign's verdict from its rows: it says no more than its cells do.
+
+    A contradicted expectation or a determinism failure is ``violated`` (exit 1); a cell
+    whose model crashed is ``error`` (exit 4), never a found race; a variant expected to
+    hold whose search cells are not all ``ok`` (a bound hit, an undecided checker, an
+    unreached probe) is ``inconclusive`` (exit 3), and so is a campaign with no rows at
+    all. Only then is it ``ok``.
+    """
+    crashed = any(row["verdict"] == Verdict.ERROR for row in rows)
+    contradicted = [item for item in failed if item["contradicted"]]
+    if contradicted or determinism_failures:
+        return Verdict.VIOLATED
+    if crashed:
+        return Verdict.ERROR
+    undecided = [
+        row
+        for row in rows
+        if row["expected"] == Verdict.OK
+        and row["kind"] == "search"
+        and row["verdict"] != Verdict.OK
+    ]
+    if undecided or not rows:
+        return Verdict.INCONCLUSIVE
+    return Verdict.OK
 
 
 def _pipeline_campaign_interrupted(args: argparse.Namespace, exc: signals.Interrupted) -> int:
@@ -233,14 +268,15 @@ def campaign_verdict(verdicts: dict[str, int]) -> Verdict:
 
     ``violated`` before ``error`` before undecided: a cell ``inconclusive`` or
     ``not-reached`` (or any word that is not ``ok``) makes the campaign
-    ``inconclusive``, exit 3, never a pass; only cells all ``ok`` are ``ok``.
+    ``inconclusive``, exit 3, never a pass; only cells all ``ok`` are ``ok``, and a
+    campaign with no cell is ``inconclusive`` too.
     """
     seen = {word for word, count in verdicts.items() if count}
     if Verdict.VIOLATED in seen:
         return Verdict.VIOLATED
     if Verdict.ERROR in seen:
         return Verdict.ERROR
-    if seen - {Verdict.OK}:
+    if seen - {Verdict.OK} or not seen:  # no cell at all judged nothing
         return Verdict.INCONCLUSIVE
     return Verdict.OK
 
