@@ -338,7 +338,7 @@ def test_an_invariant_logs_its_first_violation_once(
         assert op.get("invariant") == "small" and op.actor == "invariant"
         why = f"value {broken[0]} > {limit}" if explained else "invariant small became false"
         assert verdict.message == why == op.get("message")
-        assert isinstance(op.get("step"), int)
+        assert "step" not in op.fields  # a step count would differ between equivalent orders
 
 
 def test_an_invariant_needs_a_name() -> None:

@@ -173,7 +173,7 @@ SLIPS: dict[str, Slip] = {
 
 
 FOCUS: dict[str, tuple[str, ...]] = {
-    "invariant reads unrecorded": ("record", "counter", "set", "dict"),
+    "invariant reads unrecorded": ("record", "set"),
     "queue take recorded as a read": ("queue",),
     "finish touches nothing": ("misc",),
     "a model's touch deleted": ("touch",),
