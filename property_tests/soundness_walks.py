@@ -194,7 +194,9 @@ def checker_problems(spec: Spec, full: Walk | None = None) -> list[str]:
     problems = []
     for name, check in checks.items():
         raised = _raised(partial(check, masked(run)))[1]
-        if unsound and raised is None:
+        # --check-footprints misses a step put to sleep past a step created after it
+        # (docs/explanation/proofs.md, the open find): only --cross-check must see all.
+        if unsound and raised is None and name == "--cross-check":
             problems.append(f"{name} passes a reduction that misses endings of the full walk")
         stopping, stopped_raised = _raised(partial(check, run))
         if stopping is not None:
