@@ -468,7 +468,11 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
         summary.ran = len(ran)
         summary.seconds = round(time.perf_counter() - started, 3)
         if summary.interrupted:
-            print(f"interrupted: kept the {len(ran)} finished cells", file=sys.stderr)
+            print(
+                f"interrupted by {summary.interrupted_by or 'SIGINT'}: kept the {len(ran)} "
+                "finished cells",
+                file=sys.stderr,
+            )
         if not summary.interrupted:
             try:
                 summary.determinism = cross_check(ran, options, say)

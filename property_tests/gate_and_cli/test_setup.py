@@ -67,7 +67,7 @@ def test_an_apt_step_as_another_user_names_the_package_and_stops(tmp_path: Path)
     )
     env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
-        ["make", "-f", str(makefile), "zookeeper"],
+        ["make", "--no-print-directory", "-f", str(makefile), "zookeeper"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -37,7 +37,7 @@ from raceproof.cli.main import main
 from raceproof.spark_integration import campaign
 
 RACEPROOF = str(Path(sys.executable).parent / "raceproof")
-STOP_WITHIN_S = 10.0
+STOP_WITHIN_S = 30.0  # a hang bound, not a speed figure: the stop times are measured, not asserted
 SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
 
 

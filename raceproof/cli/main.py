@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     _JSON_WANTED[0] = "--json" in words
-    with signals.interruptible():
+    with signals.interruptible() as signalled:
         try:
             try:
                 args = build_parser().parse_args(words)
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # The last net under ``raceproof.sim.user_files``: a path the system refused that
             # no command checked first is still the user's path, said in one line.
             if exc.errno not in PATH_ERRNOS or exc.filename is None:
-                return _internal_error(exc, words)
+                return _internal_error(exc, words, signalled.received)
             _report_error(f"{user_files.shown(exc.filename)}: {user_files.reason(exc)}")
             return runner.EXIT_USAGE
         except BaseException as exc:  # StopTest and the like: a bug in raceproof
@@ -138,10 +138,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             # this far (the kernel, the loader and the pipeline runner make them the
             # user's error); one that does slipped past raceproof: a bug, never an exit
             # code the user's code chose, nor 130 without a signal.
-            return _internal_error(exc, words)
+            return _internal_error(exc, words, signalled.received)
 
 
-def _internal_error(exc: BaseException, words: list[str]) -> int:
+def _internal_error(exc: BaseException, words: list[str], received: list[int]) -> int:
+    """A bug in raceproof, said with its traceback, unless a real signal came first.
+
+    What a signal cuts short (a py4j call whose JVM is going, a socket closed under a
+    read) may raise anything on the way out: that is the interrupt, exit 130/143.
+    """
+    if received:
+        interrupted = signals.Interrupted(received[0])
+        _report_error(f"interrupted by {interrupted.name}", interrupted=interrupted.name)
+        return interrupted.exit_code
     traceback.print_exc()
     command = shlex.join(["raceproof", *words])
     _report_error(

@@ -114,18 +114,23 @@ def _not_an_interrupt(record: logging.LogRecord) -> bool:
 
 
 @contextlib.contextmanager
-def interruptible() -> Iterator[None]:
-    """SIGINT and SIGTERM raise ``Interrupted`` once, then let clean-up finish (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def interruptible() -> Iterator[_State]:
+    """SIGINT and SIGTERM raise ``Interrupted`` once, then let clean-up finish (main thread only).
+
+    Yields the state whose ``received`` lists the real signals that came: a command that
+    got one exits 130/143 whatever its unwinding raised after it (a py4j call the signal
+    cut, a closed socket), never 70.
+    """
     state = _State()
+    if threading.current_thread() is not threading.main_thread():
+        yield state
+        return
     previous = {signum: signal.getsignal(signum) for signum in HANDLED}
     for signum in HANDLED:
         signal.signal(signum, _handler(state))
     logging.getLogger().addFilter(_not_an_interrupt)
     try:
-        yield
+        yield state
     finally:
         logging.getLogger().removeFilter(_not_an_interrupt)
         for name, level in state.quieted.items():
