@@ -71,11 +71,13 @@ def figures(seeds: int = 6, examples: int = 100, progress: Say = None) -> dict[s
             _warm_up(spark)
             with tempfile.TemporaryDirectory(prefix="raceproof-campaign-bench-") as out:
                 started = time.perf_counter()
-                run_campaign(
+                summary = run_campaign(
                     Options(**{**options.__dict__, "master": master, "out": str(Path(out) / "c")}),
                     spark=spark,
                 )
                 seconds = time.perf_counter() - started
+            if summary.interrupted:  # the campaign kept its cells and stopped: so does the bench
+                raise KeyboardInterrupt(summary.interrupted_by or "SIGINT")
         finally:
             spark.stop()
         rate = len(cells) / seconds

@@ -12,6 +12,7 @@ record is dropped (``_QuietAfterInterrupt``).
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import re
@@ -81,6 +82,7 @@ def spark_session(settings: dict[str, str] | None = None) -> Any:
 
         jvm_dies_with_us()
         _JVM_LOG = Path(tempfile.mkstemp(prefix="raceproof-spark-jvm-", suffix=".log")[1])
+        atexit.register(_JVM_LOG.unlink, missing_ok=True)  # whatever path the command leaves by
         saved_stderr = os.dup(2)
         log_fd = os.open(_JVM_LOG, os.O_WRONLY | os.O_APPEND)
         os.dup2(log_fd, 2)  # the JVM launched now inherits the log as its stderr
@@ -136,12 +138,14 @@ def session_running() -> bool:
 
 def stop_session() -> None:
     global _SESSION, _JVM_LOG
-    if _SESSION is not None:
-        _SESSION.stop()
-        _SESSION = None
-    if _JVM_LOG is not None:
-        _JVM_LOG.unlink(missing_ok=True)
-        _JVM_LOG = None
+    try:
+        if _SESSION is not None:
+            session, _SESSION = _SESSION, None
+            session.stop()  # may raise when a signal already cut the JVM's connection
+    finally:
+        if _JVM_LOG is not None:
+            _JVM_LOG.unlink(missing_ok=True)
+            _JVM_LOG = None
 
 
 def jvm_log_offset() -> int:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -21,14 +23,14 @@ from typing import Any
 import pytest
 
 from property_tests.postgres_server import jdbc_jar, running_postgres
-from raceproof.cli.main import main
 from raceproof.spark_integration.pipeline import (
     PipelineError,
     PipelineRaised,
     settings_of,
 )
 from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
-from raceproof.spark_integration.session import session_running
+
+RACEPROOF = str(Path(sys.executable).parent / "raceproof")
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -75,21 +77,35 @@ def make():
 """
 
 
-def test_a_jdbc_sink_gets_its_driver_through_spark_conf(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_jdbc_sink_gets_its_driver_through_spark_conf(tmp_path: Path) -> None:
+    """The user's command in a process of its own, as they run it: a JVM's driver
+    classpath is fixed when it starts, so a session this test worker started earlier
+    (another test's) could not take the jar, whatever raceproof asked for."""
     assert "PYSPARK_SUBMIT_ARGS" not in os.environ
-    assert not session_running()  # spark-check builds the session, with the pipeline's jar
     jar = str(jdbc_jar())
     with running_postgres() as conninfo:
         port = re.search(r"port=(\d+)", conninfo)
         assert port
         path = tmp_path / "jdbc_job.py"
         path.write_text(textwrap.dedent(JDBC_JOB).format(conninfo=conninfo, port=port[1], jar=jar))
-        code = main(
-            ["spark-check", "--pipeline", f"{path}:make", "--experiment", "drain", "--json"]
+        done = subprocess.run(
+            [
+                RACEPROOF,
+                "spark-check",
+                "--pipeline",
+                f"{path}:make",
+                "--experiment",
+                "drain",
+                "--json",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
         )
-        result = json.loads(capsys.readouterr().out)
+    code = done.returncode
+    result = json.loads(done.stdout)
     assert code == 0 and result["verdict"] == "ok", json.dumps(result["experiments"])[:4000]
     (row,) = result["experiments"]  # the baseline held: the JDBC writer ran, its rows read back
     guarded = row["guarded"]["trials"][0]
@@ -97,7 +113,6 @@ def test_a_jdbc_sink_gets_its_driver_through_spark_conf(
     stock = row["stock"]["trials"][0]  # stock AvailableNow: the windows still open are lost
     assert stock["checker"] == "drain-completeness", stock
     assert "never emitted" in stock["message"] and "of 6 rows" in stock["message"]
-    assert not session_running()
 
 
 class Settings(WindowedCount):
