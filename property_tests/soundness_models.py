@@ -55,8 +55,9 @@ from raceproof.sim import (
     reads_op_order,
     violated,
 )
+from raceproof.sim.outcome import Runner
 from raceproof.sim.store import StoreError, TransactionFailed
-from raceproof.sim.world import ProcessGenerator, Runner, _step_key
+from raceproof.sim.world import ProcessGenerator, _step_key
 
 # Ops an actor's script is made of; each is one step, after a scheduling point of its own.
 TRACKED = (

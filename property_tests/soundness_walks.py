@@ -24,8 +24,8 @@ from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
 from raceproof.sim.configs import BadInput
 from raceproof.sim.cross_check import cross_check
 from raceproof.sim.exhaustive import ProofReport
+from raceproof.sim.outcome import Runner
 from raceproof.sim.state_cache import StateCacheMismatch, ending
-from raceproof.sim.world import Runner
 
 WALK_RUNS = 4_000  # a spec whose full walk needs more is not judged (``TooBig``)
 

@@ -57,6 +57,7 @@ from raceproof.sim.fs import DiskWriteError, FileSystem, FsError
 from raceproof.sim.history import History, Op, canonical_json, first_divergence
 from raceproof.sim.invariants import INVARIANT_OP, always, invariant_checker
 from raceproof.sim.nodes import Node
+from raceproof.sim.outcome import Runner, RunOutcome, execute
 from raceproof.sim.primitives import EventQueue, Executor, Lock, QueueEmpty, every
 from raceproof.sim.repro import Counterexample, CounterexampleError
 from raceproof.sim.runtime import ExecutorPort, QueuePort, Runtime, SimRuntime, poll_until
@@ -81,7 +82,7 @@ from raceproof.sim.store import (
 from raceproof.sim.timers import Debounce, Timer
 from raceproof.sim.verdicts import CheckStatus
 from raceproof.sim.visibility import reads_op_order
-from raceproof.sim.world import BoundHit, Bounds, Runner, RunOutcome, World, execute
+from raceproof.sim.world import BoundHit, Bounds, World
 
 __all__ = [
     "FAULT_KINDS",

@@ -21,9 +21,9 @@ from typing import Any
 from raceproof.sim.choices import ChoiceSource
 from raceproof.sim.exhaustive import ProofReport, prove
 from raceproof.sim.footprint_check import FootprintMismatch
+from raceproof.sim.outcome import Runner, RunOutcome
 from raceproof.sim.state_cache import ending
 from raceproof.sim.verdicts import FINDINGS, CheckStatus
-from raceproof.sim.world import Runner, RunOutcome
 
 
 def _walk(run: Runner, reduction: bool, **options: Any) -> tuple[ProofReport, set[Any]]:

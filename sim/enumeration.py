@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 from raceproof.sim.choices import ReplaySource
 from raceproof.sim.errors import contract
-from raceproof.sim.world import Runner, RunOutcome
+from raceproof.sim.outcome import Runner, RunOutcome
 
 Prune = Callable[[str, int], None]
 

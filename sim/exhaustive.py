@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from raceproof.sim.errors import KernelError, contract
 from raceproof.sim.explore import Budget, Progress, count_probes
 from raceproof.sim.footprint_check import FootprintChecker
+from raceproof.sim.outcome import Runner, RunOutcome
 from raceproof.sim.reduction import (
     Footprint,
     Node,
@@ -48,7 +49,7 @@ from raceproof.sim.reduction import (
 from raceproof.sim.shrink import shrink
 from raceproof.sim.state_cache import StateCache, StateSeen, compare, ending
 from raceproof.sim.verdicts import FINDINGS, Verdict
-from raceproof.sim.world import Runner, RunOutcome, SleepBlocked
+from raceproof.sim.world import SleepBlocked
 
 ProofVerdict = Verdict  # a proof is ok, violated, inconclusive or error (never not-reached)
 

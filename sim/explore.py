@@ -23,9 +23,9 @@ from raceproof.sim.choices import (
     SwarmSource,
     derive_seed,
 )
+from raceproof.sim.outcome import Runner, RunOutcome
 from raceproof.sim.shrink import shrink
 from raceproof.sim.verdicts import FINDINGS, Verdict
-from raceproof.sim.world import Runner, RunOutcome
 
 SourceT = TypeVar("SourceT", bound=ChoiceSource)
 

@@ -45,8 +45,9 @@ from typing import Any
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.configs import BadInput
 from raceproof.sim.invariants import INVARIANT_OP
+from raceproof.sim.outcome import Runner, RunOutcome
 from raceproof.sim.state_cache import ending, kernel_fingerprint
-from raceproof.sim.world import Runner, RunOutcome, SleepBlocked
+from raceproof.sim.world import SleepBlocked
 
 Footprint = dict[str, bool] | None
 

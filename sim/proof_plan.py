@@ -33,6 +33,7 @@ from raceproof.sim.choices import ChoiceSource, SplitMix64
 from raceproof.sim.errors import KernelError
 from raceproof.sim.exhaustive import ProofReport, ProofVerdict, WalkOptions, count_undecided
 from raceproof.sim.explore import Budget
+from raceproof.sim.outcome import Runner
 from raceproof.sim.proof_units import prove_balanced
 from raceproof.sim.reduction import (
     Footprint,
@@ -42,7 +43,7 @@ from raceproof.sim.reduction import (
     branch_options,
 )
 from raceproof.sim.verdicts import FINDINGS, Verdict
-from raceproof.sim.world import Runner, SleepBlocked
+from raceproof.sim.world import SleepBlocked
 
 
 # -- the size of a proof ------------------------------------------------------------

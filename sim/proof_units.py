@@ -52,10 +52,10 @@ from typing import Any
 from raceproof.sim.exhaustive import Entry, ProofReport, ProofVerdict, ProofWalk, WalkOptions
 from raceproof.sim.exhaustive import WalkStart as _Start
 from raceproof.sim.explore import Budget, Progress
+from raceproof.sim.outcome import Runner
 from raceproof.sim.reduction import Node
 from raceproof.sim.shrink import shrink
 from raceproof.sim.verdicts import Verdict
-from raceproof.sim.world import Runner
 
 UNIT_RUNS = 64  # runs a unit walks before it hands back what it left
 # ... except near the root, where units are smaller so that the tree fans out fast: a

@@ -28,8 +28,8 @@ from raceproof.sim.choices import (
 )
 from raceproof.sim.enumeration import Walk
 from raceproof.sim.errors import contract
+from raceproof.sim.outcome import Runner, RunOutcome
 from raceproof.sim.verdicts import CheckStatus
-from raceproof.sim.world import Runner, RunOutcome
 
 
 def shrink_key(outcome: RunOutcome) -> tuple[int, int, int, int]:

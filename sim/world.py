@@ -7,8 +7,8 @@ first. Every other nondeterminism (delays, cache lags, faults) is drawn by the
 model through ``world.source``. Bounds on virtual time and on steps stop a
 run that would otherwise go on; a run stopped by a bound is inconclusive.
 
-``execute`` is the one way a model is run: build the actors, run to the end,
-close the history, apply the checkers.
+``execute`` (``outcome.py``) is the one way a model is run: build the actors
+on a World, run it to the end, close the history, apply the checkers.
 
 Its checks survive ``python -O``: virtual time staying integer is a ``KernelError``
 (exit 70, and ``execute`` never turns one into a finding); a model's bad delay,
@@ -17,10 +17,9 @@ actor name or footprint entry is a ``ValueError``/``TypeError`` naming the call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
-from pathlib import Path
 from typing import Any, Protocol
 
 import simpy
@@ -36,15 +35,12 @@ from simpy.events import (
     Timeout,
 )
 
-from raceproof.sim.checkers import Checker, CheckerResult, first_violation, run_checkers, violated
-from raceproof.sim.choices import Choice, ChoiceSource, RandomSource, ReplayMisaligned, ReplaySource
+from raceproof.sim.choices import ChoiceSource, RandomSource, ReplayMisaligned
 from raceproof.sim.errors import KernelError, Signalled
 from raceproof.sim.history import History, JSONValue
-from raceproof.sim.model_errors import ModelError, model_error
 from raceproof.sim.nodes import Node, hold_paused
 from raceproof.sim.shared import Shared
-from raceproof.sim.verdicts import CheckStatus, Verdict
-from raceproof.sim.visibility import OP_ORDER, observes_op_order
+from raceproof.sim.visibility import OP_ORDER
 
 ProcessGenerator = Generator[Event, Any, Any]
 
@@ -545,28 +541,6 @@ def not_the_models(exc: BaseException) -> bool:
     return not isinstance(exc, Exception) and type(exc).__module__.partition(".")[0] == "hypothesis"
 
 
-def _raise_pending_signal(world: World) -> None:
-    """A real signal that failed a process in the run's last step still stops the command.
-
-    A signal handler raises ``Signalled`` wherever the main thread is: inside a
-    model's generator, SimPy takes it as that process's failure and schedules
-    it, and the World raises it when that event is processed. A run that ends
-    in the same step (another process it resumed called ``finish``, a bound)
-    never processes it: without this, the command would go on and the first
-    Ctrl-C would be lost (the handler counts it as received).
-    """
-    for entry in (*world._due, *world._queue):
-        event = entry[3]
-        if getattr(event, "_ok", True) is False and isinstance(event._value, Signalled):
-            raise event._value
-
-
-def _portable(where: str) -> str:
-    """``FILE:LINE`` as the file's own name and line: no folder of this checkout in it."""
-    path, _, line = where.rpartition(":")
-    return f"{Path(path).name}:{line}" if path else where
-
-
 def _passes_through(exc: BaseException) -> bool:
     """``exc`` is not the model's own: a BaseException (StopTest) or the kernel's control flow."""
     return not isinstance(exc, Exception) or isinstance(exc, _CONTROL)
@@ -616,144 +590,3 @@ class StepObserver(Protocol):
     def schedule_steps(self, keys: list[str | None], world: World) -> int: ...
     def before_step(self, key: str | None) -> None: ...
     def after_step(self, key: str | None, footprint: dict[str, bool] | None) -> None: ...
-
-
-# a run is ok, violated, inconclusive (a bound hit, or a checker undecided) or error
-RunStatus = Verdict
-
-
-@dataclass
-class RunOutcome:
-    """Everything one run produced."""
-
-    status: RunStatus
-    verdicts: list[CheckerResult]
-    history: History
-    choices: list[Choice]
-    steps: int
-    virtual_ms: int
-    end_reason: str
-    bound: str | None = None
-    extra: dict[str, JSONValue] = field(default_factory=dict)
-    # draw index -> (the actor that ran, the actor it overtook), per schedule deviation
-    overtaken: dict[int, tuple[str, str]] = field(default_factory=dict)
-    error: ModelError | None = None  # the model's own exception (status ``error``)
-    probes: dict[str, int] = field(default_factory=dict)  # probe -> times reached in this run
-    actors_named: bool = True  # ``overtaken`` was recorded (see ``ChoiceSource.names_deviations``)
-
-    @property
-    def violation(self) -> CheckerResult | None:
-        return first_violation(self.verdicts)
-
-    @property
-    def undecided_by(self) -> list[str]:
-        """The checkers that could not tell on this run (``unknown``): undecided, never a pass."""
-        return [v.checker for v in self.verdicts if v.status == CheckStatus.UNKNOWN]
-
-    @property
-    def trace_hash(self) -> str:
-        return self.history.trace_hash()
-
-    @property
-    def values(self) -> list[int]:
-        return [c.value for c in self.choices]
-
-
-Build = Callable[[World], None]
-Runner = Callable[[ChoiceSource], RunOutcome]
-
-
-def execute(
-    build: Build,
-    source: ChoiceSource,
-    checkers: Sequence[Checker],
-    bounds: Bounds = Bounds(),
-    violation_exceptions: tuple[type[BaseException], ...] = (),
-) -> RunOutcome:
-    """Run one model under ``source`` and judge its history.
-
-    An exception raised by the model, its workload or a checker is the status
-    ``error`` (``RunOutcome.error`` holds the user's frames), never a
-    violation, unless its type is one of ``violation_exceptions``: those the
-    model declared to count as violations, reported by the pseudo-checker
-    ``model-exception``. The model's code may leave by any ``BaseException``
-    (``sys.exit(0)``, a ``KeyboardInterrupt`` it raises, ``GeneratorExit``, a
-    subclass of its own): each is the model's, ``error``. Only what is not the
-    model's propagates (``not_the_models``): a replay that no longer fits the
-    model, the reduction's cut, a broken kernel contract, Hypothesis' own
-    control flow and a real signal (``Signalled``).
-    """
-    world = World(source, bounds)
-    world.op_order_read = observes_op_order(checkers)
-    bound: str | None = None
-    crash: CheckerResult | None = None
-    error: ModelError | None = None
-    try:
-        build(world)
-        reason = world.run_to_end()
-        _raise_pending_signal(world)
-    except BoundHit as hit:
-        bound, reason = hit.bound, f"bound:{hit.bound}"
-        _raise_pending_signal(world)
-    except BaseException as exc:  # the model's code may leave by anything
-        if not_the_models(exc):  # a kernel bug, the search's control flow, a real signal
-            raise
-        reason = str(Verdict.ERROR)  # the run ended in the model's own exception
-        error = model_error(exc)
-        if violation_exceptions and isinstance(exc, violation_exceptions):
-            reason = "crash"
-            crash, error = _declared_violation(world, exc, error), None
-    if isinstance(source, ReplaySource):
-        source.finish()
-    world.log("kernel", "run.end", reason=reason, steps=world.steps)
-    verdicts: list[CheckerResult] = []
-    if error is None:
-        try:
-            verdicts = run_checkers(world.history, checkers)
-        except BaseException as exc:  # a checker's own bug: the user's code too
-            if not_the_models(exc):
-                raise
-            error = model_error(exc)
-    if crash is not None:
-        verdicts.insert(0, crash)
-    return RunOutcome(
-        status=_status(error, verdicts, bound),
-        verdicts=verdicts,
-        history=world.history,
-        choices=list(source.record),
-        steps=world.steps,
-        virtual_ms=world.now_ms,
-        end_reason=reason,
-        bound=bound,
-        overtaken=dict(world.overtaken),
-        error=error,
-        probes=dict(sorted(world.probes.items())),
-        actors_named=world.names_deviations,
-    )
-
-
-def _declared_violation(world: World, exc: BaseException, error: ModelError) -> CheckerResult:
-    """The ``model-exception`` violation of an exception the model declared one, logged."""
-    # Only what the model's code says: no path of this checkout, so the trace
-    # hash is the same in every folder the project is copied to.
-    declared = f"{type(exc).__qualname__}: {error.message}".removesuffix(": ")
-    at = _portable(error.where)
-    world.log("kernel", "model.exception", error=declared, at=at)
-    return violated(
-        "model-exception",
-        len(world.history) - 1,
-        f"the model raised {declared} at {at} (declared a violation)",
-    )
-
-
-def _status(
-    error: ModelError | None, verdicts: list[CheckerResult], bound: str | None
-) -> RunStatus:
-    """A run's status: error before violated before inconclusive (a bound, an unknown) before ok."""
-    if error is not None:
-        return Verdict.ERROR
-    if first_violation(verdicts) is not None:
-        return Verdict.VIOLATED
-    if bound is not None or any(v.status == CheckStatus.UNKNOWN for v in verdicts):
-        return Verdict.INCONCLUSIVE
-    return Verdict.OK

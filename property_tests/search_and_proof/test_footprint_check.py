@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 from raceproof.scenarios import catalogue
 from raceproof.sim import Bounds, Budget, ChoiceSource, RunOutcome, World, execute, prove
 from raceproof.sim.footprint_check import FootprintMismatch
+from raceproof.sim.outcome import Runner
 from raceproof.sim.state_cache import ending
-from raceproof.sim.world import ProcessGenerator, Runner
+from raceproof.sim.world import ProcessGenerator
 
 Op = tuple[int, str, str]  # (delay_ms before it, kind, key)
 ops = st.tuples(

@@ -35,8 +35,9 @@ from raceproof.sim import Bounds, Budget, ChoiceSource, RunOutcome, World, execu
 from raceproof.sim.checkers import CheckerResult, checker
 from raceproof.sim.footprint_check import FootprintMismatch
 from raceproof.sim.history import History
+from raceproof.sim.outcome import Runner
 from raceproof.sim.primitives import EventQueue, Lock
-from raceproof.sim.world import ProcessGenerator, Runner
+from raceproof.sim.world import ProcessGenerator
 
 BOUNDS = Bounds(max_time_ms=10_000, max_steps=300)
 

@@ -17,9 +17,10 @@ import pytest
 
 from property_tests.touch_log import TouchLog
 from raceproof.sim import EventQueue, FileSystem, Lock, QueueEmpty, Timer, World
+from raceproof.sim.outcome import execute
 from raceproof.sim.reduction import SleepSetSource
 from raceproof.sim.state_cache import StateCache, kernel_fingerprint
-from raceproof.sim.world import ProcessGenerator, execute
+from raceproof.sim.world import ProcessGenerator
 
 
 def _since(log: TouchLog, start: int) -> list[tuple[str, bool]]:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from property_tests.toy_model import Toy, final_of, runner
 from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
 from raceproof.sim.enumeration import Walk
+from raceproof.sim.outcome import Runner
 from raceproof.sim.reduction import (
     DrawRecord,
     Footprint,
@@ -30,7 +31,7 @@ from raceproof.sim.reduction import (
     dependent,
     union,
 )
-from raceproof.sim.world import Runner, SleepBlocked
+from raceproof.sim.world import SleepBlocked
 
 steps = st.tuples(st.sampled_from(("/a", "/b", "/c", "?")), st.booleans())
 # At most 7 steps in all: the full walk stays in the low thousands of runs.

@@ -38,7 +38,8 @@ from raceproof.sim import (
     violated,
 )
 from raceproof.sim.footprint_check import FootprintMismatch
-from raceproof.sim.world import ProcessGenerator, Runner
+from raceproof.sim.outcome import Runner
+from raceproof.sim.world import ProcessGenerator
 
 NEVER_BOTH = invariant_checker("never-both-on")
 

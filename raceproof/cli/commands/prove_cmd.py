@@ -37,9 +37,9 @@ from raceproof.cli.validation import (
 from raceproof.runs import processes, runner
 from raceproof.sim import Budget, ProofReport
 from raceproof.sim.exhaustive import UNDECIDED
+from raceproof.sim.outcome import RunOutcome
 from raceproof.sim.proof_plan import Estimate, estimate
 from raceproof.sim.verdicts import Verdict
-from raceproof.sim.world import RunOutcome
 
 # How far the full walk's estimate was above the reduced proof's real size, measured on the
 # built-in proofs and the zombie-controller model (the table "How far the estimate is off" in
