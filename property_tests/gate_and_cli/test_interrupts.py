@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from property_tests.processes import alive, descendants, naming, wait_for
 from raceproof.cli.main import main
 from raceproof.scenarios.catalogue import Scenario
 from raceproof.zookeeper.server import _four_letter
@@ -135,25 +136,6 @@ def test_an_interrupt_elsewhere_is_one_line_and_130(
 
 
 # -- the real command line, killed while its ZooKeeper runs ------------------------------
-def _processes_naming(text: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
-def _wait_for(condition: Callable[[], bool], timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting for the command to get going"
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -182,7 +164,11 @@ def zk_repro(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
         return False
 
     try:
-        _wait_for(lambda: serving() or process.poll() is not None)
+        wait_for(
+            lambda: serving() or process.poll() is not None,
+            timeout_s=90.0,
+            what="ZooKeeper to serve",
+        )
         assert process.poll() is None, process.communicate()
         time.sleep(1.0)  # into the forced run itself (its actors, their ZooKeeper sessions)
         yield process, tmp_path
@@ -193,7 +179,7 @@ def zk_repro(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
 
 
 def _assert_nothing_left(tmp_path: Path) -> None:
-    _wait_for(lambda: not _processes_naming(str(tmp_path)), timeout_s=20.0)
+    wait_for(lambda: not naming(str(tmp_path)), timeout_s=20.0, what="the JVM to go")
     assert list(tmp_path.glob("raceproof-zk-*")) == []
     assert list(tmp_path.glob("**/.*.json*")) == []  # no half-written counterexample
 
@@ -202,7 +188,7 @@ def test_sigterm_mid_run_stops_zookeeper_and_removes_its_folder(
     zk_repro: tuple[subprocess.Popen[str], Path],
 ) -> None:
     process, tmp_path = zk_repro
-    assert _processes_naming(str(tmp_path)), "the ZooKeeper JVM should be running"
+    assert naming(str(tmp_path)), "the ZooKeeper JVM should be running"
     process.send_signal(signal.SIGTERM)
     _out, err = process.communicate(timeout=60)
     assert process.returncode == 143, err
@@ -228,25 +214,7 @@ def test_sigkill_of_the_command_takes_the_jvm_with_it(
     process, tmp_path = zk_repro
     process.kill()  # no clean-up can run: the kernel's parent-death signal stops the JVM
     process.communicate(timeout=60)
-    _wait_for(lambda: not _processes_naming(str(tmp_path)), timeout_s=20.0)
-
-
-def _descendants_of(pid: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        children = [child for child, p in parents.items() if p == parent]
-        found += children
-        frontier += children
-    return found
+    wait_for(lambda: not naming(str(tmp_path)), timeout_s=20.0, what="the JVM to go")
 
 
 def test_sigterm_during_spark_check_stops_the_jvm_and_reports(tmp_path: Path) -> None:
@@ -265,9 +233,11 @@ def test_sigterm_during_spark_check_stops_the_jvm_and_reports(tmp_path: Path) ->
         def trial_started() -> bool:
             return any(p.is_dir() for p in tmp_path.glob("raceproof-spark-*"))
 
-        _wait_for(lambda: trial_started() or process.poll() is not None, timeout_s=300.0)
+        wait_for(
+            lambda: trial_started() or process.poll() is not None, timeout_s=300.0, what="the trial"
+        )
         assert process.poll() is None, process.communicate()
-        jvms = _descendants_of(process.pid)
+        jvms = descendants(process.pid)
         assert jvms, "the Spark JVM should be a child of the command"
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=120)
@@ -280,5 +250,5 @@ def test_sigterm_during_spark_check_stops_the_jvm_and_reports(tmp_path: Path) ->
     # Stopped in an experiment: the experiments done so far; in Spark's start-up: no verdict.
     assert result["interrupted"] == "SIGTERM"
     assert result["verdict"] in (None, "inconclusive", "violated")
-    _wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in jvms), timeout_s=30.0)
+    wait_for(lambda: not any(alive(pid) for pid in jvms), timeout_s=30.0, what=f"JVMs {jvms} to go")
     assert list(tmp_path.glob("raceproof-spark-jvm-*")) == []

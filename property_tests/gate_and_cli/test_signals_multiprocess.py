@@ -33,34 +33,13 @@ from typing import Any
 
 import pytest
 
+from property_tests.processes import group_members, live_children, wait_for
 from raceproof.cli.main import main
 from raceproof.spark_integration import campaign
 
 RACEPROOF = str(Path(sys.executable).parent / "raceproof")
 STOP_WITHIN_S = 30.0  # a hang bound, not a speed figure: the stop times are measured, not asserted
 SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
-
-
-def _group(pgid: int) -> list[int]:
-    """Live (not zombie) processes of process group ``pgid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out: {what}"
-        time.sleep(0.05)
 
 
 def _interrupt(
@@ -82,14 +61,22 @@ def _interrupt(
         start_new_session=True,
     )
     try:
-        _wait_for(lambda: ready(process) or process.poll() is not None, 300.0, "the command")
+        wait_for(
+            lambda: ready(process) or process.poll() is not None,
+            timeout_s=300.0,
+            what="the command",
+        )
         assert process.poll() is None, process.communicate()
         time.sleep(delay_s)
         process.send_signal(signum)
         sent = time.monotonic()
         out, err = process.communicate(timeout=60)
         took = time.monotonic() - sent
-        _wait_for(lambda: not _group(process.pid), 5.0, f"group {process.pid} to empty")
+        wait_for(
+            lambda: not group_members(process.pid),
+            timeout_s=5.0,
+            what=f"group {process.pid} to empty",
+        )
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
@@ -106,7 +93,7 @@ def _assert_stopped_cleanly(code: int, err: str, took: float, name: str) -> None
 
 
 def _workers_running(count: int) -> Callable[[subprocess.Popen[str]], bool]:
-    return lambda process: len(_group(process.pid)) >= 1 + count
+    return lambda process: len(group_members(process.pid)) >= 1 + count
 
 
 # -- check -j 2 ---------------------------------------------------------------------------
@@ -181,14 +168,16 @@ def test_workers_die_with_a_command_killed_outright(argv: list[str], tmp_path: P
         start_new_session=True,
     )
     try:
-        _wait_for(lambda: len(_group(process.pid)) >= 3, 300.0, "two workers")
-        workers = [pid for pid in _group(process.pid) if pid != process.pid]
+        wait_for(lambda: len(group_members(process.pid)) >= 3, timeout_s=300.0, what="two workers")
+        workers = [pid for pid in group_members(process.pid) if pid != process.pid]
         assert len(workers) >= 2
         process.kill()
         process.wait()
-        _wait_for(lambda: not _group(process.pid), 10.0, f"workers {workers} to die")
+        wait_for(
+            lambda: not group_members(process.pid), timeout_s=10.0, what=f"workers {workers} to die"
+        )
     finally:
-        if _group(process.pid):
+        if group_members(process.pid):
             os.killpg(process.pid, signal.SIGKILL)
 
 
@@ -206,21 +195,7 @@ class _Borrowed:
         pass
 
 
-def _children() -> set[int]:
-    me = os.getpid()
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(fields[1]) == me and fields[0] != "Z":
-                found.add(int(entry.name))
-    return found
-
-
-@pytest.mark.xdist_group("spark")
+@pytest.mark.xdistgroup_members("spark")
 def test_campaign_stops_at_random_moments_with_its_finished_cells(
     spark: Any,
     tmp_path: Path,
@@ -229,7 +204,7 @@ def test_campaign_stops_at_random_moments_with_its_finished_cells(
 ) -> None:
     monkeypatch.setattr(campaign, "campaign_session", lambda *a, **k: _Borrowed(spark))
     spark.sparkContext.parallelize([1, 2], 2).count()  # the Python workers are up before we count
-    children, threads = _children(), threading.active_count()
+    children, threads = live_children(os.getpid()), threading.active_count()
     draw = random.Random("campaign")
     noted: list[int] = []
     guard = {s: signal.signal(s, lambda n, _f: noted.append(n)) for s in SIGNALS.values()}
@@ -273,14 +248,14 @@ def test_campaign_stops_at_random_moments_with_its_finished_cells(
             else:  # stopped before the first cell (reading the folder, building the grid)
                 assert result["interrupted"] == name, where
             assert not noted, f"{where}: a signal reached the test, not the command"
-            assert _children() <= children, f"{where}: a new child process was left"
+            assert live_children(os.getpid()) <= children, f"{where}: a new child process was left"
             assert threading.active_count() <= threads, f"{where}: a thread was left"
     finally:
         for signum, previous in guard.items():
             signal.signal(signum, previous)
 
 
-@pytest.mark.xdist_group("spark")
+@pytest.mark.xdistgroup_members("spark")
 @pytest.mark.parametrize(
     ("name", "moment"),
     [("SIGTERM", "starting"), ("SIGTERM", "running"), ("SIGINT", "running")],

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import pytest
 
+from property_tests.processes import alive, descendants
+
 RACEPROOF = str(Path(sys.executable).parent / "raceproof")
 RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS", "10"))
 OTHER_RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS_OTHERS", "3"))
@@ -60,33 +62,6 @@ OTHERS = {
 CASES = [(command, seed) for command in sorted(COMMANDS) for seed in range(RUNS)] + [
     (command, seed) for command in sorted(OTHERS) for seed in range(OTHER_RUNS)
 ]
-
-
-def _family(pid: int) -> set[int]:
-    """``pid``'s descendants now (from /proc: parent of each process)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = set(), [pid]
-    while frontier:
-        parent = frontier.pop()
-        children = [child for child, p in parents.items() if p == parent]
-        found.update(children)
-        frontier += children
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @dataclass
@@ -121,12 +96,12 @@ def _run_until(command: str, moment_s: float, tmp_path: Path) -> Stopped | float
     try:
         deadline = started + moment_s
         while time.monotonic() < deadline and process.poll() is None:
-            seen |= _family(process.pid)
+            seen |= descendants(process.pid)
             time.sleep(0.2)
         if process.poll() is not None:
             process.communicate()
             return time.monotonic() - started
-        seen |= _family(process.pid)
+        seen |= descendants(process.pid)
         process.send_signal(signal.SIGTERM)
         sent = time.monotonic()
         out, err = process.communicate(timeout=STOP_BOUND_S)
@@ -160,7 +135,7 @@ def test_a_sigterm_at_a_seeded_moment_exits_143_quietly_and_leaves_no_jvm(
     else:
         assert "SIGTERM" in err, err[-2000:]
     left = time.monotonic() + 30.0
-    while any(_alive(pid) for pid in seen) and time.monotonic() < left:
+    while any(alive(pid) for pid in seen) and time.monotonic() < left:
         time.sleep(0.2)
-    assert not any(_alive(pid) for pid in seen), ("processes left behind", moment_s)
+    assert not any(alive(pid) for pid in seen), ("processes left behind", moment_s)
     assert list(tmp_path.glob("raceproof-spark-jvm-*")) == []
