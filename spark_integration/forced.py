@@ -158,11 +158,51 @@ def _record_event(op: Op) -> tuple[str, int]:
     return str(op.get("key")), offset % WINDOW_S
 
 
-def streams_resurrection(
-    spark: Any | None, variant: str, config: Any, simulated: RunOutcome
-) -> ForcedTrial:
-    """KAFKA-8187's order on a real windowed count (``spark`` None: the shared local session)."""
-    history = simulated.history
+@dataclass
+class _ResurrectionStory:
+    """The ops of a simulated KAFKA-8187 run that the Spark trial plays, found once."""
+
+    history: History
+    appends: list[Op]  # the task's changelog records
+    restores: list[Op]
+    end: int  # the last restore: ops after it are not part of the story
+    load: Op  # the checkpoint load the final owner's store rests on
+    delete: Op | None  # the cleaner's deletion of the task's folder
+    writes: list[int]  # offsets of the checkpoints on disk when it loads
+
+    @property
+    def offset(self) -> int:
+        return max(self.writes, default=0)
+
+    @property
+    def after(self) -> list[Op]:
+        """Records appended at or past the loaded checkpoint, before the last restore."""
+        return [
+            op
+            for op in self.appends
+            if int(op.get("offset")) >= self.offset and op.index < self.end
+        ]
+
+    def first_write(self) -> Op | None:
+        return next(
+            (
+                op
+                for op in self.history.of_kind("checkpoint.write")
+                if op.get("task") == TASK and int(op.get("offset")) > 0
+            ),
+            None,
+        )
+
+    def seeks(self) -> list[Op]:
+        """The final owner's seeks after its load: the batch that runs over the loaded state."""
+        return [
+            op
+            for op in self.history.of_kind("seek")
+            if self.load.index < op.index < self.end and op.actor == self.load.actor
+        ]
+
+
+def _resurrection_story(history: History, variant: str) -> _ResurrectionStory:
     appends = [op for op in history.of_kind("changelog.append") if op.get("task") == TASK]
     restores = history.of_kind("restore.done")
     end = restores[-1].index if restores else len(history)
@@ -173,7 +213,7 @@ def streams_resurrection(
         raise NoSparkCounterpart(
             f"the simulated run of {variant} never loads a checkpoint of {TASK}: no story to force"
         )
-    load = loads[-1]  # the load the final owner's store rests on
+    load = loads[-1]
     deletes = [
         op for op in history.of_kind("dir.delete") if op.get("task") == TASK and op.index < end
     ]
@@ -186,123 +226,150 @@ def streams_resurrection(
             if op.get("task") == TASK and op.index < load.index and int(op.get("offset")) > 0
         }
     )
-    offset = max(writes, default=0)
+    return _ResurrectionStory(
+        history=history,
+        appends=appends,
+        restores=restores,
+        end=end,
+        load=load,
+        delete=delete,
+        writes=writes,
+    )
+
+
+def _delete_state(run: TrialRun, delete: Op, steps: list[Step]) -> None:
+    run.sandbox.delete("checkpoint/state")
+    run.recorder.log("nemesis", "fault.delete", path="checkpoint/state", sim_index=delete.index)
+    steps.append(Step(delete.index, _describe(delete), "deleted checkpoint/state"))
+
+
+def _first_owner(run: TrialRun, story: _ResurrectionStory, steps: list[Step]) -> int:
+    """Each checkpoint the first owner wrote as a committed micro-batch; the last batch's id."""
+    low = 0
+    for high in story.writes:
+        run.job.add_input(
+            [_record_event(op) for op in story.appends if low <= int(op.get("offset")) < high]
+        )
+        low = high
+    run.job.run()
+    last = max(committed_batches(run.sandbox), default=-1)
+    first = story.first_write()
+    steps.append(
+        Step(
+            first.index if first else None,
+            f"checkpoints of {TASK} up to offset {story.offset}",
+            f"{story.offset} records committed in batches 0..{last}",
+        )
+    )
+    return last
+
+
+def _held_restart(
+    run: TrialRun, story: _ResurrectionStory, steps: list[Step], last: int
+) -> str | None:
+    """The new owner's load as a restart held at its first batch, the deletion placed around it.
+
+    Returns the failure of the restarted batch, if it failed.
+    """
+    job, load, delete = run.job, story.load, story.delete
+    after = story.after
+    job.add_input([_record_event(op) for op in after[: len(after) // 2]] or [("late", 0)])
+    if delete is not None and delete.index < load.index:
+        _delete_state(run, delete, steps)
+    gate = BatchGate(batch=last + 1, rows=0)
+    job.gate = gate
+    query = job.start()
+    reached = _held_or_failed(gate, query)
+    files = at_offsets_not_committed(run.sandbox, last + 1) if reached else False
+    run.recorder.log(
+        "nemesis",
+        "fault.point",
+        point=f"entry of batch {last + 1}",
+        reached=reached,
+        checked_on_files=files,
+        sim_index=load.index,
+    )
+    steps.append(
+        Step(
+            sim_index=load.index,
+            sim=_describe(load),
+            spark=f"restarted query holds at the entry of batch {last + 1} (offsets/"
+            f"{last + 1} written, commits/{last + 1} not, its state not loaded)",
+            reached=reached and files,
+        )
+    )
+    if delete is not None and delete.index > load.index:
+        _delete_state(run, delete, steps)
+    gate.release()
+    failure = job.process(query)
+    job.stop(query)
+    job.gate = None
+    recreated = delete is not None and run.sandbox.checkpoint.joinpath("state").exists()
+    seeks = story.seeks()
+    if seeks and reached:
+        outcome = f"failed: {_short(failure)}" if failure else "committed"
+        steps.append(
+            Step(
+                seeks[0].index,
+                _describe(seeks[0]),
+                f"batch {last + 1} ran over the state: {outcome}"
+                + ("; checkpoint/state re-created" if recreated else ""),
+            )
+        )
+    elif seeks:
+        steps.append(
+            Step(
+                sim_index=seeks[0].index,
+                sim=_describe(seeks[0]),
+                spark=f"not reached: the query failed before batch {last + 1}: "
+                f"{_short(failure or 'no error')}",
+                reached=False,
+            )
+        )
+    return failure
+
+
+def _final_restart(
+    run: TrialRun, story: _ResurrectionStory, steps: list[Step], *, last: int, failure: str | None
+) -> str | None:
+    """The rest of the records and the final restore, its state store read back; the failure."""
+    if failure is None:
+        run.job.add_input(
+            [_record_event(op) for op in story.after[len(story.after) // 2 :]] or [("late", 1)]
+        )
+        failure = run.job.run()
+        if failure is not None:
+            steps[-1].spark += f"; the restart failed: {_short(failure)}"
+        run.job.capture()
+        try:
+            run.job.capture_state()
+        except Exception as exc:  # the state data source could not read what is left
+            run.note(f"the state store could not be read back: {str(exc).splitlines()[0]}")
+    if story.restores:
+        restore = story.restores[-1]
+        steps.append(
+            Step(
+                sim_index=restore.index,
+                sim=_describe(restore),
+                spark="restart; the state store read back (statestore source) after every batch"
+                if failure is None
+                else f"not run: the query failed loudly at batch {last + 1}",
+                reached=failure is None,
+            )
+        )
+    return failure
+
+
+def streams_resurrection(
+    spark: Any | None, variant: str, config: Any, simulated: RunOutcome
+) -> ForcedTrial:
+    """KAFKA-8187's order on a real windowed count (``spark`` None: the shared local session)."""
+    story = _resurrection_story(simulated.history, variant)
     steps: list[Step] = []
     with TrialRun(spark or session.spark_session(), WindowedCount()) as run:
-        job, sandbox = run.job, run.sandbox
-        # The first owner: each checkpoint it wrote is a committed micro-batch.
-        low = 0
-        for high in writes:
-            job.add_input(
-                [_record_event(op) for op in appends if low <= int(op.get("offset")) < high]
-            )
-            low = high
-        job.run()
-        last = max(committed_batches(sandbox), default=-1)
-        first = next(
-            (
-                op
-                for op in history.of_kind("checkpoint.write")
-                if op.get("task") == TASK and int(op.get("offset")) > 0
-            ),
-            None,
-        )
-        steps.append(
-            Step(
-                first.index if first else None,
-                f"checkpoints of {TASK} up to offset {offset}",
-                f"{offset} records committed in batches 0..{last}",
-            )
-        )
-        after = [op for op in appends if int(op.get("offset")) >= offset and op.index < end]
-        half = len(after) // 2
-        job.add_input([_record_event(op) for op in after[:half]] or [("late", 0)])
-        if delete is not None and delete.index < load.index:
-            sandbox.delete("checkpoint/state")
-            run.recorder.log(
-                "nemesis", "fault.delete", path="checkpoint/state", sim_index=delete.index
-            )
-            steps.append(Step(delete.index, _describe(delete), "deleted checkpoint/state"))
-        gate = BatchGate(batch=last + 1, rows=0)
-        job.gate = gate
-        query = job.start()
-        reached = _held_or_failed(gate, query)
-        files = at_offsets_not_committed(sandbox, last + 1) if reached else False
-        run.recorder.log(
-            "nemesis",
-            "fault.point",
-            point=f"entry of batch {last + 1}",
-            reached=reached,
-            checked_on_files=files,
-            sim_index=load.index,
-        )
-        steps.append(
-            Step(
-                sim_index=load.index,
-                sim=_describe(load),
-                spark=f"restarted query holds at the entry of batch {last + 1} (offsets/"
-                f"{last + 1} written, commits/{last + 1} not, its state not loaded)",
-                reached=reached and files,
-            )
-        )
-        if delete is not None and delete.index > load.index:
-            sandbox.delete("checkpoint/state")
-            run.recorder.log(
-                "nemesis", "fault.delete", path="checkpoint/state", sim_index=delete.index
-            )
-            steps.append(Step(delete.index, _describe(delete), "deleted checkpoint/state"))
-        gate.release()
-        failure = job.process(query)
-        job.stop(query)
-        job.gate = None
-        recreated = delete is not None and sandbox.checkpoint.joinpath("state").exists()
-        seeks = [
-            op
-            for op in history.of_kind("seek")
-            if op.index > load.index and op.index < end and op.actor == load.actor
-        ]
-        if seeks and reached:
-            steps.append(
-                Step(
-                    seeks[0].index,
-                    _describe(seeks[0]),
-                    f"batch {last + 1} ran over the state: "
-                    + (f"failed: {_short(failure)}" if failure else "committed")
-                    + ("; checkpoint/state re-created" if recreated else ""),
-                )
-            )
-        elif seeks:
-            steps.append(
-                Step(
-                    sim_index=seeks[0].index,
-                    sim=_describe(seeks[0]),
-                    spark=f"not reached: the query failed before batch {last + 1}: "
-                    f"{_short(failure or 'no error')}",
-                    reached=False,
-                )
-            )
-        if failure is None:
-            job.add_input([_record_event(op) for op in after[half:]] or [("late", 1)])
-            failure = job.run()
-            if failure is not None:
-                steps[-1].spark += f"; the restart failed: {_short(failure)}"
-            job.capture()
-            try:
-                job.capture_state()
-            except Exception as exc:  # the state data source could not read what is left
-                run.note(f"the state store could not be read back: {str(exc).splitlines()[0]}")
-        if restores:
-            restore = restores[-1]
-            steps.append(
-                Step(
-                    sim_index=restore.index,
-                    sim=_describe(restore),
-                    spark="restart; the state store read back (statestore source) after every batch"
-                    if failure is None
-                    else f"not run: the query failed loudly at batch {last + 1}",
-                    reached=failure is None,
-                )
-            )
+        last = _first_owner(run, story, steps)
+        failure = _held_restart(run, story, steps, last)
+        failure = _final_restart(run, story, steps, last=last, failure=failure)
         trial = run.judge(
             [state_matches_inputs(), no_duplicate_emission()], failing_at_end=failure is not None
         )
@@ -335,6 +402,67 @@ def _message_event(op: Op, window_size: int) -> tuple[str, int]:
     return str(op.actor), (seq // window_size) * WINDOW_S + seq % window_size
 
 
+def _drain_processed(
+    run: TrialRun, history: History, stop: Op, window_size: int, steps: list[Step]
+) -> None:
+    """The stage-2 messages processed before the stop as micro-batches; those in flight as input."""
+    stage2 = [op for op in history.of_kind("process") if str(op.get("ssp")).startswith("int/")]
+    before = [op for op in stage2 if op.index < stop.index]
+    groups: dict[int, list[Op]] = {}
+    for op in before:
+        groups.setdefault(op.time_ms // SIM_WINDOW_MS, []).append(op)
+    for ops in groups.values():
+        run.job.add_input([_message_event(op, window_size) for op in ops])
+    run.job.run()
+    fired = sum(1 for op in history.of_kind("pane.fire") if op.index < stop.index)
+    steps.append(
+        Step(
+            before[0].index if before else None,
+            f"{len(before)} stage-2 messages processed, {fired} panes fired",
+            f"{len(groups)} files, one micro-batch each; "
+            f"{len(committed_batches(run.sandbox))} batches committed",
+        )
+    )
+    requests = history.of_kind("drain.request")
+    if requests:
+        steps.append(
+            Step(
+                requests[0].index,
+                _describe(requests[0]),
+                "(the drain takes effect at the markers below)",
+            )
+        )
+    in_flight = [op for op in stage2 if op.index > stop.index]
+    if in_flight:
+        run.job.add_input([_message_event(op, window_size) for op in in_flight])
+
+
+def _drain_stop(run: TrialRun, variant: str, stop: Op, steps: list[Step]) -> str | None:
+    """The stop as the variant makes it: killed, drained, or stock AvailableNow; its failure."""
+    job = run.job
+    if variant == "kill":
+        query = job.start()
+        job.process(query)
+        job.request_drain("kill")
+        job.stop(query)
+        steps.append(Step(stop.index, _describe(stop), "query.stop() (no drain)"))
+        return None
+    if variant == "drain":
+        failure = run.drain()
+        steps.append(
+            Step(
+                stop.index,
+                _describe(stop),
+                "drain procedure: sentinel past every window, then AvailableNow",
+            )
+        )
+        return failure
+    job.request_drain("AvailableNow")
+    failure = job.run(available_now=True)
+    steps.append(Step(stop.index, _describe(stop), "Trigger.AvailableNow (stock drain)"))
+    return failure
+
+
 def samza_drain(spark: Any | None, variant: str, config: Any, simulated: RunOutcome) -> ForcedTrial:
     """SAMZA-2741's drain on a real windowed count (``spark`` None: the shared local session)."""
     if variant not in DRAIN_VARIANTS:
@@ -346,61 +474,11 @@ def samza_drain(spark: Any | None, variant: str, config: Any, simulated: RunOutc
     stops = history.of_kind("drain.inject", "kill")
     if not stops:
         raise NoSparkCounterpart(f"the simulated run of {variant} never drains nor kills")
-    stop = stops[0]
     window_size = int(config.window_size)
-    stage2 = [op for op in history.of_kind("process") if str(op.get("ssp")).startswith("int/")]
-    before = [op for op in stage2 if op.index < stop.index]
-    in_flight = [op for op in stage2 if op.index > stop.index]
     steps: list[Step] = []
     with TrialRun(spark or session.spark_session(), WindowedCount()) as run:
-        job = run.job
-        groups: dict[int, list[Op]] = {}
-        for op in before:
-            groups.setdefault(op.time_ms // SIM_WINDOW_MS, []).append(op)
-        for ops in groups.values():
-            job.add_input([_message_event(op, window_size) for op in ops])
-        job.run()
-        fired = sum(1 for op in history.of_kind("pane.fire") if op.index < stop.index)
-        steps.append(
-            Step(
-                before[0].index if before else None,
-                f"{len(before)} stage-2 messages processed, {fired} panes fired",
-                f"{len(groups)} files, one micro-batch each; "
-                f"{len(committed_batches(run.sandbox))} batches committed",
-            )
-        )
-        requests = history.of_kind("drain.request")
-        if requests:
-            steps.append(
-                Step(
-                    requests[0].index,
-                    _describe(requests[0]),
-                    "(the drain takes effect at the markers below)",
-                )
-            )
-        if in_flight:
-            job.add_input([_message_event(op, window_size) for op in in_flight])
-        failure: str | None
-        if variant == "kill":
-            query = job.start()
-            job.process(query)
-            job.request_drain("kill")
-            job.stop(query)
-            failure = None
-            steps.append(Step(stop.index, _describe(stop), "query.stop() (no drain)"))
-        elif variant == "drain":
-            failure = run.drain()
-            steps.append(
-                Step(
-                    stop.index,
-                    _describe(stop),
-                    "drain procedure: sentinel past every window, then AvailableNow",
-                )
-            )
-        else:
-            job.request_drain("AvailableNow")
-            failure = job.run(available_now=True)
-            steps.append(Step(stop.index, _describe(stop), "Trigger.AvailableNow (stock drain)"))
+        _drain_processed(run, history, stops[0], window_size, steps)
+        failure = _drain_stop(run, variant, stops[0], steps)
         finals = history.of_kind("final")
         if finals:
             unfired = finals[-1].get("unfired_pane_seqs") or []
