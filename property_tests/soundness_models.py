@@ -401,7 +401,9 @@ def _zookeeper(parts: _Parts, index: int, op: Op) -> Any:
         if op.kind == "zk.get-watch":
 
             def notified(event: Any) -> None:
-                world.log(f"w{index}", "watch", path=event.path, kind=event.kind)
+                world.log(f"w{index}", "watch", path=event.path, event=event.kind)
+                if key == 1:  # a watcher with a bug: its delivery's process fails (an error)
+                    raise ValueError(f"w{index} failed on {event.kind} {event.path}")
 
             return client.get(f"/n{key}", watch=notified)[1]
         if op.kind == "zk.multi":

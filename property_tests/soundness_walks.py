@@ -149,11 +149,38 @@ def scenario(spec: Spec) -> Scenario:
     )
 
 
+def _summary(report: ProofReport) -> dict[str, Any]:
+    """What ``prove`` reports, beyond its verdict: what ``-j 2`` must report as ``-j 1`` does."""
+    found = report.found
+    return {
+        "verdict": report.verdict,
+        "complete": report.complete,
+        "schedules": report.schedules,
+        "probes": dict(sorted(report.probes.items())),
+        "pruned": dict(sorted(report.pruned.items())),
+        # The first finding in walk order: its choices, its ending.
+        "found": None if found is None else (found.values, ending(found, 0)),
+    }
+
+
 def parallel_problems(spec: Spec, full: Walk | None = None) -> list[str]:
-    """``prove -j 2`` (the scenario's public ``prove``) against the full walk."""
+    """``prove -j 2`` (the scenario's public ``prove``) against the full walk and ``-j 1``.
+
+    Beside the verdict: the same schedule count, completeness, probes and pruning as
+    ``-j 1``, and the same first finding (its choices and its ending).
+    """
     full = full or full_walk(spec)
-    report = scenario(spec).prove("model", Budget(examples=WALK_RUNS), jobs=2)
-    return _claims("prove -j 2", report, full)
+    budget = Budget(examples=WALK_RUNS)
+    report = scenario(spec).prove("model", budget, jobs=2)
+    alone = _summary(scenario(spec).prove("model", budget, jobs=1))
+    problems = _claims("prove -j 2", report, full)
+    split = _summary(report)
+    problems += [
+        f"prove -j 2 reports {name} {split[name]!r}, -j 1 {alone[name]!r}"
+        for name in alone
+        if split[name] != alone[name]
+    ]
+    return problems
 
 
 def masked(run: Runner) -> Runner:

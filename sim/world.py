@@ -463,6 +463,8 @@ class World(simpy.Environment):
             process.rp_steps += 1  # type: ignore[attr-defined]
             if not process.is_alive:  # its end: read by whoever joins it or asks ``alive``
                 footprint[f"proc:{process.rp_id}"] = True  # type: ignore[attr-defined]
+                if not process.ok:  # it raised: the run ends on it, no step runs after it
+                    footprint[ALL] = True
             target = process._target
             if target is not None and target.callbacks is not None and len(target.callbacks) > 1:
                 footprint[ALL] = True  # it joined an event another process waits on

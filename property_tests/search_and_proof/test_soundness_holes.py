@@ -1,0 +1,120 @@
+"""The reduction's holes the soundness generator found at larger budgets, each pinned by hand (issue 33).
+
+``make soundness`` (``property_tests/soundness_models.py``) compares the reduced walk with the
+full walk on random models; each hole it found is fixed at its cause in ``sim/`` and pinned
+here on a hand-written model, both ways: the reduced walk reaches every ending of the full walk
+and the proof gives the verdict it must, and a variant without the hole still holds, complete,
+with the reduction still cutting schedules (the fix is no "reduction off").
+
+1. **A step whose process raises ends the run** (40 examples: a ZooKeeper watch delivery
+   beside a multi-op and a timer). A process that raises fails, and its failure, which
+   nobody waits on, is processed at once: the model's exception ends the run, so no step
+   runs after it. Its step's footprint named only what it touched, so the reduction took
+   "the watch delivery, then the timer" as equivalent to "the timer, then the delivery"
+   and walked only the first, which never runs the timer: the ending where the timer
+   fired before the error was lost. A step whose process fails is now dependent on every
+   other step (``World._observed_step``), as a step that finishes the run is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from property_tests.soundness_models import Op, Spec, runner
+from property_tests.soundness_walks import MODES, full_walk, walk
+from raceproof.sim import Budget, ChoiceSource, RunOutcome, World, execute, prove
+from raceproof.sim.outcome import Runner
+from raceproof.sim.state_cache import ending
+from raceproof.sim.verdicts import Verdict
+from raceproof.sim.world import ProcessGenerator
+
+# The generator's spec (make soundness at 40 examples; its watcher then raised on every
+# delivery, now the key-1 watch does): a0 watches /n1, a1's multi-op sets /n1 (its watch
+# delivery raises) and a1 starts a timer due at the same instant as the delivery.
+WATCH_BESIDE_MULTI = Spec(
+    actors=((Op("zk.get-watch", 1),), (Op("zk.multi", 0), Op("timer.start", 0))),
+    final_checker=False,
+)
+
+
+def raising_beside_a_counter(world: World, *, raises: bool) -> None:
+    """``a`` raises in its first step (``raises``) while ``b`` adds to a counter at the same instant."""
+    world.declare_footprints()
+    counter = world.shared.counter("c")
+    spare = world.shared.counter("spare")
+
+    def a() -> ProcessGenerator:
+        yield world.sleep(0)
+        spare.add(1)
+        world.log("a", "step")
+        if raises:
+            raise ValueError("a's own bug")
+
+    def b() -> ProcessGenerator:
+        yield world.sleep(0)
+        counter.add(1)
+        world.log("b", "added", value=counter.value)
+
+    def c() -> ProcessGenerator:  # a bystander: the reduction still orders it freely
+        yield world.sleep(0)
+        world.log("c", "idle")
+
+    for name, body in (("a", a), ("b", b), ("c", c)):
+        world.spawn(name, body(), interleave=True)
+
+
+def _runner(raises: bool) -> Runner:
+    def run(source: ChoiceSource) -> RunOutcome:
+        return execute(lambda world: raising_beside_a_counter(world, raises=raises), source, [])
+
+    return run
+
+
+def _endings(run: Runner, *, reduction: bool) -> tuple[set[tuple[Any, ...]], int, bool]:
+    """Every ending of the walk (findings do not stop it), its schedules and completeness."""
+    found: set[tuple[Any, ...]] = set()
+
+    def recording(source: ChoiceSource) -> RunOutcome:
+        outcome = run(source)
+        found.add(ending(outcome, 0))
+        if outcome.status == Verdict.ERROR:
+            return dataclasses.replace(outcome, status=Verdict.OK)
+        return outcome
+
+    report = prove(recording, budget=Budget(examples=2_000), reduction=reduction)
+    return found, report.schedules, report.complete
+
+
+def test_the_generators_watch_beside_a_multi_op_and_a_timer() -> None:
+    full = full_walk(WATCH_BESIDE_MULTI)
+    reduced = walk(WATCH_BESIDE_MULTI, reduction=True)
+    fired_then_failed = [
+        e for e in full.endings if e[0] == Verdict.ERROR and any(op[1] == "t1" for op in e[2])
+    ]
+    assert fired_then_failed, "the full walk has an error after the timer fired"
+    assert reduced.endings == full.endings
+    assert MODES["reduction"](WATCH_BESIDE_MULTI, full) == []
+    report = prove(runner(WATCH_BESIDE_MULTI), budget=Budget(examples=2_000))
+    assert report.verdict == Verdict.ERROR
+
+
+def test_a_raising_step_keeps_every_ending_of_the_full_walk() -> None:
+    full, _, _ = _endings(_runner(True), reduction=False)
+    reduced, _, complete = _endings(_runner(True), reduction=True)
+    after_b = [e for e in full if e[0] == Verdict.ERROR and any(op[1] == "b" for op in e[2])]
+    assert after_b, "the full walk has the error after b's step"
+    assert complete and reduced == full
+    report = prove(_runner(True), budget=Budget(examples=2_000))
+    assert report.verdict == Verdict.ERROR
+    assert report.found is not None and report.found.error is not None
+    assert "a's own bug" in report.found.error.message
+
+
+def test_without_the_raise_the_proof_holds_and_still_reduces() -> None:
+    full, full_schedules, _ = _endings(_runner(False), reduction=False)
+    reduced, _, complete = _endings(_runner(False), reduction=True)
+    assert complete and reduced == full and {e[0] for e in full} == {Verdict.OK}
+    report = prove(_runner(False), budget=Budget(examples=2_000))
+    assert report.verdict == Verdict.OK and report.complete
+    assert report.schedules < full_schedules  # three independent steps: one class, not six
