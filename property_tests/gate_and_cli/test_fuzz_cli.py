@@ -34,7 +34,7 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,142 +120,122 @@ def _option(name: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[list
     return st.one_of(st.just([]), values.map(lambda v: [name, v]))
 
 
+CHOICES_TEXT = ["4:0=1", "4:", "4:0=0", "4:9=1", "0:", "x", "99999999999:", "4:1=1,0=1", "-1:"]
+BACKENDS = [
+    [],
+    ["--backend", "nope"],
+    ["--zk-hosts", "nohost:x"],
+    ["--backend", "zookeeper", "--zk-hosts", "a:b"],
+]
+
+
+def _flag(name: str) -> st.SearchStrategy[list[str]]:
+    return st.sampled_from([[], [name]])
+
+
+def _repro_words(draw: st.DrawFn) -> list[str]:
+    words: list[str] = []
+    source = draw(st.sampled_from(["fifo", "seed", "choices", "report", "two"]))
+    if source == "seed":
+        words += ["--seed", draw(ANY_VALUE)]
+    elif source == "choices":
+        words += ["--choices", draw(st.one_of(st.sampled_from(CHOICES_TEXT), NASTY_TEXT))]
+    elif source == "report":
+        words += ["--report-timeline"]
+    elif source == "two":
+        words += ["--seed", "1", "--choices", "4:"]
+    history_out = st.sampled_from(["h.jsonl", "sub/h.jsonl", ".", "/etc/passwd/x", ""])
+    words += draw(_option("--history-out", history_out))
+    return words + draw(st.sampled_from(BACKENDS))
+
+
+def _explore_words(draw: st.DrawFn) -> list[str]:
+    words = ["--examples", draw(st.one_of(st.integers(1, 5).map(str), NASTY_TEXT))]
+    words += draw(_option("--strategy", st.sampled_from(["random", "pct", "hypothesis", "x"])))
+    words += draw(_option("--budget", st.sampled_from(["30", "0", "-1", "nan", "inf", "x"])))
+    words += draw(_option("--seed", ANY_VALUE))
+    words += draw(_option("--pct-depth", st.sampled_from(["1", "3", "0", "1000000000", "x"])))
+    words += draw(_option("--checker", st.sampled_from(["final-equals-acks", "", "nope"])))
+    return words + draw(_option("--out", st.sampled_from(["out", "a/b", "/etc/passwd", ""])))
+
+
+def _prove_words(draw: st.DrawFn) -> list[str]:
+    words = ["--max-schedules", draw(st.one_of(st.integers(1, 20).map(str), NASTY_TEXT))]
+    words += draw(_option("--budget", st.sampled_from(["30", "0", "nan", "-inf"])))
+    words += draw(_option("--max-deviations", ANY_VALUE))
+    words += draw(_option("--max-branch", ANY_VALUE))
+    words += draw(_option("--checker", st.sampled_from(["", "nope", "final-equals-acks"])))
+    return words + draw(_option("--out", st.sampled_from(["out", "a/b", "/etc/passwd", ""])))
+
+
+def _report_words(draw: st.DrawFn) -> list[str]:
+    words = [draw(st.sampled_from(["missing.json", ".", "/dev/null", "", "h.jsonl"]))]
+    words += draw(_option("--format", st.sampled_from(["md", "html", "perfetto", "text", "x", ""])))
+    words += draw(_option("--out", st.sampled_from(["rep", "/etc/passwd", ""])))
+    words += draw(_option("--scenario", st.sampled_from(["lost-update", "nope", ""])))
+    words += draw(_option("--clock", st.sampled_from(["virtual", "wall", "x"])))
+    words += draw(_option("--beside", st.sampled_from(["missing.jsonl", "."])))
+    return words + draw(_flag("--all"))
+
+
+def _one_bad_option(*choices: list[str]) -> Callable[[st.DrawFn], list[str]]:
+    """A command whose valid run takes seconds: always drawn with one bad value."""
+    return lambda draw: draw(st.sampled_from(list(choices)))
+
+
+def _compare_words(draw: st.DrawFn) -> list[str]:
+    scenario = draw(st.sampled_from(["coordinator-async-append", "lost-update", ""]))
+    bad = [
+        ["--seeds", "0"],
+        ["--rate", "-1"],
+        ["--duration-ms", "x"],
+        ["--out", "/etc/passwd"],
+        ["--seeds", "nan"],
+    ]
+    return [
+        scenario,
+        *draw(st.sampled_from(bad)),
+    ]  # one bad value: a valid comparison runs for seconds
+
+
+# Each command's own options, drawn after the command (and its scenario, for the three that run one).
+COMMAND_WORDS: dict[str, Callable[[st.DrawFn], list[str]]] = {
+    "list": lambda draw: [],
+    "repro": _repro_words,
+    "explore": _explore_words,
+    "prove": _prove_words,
+    "replay": lambda draw: [draw(st.sampled_from(["missing.json", ".", "/dev/null", ""]))],
+    "report": _report_words,
+    "compare": _compare_words,
+    "bench": _one_bad_option(
+        ["--seeds", "0"],
+        ["--scenario", ""],
+        ["--seeds", "x"],
+        ["--scenario", "nope"],
+        ["--variant", ""],
+    ),
+    "spark-check": _one_bad_option(
+        ["--experiment", "nope"],
+        ["--experiment", ""],
+        ["--repeat", "0"],
+        ["--pipeline", "nope:x"],
+        ["--bogus"],
+    ),
+    "nope": lambda draw: [],
+}
+
+
 @st.composite
 def command_lines(draw: st.DrawFn) -> list[str]:
-    command = draw(
-        st.sampled_from(
-            [
-                "list",
-                "repro",
-                "explore",
-                "prove",
-                "replay",
-                "report",
-                "compare",
-                "bench",
-                "spark-check",
-                "nope",
-            ]
-        )
-    )
+    command = draw(st.sampled_from(list(COMMAND_WORDS)))
     words = [command]
-    flag = lambda name: st.sampled_from([[], [name]])  # noqa: E731
     if command in ("repro", "explore", "prove"):
         words.append(draw(SCENARIOS))
         words += draw(_option("--variant", VARIANTS))
         for item in draw(SETS):
             words += ["--set", item]
-    if command == "repro":
-        source = draw(st.sampled_from(["fifo", "seed", "choices", "report", "two"]))
-        if source == "seed":
-            words += ["--seed", draw(ANY_VALUE)]
-        elif source == "choices":
-            words += [
-                "--choices",
-                draw(
-                    st.one_of(
-                        st.sampled_from(
-                            [
-                                "4:0=1",
-                                "4:",
-                                "4:0=0",
-                                "4:9=1",
-                                "0:",
-                                "x",
-                                "99999999999:",
-                                "4:1=1,0=1",
-                                "-1:",
-                            ]
-                        ),
-                        NASTY_TEXT,
-                    )
-                ),
-            ]
-        elif source == "report":
-            words += ["--report-timeline"]
-        elif source == "two":
-            words += ["--seed", "1", "--choices", "4:"]
-        words += draw(
-            _option(
-                "--history-out",
-                st.sampled_from(["h.jsonl", "sub/h.jsonl", ".", "/etc/passwd/x", ""]),
-            )
-        )
-        words += draw(
-            st.sampled_from(
-                [
-                    [],
-                    ["--backend", "nope"],
-                    ["--zk-hosts", "nohost:x"],
-                    ["--backend", "zookeeper", "--zk-hosts", "a:b"],
-                ]
-            )
-        )
-    if command == "explore":
-        words += ["--examples", draw(st.one_of(st.integers(1, 5).map(str), NASTY_TEXT))]
-        words += draw(_option("--strategy", st.sampled_from(["random", "pct", "hypothesis", "x"])))
-        words += draw(_option("--budget", st.sampled_from(["30", "0", "-1", "nan", "inf", "x"])))
-        words += draw(_option("--seed", ANY_VALUE))
-        words += draw(_option("--pct-depth", st.sampled_from(["1", "3", "0", "1000000000", "x"])))
-        words += draw(_option("--checker", st.sampled_from(["final-equals-acks", "", "nope"])))
-    if command == "prove":
-        words += ["--max-schedules", draw(st.one_of(st.integers(1, 20).map(str), NASTY_TEXT))]
-        words += draw(_option("--budget", st.sampled_from(["30", "0", "nan", "-inf"])))
-        words += draw(_option("--max-deviations", ANY_VALUE))
-        words += draw(_option("--max-branch", ANY_VALUE))
-        words += draw(_option("--checker", st.sampled_from(["", "nope", "final-equals-acks"])))
-    if command in ("explore", "prove"):
-        words += draw(_option("--out", st.sampled_from(["out", "a/b", "/etc/passwd", ""])))
-    if command == "replay":
-        words.append(draw(st.sampled_from(["missing.json", ".", "/dev/null", ""])))
-    if command == "report":
-        words.append(draw(st.sampled_from(["missing.json", ".", "/dev/null", "", "h.jsonl"])))
-        words += draw(
-            _option("--format", st.sampled_from(["md", "html", "perfetto", "text", "x", ""]))
-        )
-        words += draw(_option("--out", st.sampled_from(["rep", "/etc/passwd", ""])))
-        words += draw(_option("--scenario", st.sampled_from(["lost-update", "nope", ""])))
-        words += draw(_option("--clock", st.sampled_from(["virtual", "wall", "x"])))
-        words += draw(_option("--beside", st.sampled_from(["missing.jsonl", "."])))
-        words += draw(flag("--all"))
-    if command == "compare":  # always one bad value: a valid comparison runs for seconds
-        words.append(draw(st.sampled_from(["coordinator-async-append", "lost-update", ""])))
-        words += draw(
-            st.sampled_from(
-                [
-                    ["--seeds", "0"],
-                    ["--rate", "-1"],
-                    ["--duration-ms", "x"],
-                    ["--out", "/etc/passwd"],
-                    ["--seeds", "nan"],
-                ]
-            )
-        )
-    if command == "bench":
-        words += draw(
-            st.sampled_from(
-                [
-                    ["--seeds", "0"],
-                    ["--scenario", ""],
-                    ["--seeds", "x"],
-                    ["--scenario", "nope"],
-                    ["--variant", ""],
-                ]
-            )
-        )
-    if command == "spark-check":
-        words += draw(
-            st.sampled_from(
-                [
-                    ["--experiment", "nope"],
-                    ["--experiment", ""],
-                    ["--repeat", "0"],
-                    ["--pipeline", "nope:x"],
-                    ["--bogus"],
-                ]
-            )
-        )
-    words += draw(flag("--json"))
+    words += COMMAND_WORDS[command](draw)
+    words += draw(_flag("--json"))
     words += draw(st.sampled_from([[], [], ["--bogus-option"], ["stray"]]))
     return words
 
