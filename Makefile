@@ -149,4 +149,4 @@ SLIP_EXAMPLES ?= 300
 soundness: $(STAMP)
 	RACEPROOF_SOUNDNESS_EXAMPLES=$(SOUNDNESS_EXAMPLES) $(VENV)/bin/pytest -q -p no:cacheprovider \
 		property_tests/search_and_proof/test_soundness.py
-	$(VENV)/bin/python -m property_tests.search_and_proof.test_soundness_slips $(SLIP_EXAMPLES)
+	$(VENV)/bin/python -m property_tests.soundness_slips $(SLIP_EXAMPLES)

@@ -1,258 +1,31 @@
-"""Planted slips: the soundness generator must find each (issue 33 items 2 and 7).
+"""The soundness generator finds each planted footprint slip of the kernel and its primitives.
 
-Each slip is a mutant of the kernel, of its footprint checkers or of a
-primitive's footprint (the last rounds' bugs and the issue's held-out ones): a
-one-line change of the real source (``mutant``: the function recompiled with
-one anchor string replaced, which must still be there), applied for one test
-only. ``hunt`` draws models from the generator with a fixed seed, from the
-families of primitives the slip lives in (``FOCUS``), and returns the first on
-which the slip changes something one of the walks compares; with the slip
-removed, the same model shows nothing. The suite hunts the slips listed in
-``SUITE`` within ``SLIP_EXAMPLES`` examples each; ``python -m
-property_tests.search_and_proof.test_soundness_slips N`` (``make soundness``) hunts every slip
-with ``N`` examples, unfocused, and prints where each was found.
+Issue 33 items 2 and 7: item 1's invariant reads left out of the step's
+footprint, the last round's four footprint slips (a queue take recorded as a
+read, ``finish`` touching nothing, a model's ``touch`` deleted, a lock release
+recording nothing) and a tracked set's ``discard`` recorded without its read.
+Each is planted (``property_tests/soundness_slips.py``) and hunted with seed 0
+within ``SLIP_EXAMPLES`` examples of the generator, drawn from the families of
+primitives the slip lives in; the model found must show nothing once the slip
+is removed. The checkers' own slips are in ``test_soundness_checker_slips.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import inspect
-import sys
-import textwrap
-import time
-from collections.abc import Callable, Iterator
-from random import Random
-from typing import Any
-
 import pytest
-from hypothesis import HealthCheck, Phase, find, settings
 
-from property_tests.soundness_models import Spec, spec_strategy
-from property_tests.soundness_walks import MODES, TooBig, full_walk, patched
-from raceproof.sim import cross_check as cross_check_module
-from raceproof.sim import footprint_check, primitives, shared, state_cache, world
+from property_tests.soundness_slips import hunted
 
-SLIP_EXAMPLES = 60
-
-
-def problems_of(mode: str, spec: Spec) -> list[str]:
-    try:
-        full = full_walk(spec)
-    except TooBig:
-        return []
-    return MODES[mode](spec, full)
+FOOTPRINT_SLIPS = [
+    "invariant reads unrecorded",
+    "queue take recorded as a read",
+    "finish touches nothing",
+    "a model's touch deleted",
+    "a lock release records nothing",
+    "a tracked set's discard without its read",
+]
 
 
-def mutant(owner: Any, name: str, old: str, new: str) -> contextlib.AbstractContextManager[None]:
-    """``owner.name`` recompiled from its source with ``old`` (found exactly once) -> ``new``."""
-    function = inspect.getattr_static(owner, name)
-    source = textwrap.dedent(inspect.getsource(function))
-    assert source.count(old) == 1, f"the slip's anchor left {owner.__name__}.{name}: {old!r}"
-    namespace = dict(sys.modules[function.__module__].__dict__)
-    exec(compile(source.replace(old, new), f"<slip in {name}>", "exec"), namespace)
-    return patched(owner, name, namespace[name])
-
-
-@contextlib.contextmanager
-def touch_dropped(resource: str) -> Iterator[None]:
-    original = world.World.touch
-
-    def touch(self: world.World, name: str, write: bool = True) -> None:
-        if name != resource:
-            original(self, name, write)
-
-    with patched(world.World, "touch", touch):
-        yield
-
-
-Slip = tuple[Callable[[], contextlib.AbstractContextManager[None]], str, bool]
-# name -> (plant, the mode that finds it, whether its models share an untracked object);
-# FOCUS: the families of primitives the suite's cheap hunt draws from (``make soundness``
-# hunts with every family).
-SLIPS: dict[str, Slip] = {
-    # Item 1's bug: the invariant's reads outside the step's footprint.
-    "invariant reads unrecorded": (
-        lambda: mutant(
-            world.World,
-            "_observed_step",
-            "self._footprint = footprint\n        try:",
-            "self._footprint = None\n        try:",
-        ),
-        "reduction",
-        False,
-    ),
-    # The last round's four (property_tests/search_and_proof/test_footprint_slips.py).
-    "queue take recorded as a read": (
-        lambda: mutant(
-            primitives.EventQueue,
-            "get",
-            'self.world.touch(f"queue:{self.name}")',
-            'self.world.touch(f"queue:{self.name}", write=False)',
-        ),
-        "reduction",
-        False,
-    ),
-    "finish touches nothing": (
-        lambda: mutant(world.World, "finish", "self.touch_all()", "pass"),
-        "checkers",
-        False,
-    ),
-    "a model's touch deleted": (lambda: touch_dropped("model:m"), "reduction", False),
-    "a lock release records nothing": (
-        lambda: mutant(
-            primitives.Lock,
-            "release",
-            'self.world.touch(f"lock:{self.name}")',
-            "pass",
-        ),
-        "reduction",
-        False,
-    ),
-    # Issue 33 item 7's held-out mutants.
-    "a tracked set's discard without its read": (
-        lambda: mutant(
-            shared.TrackedSet,
-            "discard",
-            "self._world.touch(self._element(element))\n    if element in self._data:",
-            "if element in self._data:\n        self._world.touch(self._element(element))",
-        ),
-        "reduction",
-        False,
-    ),
-    "footprint check: a divergence left unverified": (
-        lambda: mutant(
-            footprint_check.FootprintChecker,
-            "_follow",
-            "if diverged.ambiguous:",
-            "if True:",
-        ),
-        "checkers",
-        True,
-    ),
-    "footprint check: a state snapshot ignored": (
-        lambda: mutant(
-            footprint_check.FootprintChecker,
-            "_difference",
-            "if src1.snapshot != src2.snapshot:",
-            "if False:",
-        ),
-        "checkers",
-        True,
-    ),
-    "footprint check: an off-by-one in its seen keys": (
-        lambda: mutant(
-            footprint_check.FootprintChecker,
-            "check",
-            "steps[i : j + 1]",
-            "steps[i:j]",
-        ),
-        "checkers",
-        True,
-    ),
-    "cross-check: an error verdict not compared": (
-        lambda: mutant(
-            cross_check_module,
-            "cross_check",
-            "full.verdict in FINDINGS and reduced.verdict not in FINDINGS",
-            'full.verdict == "violated" and reduced.verdict != "violated"',
-        ),
-        "checkers",
-        True,
-    ),
-    "state cache: the sleep set ignored": (
-        lambda: mutant(
-            state_cache.StateCache,
-            "look_up",
-            "visit.sleep <= sleep and visit.depth <= depth",
-            "visit.depth <= depth",
-        ),
-        "state-cache",
-        False,
-    ),
-}
-
-
-FOCUS: dict[str, tuple[str, ...]] = {
-    "invariant reads unrecorded": ("record", "set"),
-    "queue take recorded as a read": ("queue",),
-    "finish touches nothing": ("misc",),
-    "a model's touch deleted": ("touch",),
-    "a lock release records nothing": ("lock", "record"),
-    "a tracked set's discard without its read": ("set",),
-    "footprint check: a divergence left unverified": ("plain",),
-    "footprint check: a state snapshot ignored": ("plain",),
-    "footprint check: an off-by-one in its seen keys": ("plain",),
-    "cross-check: an error verdict not compared": ("plain",),
-    "state cache: the sleep set ignored": ("record", "counter", "set", "dict"),
-}
-
-
-def hunt(
-    slip: str, examples: int, seed_value: int = 0, *, focused: bool = True
-) -> tuple[Spec, int]:
-    """The first spec on which the planted ``slip`` changes something, and its example number.
-
-    Not shrunk (each example walks a model several times): the first one found.
-    ``focused``: drawn from the slip's ``FOCUS`` families only (the suite's cheap hunt).
-    """
-    plant, mode, untracked = SLIPS[slip]
-    strategy = spec_strategy(
-        untracked=untracked,
-        families=FOCUS[slip] if focused else (),
-        state=True if mode == "state-cache" else None,
-    )
-    tried = [0]
-
-    def shows(spec: Spec) -> bool:
-        tried[0] += 1
-        return bool(problems_of(mode, spec))
-
-    with plant():
-        found = find(
-            strategy,
-            shows,
-            settings=settings(
-                max_examples=examples,
-                database=None,
-                deadline=None,
-                phases=(Phase.generate,),
-                suppress_health_check=list(HealthCheck),
-            ),
-            random=Random(seed_value),
-        )
-    return found, tried[0]
-
-
-# The slips the suite's focused hunt finds within SLIP_EXAMPLES (the others: ``make soundness``).
-SUITE = sorted(
-    {
-        "invariant reads unrecorded",
-        "queue take recorded as a read",
-        "a model's touch deleted",
-        "a lock release records nothing",
-        "a tracked set's discard without its read",
-    }
-)
-
-
-@pytest.mark.parametrize("slip", SUITE)
-def test_the_generator_finds_each_planted_slip(slip: str) -> None:
-    found, _ = hunt(slip, SLIP_EXAMPLES)
-    _, mode, _ = SLIPS[slip]
-    assert problems_of(mode, found) == [], f"{found} still shows the slip once it is removed"
-
-
-def main(examples: int) -> None:
-    """Hunt every slip with ``examples`` unfocused examples; print where each was found."""
-    for slip in sorted(SLIPS):
-        started = time.monotonic()
-        try:
-            spec, tried = hunt(slip, examples, focused=False)
-            found = f"found at example {tried}: {spec}"
-        except Exception as missed:  # hypothesis' NoSuchExample
-            found = f"NOT found in {examples} examples ({type(missed).__name__})"
-        print(f"{slip}: {found} ({time.monotonic() - started:.0f} s)", flush=True)
-
-
-if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 300)
+@pytest.mark.parametrize("slip", FOOTPRINT_SLIPS)
+def test_the_generator_finds_each_planted_footprint_slip(slip: str) -> None:
+    assert hunted(slip).actors
