@@ -71,7 +71,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("examples", "bigint", "examples run (proof: runs)"),
     ("schedules", "bigint", "distinct schedules run (proof: complete schedules)"),
     ("complete", "boolean", "proof only: nothing pruned the walk"),
-    ("shards", "bigint", "proof only: shards the proof was split into"),
+    ("shards", "bigint", "proof only: the balanced units the proof was walked in"),
     ("seconds", "double", "wall seconds of the cell (varies between runs)"),
     ("virtual_ms", "bigint", "virtual milliseconds simulated by every run of the cell"),
     ("trace_hash", "string", "trace hash of the shrunk counterexample"),

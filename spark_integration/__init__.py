@@ -4,6 +4,6 @@
 --pipeline MODULE:FACTORY``); ``experiments``, ``faults``, ``trial`` and
 ``forced`` run fault experiments on local-mode Spark and judge their histories
 with the kernel's checkers; ``session`` and ``sandbox`` start and confine Spark;
-``campaign*`` runs scenario × variant × strategy × seed and proof shards as
+``campaign*`` runs scenario × variant × strategy × seed and proofs in rounds as
 Spark tasks into Parquet; ``pipelines`` holds the built-in example jobs.
 """

@@ -7,8 +7,8 @@ finished rows come back early. Rows are appended to ``DIR/results/`` as
 Parquet every few seconds and on Ctrl-C, so an interrupted campaign keeps
 every finished cell; a job that fails (a Python worker that died) is re-run
 one cell per job, and a cell that still fails becomes an ``error`` row. With
-``--prove`` each variant's proof is split into shards (``campaign_proof``)
-that run as the tasks of one job and merge into one row.
+``--prove`` each variant's proof is walked in balanced units, shipped in
+rounds of Spark jobs (``campaign_proof``), and merges into one row.
 
 Executors run :func:`campaign_cells.run_cell`, which needs nothing from the
 driver but the cell: an executor (a Python worker of local mode, or of a
@@ -54,7 +54,7 @@ from raceproof.spark_integration.campaign_cells import (
     error_row,
     run_cell,
 )
-from raceproof.spark_integration.campaign_proof import merge, prove_shard, shard_cells
+from raceproof.spark_integration.campaign_proof import Task, prove_cell, walk_task
 
 FLUSH_EVERY_S = 10.0
 DEFAULT_EXAMPLES = 100
@@ -97,6 +97,7 @@ class Summary:
     determinism: list[dict[str, Any]] = field(default_factory=list)
     master: str = ""
     parallelism: int = 0
+    proofs: list[dict[str, Any]] = field(default_factory=list)  # each proof's rounds and balance
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -312,16 +313,13 @@ def _run_search_job(sc: Any, cells: list[Cell]) -> list[dict[str, Any]]:
 
 
 def _run_proof_job(sc: Any, proof: Cell) -> list[dict[str, Any]]:
-    shards, plan = shard_cells(proof)
-    max_dev, max_branch = plan.max_deviations, plan.max_branch
-    results = (
-        sc.parallelize(shards, len(shards))
-        .map(lambda cell: prove_shard(cell, max_dev, max_branch))
-        .collect()
-        if shards
-        else []
-    )
-    return [merge(proof, plan, results)]
+    """One proof: its rounds, each one Spark job of its ready units (``campaign_proof``)."""
+
+    def ship(tasks: list[Task]) -> list[dict[str, Any]]:
+        done: list[dict[str, Any]] = sc.parallelize(tasks, len(tasks)).map(walk_task).collect()
+        return done
+
+    return [prove_cell(proof, ship, max(1, sc.defaultParallelism))]
 
 
 def _isolate(sc: Any, cells: list[Cell], exc: BaseException) -> list[dict[str, Any]]:
@@ -403,6 +401,8 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
         ran.extend(comparable(r) | {"_executor": r["executor"]} for r in rows)
         for row in rows:
             summary.count(row["verdict"])
+            if "_balance" in row:
+                summary.proofs.append(row["_balance"])
         if quiet:
             return
         say(f"  {len(ran)}/{len(todo)} cells  {time.perf_counter() - started:7.1f}s")

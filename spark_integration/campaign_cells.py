@@ -32,7 +32,6 @@ from typing import Any
 from raceproof.reports.campaign_folder import COLUMN_NAMES as COLUMN_NAMES
 from raceproof.reports.campaign_folder import COLUMNS as COLUMNS
 from raceproof.sim import Budget, Runner, RunOutcome, deviations, encode_blob, explore
-from raceproof.sim.reduction import Shard
 from raceproof.sim.verdicts import Verdict
 
 # Columns that differ between two runs of the same cell by design.
@@ -41,7 +40,7 @@ VOLATILE = frozenset({"seconds", "executor"})
 
 @dataclass(frozen=True)
 class Cell:
-    kind: str  # "search" or "proof-shard"
+    kind: str  # "search" or "proof"
     scenario: str
     variant: str
     strategy: str
@@ -50,8 +49,6 @@ class Cell:
     # Where user scenarios come from: (driver's working folder, --scenarios entries).
     scenarios_base: str = ""
     scenarios: tuple[str, ...] = ()
-    shard: Shard | None = None  # proof shards: the subtree of the walk this shard owns
-    shard_index: int = 0
     pct_depth: int = 3
 
     @property
@@ -147,7 +144,7 @@ def empty_row(cell: Cell, expected: str) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(COLUMN_NAMES)
     row.update(
         cell=cell.key,
-        kind="proof" if cell.kind == "proof-shard" else cell.kind,
+        kind=cell.kind,
         scenario=cell.scenario,
         variant=cell.variant,
         strategy=cell.strategy,

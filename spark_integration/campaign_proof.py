@@ -1,33 +1,53 @@
-"""A proof split into shards that run as Spark tasks and merge into the local proof's result.
+"""A proof walked as rounds of Spark tasks over balanced units; merged into the local proof's result.
 
-The split is ``prove -j``'s (``raceproof.sim.proof_plan``): the driver runs
-the walk's first run (down the FIFO path) and cuts the rest of the walk
-into shards described by data alone — a choice prefix, the sleep set it
-starts with, its depth — listed in the order the sequential walk takes
-them. Each shard is one Spark task that walks its subtree with
-``raceproof.sim.exhaustive.prove`` (the reduction on, as a local ``prove``
-has it), and :func:`merge` adds the shards' reports up in shard order with
-``proof_plan.merge``. So a complete proof has the same verdict, schedule
-count and reduction counts as ``raceproof prove`` and ``prove -j N``, and a
-violation is the first one in walk order whichever executor finished first.
+Why rounds: ``prove -j N`` balances a proof by handing bounded units of work
+(``raceproof.sim.proof_units``) to whichever worker is free, and re-cutting
+what a unit leaves. Spark has no work stealing and a task cannot ask for more
+work, so a campaign gets the same effect in rounds: the driver walks the
+proof's first ``IN_PROCESS_RUNS`` runs itself, then each round ships every
+unit that is ready as the tasks of one Spark job; each task walks its units,
+each for at most its share of runs (``UNIT_RUNS``), and returns what each
+walked and the branches it left; the driver cuts those into the next round's
+units. The units, their shares and the rounds depend on the proof's tree
+alone (a round takes every ready unit, dispatched in the plan's order), never
+on the cluster: how a round's units are grouped into tasks does not change
+what any unit walks.
 
-What travels between driver and executors is plain data: a :class:`Cell`
-with its ``Shard`` one way, a dict the other (the report's accounting, the
-shrunk counterexample's fields and file text), so executors may be other
-machines.
+The merge is ``proof_units``' own (:func:`proof_units.merge_units`, the
+driver's :class:`proof_units.Plan`): a complete proof has the verdict,
+schedule count and reduction counts of ``raceproof prove`` (any ``-j``); a
+violation is the first in walk order (fewest deviations, then the earliest
+chain of them), shrunk on the driver as ``prove`` shrinks it, so the row's
+counterexample is the local proof's. A violated proof's counts are the runs
+the units made before the first violation was settled, as for ``prove -j N``.
+
+What travels is plain data: a :class:`Task` (the proof's cell and its units,
+detached from the driver's walk) one way, a dict of ``UnitResult`` the other,
+so executors may be other machines with the same raceproof.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+import socket
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from raceproof.sim import Budget, Runner, RunOutcome, deviations, encode_blob
-from raceproof.sim.exhaustive import UNDECIDED, ProofReport, prove
-from raceproof.sim.proof_plan import finding_order, split
-from raceproof.sim.proof_plan import merge as merge_reports
+from raceproof.sim.exhaustive import UNDECIDED, WalkOptions
+from raceproof.sim.proof_units import (
+    IN_PROCESS_RUNS,
+    SPEEDUP_WORKERS,
+    Dispatch,
+    Plan,
+    UnitResult,
+    balance,
+    merge_units,
+    walk_unit,
+)
 from raceproof.sim.shrink import shrink
 from raceproof.sim.verdicts import Verdict
 from raceproof.spark_integration.campaign_cells import (
@@ -41,10 +61,140 @@ from raceproof.spark_integration.campaign_cells import (
     load_scenarios,
 )
 
-# The report's fields that are plain counts (what an executor sends back and merge adds up).
-_COUNTS = tuple(
-    f.name for f in dataclasses.fields(ProofReport) if f.name not in ("found", "shrunk")
-)
+TASKS_PER_CORE = 4  # a round's units go into this many tasks per core: Spark evens out the rest
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One Spark task of a round: the proof it belongs to and the units it walks, in order."""
+
+    proof: Cell
+    index: int
+    dispatches: tuple[Dispatch, ...]
+    max_deviations: int | None
+    max_branch: int | None
+
+
+@dataclasses.dataclass
+class Walked:
+    """What one unit's walk gave: its result, the hash of its runs' traces, its virtual time."""
+
+    result: UnitResult
+    hash: str
+    virtual_ms: int
+
+
+def _walk_recorded(run: Runner, options: WalkOptions, dispatch: Dispatch, worker: str) -> Walked:
+    recorder = _Recorder(run)
+    result = walk_unit(
+        recorder,
+        options,
+        dispatch.unit,
+        Budget(examples=dispatch.examples),
+        stop_depth=dispatch.stop_depth,
+        worker=worker,
+    )
+    return Walked(result=result, hash=recorder.digest.hexdigest(), virtual_ms=recorder.virtual_ms)
+
+
+def walk_task(task: Task) -> dict[str, Any]:
+    """Walk one task's units (runs on an executor); never raises: an error is said in the dict."""
+    from raceproof.scenarios.catalogue import get
+
+    started = time.perf_counter()
+    out: dict[str, Any] = {"task": task.index, "walked": [], "error": None}
+    try:
+        load_scenarios(task.proof.scenarios_base, task.proof.scenarios)
+        scenario = get(task.proof.scenario)
+        run = scenario.runner(task.proof.variant, scenario.prove_config)
+        options = WalkOptions(max_deviations=task.max_deviations, max_branch=task.max_branch)
+        worker = f"{socket.gethostname()}:{os.getpid()}"
+        for dispatch in task.dispatches:
+            out["walked"].append(_walk_recorded(run, options, dispatch, worker))
+    except Exception as exc:
+        out["error"] = _error_line(exc)
+    out["seconds"] = time.perf_counter() - started
+    return out
+
+
+def tasks_of(
+    dispatches: Sequence[Dispatch], proof: Cell, state: ProofPlan, slots: int
+) -> list[Task]:
+    """A round's units dealt round-robin into at most ``TASKS_PER_CORE * slots`` tasks."""
+    count = max(1, min(len(dispatches), TASKS_PER_CORE * slots))
+    return [
+        Task(
+            proof=proof,
+            index=index,
+            dispatches=tuple(dispatches[index::count]),
+            max_deviations=state.max_deviations,
+            max_branch=state.max_branch,
+        )
+        for index in range(count)
+    ]
+
+
+@dataclasses.dataclass
+class ProofPlan:
+    """The driver's side of one proof: the scenario's bounds, the plan, what came back."""
+
+    proof: Cell
+    expected: str
+    max_deviations: int | None
+    max_branch: int | None
+    plan: Plan
+    hashes: dict[tuple[int, ...], str] = dataclasses.field(default_factory=dict)
+    virtual_ms: int = 0
+    rounds: list[list[int]] = dataclasses.field(default_factory=list)  # each unit's runs, by round
+    driver_runs: int = 0
+    tasks: int = 0  # Spark tasks shipped, over all rounds
+    error: str | None = None
+
+    def take(self, dispatch: Dispatch, walked: Walked) -> None:
+        self.plan.take(dispatch, walked.result)
+        self.hashes[walked.result.ident] = walked.hash
+        self.virtual_ms += walked.virtual_ms
+
+
+Ship = Callable[[list[Task]], list[dict[str, Any]]]
+
+
+def prove_in_rounds(proof: Cell, ship: Ship, slots: int) -> ProofPlan:
+    """Walk ``proof``: its first runs here, the rest in rounds of tasks through ``ship``.
+
+    ``ship`` runs a round's tasks (as one Spark job, or in this process) and returns
+    :func:`walk_task`'s dicts in any order; ``slots`` is the cores the tasks share.
+    """
+    from raceproof.scenarios.catalogue import get
+
+    load_scenarios(proof.scenarios_base, proof.scenarios)
+    scenario = get(proof.scenario)
+    state = ProofPlan(
+        proof=proof,
+        expected=Verdict.VIOLATED if proof.variant in scenario.expect_violation else Verdict.OK,
+        max_deviations=scenario.prove_max_deviations,
+        max_branch=scenario.prove_max_branch,
+        plan=Plan(Budget(examples=proof.examples)),
+    )
+    plan = state.plan
+    run = scenario.runner(proof.variant, scenario.prove_config)
+    options = WalkOptions(max_deviations=state.max_deviations, max_branch=state.max_branch)
+    while plan.runs < IN_PROCESS_RUNS and (dispatch := plan.next()) is not None:
+        state.take(dispatch, _walk_recorded(run, options, dispatch, "driver"))
+    state.driver_runs = plan.runs
+    while dispatches := list(iter(plan.next, None)):
+        tasks = tasks_of(dispatches, proof, state, slots)
+        back = {out["task"]: out for out in ship(tasks)}
+        failed = [back[t.index] for t in tasks if back[t.index]["error"] is not None]
+        if failed:
+            state.error = f"task {failed[0]['task']}: {failed[0]['error']}"
+            return state
+        by_ident = {w.result.ident: w for out in back.values() for w in out["walked"]}
+        for dispatch in dispatches:  # in the plan's order: the next round's order is the plan's
+            state.take(dispatch, by_ident[dispatch.unit.ident])
+        state.rounds.append([by_ident[d.unit.ident].result.report.runs for d in dispatches])
+        state.tasks += len(tasks)
+    return state
 
 
 def _found(scenario: Any, variant: str, shrunk: RunOutcome) -> dict[str, Any]:
@@ -64,121 +214,59 @@ def _found(scenario: Any, variant: str, shrunk: RunOutcome) -> dict[str, Any]:
     return found
 
 
-def _report_dict(report: ProofReport) -> dict[str, Any]:
-    return {name: getattr(report, name) for name in _COUNTS}
+def rounds_speedup(state: ProofPlan, workers: int) -> float:
+    """The speedup the rounds allow on ``workers`` cores, counted in runs: the driver's runs
+    first, then each round's units scheduled greedily in order, a round starting when the
+    last one ended (the rounds' barriers are what this costs against ``balance``)."""
+    total = span = state.driver_runs
+    for units in state.rounds:
+        free = [0] * workers
+        for runs in units:
+            free[free.index(min(free))] += runs
+        total += sum(units)
+        span += max(free)
+    return round(total / max(1, span), 2)
 
 
-def prove_shard(cell: Cell, max_deviations: int | None, max_branch: int | None) -> dict[str, Any]:
-    """Walk one shard (runs on an executor); a plain dict that :func:`merge` adds up.
+def figures(state: ProofPlan) -> dict[str, Any]:
+    """The proof's balance: ``proof_units.balance`` of its units, and what its rounds allow."""
+    return {
+        "cell": state.proof.key,
+        "rounds": len(state.rounds),
+        "tasks": state.tasks,
+        "driver_runs": state.driver_runs,
+        "balance": balance(state.plan.results),
+        "rounds_speedup_allowed": {str(n): rounds_speedup(state, n) for n in SPEEDUP_WORKERS},
+    }
 
-    The shard gets the whole budget of runs (``cell.examples``), as each worker of
-    ``prove -j`` does; no wall-clock budget, so the result never depends on the executor.
-    """
+
+def proof_row(state: ProofPlan, seconds: float) -> dict[str, Any]:
+    """One proof row from a finished plan (the merge of ``prove -j``), shrunk here."""
     from raceproof.scenarios.catalogue import get
 
-    assert cell.shard is not None, "a proof-shard cell carries its shard"
-    started = time.perf_counter()
-    result: dict[str, Any] = {"shard": cell.shard_index, "verdict": Verdict.OK, "virtual_ms": 0}
-    try:
-        load_scenarios(cell.scenarios_base, cell.scenarios)
-        scenario = get(cell.scenario)
-        recorder = _Recorder(scenario.runner(cell.variant, scenario.prove_config))
-        report = prove(
-            recorder,
-            budget=Budget(examples=cell.examples),
-            max_deviations=max_deviations,
-            max_branch=max_branch,
-            reduction=True,
-            shard=cell.shard,
-        )
-        result["report"] = _report_dict(report)
-        result["verdict"] = report.verdict
-        if report.shrunk is not None:
-            result["found"] = _found(scenario, cell.variant, report.shrunk)
-        result["virtual_ms"] = recorder.virtual_ms
-        result["hash"] = recorder.digest.hexdigest()
-    except Exception as exc:
-        result["verdict"] = Verdict.ERROR
-        result["error"] = _error_line(exc)
-    result["seconds"] = time.perf_counter() - started
-    return result
-
-
-@dataclasses.dataclass
-class ProofPlan:
-    """What the driver learned before the shards run: the first run's report and its row parts."""
-
-    first: ProofReport
-    expected: str
-    max_deviations: int | None
-    max_branch: int | None
-    found: dict[str, Any] | None  # the first run's own violation, shrunk
-    virtual_ms: int
-    hash: str
-    seconds: float  # the driver's share: the first run, the probes, a shrink
-
-
-def shard_cells(proof: Cell) -> tuple[list[Cell], ProofPlan]:
-    """The proof's shards (computed on the driver, as ``prove -j`` does) and its plan."""
-    from raceproof.scenarios.catalogue import get
-
-    started = time.perf_counter()
-    load_scenarios(proof.scenarios_base, proof.scenarios)
-    scenario = get(proof.scenario)
-    expected = Verdict.VIOLATED if proof.variant in scenario.expect_violation else Verdict.OK
-    run: Runner = scenario.runner(proof.variant, scenario.prove_config)
-    recorder = _Recorder(run)
-    max_dev, max_branch = scenario.prove_max_deviations, scenario.prove_max_branch
-    shards, first = split(recorder, reduction=True, max_deviations=max_dev, max_branch=max_branch)
-    found = None
-    if first.found is not None:  # the FIFO run itself is violated: no shards to run
-        shards = []
-        found = _found(scenario, proof.variant, shrink(run, first.found).outcome)
-    plan = ProofPlan(
-        first=first,
-        expected=expected,
-        max_deviations=max_dev,
-        max_branch=max_branch,
-        found=found,
-        virtual_ms=recorder.virtual_ms,
-        hash=recorder.digest.hexdigest(),
-        seconds=time.perf_counter() - started,
-    )
-    cells = [
-        dataclasses.replace(proof, kind="proof-shard", shard=shard, shard_index=index)
-        for index, shard in enumerate(shards)
-    ]
-    return cells, plan
-
-
-def merge(proof: Cell, plan: ProofPlan, shards: list[dict[str, Any]]) -> dict[str, Any]:
-    """One proof row from its shards' results (in shard order, whatever order they finished in)."""
-    shards = sorted(shards, key=lambda s: s["shard"])
-    row = empty_row(proof, plan.expected)
-    digest = hashlib.sha256(plan.hash.encode())
-    for shard in shards:
-        digest.update(str(shard.get("hash")).encode())
-    row["virtual_ms"] = plan.virtual_ms + sum(s["virtual_ms"] for s in shards)
-    row["seconds"] = round(plan.seconds + sum(float(s["seconds"]) for s in shards), 4)
-    row["shards"] = len(shards)
-    row["cell_hash"] = digest.hexdigest()
-    errors = [s for s in shards if s["verdict"] == Verdict.ERROR]
-    if errors:
-        row["verdict"] = Verdict.ERROR
-        said = errors[0].get("error") or (errors[0].get("found") or {}).get("error")
-        row["error"] = f"shard {errors[0]['shard']}: {said}"
-        row["complete"] = False
-        return finish_row(row, plan.expected)
-    total = merge_reports(plan.first, [ProofReport(**s["report"]) for s in shards])
+    proof, plan = state.proof, state.plan
+    row = empty_row(proof, state.expected)
+    row["seconds"] = round(seconds, 4)
+    row["shards"] = len(plan.results)
+    row["_balance"] = figures(state)
+    if state.error is not None:
+        row["verdict"], row["complete"], row["error"] = Verdict.ERROR, False, state.error
+        return finish_row(row, state.expected)
+    total, winner = merge_units(plan.results, reduction=True, left=plan.left())
+    digest = hashlib.sha256()
+    for ident in sorted(state.hashes):
+        digest.update(state.hashes[ident].encode())
+    row["virtual_ms"] = state.virtual_ms
     row["schedules"], row["examples"] = total.schedules, total.runs
-    # The first violation in walk order: the first run's own, else the shards' first by
-    # deviations and then their chain (a later shard's may lie before an earlier one's).
-    violated = [s for s in shards if s["verdict"] == Verdict.VIOLATED]
-    first_shard = min(
-        violated, key=lambda s: finding_order(ProofReport(**s["report"])), default=None
-    )
-    found = plan.found or (None if first_shard is None else first_shard["found"])
-    if found is not None and "error" in found:  # not a verdict: the FIFO run itself raised
+    found = None
+    if winner is not None and winner.report.found is not None:
+        scenario = get(proof.scenario)
+        recorder = _Recorder(scenario.runner(proof.variant, scenario.prove_config))
+        found = _found(scenario, proof.variant, shrink(recorder, winner.report.found).outcome)
+        digest.update(recorder.digest.hexdigest().encode())
+        row["virtual_ms"] += recorder.virtual_ms
+    row["cell_hash"] = digest.hexdigest()
+    if found is not None and "error" in found:  # not a verdict: the model raised
         row["verdict"], row["complete"] = Verdict.ERROR, False
         row.update(found)
     elif found is not None:
@@ -193,4 +281,16 @@ def merge(proof: Cell, plan: ProofPlan, shards: list[dict[str, Any]]) -> dict[st
         said = ["pruned by " + ", ".join(f"{k} ({v})" for k, v in bounds)] if bounds else []
         said += [f"{v} runs {k}" for k, v in undecided]  # a checker said unknown
         row["error"] = "; ".join(said)
-    return finish_row(row, plan.expected)
+    return finish_row(row, state.expected)
+
+
+def prove_cell(proof: Cell, ship: Ship, slots: int) -> dict[str, Any]:
+    """The proof row of ``proof``, its rounds run through ``ship`` (``slots`` cores)."""
+    started = time.perf_counter()
+    state = prove_in_rounds(proof, ship, slots)
+    return proof_row(state, time.perf_counter() - started)
+
+
+def in_process(tasks: list[Task]) -> list[dict[str, Any]]:
+    """``ship`` without Spark: the tasks one after the other here (tests, the bench's baseline)."""
+    return [walk_task(task) for task in tasks]

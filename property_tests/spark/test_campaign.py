@@ -1,13 +1,13 @@
-"""Campaigns: cells, proof shards, the report, and whole campaigns on real local-mode Spark.
+"""Campaigns: cells, proofs in rounds, the report, and whole campaigns on real local-mode Spark.
 
-The pure parts (a cell's row, splitting and merging a proof, the report's
+The pure parts (a cell's row, a proof's rounds and their merge, the report's
 tables and the baseline diff) run without Spark. The campaign tests run the
 tiny ``lost-update`` scenario through the real local-mode session of the
 ``spark`` xdist group (started, never mocked; a Spark that cannot start fails
 them) and check what the issue asks: one row per cell, identical rows from
 two campaigns, a second run into the same folder doing nothing, a crashing
 cell as a row, Ctrl-C keeping finished cells, user scenarios reaching the
-executors, and sharded proofs merging to the local proof's count.
+executors, and proofs in rounds merging to the local proof's result.
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ from raceproof.cli.main import main
 from raceproof.reports import campaign as report
 from raceproof.scenarios.catalogue import get
 from raceproof.sim import Budget
-from raceproof.sim.proof_plan import split
-from raceproof.spark_integration import campaign
+from raceproof.spark_integration import campaign, campaign_proof
 from raceproof.spark_integration.campaign_cells import Cell, comparable, run_cell
-from raceproof.spark_integration.campaign_proof import merge, prove_shard, shard_cells
+from raceproof.spark_integration.campaign_proof import Task, in_process
 
 USER_SCENARIOS = textwrap.dedent(
     '''
@@ -99,106 +98,100 @@ def test_a_cell_that_cannot_run_is_an_error_row() -> None:
     assert "no-such-scenario" in row["error"]
 
 
-def _sharded_proof(variant: str) -> dict[str, Any]:
-    proof = Cell(
+def _proof(scenario: str, variant: str) -> Cell:
+    return Cell(
         kind="proof",
-        scenario="lost-update",
+        scenario=scenario,
         variant=variant,
         strategy="exhaustive",
         seed=0,
         examples=1_000_000,
     )
-    shards, plan = shard_cells(proof)
-    results = [
-        prove_shard(shard, plan.max_deviations, plan.max_branch) for shard in reversed(shards)
-    ]
-    return merge(proof, plan, results)
 
 
-def test_a_proof_in_shards_has_the_counts_of_prove_and_prove_j() -> None:
+@pytest.fixture
+def all_in_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver walks nothing itself: every unit, the root's too, goes out in a round."""
+    monkeypatch.setattr(campaign_proof, "IN_PROCESS_RUNS", 0)
+
+
+def test_a_proof_in_rounds_has_the_counts_of_prove_and_prove_j(all_in_rounds: None) -> None:
     scenario, variant = get("lost-update"), "fix-cas"
     local = scenario.prove(variant, Budget(1_000_000))
     parallel = scenario.prove(variant, Budget(1_000_000), jobs=2)
-    row = _sharded_proof(variant)
+    state = campaign_proof.prove_in_rounds(_proof("lost-update", variant), in_process, 2)
+    row = campaign_proof.proof_row(state, 0.0)
     assert (local.verdict, local.complete) == ("ok", True)
     assert (row["verdict"], row["complete"]) == ("ok", True)
     assert row["schedules"] == local.schedules == parallel.schedules
     assert row["examples"] == local.runs == parallel.runs
-    assert row["shards"] > 1 and parallel.shards > 1
+    assert state.driver_runs == 0 and len(state.rounds) > 2 and state.tasks > len(state.rounds)
+    assert row["shards"] == len(state.plan.results) > 1
 
 
-def test_shards_are_prove_js_split_and_results_merge_in_walk_order() -> None:
-    """Whatever order the executors return them in, the row is the same."""
-    proof = Cell(
-        kind="proof",
-        scenario="lost-update",
-        variant="fix-cas",
-        strategy="exhaustive",
-        seed=0,
-        examples=1_000_000,
+def test_the_row_does_not_depend_on_the_tasks_nor_the_order_they_come_back(
+    all_in_rounds: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One task a round or three, back in order or reversed: the same row, the same balance."""
+    monkeypatch.setattr(campaign_proof, "TASKS_PER_CORE", 1)
+
+    def backwards(tasks: list[Task]) -> list[dict[str, Any]]:
+        return list(reversed(in_process(tasks)))
+
+    for variant in ("fix-cas", "buggy"):
+        rows = [
+            campaign_proof.prove_cell(_proof("lost-update", variant), ship, slots)
+            for ship, slots in ((in_process, 1), (backwards, 3))
+        ]
+        assert comparable(rows[0]) == comparable(rows[1])
+        assert rows[0]["_balance"]["balance"] == rows[1]["_balance"]["balance"]
+        if variant == "fix-cas":  # several units a round: really cut differently
+            assert rows[0]["_balance"]["tasks"] < rows[1]["_balance"]["tasks"]
+
+
+def test_a_proof_in_rounds_of_a_buggy_variant_is_the_local_proofs_counterexample(
+    all_in_rounds: None,
+) -> None:
+    row = campaign_proof.prove_cell(
+        _proof("streams-checkpoint-resurrection", "buggy"), in_process, 2
     )
-    shards, plan = shard_cells(proof)
-    run = get("lost-update").runner("fix-cas", get("lost-update").prove_config)
-    expected, _first = split(run, reduction=True)
-    assert [cell.shard for cell in shards] == expected
-    assert [cell.shard_index for cell in shards] == list(range(len(shards)))
-    results = [prove_shard(shard, plan.max_deviations, plan.max_branch) for shard in shards]
-    forward = merge(proof, plan, results)
-    backward = merge(proof, plan, list(reversed(results)))
-    assert comparable(forward) == comparable(backward)
-
-
-def test_a_sharded_proof_of_a_buggy_variant_is_violated_with_a_shrunk_counterexample() -> None:
-    row = _sharded_proof("buggy")
+    local = get("streams-checkpoint-resurrection").prove("buggy", Budget(1_000_000))
+    assert local.shrunk is not None and local.runs > 1
     assert row["verdict"] == "violated" and row["met"] and row["complete"] is False
-    assert row["deviations"] == 1 and row["_counterexample"]
-    assert row["counterexample"].startswith("counterexamples/lost-update--buggy--")
-
-
-def test_a_proof_violated_at_its_first_run_has_no_shards_and_a_whole_row() -> None:
-    """Samza's ``kill`` loses data on the FIFO path itself: the driver's plan holds the verdict."""
-    proof = Cell(
-        kind="proof",
-        scenario="samza-drain",
-        variant="kill",
-        strategy="exhaustive",
-        seed=0,
-        examples=1_000_000,
+    assert (row["trace_hash"], row["deviations"]) == (local.shrunk.trace_hash, 3)
+    assert row["_counterexample"] and row["counterexample"].startswith(
+        "counterexamples/streams-checkpoint-resurrection--buggy--"
     )
-    shards, plan = shard_cells(proof)
-    row = merge(proof, plan, [])
-    assert shards == [] and plan.found is not None
+
+
+def test_a_proof_violated_at_its_first_run_is_walked_on_the_driver_alone() -> None:
+    """Samza's ``kill`` loses data on the FIFO path itself: no round is shipped."""
+
+    def no_ship(tasks: list[Task]) -> list[dict[str, Any]]:
+        raise AssertionError(f"shipped {len(tasks)} tasks")
+
+    row = campaign_proof.prove_cell(_proof("samza-drain", "kill"), no_ship, 2)
     assert (row["verdict"], row["complete"], row["met"], row["shards"]) == (
         "violated",
         False,
         True,
-        0,
+        1,
     )
     assert isinstance(row["seconds"], float) and row["seconds"] > 0  # Parquet's double column
     assert row["blob"] is not None and row["_counterexample"] and row["schedules"] == 1
+    assert row["_balance"]["rounds"] == 0
 
 
-def test_a_shard_that_crashes_makes_the_proof_an_error_row() -> None:
-    proof = Cell(
-        kind="proof",
-        scenario="lost-update",
-        variant="fix-cas",
-        strategy="exhaustive",
-        seed=0,
-        examples=1_000_000,
-    )
-    shards, plan = shard_cells(proof)
-    results = [prove_shard(shard, plan.max_deviations, plan.max_branch) for shard in shards]
-    results[-1] = {
-        "shard": results[-1]["shard"],
-        "verdict": "error",
-        "error": "boom",
-        "virtual_ms": 0,
-        "seconds": 0.0,
-    }
-    row = merge(proof, plan, results)
+def test_a_task_that_crashes_makes_the_proof_an_error_row(all_in_rounds: None) -> None:
+    def crashing(tasks: list[Task]) -> list[dict[str, Any]]:
+        done = in_process(tasks)
+        if len(tasks) > 1:  # the second round: its last task said it crashed
+            done[-1] = {"task": tasks[-1].index, "walked": [], "error": "boom", "seconds": 0.0}
+        return done
+
+    row = campaign_proof.prove_cell(_proof("lost-update", "fix-cas"), crashing, 2)
     assert (row["verdict"], row["complete"], row["met"]) == ("error", False, False)
-    assert row["error"] == f"shard {len(shards) - 1}: boom"
+    assert row["error"].startswith("task ") and row["error"].endswith(": boom")
 
 
 # -- the report, on rows made by hand -------------------------------------------------
@@ -360,7 +353,7 @@ def test_user_scenarios_reach_the_executors_and_a_crashing_cell_is_a_row(
 
 
 @spark_group
-def test_prove_in_shards_on_spark_matches_the_local_proof_and_the_report_renders(
+def test_prove_in_rounds_on_spark_matches_the_local_proof_and_the_report_renders(
     spark: Any, tmp_path: Path
 ) -> None:
     options = _options(tmp_path / "p", strategies=("pct",), seeds=(0,), prove=True)

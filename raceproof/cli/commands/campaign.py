@@ -1,4 +1,4 @@
-"""``raceproof campaign``: scenario × variant × strategy × seed (and proof shards) as Spark tasks.
+"""``raceproof campaign``: scenario × variant × strategy × seed (and proofs in rounds) as Spark tasks.
 
 Also ``raceproof report DIR`` for a campaign folder (the campaign report with
 ``--baseline``), registered here while the report command for counterexamples
@@ -346,7 +346,7 @@ def _add_campaign(commands: Any) -> None:
     sub = add_command(
         commands,
         "campaign",
-        "scenario × variant × strategy × seed (and proofs in shards) as Spark tasks, into Parquet",
+        "scenario × variant × strategy × seed (and proofs in rounds) as Spark tasks, into Parquet",
         cmd_campaign,
         epilog="examples:\n"
         "  raceproof campaign --seeds 20 --out out/c1\n"
@@ -395,7 +395,7 @@ def _add_campaign(commands: Any) -> None:
     sub.add_argument(
         "--prove",
         action="store_true",
-        help="also prove every variant, its proof split into shards run as tasks",
+        help="also prove every variant: its balanced units shipped as tasks, in rounds",
     )
     sub.add_argument(
         "--master", type=non_empty, default="local[*]", help="Spark master URL (default local[*])"
