@@ -47,3 +47,8 @@ def after(world: World, delay_ms: int, action: Any) -> Generator[Any, Any, None]
     """A process that sleeps ``delay_ms`` and then calls ``action``."""
     yield world.sleep(delay_ms)
     action()
+
+
+def fifo_world(values: Sequence[int] = ()) -> World:
+    """A plain world that replays ``values`` and then takes the boring choice (FIFO) forever."""
+    return World(ReplaySource(list(values), strict=False))
