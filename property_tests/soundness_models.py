@@ -87,7 +87,7 @@ PRIMITIVES = (
 )
 ZOOKEEPER = ("zk.create", "zk.set", "zk.get-watch", "zk.multi", "zk.expire")
 FAULTS = ("node.pause", "node.crash", "node.jump", "node.clock", "draw", "probe", "late")
-UNTRACKED = ("plain.write", "plain.read", "plain.raise", "plain.branch")
+UNTRACKED = ("plain.write", "plain.read", "plain.raise", "plain.branch", "plain.choose")
 OPS = TRACKED + PRIMITIVES + ZOOKEEPER + FAULTS
 
 INVARIANTS = ("record-not-both", "counter-below-2", "set-below-2", "dict-not-both")
@@ -110,6 +110,7 @@ class Spec:
     untracked: bool = False  # ops may share a plain dict no footprint records
     state: bool = False  # the model declares its state (for the state cache)
     final_checker: bool = True  # a third of the final states violate (``final_state``)
+    max_steps: int | None = None  # a step bound some runs may hit (None: ``BOUNDS``')
 
     def __str__(self) -> str:
         scripts = " | ".join(" ".join(f"{op.kind}:{op.key}" for op in ops) for ops in self.actors)
@@ -124,7 +125,8 @@ class Spec:
             )
             if on
         ]
-        return f"[{scripts}] invariant={self.invariant} {' '.join(flags)}"
+        bound = "" if self.max_steps is None else f" max_steps={self.max_steps}"
+        return f"[{scripts}] invariant={self.invariant} {' '.join(flags)}{bound}"
 
 
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -139,7 +141,14 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "zk": ZOOKEEPER,
     "node": ("node.pause", "node.crash", "node.jump", "node.clock"),
     "misc": ("draw", "probe", "late"),
+    # Untracked control flow (models whose runs diverge when reordered): drawn only
+    # when a slip's hunt names it, beside the untracked ops every untracked spec has.
+    "diverge": ("plain.choose", "plain.write"),
+    # Runs of different lengths (``stall`` where a probe would fire), for a spec with a
+    # step bound (``spec_strategy(bounded=True)``): some of its runs hit the bound.
+    "bounds": ("stall", "probe", "counter.add", "set.add", "set.discard"),
 }
+HUNT_ONLY = ("diverge", "bounds")  # families a spec draws only when a hunt names them
 # The invariant that reads each family's object (the others get one at random).
 WATCHES = {
     "record": "record-not-both",
@@ -158,6 +167,7 @@ def spec_strategy(
     max_ops: int = 5,
     families: tuple[str, ...] = (),
     state: bool | None = None,
+    bounded: bool = False,
 ) -> Spec:
     """Two or three actors of one to three ops, at most ``max_ops`` in all.
 
@@ -166,9 +176,10 @@ def spec_strategy(
     invariant, when it has one, mostly watches a focused family's object. With
     ``untracked`` the model's own unrecorded dict is always one of the families
     (``families=("plain",)``: the only one); ``families`` narrows the focus (a
-    slip's hunt), ``state`` fixes whether the model declares its state.
+    slip's hunt), ``state`` fixes whether the model declares its state. ``bounded``:
+    the spec also has a step bound near its runs' lengths, which some runs may hit.
     """
-    pool = sorted(families or FAMILIES)
+    pool = sorted(families or (f for f in FAMILIES if f not in HUNT_ONLY))
     focus = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=2, unique=True))
     kinds = [kind for family in focus for kind in FAMILIES.get(family, ())]
     if untracked:
@@ -200,6 +211,7 @@ def spec_strategy(
         # checkers' claims are about endings, and a final-state violation would stop the
         # stopping proofs before the error a slip hides.
         final_checker=False if untracked else draw(st.booleans()),
+        max_steps=draw(st.integers(10, 20)) if bounded else None,
     )
 
 
@@ -285,9 +297,18 @@ def _actor(parts: _Parts, index: int, script: tuple[Op, ...]) -> Callable[[], Pr
             if op.kind == "queue.get":
                 item = yield parts.queue.get()
                 parts.world.log(f"a{index}", "op", k=op.kind, saw=item)
+            elif op.kind == "plain.choose":  # untracked state decides whether the actor draws
+                seen = parts.plain["v"]
+                pick = None if seen is None else parts.world.source.choose(f"a{index}.pick", (0, 1))
+                parts.world.log(f"a{index}", "op", k=op.kind, saw=(seen, pick))
             elif op.kind == "plain.branch":  # control flow on untracked state: a divergence
                 if parts.plain["v"] is not None:
                     yield parts.world.sleep(1)
+                parts.world.log(f"a{index}", "op", k=op.kind, saw=None)
+            elif op.kind == "stall":  # three more steps, 1 ms apart, where a probe would fire
+                if parts.c.value > 0 or op.key in parts.s:
+                    for _ in range(3):
+                        yield parts.world.sleep(1)
                 parts.world.log(f"a{index}", "op", k=op.kind, saw=None)
             elif op.kind == "late":  # a step at the instant the observer finishes the run
                 yield parts.world.sleep(max(0, END_MS - parts.world.now_ms))
@@ -507,10 +528,17 @@ def checkers(spec: Spec) -> list[Callable[[History], Verdict]]:
     return found
 
 
+def bounds_of(spec: Spec) -> Bounds:
+    """The spec's bounds: ``BOUNDS``, with its own step bound if it has one."""
+    if spec.max_steps is None:
+        return BOUNDS
+    return Bounds(max_time_ms=BOUNDS.max_time_ms, max_steps=spec.max_steps)
+
+
 def runner(spec: Spec) -> Runner:
-    judged = checkers(spec)
+    judged, bounds = checkers(spec), bounds_of(spec)
 
     def run(source: ChoiceSource) -> RunOutcome:
-        return execute(lambda world: build(world, spec), source, judged, BOUNDS)
+        return execute(lambda world: build(world, spec), source, judged, bounds)
 
     return run

@@ -19,6 +19,7 @@ property_tests.soundness_slips N`` (``make soundness``) hunts every slip with
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import sys
 import textwrap
@@ -32,12 +33,23 @@ from hypothesis import HealthCheck, Phase, find, settings
 from property_tests.soundness_models import Spec, spec_strategy
 from property_tests.soundness_walks import MODES, TooBig, full_walk, patched
 from raceproof.sim import cross_check as cross_check_module
-from raceproof.sim import footprint_check, primitives, shared, state_cache, world
+from raceproof.sim import (
+    exhaustive,
+    footprint_check,
+    primitives,
+    shared,
+    state_cache,
+    world,
+)
 
 SLIP_EXAMPLES = 60
+# The module (the package exports a function of the same name).
+explore = importlib.import_module("raceproof.sim.explore")
 
 
 def problems_of(mode: str, spec: Spec) -> list[str]:
+    if mode == "bounds":  # its claims need no full walk (one with bounded runs is never complete)
+        return MODES[mode](spec, None)
     try:
         full = full_walk(spec)
     except TooBig:
@@ -171,6 +183,28 @@ SLIPS: dict[str, Slip] = {
         "state-cache",
         False,
     ),
+    # Item 7's last two: bounded runs counted as if they had ended.
+    "a search counts one bound hit as ok": (
+        lambda: mutant(
+            explore,
+            "_no_violation",
+            "Verdict.INCONCLUSIVE if undecided.runs else Verdict.OK",
+            "Verdict.INCONCLUSIVE if undecided.runs > 1 else Verdict.OK",
+        ),
+        "bounds",
+        False,
+    ),
+    "a proof counts probes on a bounded run": (
+        lambda: mutant(
+            exhaustive.ProofWalk,
+            "_run_one",
+            "self.pruned[outcome.bound] = self.pruned.get(outcome.bound, 0) + 1",
+            "self.pruned[outcome.bound] = self.pruned.get(outcome.bound, 0) + 1\n"
+            "        count_probes(self.probes, outcome)",
+        ),
+        "bounds",
+        False,
+    ),
 }
 
 
@@ -181,11 +215,13 @@ FOCUS: dict[str, tuple[str, ...]] = {
     "a model's touch deleted": ("touch",),
     "a lock release records nothing": ("lock", "record"),
     "a tracked set's discard without its read": ("set",),
-    "footprint check: a divergence left unverified": ("plain",),
+    "footprint check: a divergence left unverified": ("diverge",),
     "footprint check: a state snapshot ignored": ("plain",),
     "footprint check: an off-by-one in its seen keys": (),  # any model: its accounting
     "cross-check: an error verdict not compared": ("plain",),
     "state cache: the sleep set ignored": ("record", "counter", "set", "dict"),
+    "a search counts one bound hit as ok": ("bounds",),
+    "a proof counts probes on a bounded run": ("bounds",),
 }
 
 
@@ -206,6 +242,7 @@ def hunt(
         untracked=untracked,
         families=FOCUS[slip] if focused else (),
         state=True if mode == "state-cache" else None,
+        bounded=mode == "bounds",
     )
     tried = [0]
 

@@ -13,22 +13,26 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from property_tests.soundness_models import BOUNDS, Spec, build, checkers, runner
+from property_tests.soundness_models import Spec, bounds_of, build, checkers, runner
 from raceproof.scenarios.catalogue import Scenario
 from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
 from raceproof.sim import cross_check as cross_check_module
 from raceproof.sim.configs import BadInput
 from raceproof.sim.exhaustive import ProofReport
+from raceproof.sim.explore import explore_random
 from raceproof.sim.footprint_check import StepRecord, delayable_steps, movable_steps
 from raceproof.sim.outcome import Runner
 from raceproof.sim.state_cache import StateCacheMismatch, ending
+from raceproof.sim.verdicts import Verdict
 
 WALK_RUNS = 4_000  # a spec whose full walk needs more is not judged (``TooBig``)
+SEARCH_EXAMPLES = 20  # a random search's examples, for the claims about bounded runs
 
 FINDINGS = ("violated", "error")
 
@@ -146,7 +150,7 @@ def scenario(spec: Spec) -> Scenario:
         expect_violation=frozenset(),
         checkers=tuple(checkers(spec)),
         build=lambda world, variant, config: build(world, spec),
-        bounds=BOUNDS,
+        bounds=bounds_of(spec),
     )
 
 
@@ -185,11 +189,17 @@ def parallel_problems(spec: Spec, full: Walk | None = None) -> list[str]:
 
 
 def masked(run: Runner) -> Runner:
-    """``run`` whose findings do not stop a walk: every schedule is judged (verdicts kept)."""
+    """``run`` whose findings do not stop a walk: every schedule is judged (verdicts kept).
+
+    A finding in a run that hit a bound leaves it what it is without one: undecided.
+    """
 
     def judged(source: ChoiceSource) -> RunOutcome:
         outcome = run(source)
-        return dataclasses.replace(outcome, status="ok") if outcome.status in FINDINGS else outcome
+        if outcome.status not in FINDINGS:
+            return outcome
+        status = Verdict.OK if outcome.bound is None else Verdict.INCONCLUSIVE
+        return dataclasses.replace(outcome, status=status)
 
     return judged
 
@@ -282,12 +292,71 @@ def checker_problems(spec: Spec, full: Walk | None = None, *, strict: bool = Fal
     return problems + coverage_problems(run, budget)
 
 
+@dataclass
+class _Tally:
+    """What a walk's or a search's runs were, counted from the runs themselves."""
+
+    runs: int = 0
+    bounded: int = 0
+    first_bounded: int | None = None  # how many runs came before the first bounded one
+    probes: Counter[str] = dataclasses.field(default_factory=Counter)
+
+
+def _tallied(run: Runner, tally: _Tally) -> Runner:
+    def counted(source: ChoiceSource) -> RunOutcome:
+        outcome = run(source)  # a run cut by the reduction raises: neither judged nor bounded
+        tally.runs += 1
+        if outcome.bound is not None:
+            if tally.first_bounded is None:
+                tally.first_bounded = tally.runs
+            tally.bounded += 1
+        else:
+            tally.probes.update(outcome.probes.keys())  # each judged run once per probe
+        return outcome
+
+    return masked(counted)
+
+
+def bound_problems(spec: Spec, full: Walk | None = None) -> list[str]:
+    """Runs cut by a bound are never a pass and never witness a probe (no full walk needed).
+
+    The plain walk (findings masked, so every schedule is judged) counts each probe
+    in exactly the judged runs that reached it, as counted from the runs themselves,
+    and is neither ``ok`` nor ``complete`` once a run hit a bound; a random search
+    (findings masked) that met a bound in any run is ``inconclusive``, not ``ok``.
+    """
+    proof_tally, search_tally = _Tally(), _Tally()
+    run = runner(spec)
+    report = prove(_tallied(run, proof_tally), budget=Budget(examples=WALK_RUNS), reduction=False)
+    problems = []
+    if report.probes != dict(proof_tally.probes):
+        problems.append(
+            f"the proof counts probes {report.probes}; its judged runs reached "
+            f"{dict(proof_tally.probes)}"
+        )
+    if proof_tally.bounded and (report.verdict == Verdict.OK or report.complete):
+        problems.append(
+            f"the proof says {report.verdict} (complete={report.complete}) where "
+            f"{proof_tally.bounded} runs hit a bound"
+        )
+    # The search up to its first bounded run (its examples are seeded one by one, so the
+    # shorter search repeats the longer one's first examples): one bound hit is enough.
+    explore_random(_tallied(run, search_tally), seed=0, budget=Budget(examples=SEARCH_EXAMPLES))
+    if search_tally.first_bounded is not None:
+        examples = search_tally.first_bounded + 1
+        search = explore_random(masked(run), seed=0, budget=Budget(examples=examples))
+        if search.verdict == Verdict.OK:
+            problems.append(f"a search of {examples} examples says ok; its last hit a bound")
+    return problems
+
+
 MODES: dict[str, Callable[[Spec, Walk | None], list[str]]] = {
     "reduction": reduction_problems,
     "state-cache": state_cache_problems,
     "parallel": parallel_problems,
     "checkers": checker_problems,
     "checkers-strict": partial(checker_problems, strict=True),
+    "bounds": bound_problems,
 }
 
 

@@ -77,6 +77,15 @@ def test_the_footprint_checks_report_every_unsound_reduction(spec: Spec) -> None
     _judge("checkers", spec)
 
 
+@GENERATED
+@given(spec_strategy(families=("bounds",), bounded=True))
+def test_bounded_runs_are_never_a_pass_nor_a_probe_witness(spec: Spec) -> None:
+    """A step bound some runs hit: the proof's probes come from its judged runs only, and
+    neither the proof nor a search that met a bound says ``ok``."""
+    problems = MODES["bounds"](spec, None)
+    assert not problems, f"{spec}: {problems}"
+
+
 def test_an_invariant_op_is_the_same_whatever_independent_steps_ran_before_it() -> None:
     """``make soundness`` (60 examples) found it: the op carried the World's step count, so
     delaying a1's empty step past a0's violating one changed it and ``--check-footprints``

@@ -1,15 +1,20 @@
 """The soundness generator finds each planted slip of the checkers of soundness (issue 33 item 7).
 
 The held-out mutants of ``prove --check-footprints`` (a divergence left
-unverified, a state snapshot ignored, an off-by-one in its seen keys), of
-``--cross-check`` (an ``error`` verdict not compared) and of the state cache
-(its sleep-set condition dropped), planted one at a time
+unverified, an off-by-one in its seen keys), of ``--cross-check`` (an ``error``
+verdict not compared), of a search (one bound hit counted as ``ok``) and of a
+proof (probes counted on a bounded run), planted one at a time
 (``property_tests/soundness_slips.py``) and hunted with seed 0 within
 ``SLIP_EXAMPLES`` examples of the generator. The claims that find them are the
-generator's (``property_tests/soundness_walks.py``): ``--cross-check`` on models
-that raise, ``--check-footprints`` reporting an unsound reduction that the
-unslipped check reports, its count of tested claims against the claims the
-walk's ended runs rest on, and the state cache against the full walk.
+generator's (``property_tests/soundness_walks.py``): ``--check-footprints``
+reporting an unsound reduction that the unslipped check reports (on models
+whose untracked state decides whether an actor draws), its count of tested
+claims against the claims the walk's ended runs rest on, ``--cross-check`` on
+models that raise, and bounded runs never a pass nor a probe's witness (on
+models with a step bound that some runs hit). Two held-out mutants are not yet
+found within that budget and are hunted only by ``make soundness``: a state
+snapshot ignored by ``--check-footprints`` and the state cache's sleep-set
+condition dropped.
 """
 
 from __future__ import annotations
@@ -19,8 +24,11 @@ import pytest
 from property_tests.soundness_slips import hunted
 
 CHECKER_SLIPS = [
+    "footprint check: a divergence left unverified",
     "footprint check: an off-by-one in its seen keys",
     "cross-check: an error verdict not compared",
+    "a search counts one bound hit as ok",
+    "a proof counts probes on a bounded run",
 ]
 
 
