@@ -57,13 +57,19 @@ from raceproof.sim.reduction import Node
 from raceproof.sim.shrink import shrink
 from raceproof.sim.verdicts import Verdict
 
-UNIT_RUNS = 64  # runs a unit walks before it hands back what it left
+UNIT_RUNS = 32  # runs a unit walks before it hands back what it left
 # ... except near the root, where units are smaller so that the tree fans out fast: a
 # unit k levels below the root walks at most min(UNIT_RUNS, FIRST_UNIT_RUNS * 2**k) runs.
-FIRST_UNIT_RUNS = 4
+FIRST_UNIT_RUNS = 2
 SPLIT_WAYS = 16  # the units the rest of an unfinished unit is cut into, at most
-# ... each of at least this many branches: a unit of a few runs costs more than it gives.
+# ... each of at least this many branches: a unit of a few runs costs more than it gives ...
 PIECE_ENTRIES = 8
+# ... but near the root, where a branch's subtree is big, a piece has one branch per
+# PIECE_RUNS_PER_ENTRY runs its unit may walk (a unit one level down: one branch). Cut
+# into pieces of 8 there, the root's rest made 3 units where 16 workers wait, and a
+# chain of units each leaving a rest bounded every proof of ~1,000 runs at x10-11 on 16
+# (streams-checkpoint-resurrection / fix-load-after-lock: 4+8+16+32+32 = 92 runs of 1,024).
+PIECE_RUNS_PER_ENTRY = 8
 # Runs walked in the calling process before a pool starts: a pool costs a short proof's
 # runs several times over (measured: lost-update/fix-cas, 46 runs, -j 2 took 2-3 times
 # as long as -j 1 when every shard went to the pool).
@@ -107,17 +113,28 @@ def _detach(frontier: Sequence[Entry]) -> list[Entry]:
     return entries
 
 
-def cut(left: Sequence[Entry]) -> list[list[Entry]]:
+def unit_runs(level: int) -> int:
+    """The runs a unit ``level`` cuts below the root walks at most."""
+    return min(UNIT_RUNS, FIRST_UNIT_RUNS << min(level, 16))
+
+
+def piece_entries(level: int) -> int:
+    """The fewest branches of a unit ``level`` cuts below the root (but for the last piece)."""
+    return max(1, min(PIECE_ENTRIES, unit_runs(level) // PIECE_RUNS_PER_ENTRY))
+
+
+def cut(left: Sequence[Entry], piece: int | None = None) -> list[list[Entry]]:
     """``left`` in at most ``SPLIT_WAYS`` contiguous pieces of about equal size (and at least
-    ``PIECE_ENTRIES`` branches, but for the last), never inside a draw."""
+    ``piece`` branches, ``PIECE_ENTRIES`` unless given, but for the last), never inside a draw."""
     ways = SPLIT_WAYS
+    piece = PIECE_ENTRIES if piece is None else piece
     groups: list[list[Entry]] = []
     for entry in left:
         if groups and groups[-1][0][0] is entry[0]:
             groups[-1].append(entry)
         else:
             groups.append([entry])
-    target = max(PIECE_ENTRIES, -(-len(left) // ways)) if left else 0
+    target = max(piece, -(-len(left) // ways)) if left else 0
     pieces: list[list[Entry]] = []
     for group in groups:
         if pieces and len(pieces[-1]) < target:
@@ -291,8 +308,9 @@ class Plan:
             self.ready.popleft()  # wholly deeper than a finding: cannot come first
         if not self.ready or self.budget.out_of_time():
             return None
-        unit_runs = min(UNIT_RUNS, FIRST_UNIT_RUNS << min(len(self.ready[0].ident), 16))
-        share = min(unit_runs, self.budget.examples - self.runs - self.promised)
+        share = min(
+            unit_runs(len(self.ready[0].ident)), self.budget.examples - self.runs - self.promised
+        )
         if share <= 0:
             return None
         self.promised += share
@@ -316,7 +334,7 @@ class Plan:
         if result.report.found is not None:
             key = _key(result.report)
             self.best = key if self.best is None else min(self.best, key)
-        pieces = cut(result.left)
+        pieces = cut(result.left, piece_entries(len(result.ident) + 1))
         self.ready.extend(Unit((*result.ident, k), piece) for k, piece in enumerate(pieces))
 
     def unexplored(self) -> int:

@@ -45,13 +45,15 @@ def tiny_units(first: int, most: int, ways: int, piece: int) -> Iterator[None]:
         proof_units.UNIT_RUNS,
         proof_units.SPLIT_WAYS,
         proof_units.PIECE_ENTRIES,
+        proof_units.PIECE_RUNS_PER_ENTRY,
     )
     (
         proof_units.FIRST_UNIT_RUNS,
         proof_units.UNIT_RUNS,
         proof_units.SPLIT_WAYS,
         proof_units.PIECE_ENTRIES,
-    ) = (first, most, ways, piece)
+        proof_units.PIECE_RUNS_PER_ENTRY,
+    ) = (first, most, ways, piece, 1)
     try:
         yield
     finally:
@@ -60,6 +62,7 @@ def tiny_units(first: int, most: int, ways: int, piece: int) -> Iterator[None]:
             proof_units.UNIT_RUNS,
             proof_units.SPLIT_WAYS,
             proof_units.PIECE_ENTRIES,
+            proof_units.PIECE_RUNS_PER_ENTRY,
         ) = saved
 
 
@@ -246,3 +249,16 @@ def test_units_walk_the_soundness_generators_models_as_the_sequential_walk(
     with tiny_units(*sizes):
         units = prove_balanced(run, 1, budget=Budget(examples=10**6), options=WalkOptions())
     same_walk(units, one)
+
+
+def test_the_plan_of_a_thousand_run_proof_allows_twelve_on_sixteen_workers() -> None:
+    """streams-checkpoint-resurrection / fix-load-after-lock (1,024 runs) allowed x10.04: the
+    root's rest was cut into pieces of 8 branches (3 units where 16 workers wait) and a chain of
+    units each leaving a rest was 92 runs. Cut one branch a piece near the root, it allows more."""
+    found = get("streams-checkpoint-resurrection")
+    run = found.runner("fix-load-after-lock", found.prove_config)
+    report = prove_balanced(run, 1, budget=Budget(examples=10**6), options=WalkOptions())
+    assert report.complete and report.runs == 1024
+    assert report.balance is not None
+    assert report.balance["speedup_allowed"]["16"] >= 12
+    assert report.balance["critical_path_runs"] <= 1024 // 16
