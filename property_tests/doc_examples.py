@@ -26,6 +26,9 @@ blocks are evaluated in order, one temporary folder per page:
   file: its ``raceproof`` and ``pytest`` commands (``run:`` steps, ``- `` script items) then run
   there and must exit 0; its ``pip install`` lines are checked to install raceproof, not run.
 - ``<!-- skip: next -->`` skips the next block (Sybil's own skip parser).
+
+A document's namespace may name ``shell``: a ``(folder, command)`` function that runs a
+console session's commands in its stead (the newcomer's test runs them as another user).
 """
 
 from __future__ import annotations
@@ -197,8 +200,9 @@ def run_in(folder: Path, command: str) -> subprocess.CompletedProcess[str]:
 
 def evaluate_console(example: Example) -> str | None:
     folder = session_dir(example)
+    shell = example.namespace.get("shell", run_in)  # how a command runs (``test_newcomer.py``)
     for command, expected in sessions(example.parsed):
-        done = run_in(folder, command)
+        done = shell(folder, command)
         said = f"$ {command}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
         if done.returncode in FAILING_EXITS or done.returncode > 4 or done.returncode < 0:
             reason = FAILING_EXITS.get(done.returncode, "not a verdict")
