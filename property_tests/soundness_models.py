@@ -144,11 +144,14 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     # Untracked control flow (models whose runs diverge when reordered): drawn only
     # when a slip's hunt names it, beside the untracked ops every untracked spec has.
     "diverge": ("plain.choose", "plain.write"),
+    # Blind writes of the untracked object beside reads of tracked state: its value
+    # differs between orders and converges again when the last write is the same.
+    "blind": ("plain.write", "counter.read"),
     # Runs of different lengths (``stall`` where a probe would fire), for a spec with a
     # step bound (``spec_strategy(bounded=True)``): some of its runs hit the bound.
     "bounds": ("stall", "probe", "counter.add", "set.add", "set.discard"),
 }
-HUNT_ONLY = ("diverge", "bounds")  # families a spec draws only when a hunt names them
+HUNT_ONLY = ("diverge", "bounds", "blind")  # families a spec draws only when a hunt names them
 # The invariant that reads each family's object (the others get one at random).
 WATCHES = {
     "record": "record-not-both",
@@ -182,8 +185,8 @@ def spec_strategy(
     pool = sorted(families or (f for f in FAMILIES if f not in HUNT_ONLY))
     focus = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=2, unique=True))
     kinds = [kind for family in focus for kind in FAMILIES.get(family, ())]
-    if untracked:
-        kinds += list(UNTRACKED)
+    if untracked and not any(kind in UNTRACKED for kind in kinds):
+        kinds += list(UNTRACKED)  # unless the focus names its own untracked ops
     op = st.builds(
         Op,
         st.one_of(st.sampled_from(kinds), st.sampled_from(kinds), st.sampled_from(OPS)),

@@ -216,13 +216,16 @@ FOCUS: dict[str, tuple[str, ...]] = {
     "a lock release records nothing": ("lock", "record"),
     "a tracked set's discard without its read": ("set",),
     "footprint check: a divergence left unverified": ("diverge",),
-    "footprint check: a state snapshot ignored": ("plain",),
+    "footprint check: a state snapshot ignored": ("blind",),
     "footprint check: an off-by-one in its seen keys": (),  # any model: its accounting
     "cross-check: an error verdict not compared": ("plain",),
     "state cache: the sleep set ignored": ("record", "counter", "set", "dict"),
     "a search counts one bound hit as ok": ("bounds",),
     "a proof counts probes on a bounded run": ("bounds",),
 }
+
+
+DECLARED_STATE = ("footprint check: a state snapshot ignored",)
 
 
 def hunt(
@@ -241,7 +244,8 @@ def hunt(
     strategy = spec_strategy(
         untracked=untracked,
         families=FOCUS[slip] if focused else (),
-        state=True if mode == "state-cache" else None,
+        # A state snapshot is the model's declared state: without one there is little to compare.
+        state=True if mode == "state-cache" or slip in DECLARED_STATE else None,
         bounded=mode == "bounds",
     )
     tried = [0]
