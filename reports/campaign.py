@@ -344,7 +344,7 @@ def _counterexamples(data: dict[str, Any]) -> Table:
 def _proofs(data: dict[str, Any]) -> Table:
     """The merged proofs."""
     return (
-        "Proofs (merged from shards)",
+        "Proofs (merged from balanced units)",
         [
             "scenario",
             "variant",
@@ -352,7 +352,7 @@ def _proofs(data: dict[str, Any]) -> Table:
             "verdict",
             "complete",
             "schedules",
-            "shards",
+            "units",
             "seconds",
         ],
         [

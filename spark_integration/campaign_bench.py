@@ -1,4 +1,4 @@
-"""``raceproof bench --campaign``: what running cells as Spark tasks costs and gains.
+"""``raceproof bench --campaign`` and ``--cluster``: what running on Spark costs and gains.
 
 Runs one small grid (``lost-update``, both variants, three strategies) three
 ways: in this process, one cell after another (the baseline); as a campaign on
@@ -7,11 +7,20 @@ and warmed up (one job that imports raceproof in a Python worker) before the
 clock starts, so the figures are steady-state cells per second, not JVM
 start-up. Printed, never asserted: the machine is shared, so the load average
 is printed beside them.
+
+``--cluster`` starts a standalone cluster on 127.0.0.1 with one 1-core
+worker, then another with two (``spark_integration.standalone``), and times
+one proof of ``campaign --prove`` in rounds on each (the median of a few
+runs, after a warm-up), beside the balance figures of its plan: the speedup
+its units allow on 2 workers, and the lower one its rounds allow (a round
+waits for its last unit). The proof is walked once in this process first, so
+the rows from the cluster are checked against it.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,7 +29,7 @@ from typing import Any
 
 from raceproof.spark_integration.campaign import Options, campaign_session, grid
 from raceproof.spark_integration.campaign import run as run_campaign
-from raceproof.spark_integration.campaign_cells import Cell, run_cell
+from raceproof.spark_integration.campaign_cells import Cell, comparable, run_cell
 
 Say = Callable[[str], None] | None
 
@@ -91,5 +100,110 @@ def figures(seeds: int = 6, examples: int = 100, progress: Say = None) -> dict[s
     say(
         f"scaling local[2] / local[1]: {two / one:.2f}; overhead of a campaign cell on local[1] "
         f"against in-process: {overhead_ms:+.0f} ms per cell"
+    )
+    return result
+
+
+# -- a proof on a standalone cluster of one, then two workers -------------------------
+CLUSTER_PROOF = ("samza-drain", "drain")  # 1,782 runs in rounds, about 9 CPU s: rounds to spare
+EXECUTORS_TIMEOUT_S = 240.0
+
+
+def _executors_up(spark: Any, workers: int) -> None:
+    """Wait until each worker's executor has registered (the driver counts as one more)."""
+    deadline = time.monotonic() + EXECUTORS_TIMEOUT_S
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
+    while status.size() < workers + 1:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{workers} executor(s) did not register in {EXECUTORS_TIMEOUT_S} s")
+        time.sleep(0.5)
+        status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
+
+
+def _on_cluster(
+    proof: Cell, workers: int, repeats: int, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """The proof ``repeats`` times on a fresh cluster of ``workers`` 1-core workers."""
+    from raceproof.spark_integration.campaign import _run_proof_job
+    from raceproof.spark_integration.standalone import standalone
+
+    seconds: list[float] = []
+    rows: list[dict[str, Any]] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="raceproof-cluster-bench-") as folder,
+        standalone(Path(folder), workers=workers) as cluster,
+    ):
+        spark = campaign_session(cluster.url, "raceproof-cluster-bench")
+        try:
+            _executors_up(spark, workers)
+            _warm_up(spark)
+            load = _load()
+            for _ in range(repeats):
+                started = time.perf_counter()
+                rows.extend(_run_proof_job(spark.sparkContext, proof))
+                seconds.append(round(time.perf_counter() - started, 2))
+                say(f"  {workers} worker(s): {seconds[-1]:.1f}s; load average {_load()}")
+        finally:
+            spark.stop()
+    return {
+        "seconds": seconds,
+        "median_s": statistics.median(seconds),
+        "load_before": load,
+        "load_after": _load(),
+        "rows": rows,
+    }
+
+
+def cluster_figures(
+    scenario: str = CLUSTER_PROOF[0],
+    variant: str = CLUSTER_PROOF[1],
+    repeats: int = 3,
+    progress: Say = None,
+) -> dict[str, Any]:
+    """``bench --cluster``: one proof in rounds on 1 and then 2 workers, beside its balance."""
+    from raceproof.spark_integration.campaign_proof import in_process, prove_cell
+
+    say = progress or (lambda _line: None)
+    proof = Cell(
+        kind="proof",
+        scenario=scenario,
+        variant=variant,
+        strategy="exhaustive",
+        seed=0,
+        examples=1_000_000,
+    )
+    say(f"cluster bench: campaign --prove {scenario}/{variant}; load average {_load()}")
+    started = time.perf_counter()
+    local = prove_cell(proof, in_process, 2)  # the rounds in this process: the plan and counts
+    in_process_s = round(time.perf_counter() - started, 2)
+    plan = local["_balance"]
+    say(
+        f"in this process: {in_process_s:.1f}s, {local['verdict']}, {local['schedules']} "
+        f"schedules, {plan['rounds']} rounds of {plan['balance']['units']} units"
+    )
+    result: dict[str, Any] = {
+        "proof": f"{scenario}/{variant}",
+        "cpus": os.cpu_count(),
+        "verdict": local["verdict"],
+        "schedules": local["schedules"],
+        "runs": local["examples"],
+        "rounds": plan["rounds"],
+        "units": plan["balance"]["units"],
+        "driver_runs": plan["driver_runs"],
+        "in_process_s": in_process_s,
+        "speedup_allowed": plan["balance"]["speedup_allowed"],
+        "rounds_speedup_allowed": plan["rounds_speedup_allowed"],
+    }
+    for workers in (1, 2):
+        figures = _on_cluster(proof, workers, repeats, say)
+        same = all(comparable(row) == comparable(local) for row in figures.pop("rows"))
+        result[f"workers_{workers}"] = figures | {"same_row_as_in_process": same}
+        say(f"  {workers} worker(s): every row the in-process row: {'yes' if same else 'NO'}")
+    one, two = result["workers_1"]["median_s"], result["workers_2"]["median_s"]
+    result["speedup_1_to_2_workers"] = round(one / two, 2)
+    say(
+        f"1 -> 2 workers: x{one / two:.2f} (medians {one:.1f}s, {two:.1f}s); the units allow "
+        f"x{plan['balance']['speedup_allowed']['2']} on 2 workers, the rounds "
+        f"x{plan['rounds_speedup_allowed']['2']}"
     )
     return result

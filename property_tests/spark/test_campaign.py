@@ -23,6 +23,7 @@ from raceproof.cli.main import main
 from raceproof.reports import campaign as report
 from raceproof.scenarios.catalogue import get
 from raceproof.sim import Budget
+from raceproof.sim.proof_units import Plan
 from raceproof.spark_integration import campaign, campaign_proof
 from raceproof.spark_integration.campaign_cells import Cell, comparable, run_cell
 from raceproof.spark_integration.campaign_proof import Task, in_process
@@ -192,6 +193,25 @@ def test_a_task_that_crashes_makes_the_proof_an_error_row(all_in_rounds: None) -
     row = campaign_proof.prove_cell(_proof("lost-update", "fix-cas"), crashing, 2)
     assert (row["verdict"], row["complete"], row["met"]) == ("error", False, False)
     assert row["error"].startswith("task ") and row["error"].endswith(": boom")
+
+
+def test_the_rounds_speedup_counts_each_rounds_barrier() -> None:
+    """The driver's runs, then each round's units greedily on N cores, a round waiting for
+    its last: a round with one long unit costs that unit, whatever the cores."""
+    state = campaign_proof.ProofPlan(
+        proof=_proof("lost-update", "fix-cas"),
+        expected="ok",
+        max_deviations=None,
+        max_branch=None,
+        plan=Plan(Budget()),
+        driver_runs=4,
+        rounds=[[8, 8, 8, 8], [64, 1, 1, 1]],
+    )
+    total = 4 + 32 + 67
+    assert campaign_proof.rounds_speedup(state, 1) == 1.0
+    assert campaign_proof.rounds_speedup(state, 2) == round(total / (4 + 16 + 64), 2)
+    assert campaign_proof.rounds_speedup(state, 4) == round(total / (4 + 8 + 64), 2)
+    assert campaign_proof.rounds_speedup(state, 16) == round(total / (4 + 8 + 64), 2)
 
 
 # -- the report, on rows made by hand -------------------------------------------------

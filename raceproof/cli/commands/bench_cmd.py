@@ -15,7 +15,7 @@ from raceproof.cli.validation import int_in, non_empty, positive_seconds
 from raceproof.runs import runner
 
 # The modes of ``bench`` (each "instead" of the others): two at once mean nothing.
-_MODES = ("campaign", "swarm_table", "proofs")
+_MODES = ("campaign", "cluster", "swarm_table", "proofs")
 CONTRADICTIONS = tuple(
     (first, second, "each is a bench of its own; run them one at a time")
     for i, first in enumerate(_MODES)
@@ -42,6 +42,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from raceproof.spark_integration import campaign_bench
 
         result = campaign_bench.figures(progress=say)
+    elif args.cluster:
+        result = _cluster(args, say)
     elif args.swarm_table:
         if args.scenario:
             scenario_and_variant(args)  # an unknown name is a usage error
@@ -70,6 +72,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return runner.EXIT_OK
 
 
+def _cluster(args: argparse.Namespace, say: Any) -> dict[str, Any]:
+    """``bench --cluster``: a proof in rounds on a standalone cluster of 1, then 2 workers."""
+    from raceproof.spark_integration import campaign_bench
+
+    scenario_name, variant = campaign_bench.CLUSTER_PROOF
+    if args.scenario or args.variant:  # a --variant alone is one of the default scenario's
+        chosen = argparse.Namespace(**vars(args))
+        chosen.scenario = args.scenario or scenario_name
+        chosen.variant = args.variant or (None if args.scenario else variant)
+        scenario, variant = scenario_and_variant(chosen)  # an unknown name is a usage error
+        scenario_name = scenario.name
+    return campaign_bench.cluster_figures(scenario_name, variant, args.alternations, say)
+
+
 def _growth(args: argparse.Namespace, bench: Any, say: Any) -> dict[str, Any]:
     """``bench --growth``: the scenario's proof as a size knob of its configuration grows."""
     scenario_name, variant, knob, values = bench.GROWTH
@@ -92,12 +108,20 @@ def add(commands: Any) -> None:
         epilog="examples:\n  raceproof bench --quick\n"
         "  raceproof bench --scenario brooklin-double-stop --variant buggy --seeds 10\n"
         "  raceproof bench --proofs --scenario lost-update\n"
-        "  raceproof bench --campaign",
+        "  raceproof bench --campaign\n"
+        "  raceproof bench --cluster --alternations 3",
     )
     sub.add_argument(
         "--campaign",
         action="store_true",
         help="instead: campaign cells/s on local[1] and local[2], and per-cell overhead",
+    )
+    sub.add_argument(
+        "--cluster",
+        action="store_true",
+        help="instead: campaign --prove in rounds on a standalone cluster of 1, then 2 workers "
+        "started on 127.0.0.1 (default proof samza-drain/drain; --scenario/--variant pick "
+        "another; --alternations runs on each)",
     )
     sub.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
     sub.add_argument(
