@@ -161,17 +161,10 @@ def cluster_figures(
     progress: Say = None,
 ) -> dict[str, Any]:
     """``bench --cluster``: one proof in rounds on 1 and then 2 workers, beside its balance."""
-    from raceproof.spark_integration.campaign_proof import in_process, prove_cell
+    from raceproof.spark_integration.campaign_proof import in_process, proof_of, prove_cell
 
     say = progress or (lambda _line: None)
-    proof = Cell(
-        kind="proof",
-        scenario=scenario,
-        variant=variant,
-        strategy="exhaustive",
-        seed=0,
-        examples=1_000_000,
-    )
+    proof = proof_of(scenario, variant)
     say(f"cluster bench: campaign --prove {scenario}/{variant}; load average {_load()}")
     started = time.perf_counter()
     local = prove_cell(proof, in_process, 2)  # the rounds in this process: the plan and counts

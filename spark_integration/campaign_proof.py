@@ -284,6 +284,18 @@ def proof_row(state: ProofPlan, seconds: float) -> dict[str, Any]:
     return finish_row(row, state.expected)
 
 
+def proof_of(scenario: str, variant: str, runs: int = 1_000_000) -> Cell:
+    """The proof cell of ``scenario``/``variant`` with a budget of ``runs`` (the campaign's)."""
+    return Cell(
+        kind="proof",
+        scenario=scenario,
+        variant=variant,
+        strategy="exhaustive",
+        seed=0,
+        examples=runs,
+    )
+
+
 def prove_cell(proof: Cell, ship: Ship, slots: int) -> dict[str, Any]:
     """The proof row of ``proof``, its rounds run through ``ship`` (``slots`` cores)."""
     started = time.perf_counter()

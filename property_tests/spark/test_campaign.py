@@ -100,14 +100,7 @@ def test_a_cell_that_cannot_run_is_an_error_row() -> None:
 
 
 def _proof(scenario: str, variant: str) -> Cell:
-    return Cell(
-        kind="proof",
-        scenario=scenario,
-        variant=variant,
-        strategy="exhaustive",
-        seed=0,
-        examples=1_000_000,
-    )
+    return campaign_proof.proof_of(scenario, variant)
 
 
 @pytest.fixture
