@@ -429,7 +429,9 @@ def test_a_worker_ignores_ctrl_c_and_dies_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, before[1])
 
 
-def test_a_parallel_proof_passes_every_option_to_its_workers() -> None:
+def test_a_parallel_proof_passes_every_option_to_its_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from raceproof.sim.proof_plan import prove_parallel
 
     run = runner(Toy(SAMPLE, state="right"))
@@ -466,10 +468,17 @@ def test_a_parallel_proof_passes_every_option_to_its_workers() -> None:
         assert done == total == str(two.shards)
     cached = prove_parallel(run, 2, budget=Budget(), reduction=False, state_cache=True)
     assert cached.verdict == "ok" and cached.state_cache_cuts > 0
-    checked = prove_parallel(
-        run, 2, budget=Budget(), reduction=False, state_cache=True, state_cache_check=True
-    )
-    assert checked.state_cache_checked > 0
+    # The debug mode compares a state's repeats when the unit that met it walked its whole
+    # subtree: here one unit, the whole tree (90 runs), walked by a worker.
+    with monkeypatch.context() as patch:
+        patch.setattr(proof_units, "IN_PROCESS_RUNS", 0)
+        patch.setattr(proof_units, "FIRST_UNIT_RUNS", 1024)
+        patch.setattr(proof_units, "UNIT_RUNS", 1024)
+        checked = prove_parallel(
+            run, 2, budget=Budget(), reduction=False, state_cache=True, state_cache_check=True
+        )
+    assert checked.state_cache_checked > 0 and checked.balance is not None
+    assert "driver" not in {w["name"] for w in checked.balance["workers"]}
     short = prove_parallel(run, 2, budget=Budget(examples=1), reduction=False)
     assert short.verdict == "inconclusive" and short.pruned.get("budget", 0) > 0
     full = prove(run, budget=Budget(), reduction=False)
