@@ -11,7 +11,10 @@ across ``-j 1/2/3`` through the pool.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,6 +28,7 @@ from property_tests.soundness_walks import scenario as spec_scenario
 from property_tests.toy_model import Toy, final_of, runner
 from raceproof.scenarios.catalogue import all_scenarios, get
 from raceproof.sim import Budget, ProofReport, proof_units, prove
+from raceproof.sim.errors import KernelError
 from raceproof.sim.exhaustive import WalkOptions
 from raceproof.sim.proof_plan import merge, split
 from raceproof.sim.proof_units import balance, makespan, prove_balanced
@@ -262,3 +266,48 @@ def test_the_plan_of_a_thousand_run_proof_allows_twelve_on_sixteen_workers() -> 
     assert report.balance is not None
     assert report.balance["speedup_allowed"]["16"] >= 12
     assert report.balance["critical_path_runs"] <= 1024 // 16
+
+
+def _in_worker(fail: Callable[[], None]) -> Any:
+    """The toy model's runner, which calls ``fail`` in a worker process (never in the driver)."""
+    run = runner(Toy(((("/a", True), ("/b", False)), (("/b", True), ("/a", True)))))
+
+    def walked(source):  # type: ignore[no-untyped-def]
+        if multiprocessing.current_process().name != "MainProcess":
+            fail()
+        return run(source)
+
+    return walked
+
+
+def _kernel_error() -> None:
+    raise KernelError("planted in a worker")
+
+
+class _Unpicklable(Exception):
+    def __init__(self, lock: Any) -> None:
+        super().__init__("holds a lock")
+        self.lock = lock
+
+
+def _unpicklable() -> None:
+    raise _Unpicklable(threading.Lock())
+
+
+@pytest.mark.parametrize(
+    ("fail", "message"),
+    [
+        (_kernel_error, "planted in a worker"),
+        (_unpicklable, "a proof worker raised _Unpicklable"),
+        (lambda: os._exit(3), "proof worker worker-. died"),
+    ],
+)
+def test_what_a_worker_raises_or_how_it_dies_ends_the_proof_at_the_driver(
+    fail: Callable[[], None], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never a hang or a pass: the driver raises what the worker raised (a ``KernelError`` when
+    that cannot travel back, or when the worker died), and the workers are gone after."""
+    monkeypatch.setattr(proof_units, "IN_PROCESS_RUNS", 0)
+    with pytest.raises(KernelError, match=message):
+        prove_balanced(_in_worker(fail), 2, budget=Budget(examples=10**6), options=WalkOptions())
+    assert not multiprocessing.active_children()
