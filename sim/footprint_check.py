@@ -24,11 +24,13 @@ they share untracked. Each sequence of step keys is tested once per walk.
 
 The mirror claim is tested too (``delayable_steps``): a step chosen among
 others that the footprints call independent of the steps of its instant run
-after it, and that were already due with it, could have run after them.
-Sleep sets rest on it as well (a step asleep stays asleep while independent
-steps run, and the run that would show the other order is cut and never
-checked). Not yet tested: the same claim against steps created after the
-sleeping one (the soundness generator's open find, docs/explanation/proofs.md).
+after it could have run after them, whether those were due with it or created
+later in the instant (a write a later step schedules). Sleep sets rest on it
+as well (a step asleep stays asleep while independent steps run, and the run
+that would show the other order is cut and never checked). A delayed order
+that cannot be followed (a step that was not due without the delayed one) is
+unverified: the reduction never relies on it, since a sleeping step cannot
+have caused the steps that run while it sleeps.
 
 A pair is only *unverified* (counted, never reported as wrong) when a run
 cannot be followed for reasons that do not show a dependency: a step with no
@@ -207,7 +209,6 @@ def delayable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
                 step.key is None
                 or step.drew
                 or step.at_ms != late.at_ms
-                or step.key not in late.options  # due without ``late``: no causal link hidden
                 or _process(step.key) == _process(late.key)
                 or _dependent(step.footprint, late.footprint)
             ):
