@@ -71,6 +71,7 @@ class StepRecord:
     drew: bool  # it drew a model-level choice
     options: tuple[str | None, ...] | None  # the keys due at its schedule draw, if one chose it
     at_ms: int | None = None  # its instant (None: not known)
+    ends_run: bool = False  # its process raised: the run ends on it (nothing can follow it)
 
 
 class _Diverged(SleepBlocked):  # passes through ``execute`` like the reduction's own cut
@@ -214,6 +215,8 @@ def delayable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
             ):
                 break
             found.append((i, j))
+            if step.ends_run:  # nothing runs after it: the last step ``late`` could pass
+                break
     return found
 
 
@@ -252,13 +255,17 @@ class FootprintChecker:
                 self.unverified += 1
                 continue
             self.checked += 1
-            difference = self._difference(first, second)
+            compare = _raised_alike if b.ends_run else self._difference
+            difference = compare(first, second)
             if difference is None:
                 continue
             if first[0].ambiguous or second[0].ambiguous:
                 self.unverified += 1
                 continue
-            k, difference = self._culprit(keys, model_values, first, di, dj, difference)
+            if b.ends_run:  # moved one step back at a time it ends the run early each time
+                k = di
+            else:
+                k, difference = self._culprit(keys, model_values, first, di, dj, difference)
             culprit = steps[named[k]]
             assert culprit.key is not None
             raise FootprintMismatch(
@@ -299,7 +306,9 @@ class FootprintChecker:
                 self.unverified += 1
                 continue
             self.checked += 1
-            difference = self._difference(first, second)
+            # Delayed past a step that ends the run, ``late`` never runs: that step must
+            # end it alike.
+            difference = (_raised_alike if steps[j].ends_run else self._difference)(first, second)
             if difference is None:
                 continue
             if any(f[0].ambiguous or f[0].out_of_order for f in (first, second)):
@@ -311,7 +320,8 @@ class FootprintChecker:
                 moved = [*keys[:di], *keys[di + 1 : dk + 1], late.key, *keys[dk + 1 :]]
                 again = self._follow(moved, model_values, dj + 1)
                 if again is not None and again[2] is None:
-                    found = self._difference(first, again)
+                    compare = _raised_alike if steps[k].ends_run else self._difference
+                    found = compare(first, again)
                     if found is not None and not (again[0].ambiguous or again[0].out_of_order):
                         culprit, difference = steps[k], found
                         break
@@ -360,13 +370,11 @@ class FootprintChecker:
         first: tuple[KeyFollowingSource, RunOutcome | None, str | None],
         second: tuple[KeyFollowingSource, RunOutcome | None, str | None],
     ) -> str | None:
-        (src1, out1, err1), (src2, out2, err2) = first, second
-        if err1 is not None:
-            return None  # the original order itself could not be followed: say nothing
-        if err2 is not None:
-            return err2
-        assert out1 is not None and out2 is not None
-        if src1.snapshot != src2.snapshot:
+        both = _ended(first, second)
+        if not isinstance(both, tuple):
+            return both
+        out1, out2 = both
+        if first[0].snapshot != second[0].snapshot:
             return "the pending events (or the model's declared state) differ right after the pair"
         end1, end2 = ending(out1, 0), ending(out2, 0)
         if end1 == end2:
@@ -378,6 +386,41 @@ class FootprintChecker:
         only = sorted((counted1 - counted2) or (counted2 - counted1))
         time_ms, actor, kind, fields = only[0]
         return f"the ops differ, first {actor} {kind} {fields} at {time_ms} ms"
+
+
+def _ended(
+    first: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+    second: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+) -> tuple[RunOutcome, RunOutcome] | str | None:
+    """Both runs' outcomes, or instead what to report: the other order's divergence, or
+    None (say nothing) when the original order itself could not be followed."""
+    (_, out1, err1), (_, out2, err2) = first, second
+    if err1 is not None:
+        return None
+    if err2 is not None:
+        return err2
+    assert out1 is not None and out2 is not None
+    return out1, out2
+
+
+def _raised_alike(
+    first: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+    second: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+) -> str | None:
+    """For a step whose process raised, in the other order: it must end the run alike.
+
+    The run ends on it, so in the other order the steps on its far side never run
+    and the endings cannot match; what its footprint vouches for is that it behaves
+    the same, so it ends the run with the same status and the same error.
+    """
+    both = _ended(first, second)
+    if not isinstance(both, tuple):
+        return both
+    out1, out2 = both
+    if out1.status == out2.status and out1.error == out2.error:
+        return None
+    said = out2.error.message if out2.error is not None else "no error"
+    return f"in the other order the step that raised ends the run {out2.status} ({said})"
 
 
 def _cause(

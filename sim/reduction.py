@@ -7,7 +7,8 @@ of their ops. The primitives record what each step touches (``World.touch``:
 store paths, cache, queues, locks, executors, the file system, and each
 actor's own stream of history ops); a step counts as touching everything when
 the model has not declared its footprints (``World.declare_footprints``), when
-it finishes the run, or when it interrupts or joins another process's event.
+it finishes the run or its process raises (the run ends on it: no step can
+follow it), or when it interrupts or joins another process's event.
 So an undeclared model is walked in full: the reduction only ever skips what
 a declaration vouches for. A step that draws a model-level choice (a delay, a
 fault) is one transition per value: it is never put to sleep (it counts as
@@ -43,7 +44,7 @@ from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.errors import KernelError
 from raceproof.sim.footprint_check import StepRecord
 from raceproof.sim.state_cache import StateCache, StateSeen, Visit, kernel_fingerprint
-from raceproof.sim.world import SleepBlocked, World
+from raceproof.sim.world import ENDS_RUN, SleepBlocked, World
 
 Footprint = dict[str, bool] | None  # resource -> written; None: dependent on everything
 
@@ -222,15 +223,23 @@ class SleepSetSource(ChoiceSource):
             raise SleepBlocked(f"step {key} is asleep")
 
     def after_step(self, key: str | None, footprint: Footprint) -> None:
+        touched, ends = footprint, False
+        if footprint is not None and ENDS_RUN in footprint:
+            # Its process raised and the run ends on it: no step runs after it, so no step
+            # may sleep past it or count as commuting with it (the walk would lose the
+            # endings where that step ran first, then the error).
+            touched = {r: w for r, w in footprint.items() if r != ENDS_RUN}
+            footprint, ends = None, True
         if self.steps is not None:
             at_ms = self._clock.now_ms if self._clock is not None else None
             self.steps.append(
                 StepRecord(
                     key=key,
-                    footprint=footprint,
+                    footprint=touched,
                     drew=self._drew,
                     options=self._options,
                     at_ms=at_ms,
+                    ends_run=ends,
                 )
             )
         self._options = None

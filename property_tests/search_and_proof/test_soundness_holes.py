@@ -20,6 +20,10 @@ with the reduction still cutting schedules (the fix is no "reduction off").
    every later step of the instant again (``delayable_steps``): the model that made d595170
    narrow it to steps due together was this same raising watch delivery, a real hole of the
    reduction then, not a false blame.
+3. **A raising step in ``--check-footprints``**: once such a step counted as dependent on
+   every step, the check tested no claim about it, and passed an untracked model whose step
+   raises in one order only. It now tests what the step touched: moved first, or with a step
+   delayed past it, it must end the run alike.
 """
 
 from __future__ import annotations
@@ -174,4 +178,29 @@ def test_the_footprint_check_is_silent_on_a_sound_reduction_of_the_same_shape(sp
     # Findings masked: the whole walk runs, and every pair it offers is swapped and compared.
     report = prove(masked(runner(spec)), budget=Budget(examples=4_000), check_footprints=True)
     assert report.complete and report.footprints_checked
+    assert MODES["checkers"](spec, full) == []
+
+
+# 3. A raising step in the check (the generator's untracked models, after fix 1): a1 raises when
+# it reads a0's write of an untracked dict. The reduction puts a0 to sleep past a1's steps where
+# a1 does not raise, a claim only a cut run shows; the ended run shows a1 raising, and a step that
+# ends the run cannot be compared by its endings (what it was moved past never runs). The check
+# asks of it what its footprint vouches for: moved first, or with a step delayed past it, it
+# ends the run alike (``_raised_alike``).
+@pytest.mark.parametrize(
+    "actors",
+    [
+        ((Op("plain.write", 0),), (Op("plain.raise", 0),)),  # a1's raise could have run first
+        ((Op("plain.write", 0),), (Op("dict.set", 0), Op("plain.raise", 0))),  # a0 later
+    ],
+    ids=["moved-first", "delayed-past"],
+)
+def test_the_footprint_check_reports_a_step_that_raises_only_in_one_order(
+    actors: tuple[tuple[Op, ...], ...],
+) -> None:
+    spec = Spec(actors=actors, untracked=True, final_checker=False)
+    full = full_walk(spec)
+    assert walk(spec, reduction=True).endings != full.endings  # unsound: a1's ok ending lost
+    with pytest.raises(FootprintMismatch, match=r"a1"):
+        prove(masked(runner(spec)), budget=Budget(examples=4_000), check_footprints=True)
     assert MODES["checkers"](spec, full) == []
