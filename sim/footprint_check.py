@@ -25,7 +25,9 @@ they share untracked. Each sequence of step keys is tested once per walk.
 The mirror claim is tested too (``delayable_steps``): a step chosen among
 others that the footprints call independent of the steps of its instant run
 after it could have run after them, whether those were due with it or created
-later in the instant (a write a later step schedules). Sleep sets rest on it
+later in the instant (a write a later step schedules), and whether or not they
+drew a model-level choice (a step asleep stays asleep past one by its actual
+footprint, so untracked state that decides whether it draws shows here). Sleep sets rest on it
 as well (a step asleep stays asleep while independent steps run, and the run
 that would show the other order is cut and never checked). A delayed order
 that cannot be followed (a step that was not due without the delayed one) is
@@ -206,9 +208,10 @@ def delayable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
             continue
         for j in range(i + 1, len(steps)):
             step = steps[j]
+            # A step that drew is passed too: the reduction keeps ``late`` asleep past it
+            # when its actual footprint is independent (its draws replay in the same order).
             if (
                 step.key is None
-                or step.drew
                 or step.at_ms != late.at_ms
                 or _process(step.key) == _process(late.key)
                 or _dependent(step.footprint, late.footprint)
@@ -373,8 +376,8 @@ class FootprintChecker:
         both = _ended(first, second)
         if not isinstance(both, tuple):
             return both
-        out1, out2 = both
-        if first[0].snapshot != second[0].snapshot:
+        (out1, out2), src1, src2 = both, first[0], second[0]
+        if src1.snapshot != src2.snapshot:
             return "the pending events (or the model's declared state) differ right after the pair"
         end1, end2 = ending(out1, 0), ending(out2, 0)
         if end1 == end2:
