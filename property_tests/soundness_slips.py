@@ -45,6 +45,10 @@ from raceproof.sim import (
 )
 
 SLIP_EXAMPLES = 60
+# Slips the suite hunts longer: found near SLIP_EXAMPLES, where a change elsewhere could push
+# the first find past it (the snapshot: example 59 since the check tests delays past every
+# later step of the instant, which catches most of what only the snapshot did).
+HEADROOM = {"footprint check: a state snapshot ignored": 100}
 # The module (the package exports a function of the same name).
 explore = importlib.import_module("raceproof.sim.explore")
 
@@ -274,8 +278,8 @@ def hunt(
 
 
 def hunted(slip: str) -> Spec:
-    """The suite's hunt: ``slip`` found within ``SLIP_EXAMPLES``, and its model clean without it."""
-    found, _ = hunt(slip, SLIP_EXAMPLES)
+    """The suite's hunt: ``slip`` found within ``SLIP_EXAMPLES`` (or its ``HEADROOM``), its model clean without it."""
+    found, _ = hunt(slip, HEADROOM.get(slip, SLIP_EXAMPLES))
     _, mode, _ = SLIPS[slip]
     assert problems_of(mode, found) == [], f"{found} still shows the slip once it is removed"
     return found
