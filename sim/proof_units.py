@@ -535,6 +535,11 @@ def prove_balanced(
     while (dispatch := plan.next()) is not None:  # -j 1, or what a finding left to settle
         plan.take(dispatch, _walk(dispatch, "driver"))
         took()
+    return plan_report(plan, run, options)
+
+
+def plan_report(plan: Plan, run: Runner, options: WalkOptions) -> ProofReport:
+    """A plan's units merged: the sequential walk's report, its finding shrunk here, the balance."""
     report, winner = merge_units(plan.results, reduction=options.reduction, left=plan.left())
     if winner is not None and winner.report.found is not None:
         report.shrunk = shrink(run, winner.report.found).outcome

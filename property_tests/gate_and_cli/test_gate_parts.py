@@ -136,3 +136,60 @@ def test_the_check_plan_figure_is_the_cpu_work_over_a_greedy_schedule() -> None:
     assert two["makespan_s"] == 4.0 and two["speedup_allowed"] == 2.0  # 4 | 1+1+2
     sixteen = parts.plan_figure(done, 16)
     assert sixteen["speedup_allowed"] == 2.0 and sixteen["longest_part"]["cpu_s"] == 4.0
+
+
+def _in_units(name: str, variant: str) -> parts.PartResult:
+    """A proof check as ``check`` runs it: its units one after the other (``-j 1``)."""
+    profile = gate.PROFILES["ci"]
+    plan = parts.GatePlan([parts.Part(name, variant, "prove")], profile, None)
+    finished = []
+    while (task := plan.next()) is not None:
+        outcome = parts.run_task(task, profile, None)
+        assert isinstance(outcome, parts.UnitDone)  # a proof of the ci profile is cut
+        result = plan.take(outcome)
+        finished += [] if result is None else [result]
+    (result,) = finished
+    return result
+
+
+@pytest.mark.parametrize(
+    ("name", "variant", "verdict"),
+    [
+        ("lost-update", "fix-cas", "ok"),
+        ("streams-checkpoint-resurrection", "fix-load-after-lock", "ok"),
+        ("brooklin-double-stop", "fix-zk-lookup", "violated"),  # found by a proof only
+    ],
+)
+def test_a_proof_check_in_units_is_the_whole_proofs_check(
+    name: str, variant: str, verdict: str
+) -> None:
+    """Verdict, counts, probes, notes and the shrunk counterexample of the whole proof; a
+    violated proof's counts are the units' (they walk past -j 1's stopping point, as
+    ``prove -j`` does), its finding the same."""
+    result = _in_units(name, variant)
+    assert result.check is not None and len(result.units) > 1
+    whole = gate.run_prove(name, variant, gate.PROFILES["ci"]).to_json()
+    split = result.check.to_json()
+    whole.pop("seconds"), split.pop("seconds")
+    assert split["verdict"] == verdict
+    if verdict == "ok":
+        assert split == whole
+    else:
+        for count in ("examples", "schedules"):
+            assert split.pop(count) >= whole.pop(count)
+        assert split.pop("probes").keys() == whole.pop("probes").keys()
+        assert split == whole and split["repro"] is not None
+
+
+def test_the_check_plan_figure_waits_for_the_unit_a_unit_was_cut_from() -> None:
+    def done(kind: str, cpu: float, units: list[tuple[tuple[int, ...], float]]) -> parts.PartResult:
+        return parts.PartResult(parts.Part("s", kind, kind), cpu, cpu, units=units)
+
+    proof = done("prove", 7.0, [((), 1.0), ((0,), 2.0), ((1,), 2.0), ((0, 0), 2.0)])
+    search = done("random", 3.0, [])
+    figure = parts.plan_figure([search, proof], 16)
+    # The chain root -> 0 -> 0.0 is 5 CPU s; the search runs beside it.
+    assert figure["parts"] == 5 and figure["cpu_s"] == 10.0 and figure["makespan_s"] == 5.0
+    assert figure["longest_part"] == {"check": "s / random / random", "part": "1/1", "cpu_s": 3.0}
+    one = parts.plan_figure([search, proof], 1)
+    assert one["makespan_s"] == 10.0 and one["speedup_allowed"] == 1.0

@@ -36,7 +36,7 @@ from raceproof.runs import runner
 from raceproof.scenarios.catalogue import Scenario, UnknownName, get
 from raceproof.sim import STRATEGIES, Budget, RunOutcome, explore
 from raceproof.sim.configs import BadInput
-from raceproof.sim.exhaustive import UNDECIDED
+from raceproof.sim.exhaustive import UNDECIDED, ProofReport
 from raceproof.sim.explore import MAX_EXAMPLES, SearchReport
 from raceproof.sim.verdicts import ExitCode, GateStatus, Verdict, gate_exit_code
 
@@ -328,20 +328,34 @@ def run_prove(
     """The bounded proof of ``variant`` on the scenario's proof configuration."""
     scenario = get(name)
     scenario.check_variant(variant)
-    expected = _expected(scenario, variant, expect)
     budget = Budget(profile.prove_max_schedules)
     if profile.prove_budget_s is not None:
         budget = Budget(profile.prove_max_schedules, profile.prove_budget_s, clock)
     started = clock()
     report = scenario.prove(variant, budget)
+    return prove_check(
+        scenario, variant, report, seconds=clock() - started, expect=expect, out_dir=out_dir
+    )
+
+
+def prove_check(
+    scenario: Scenario,
+    variant: str,
+    report: ProofReport,
+    *,
+    seconds: float,
+    expect: str | None = None,
+    out_dir: Path | None = None,
+) -> CheckResult:
+    """The check a proof's report makes (walked whole, or in units by ``gate.parts``)."""
     result = CheckResult(
         scenario=scenario.name,
         variant=variant,
         kind="prove",
-        expected=expected,
+        expected=_expected(scenario, variant, expect),
         verdict=report.verdict,
         examples=report.runs,
-        seconds=round(clock() - started, 3),
+        seconds=round(seconds, 3),
         complete=report.complete,
         schedules=report.schedules,
     )

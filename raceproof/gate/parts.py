@@ -23,24 +23,36 @@ What an example count means when split: ``ok@2000`` is still 2,000 examples.
 - A profile with a wall budget (``dev``) is not split: its parts would each get
   the whole budget.
 
-A proof is one part here, walked where it lands (``prove``'s own split is
-``raceproof.sim.proof_units``). A search's finding is shrunk in its part's
-worker and its counterexample saved by the merge, so only the check's own
-finding is written.
+A proof is cut into the units of ``prove -j`` (``raceproof.sim.proof_units``):
+which units exist depends on the proof's tree alone, so the merged check
+(verdict, runs, schedules, probes, the first finding in walk order, shrunk the
+same) is the same for any ``-j``, ``-j 1`` included, which walks the same
+units one after the other. Units appear as their parents end, so the check's
+scheduler (``GatePlan``) hands out a proof's ready units before any search
+part: a proof is a chain of units, a search part waits for nothing. A profile
+with a proof budget in seconds (``dev``) walks each proof whole, as one part.
+A search's finding is shrunk in its part's worker and its counterexample saved
+by the merge, a proof's finding is shrunk by the merge, so only the check's
+own finding is written.
 """
 
 from __future__ import annotations
 
 import heapq
+import multiprocessing
 import time
-from dataclasses import dataclass, replace
+from collections import deque
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from raceproof.gate import expectations as gate
 from raceproof.scenarios.catalogue import Scenario, get
 from raceproof.sim import Budget, explore
+from raceproof.sim.exhaustive import WalkOptions
 from raceproof.sim.explore import HYPOTHESIS_CHUNK, SearchReport, Undecided, _no_violation
+from raceproof.sim.outcome import Runner
+from raceproof.sim.proof_units import Dispatch, Plan, UnitId, UnitResult, plan_report, walk_unit
 from raceproof.sim.verdicts import FINDINGS
 
 # Examples of one part of a search: a multiple of HYPOTHESIS_CHUNK, so that a part is
@@ -60,6 +72,7 @@ class Part:
     examples: int = 0  # how many
     index: int = 0
     parts: int = 1
+    check: int = 0  # the check's place in the plan: the order of the merged checks
 
 
 @dataclass
@@ -69,6 +82,136 @@ class PartResult:
     cpu_seconds: float = 0.0  # the worker's CPU time for it (the plan figure's unit of work)
     search: SearchReport | None = None  # a search's part
     check: gate.CheckResult | None = None  # a proof: the whole check
+    # A proof walked in units: each unit's place and CPU seconds (the plan figure's).
+    units: list[tuple[UnitId, float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class UnitTask:
+    """One unit of a proof check, to walk in a worker."""
+
+    part: Part
+    dispatch: Dispatch
+
+
+@dataclass
+class UnitDone:
+    task: UnitTask
+    result: UnitResult
+    seconds: float
+    cpu_seconds: float
+
+
+Task = Part | UnitTask
+
+
+def splits(part: Part, profile: gate.Profile) -> bool:
+    """Whether a part is a proof walked in units (never with a proof budget in seconds)."""
+    return part.kind == "prove" and profile.prove_budget_s is None
+
+
+_RUNNERS: dict[tuple[str, str], Runner] = {}
+
+
+def _proof_runner(part: Part) -> tuple[Runner, WalkOptions]:
+    """The runner and walk options of ``Scenario.prove`` (built once per process)."""
+    scenario = get(part.scenario)
+    key = (part.scenario, part.variant)
+    if key not in _RUNNERS:
+        scenario.check_variant(part.variant)
+        _RUNNERS[key] = scenario.runner(part.variant, scenario.prove_config)
+    options = WalkOptions(
+        max_deviations=scenario.prove_max_deviations, max_branch=scenario.prove_max_branch
+    )
+    return _RUNNERS[key], options
+
+
+def run_unit(task: UnitTask) -> UnitDone:
+    """Walk one unit of a proof check (in a worker of ``check -j``, or here)."""
+    started, cpu = time.monotonic(), time.process_time()
+    run, options = _proof_runner(task.part)
+    dispatch = task.dispatch
+    result = walk_unit(
+        run,
+        options,
+        dispatch.unit,
+        Budget(dispatch.examples),
+        stop_depth=dispatch.stop_depth,
+        worker=multiprocessing.current_process().name,
+    )
+    return UnitDone(task, result, time.monotonic() - started, time.process_time() - cpu)
+
+
+def run_task(task: Task, profile: gate.Profile, out_dir: Path | None) -> PartResult | UnitDone:
+    """A search part, a whole proof, or a proof's unit."""
+    if isinstance(task, UnitTask):
+        return run_unit(task)
+    return run_part(task, profile, out_dir)
+
+
+@dataclass
+class _Proof:
+    part: Part
+    plan: Plan
+    units: list[UnitDone] = field(default_factory=list)
+    stash: deque[Dispatch] = field(default_factory=deque)
+
+    def pull(self) -> Dispatch | None:
+        return self.stash.popleft() if self.stash else self.plan.next()
+
+
+class GatePlan:
+    """The check's tasks as they become ready: a proof's units first, then the search parts
+    and whole proofs in check order; each finished proof merged into its check here."""
+
+    def __init__(self, plan: list[Part], profile: gate.Profile, out_dir: Path | None) -> None:
+        self.profile, self.out_dir = profile, out_dir
+        self.parts: deque[Part] = deque(p for p in plan if not splits(p, profile))
+        self.proofs = [
+            _Proof(p, Plan(Budget(profile.prove_max_schedules))) for p in plan if splits(p, profile)
+        ]
+
+    def next(self) -> Task | None:
+        """The next task to start, or None when none may start until one ends."""
+        for proof in self.proofs:
+            dispatch = proof.pull()
+            if dispatch is not None:
+                return UnitTask(proof.part, dispatch)
+        return self.parts.popleft() if self.parts else None
+
+    def take(self, done: UnitDone) -> PartResult | None:
+        """A unit's result; its proof's whole check once its last unit is in."""
+        proof = next(p for p in self.proofs if p.part == done.task.part)
+        # The plan's own dispatch (a worker's result carries a copy of it).
+        ident = done.task.dispatch.unit.ident
+        dispatch = next(d for d in proof.plan.flying if d.unit.ident == ident)
+        proof.plan.take(dispatch, done.result)
+        proof.units.append(done)
+        following = proof.plan.next()
+        if following is not None:
+            proof.stash.append(following)
+        if proof.stash or proof.plan.flying:
+            return None
+        self.proofs.remove(proof)
+        return self._finish(proof)
+
+    def _finish(self, proof: _Proof) -> PartResult:
+        part = proof.part
+        run, options = _proof_runner(part)
+        started, cpu = time.monotonic(), time.process_time()
+        report = plan_report(proof.plan, run, options)
+        seconds = sum(u.seconds for u in proof.units)
+        check = gate.prove_check(
+            get(part.scenario), part.variant, report, seconds=seconds, out_dir=self.out_dir
+        )
+        cpu_seconds = sum(u.cpu_seconds for u in proof.units) + time.process_time() - cpu
+        return PartResult(
+            part,
+            seconds + time.monotonic() - started,
+            cpu_seconds,
+            check=check,
+            units=[(u.result.ident, u.cpu_seconds) for u in proof.units],
+        )
 
 
 def parts_for(
@@ -76,9 +219,9 @@ def parts_for(
 ) -> list[Part]:
     """Every check of ``gate.jobs_for``, each search cut into its fixed parts, in check order."""
     parts: list[Part] = []
-    for job in gate.jobs_for(scenarios, profile):
+    for number, job in enumerate(gate.jobs_for(scenarios, profile)):
         if job.kind == "prove":
-            parts.append(Part(job.scenario, job.variant, "prove"))
+            parts.append(Part(job.scenario, job.variant, "prove", check=number))
             continue
         scenario = get(job.scenario)
         count = examples or max(1, round(scenario.default_examples * profile.examples_scale))
@@ -95,6 +238,7 @@ def parts_for(
                 examples=min(size, count - start),
                 index=index,
                 parts=len(starts),
+                check=number,
             )
             for index, start in enumerate(starts)
         ]
@@ -151,7 +295,7 @@ def results_of(
 ) -> list[gate.CheckResult]:
     """The checks whose every part is done, merged, in check order."""
     groups: dict[tuple[str, str, str], list[PartResult]] = {}
-    for result in done:
+    for result in sorted(done, key=lambda r: r.part.check):  # parts end in any order
         key = (result.part.scenario, result.part.variant, result.part.kind)
         groups.setdefault(key, []).append(result)
     checks: list[gate.CheckResult] = []
@@ -177,26 +321,61 @@ def results_of(
     return checks
 
 
+@dataclass
+class _Piece:
+    check: str
+    part: str
+    cpu_seconds: float
+    children: list[int] = field(default_factory=list)
+
+
+def _pieces(done: list[PartResult]) -> tuple[list[_Piece], list[tuple[int, int]]]:
+    """Every part and proof unit of the check, and those ready at the start (units first)."""
+    pieces: list[_Piece] = []
+    ready: list[tuple[int, int]] = []  # (0 for a unit, 1 for another part; its piece)
+    for result in done:  # in check order
+        check = f"{result.part.scenario} / {result.part.variant} / {result.part.kind}"
+        if not result.units:
+            ready.append((1, len(pieces)))
+            part = f"{result.part.index + 1}/{result.part.parts}"
+            pieces.append(_Piece(check, part, result.cpu_seconds))
+            continue
+        where: dict[UnitId, int] = {}
+        for ident, cpu in sorted(result.units):  # a unit sorts after the one it was cut from
+            where[ident] = len(pieces)
+            pieces.append(_Piece(check, "unit " + (".".join(map(str, ident)) or "root"), cpu))
+            if ident:
+                pieces[where[ident[:-1]]].children.append(where[ident])
+            else:
+                ready.append((0, where[ident]))
+    return pieces, ready
+
+
 def plan_figure(done: list[PartResult], workers: int = 16) -> dict[str, Any]:
     """The speedup the check's plan allows on ``workers``: its parts' CPU seconds scheduled
-    greedily in check order (as the pool takes them) against their sum; the longest part."""
+    greedily as ``GatePlan`` hands them out (a proof's units first, each once the unit it
+    was cut from ended; the other parts in check order) against their sum; the longest part."""
+    pieces, starts = _pieces(done)
+    ready = [(0.0, kind, index) for kind, index in starts]
+    heapq.heapify(ready)
     free = [0.0] * workers
-    for result in done:  # in check order
-        heapq.heappush(free, heapq.heappop(free) + result.cpu_seconds)
-    total = sum(r.cpu_seconds for r in done)
-    makespan = max(free) if done else 0.0
-    longest = max(done, key=lambda r: r.cpu_seconds) if done else None
+    makespan = 0.0
+    while ready:
+        at, _kind, index = heapq.heappop(ready)
+        end = max(heapq.heappop(free), at) + pieces[index].cpu_seconds
+        heapq.heappush(free, end)
+        makespan = max(makespan, end)
+        for child in pieces[index].children:
+            heapq.heappush(ready, (end, 0, child))
+    total = sum(piece.cpu_seconds for piece in pieces)
+    longest = max(pieces, key=lambda piece: piece.cpu_seconds) if pieces else None
     return {
-        "parts": len(done),
+        "parts": len(pieces),
         "cpu_s": round(total, 2),
         "makespan_s": round(makespan, 2),
         "workers": workers,
         "speedup_allowed": round(total / max(makespan, 1e-9), 2),
         "longest_part": None
         if longest is None
-        else {
-            "check": f"{longest.part.scenario} / {longest.part.variant} / {longest.part.kind}",
-            "part": f"{longest.part.index + 1}/{longest.part.parts}",
-            "cpu_s": round(longest.cpu_seconds, 2),
-        },
+        else {"check": longest.check, "part": longest.part, "cpu_s": round(longest.cpu_seconds, 2)},
     }

@@ -610,8 +610,8 @@ def growth(
 
 
 def check_plan(progress: Progress = None) -> dict[str, Any]:
-    """``check``'s plan on the whole catalogue (ci profile), its parts run here one by one:
-    each part's CPU seconds, and the speedup the plan allows on 2-16 workers."""
+    """``check``'s plan on the whole catalogue (ci profile), its parts and proof units run here
+    one by one: each one's CPU seconds, and the speedup the plan allows on 2-16 workers."""
     from raceproof.gate import expectations as gate
     from raceproof.gate import parts
     from raceproof.scenarios.catalogue import all_scenarios
@@ -620,12 +620,20 @@ def check_plan(progress: Progress = None) -> dict[str, Any]:
     profile = gate.PROFILES["ci"]
     plan = parts.parts_for(all_scenarios(), profile)
     started_load = load_average()
-    done = []
-    for index, part in enumerate(plan):
-        done.append(parts.run_part(part, profile, None))
+    done: list[parts.PartResult] = []
+    gate_plan = parts.GatePlan(plan, profile, None)
+    while (task := gate_plan.next()) is not None:  # as check -j 1 runs them
+        outcome = parts.run_task(task, profile, None)
+        finished = gate_plan.take(outcome) if isinstance(outcome, parts.UnitDone) else outcome
+        if finished is None:
+            continue
+        done.append(finished)
+        part = finished.part
         say(
-            f"[{index + 1}/{len(plan)}] {part.scenario} / {part.variant} {part.kind} "
-            f"(part {part.index + 1}/{part.parts}): {done[-1].cpu_seconds:.2f} CPU s"
+            f"[{len(done)}/{len(plan)}] {part.scenario} / {part.variant} {part.kind} "
+            f"(part {part.index + 1}/{part.parts}"
+            + (f", {len(finished.units)} units" if finished.units else "")
+            + f"): {finished.cpu_seconds:.2f} CPU s"
         )
     figures = {str(n): parts.plan_figure(done, n) for n in (2, 4, 8, 16)}
     result = {

@@ -9,8 +9,8 @@ model raised (verdict ``error``), 3 when none failed but one was inconclusive
 shows, after each verdict, ``rN``: how many examples or schedules reached the
 least-reached declared probe. ``-j N`` spreads the checks over N processes,
 each loading the same scenarios: every search cut into fixed parts of 200
-examples (``raceproof.gate.parts``), merged in order, so the verdicts and
-counts are the same for any N.
+examples and every proof into the units of ``prove -j`` (``raceproof.gate.parts``),
+merged in order, so the verdicts and counts are the same for any N.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,8 +57,10 @@ def _init_worker(entries: list[str], parent_pid: int) -> None:
     discovery.ensure_loaded(entries)
 
 
-def _run(part: parts.Part, profile: gate.Profile, out_dir: Path) -> parts.PartResult:
-    return parts.run_part(part, profile, out_dir)
+def _run(
+    task: parts.Task, profile: gate.Profile, out_dir: Path
+) -> parts.PartResult | parts.UnitDone:
+    return parts.run_task(task, profile, out_dir)
 
 
 def _default_scenarios(args: argparse.Namespace) -> list[Any]:
@@ -149,7 +151,18 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
     started = time.monotonic()
     finished: list[parts.PartResult] = []
 
-    def done(part: parts.Part, result: parts.PartResult) -> None:
+    gate_plan = parts.GatePlan(plan, profile, out_dir)
+
+    def done(outcome: parts.PartResult | parts.UnitDone) -> None:
+        if isinstance(outcome, parts.UnitDone):
+            part, runs = outcome.task.part, outcome.result.report.runs
+            result = gate_plan.take(outcome)
+            if result is None:
+                unit = ".".join(map(str, outcome.result.ident)) or "root"
+                say(f"{part.scenario} / {part.variant} prove: unit {unit}, {runs} runs")
+                return
+        else:
+            part, result = outcome.part, outcome
         finished.append(result)
         said = result.check.cell if result.check is not None else ""
         if result.search is not None:
@@ -161,10 +174,10 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
 
     try:
         if args.jobs == 1:
-            for part in plan:
-                done(part, parts.run_part(part, profile, out_dir))
+            while (task := gate_plan.next()) is not None:
+                done(parts.run_task(task, profile, out_dir))
         else:
-            _run_in_pool(args.jobs, request, done)
+            _run_in_pool(args.jobs, request, gate_plan, done)
     except KeyboardInterrupt as exc:
         say.done()
         results = parts.results_of(finished, profile, out_dir)
@@ -177,17 +190,23 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
 def _run_in_pool(
     jobs: int,
     request: CheckRequest,
-    done: Callable[[parts.Part, parts.PartResult], None],
+    gate_plan: parts.GatePlan,
+    done: Callable[[parts.PartResult | parts.UnitDone], None],
 ) -> None:
-    """The parts over ``jobs`` worker processes, taken in plan order; any exit stops the pool."""
+    """The tasks over ``jobs`` worker processes, as ``gate_plan`` hands them out (two per
+    worker in flight, so none waits for the next); any exit stops the pool."""
     entries = discovery.command_line_entries()
     pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(entries, os.getpid()))
     try:
-        futures = [
-            pool.submit(_run, part, request.profile, request.out_dir) for part in request.plan
-        ]
-        for part, future in zip(request.plan, futures, strict=True):
-            done(part, future.result())
+        flying: set[Future[parts.PartResult | parts.UnitDone]] = set()
+        while True:
+            while len(flying) < 2 * jobs and (task := gate_plan.next()) is not None:
+                flying.add(pool.submit(_run, task, request.profile, request.out_dir))
+            if not flying:
+                break
+            finished, flying = wait(flying, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done(future.result())
     except BaseException:
         _stop_pool(pool)
         raise
