@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 
 from property_tests.soundness_models import Op, Spec, spec_strategy
 from property_tests.soundness_walks import MODES, TooBig, full_walk
@@ -77,8 +77,23 @@ def test_the_footprint_checks_report_every_unsound_reduction(spec: Spec) -> None
     _judge("checkers", spec)
 
 
+# Planted counter-case: a bounded run reaches the probe (a proof that counts probes on a
+# bounded run fails here; ``test_soundness_verdict_slips.py`` finds it at example 4).
+BOUNDED_PROBE = Spec(
+    actors=(
+        (Op("dict.set", 0), Op("probe", 1), Op("counter.add", 0)),
+        (Op("counter.add", 0),),
+        (Op("set.add", 0),),
+    ),
+    invariant="dict-not-both",
+    final_checker=False,
+    max_steps=13,
+)
+
+
 @GENERATED
 @given(spec_strategy(families=("bounds",), bounded=True))
+@example(BOUNDED_PROBE)
 def test_bounded_runs_are_never_a_pass_nor_a_probe_witness(spec: Spec) -> None:
     """A step bound some runs hit: the proof's probes come from its judged runs only, and
     neither the proof nor a search that met a bound says ``ok``."""
