@@ -106,7 +106,7 @@ def _proof(scenario: str, variant: str) -> Cell:
 @pytest.fixture
 def all_in_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
     """The driver walks nothing itself: every unit, the root's too, goes out in a round."""
-    monkeypatch.setattr(campaign_proof, "IN_PROCESS_RUNS", 0)
+    monkeypatch.setattr(campaign_proof, "DRIVER_RUNS", 0)
 
 
 def test_a_proof_in_rounds_has_the_counts_of_prove_and_prove_j(all_in_rounds: None) -> None:

@@ -81,7 +81,7 @@ def test_a_campaign_on_a_standalone_cluster_equals_the_local_mode_run(
 
 
 # A proof of about a thousand runs that holds, and one violated after its FIFO run (at 67
-# runs with -j 1): both go past the driver's first 64 runs into rounds of Spark tasks.
+# runs with -j 1): both go past the driver's first runs into rounds of Spark tasks.
 PROOF = "streams-checkpoint-resurrection"
 HOLDS, VIOLATED = "fix-load-after-lock", "buggy"
 
