@@ -255,17 +255,28 @@ def test_units_walk_the_soundness_generators_models_as_the_sequential_walk(
     same_walk(units, one)
 
 
-def test_the_plan_of_a_thousand_run_proof_allows_twelve_on_sixteen_workers() -> None:
-    """streams-checkpoint-resurrection / fix-load-after-lock (1,024 runs) allowed x10.04: the
-    root's rest was cut into pieces of 8 branches (3 units where 16 workers wait) and a chain of
-    units each leaving a rest was 92 runs. Cut one branch a piece near the root, it allows more."""
-    found = get("streams-checkpoint-resurrection")
-    run = found.runner("fix-load-after-lock", found.prove_config)
+@pytest.mark.parametrize(
+    ("scenario", "variant", "runs"),
+    [
+        ("streams-checkpoint-resurrection", "fix-load-after-lock", 1024),
+        ("brooklin-double-stop", "fix-stop-dedupe", 766),
+        ("brooklin-double-stop", "fix-conditional-write", 1584),
+    ],
+)
+def test_the_plan_of_a_proof_of_a_thousand_runs_allows_twelve_on_sixteen_workers(
+    scenario: str, variant: str, runs: int
+) -> None:
+    """streams-checkpoint-resurrection / fix-load-after-lock (1,024 runs) allowed x10.04, the
+    two Brooklin fixes x9.57 and x10.63: the root's rest was cut into pieces of 8 branches (3
+    units where 16 workers wait) and a chain of units each leaving a rest was 92-135 runs. Cut
+    one branch a piece near the root, each allows x12 or more (the proofs closest to it)."""
+    found = get(scenario)
+    run = found.runner(variant, found.prove_config)
     report = prove_balanced(run, 1, budget=Budget(examples=10**6), options=WalkOptions())
-    assert report.complete and report.runs == 1024
+    assert report.complete and report.runs == runs
     assert report.balance is not None
     assert report.balance["speedup_allowed"]["16"] >= 12
-    assert report.balance["critical_path_runs"] <= 1024 // 16
+    assert report.balance["critical_path_runs"] <= runs // 16
 
 
 def _in_worker(fail: Callable[[], None]) -> Any:
