@@ -23,11 +23,14 @@ What an example count means when split: ``ok@2000`` is still 2,000 examples.
 - A profile with a wall budget (``dev``) is not split: its parts would each get
   the whole budget.
 
-A proof is cut into the units of ``prove -j`` (``raceproof.sim.proof_units``):
-which units exist depends on the proof's tree alone, so the merged check
-(verdict, runs, schedules, probes, the first finding in walk order, shrunk the
-same) is the same for any ``-j``, ``-j 1`` included, which walks the same
-units one after the other. Units appear as their parents end, so the check's
+A proof expected to hold is cut into the units of ``prove -j``
+(``raceproof.sim.proof_units``): which units exist depends on the proof's tree
+alone, so the merged check (verdict, runs, schedules, probes) is the same for
+any ``-j``, ``-j 1`` included, which walks the same units one after the other.
+When the units find a violation (a fix that does not hold, or a model that
+raised), what they walked depends on the order they ended in, so the check is
+the whole proof's, walked again (it stops at the first finding). A proof
+expected to violate (one only a proof finds) is walked whole, as one part. Units appear as their parents end, so the check's
 scheduler (``GatePlan``) hands out a proof's ready units before any search
 part: a proof is a chain of units, a search part waits for nothing. A profile
 with a proof budget in seconds (``dev``) walks each proof whole, as one part.
@@ -106,8 +109,13 @@ Task = Part | UnitTask
 
 
 def splits(part: Part, profile: gate.Profile) -> bool:
-    """Whether a part is a proof walked in units (never with a proof budget in seconds)."""
-    return part.kind == "prove" and profile.prove_budget_s is None
+    """Whether a part is a proof walked in units: one expected to hold, without a proof
+    budget in seconds. A violated proof's units count what they walked before the finding
+    was known everywhere, which depends on the order they end in; a proof expected to
+    violate (one only a proof finds) is walked whole, as ``prove -j 1`` walks it."""
+    if part.kind != "prove" or profile.prove_budget_s is not None:
+        return False
+    return part.variant not in get(part.scenario).expect_violation
 
 
 _RUNNERS: dict[tuple[str, str], Runner] = {}
@@ -201,9 +209,13 @@ class GatePlan:
         started, cpu = time.monotonic(), time.process_time()
         report = plan_report(proof.plan, run, options)
         seconds = sum(u.seconds for u in proof.units)
-        check = gate.prove_check(
-            get(part.scenario), part.variant, report, seconds=seconds, out_dir=self.out_dir
-        )
+        if report.found is not None:  # a fix found violated (or a model that raised): its
+            # counts from the whole walk, which stops at the first finding on any -j
+            check = gate.run_prove(part.scenario, part.variant, self.profile, out_dir=self.out_dir)
+        else:
+            check = gate.prove_check(
+                get(part.scenario), part.variant, report, seconds=seconds, out_dir=self.out_dir
+            )
         cpu_seconds = sum(u.cpu_seconds for u in proof.units) + time.process_time() - cpu
         return PartResult(
             part,
