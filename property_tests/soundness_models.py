@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 
 from raceproof.sim import (
     Bounds,
+    CheckerResult,
     ChoiceSource,
     EventQueue,
     History,
@@ -44,7 +45,6 @@ from raceproof.sim import (
     QueueEmpty,
     RunOutcome,
     Timer,
-    Verdict,
     VersionedStore,
     World,
     ZkClient,
@@ -501,7 +501,7 @@ def fingerprint(parts: _Parts, spec: Spec) -> str:
 
 # -- the checkers ---------------------------------------------------------------------
 @checker("final-state")
-def final_state(history: History) -> Verdict | None:
+def final_state(history: History) -> CheckerResult | None:
     """A fixed, arbitrary third of the final states violate: a verdict that follows the state."""
     finals = history.of_kind("final")
     if (
@@ -514,7 +514,7 @@ def final_state(history: History) -> Verdict | None:
 
 @reads_op_order
 @checker("a0-first")
-def a0_first(history: History) -> Verdict | None:
+def a0_first(history: History) -> CheckerResult | None:
     """Reads op order: a1's first op must not come before a0's first."""
     for op in history.of_kind("op"):
         if op.actor in ("a0", "a1"):
@@ -522,8 +522,8 @@ def a0_first(history: History) -> Verdict | None:
     return None
 
 
-def checkers(spec: Spec) -> list[Callable[[History], Verdict]]:
-    found: list[Callable[[History], Verdict]] = [final_state] if spec.final_checker else []
+def checkers(spec: Spec) -> list[Callable[[History], CheckerResult]]:
+    found: list[Callable[[History], CheckerResult]] = [final_state] if spec.final_checker else []
     if spec.invariant is not None:
         found.append(invariant_checker(spec.invariant))
     if spec.order_checker:

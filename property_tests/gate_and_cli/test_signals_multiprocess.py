@@ -195,7 +195,7 @@ class _Borrowed:
         pass
 
 
-@pytest.mark.xdistgroup_members("spark")
+@pytest.mark.xdist_group("spark")
 def test_campaign_stops_at_random_moments_with_its_finished_cells(
     spark: Any,
     tmp_path: Path,
@@ -255,7 +255,7 @@ def test_campaign_stops_at_random_moments_with_its_finished_cells(
             signal.signal(signum, previous)
 
 
-@pytest.mark.xdistgroup_members("spark")
+@pytest.mark.xdist_group("spark")
 @pytest.mark.parametrize(
     ("name", "moment"),
     [("SIGTERM", "starting"), ("SIGTERM", "running"), ("SIGINT", "running")],

@@ -23,11 +23,11 @@ import pytest
 
 from raceproof.sim import (
     Budget,
+    CheckerResult,
     ChoiceSource,
     History,
     Lock,
     RunOutcome,
-    Verdict,
     World,
     always,
     checker,
@@ -71,7 +71,7 @@ def never_both_on(world: World, *, fixed: bool = False) -> None:
         world.spawn(name, actor(name, world.shared.record(name, on=False), False), interleave=True)
 
 
-def runner(build: Callable[[World], None], *checkers: Callable[[History], Verdict]) -> Runner:
+def runner(build: Callable[[World], None], *checkers: Callable[[History], CheckerResult]) -> Runner:
     def run(source: ChoiceSource) -> RunOutcome:
         return execute(build, source, list(checkers) or [NEVER_BOTH])
 
@@ -137,7 +137,7 @@ def test_the_footprint_check_names_an_invariant_that_reads_untracked_state() -> 
 
 
 @checker
-def a_logs_first(history: History) -> Verdict | None:
+def a_logs_first(history: History) -> CheckerResult | None:
     """Reads the order of two actors' ops at one instant: b's op must never come first."""
     took = history.of_kind("took")
     if took and took[0].actor == "b":

@@ -147,7 +147,12 @@ def run_unit(task: UnitTask) -> UnitDone:
         stop_depth=dispatch.stop_depth,
         worker=multiprocessing.current_process().name,
     )
-    return UnitDone(task, result, time.monotonic() - started, time.process_time() - cpu)
+    return UnitDone(
+        task=task,
+        result=result,
+        seconds=time.monotonic() - started,
+        cpu_seconds=time.process_time() - cpu,
+    )
 
 
 def run_task(task: Task, profile: gate.Profile, out_dir: Path | None) -> PartResult | UnitDone:
