@@ -110,9 +110,10 @@ def _run_until(command: str, moment_s: float, tmp_path: Path) -> Stopped | float
         if process.poll() is None:
             process.kill()
             process.communicate()
-    if process.returncode == -signal.SIGTERM and _finished(out):
-        # The signal came as the command left: its whole report was out and its handlers were
-        # gone, so the default action ended it. It ended before the signal, as above.
+    if process.returncode in (0, -signal.SIGTERM) and _finished(out):
+        # The signal came as the command left: its whole report was out, and its handlers were
+        # gone (the default action ended it, -15) or it was already exiting (0). It ended
+        # before the signal, as above.
         return sent - started
     return Stopped(returncode=process.returncode, out=out, err=err, stopped_s=stopped_s, seen=seen)
 

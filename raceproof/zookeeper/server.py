@@ -231,7 +231,11 @@ class ZooKeeperServer:
         self.process = None
         self.port = 0
         if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            for _attempt in range(5):  # a file the stopped JVM's last write made can race the walk
+                shutil.rmtree(self.folder, ignore_errors=True)
+                if not self.folder.exists():
+                    break
+                time.sleep(0.1)
             self.folder = None
 
     def __enter__(self) -> ZooKeeperServer:
