@@ -138,10 +138,8 @@ def check_folder(path: Path, what: str, error: type[ValueError] = BadInput) -> P
             if step.exists():
                 if not step.is_dir():
                     raise error(f"{what}: {shown(step)} is not a folder")
-                if step == path:
-                    os.listdir(
-                        path
-                    )  # nondeterminism-ok: only whether it reads (the OSError says why not); the order is never used
+                if step == path:  # only whether it reads: the OSError says why not
+                    os.listdir(path)  # nondeterminism-ok: the order is never used
                 break
     return path
 
