@@ -1,0 +1,70 @@
+"""The suite's ``xdist_group`` marks keep their tests on one worker under ``--dist loadgroup``.
+
+Why it exists: ``make test`` runs ``pytest -n auto --dist loadgroup`` and the suite relies on
+its groups: the newcomer's module fixture (``make demo`` as another user, minutes) must run on
+one worker only, and the Spark tests share one worker's session. With pytest 9.2 and
+pytest-xdist 3.8.0 the groups were silently ignored (xdist rewrites ``item._nodeid``, pytest 9.2
+reads ``item._id``: pytest-dev/pytest-xdist#1386), so both workers paid for the newcomer and
+the Spark tests were spread; nothing failed. pyproject's ``dev`` extra pins ``pytest<9.2``.
+
+The test runs a small suite of its own in a subprocess, with the installed pytest and xdist,
+on two workers: eight tests in one group and eight without. Each test writes the worker it ran
+on. The grouped ones must share one worker; the ungrouped ones must use both, which shows the
+probe can tell a group from a spread (xdist deals its first tests out to every worker, so an
+ignored group lands on both: seen failing with pytest 9.2.0).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+GROUPED = 8
+FREE = 8
+
+SUITE = f"""
+import os
+from pathlib import Path
+
+import pytest
+
+def _record(kind: str, index: int) -> None:
+    worker = os.environ["PYTEST_XDIST_WORKER"]
+    Path(f"ran-{{kind}}-{{index}}").write_text(worker)
+
+@pytest.mark.xdist_group("together")
+@pytest.mark.parametrize("index", range({GROUPED}))
+def test_grouped(index: int) -> None:
+    _record("grouped", index)
+
+@pytest.mark.parametrize("index", range({FREE}))
+def test_free(index: int) -> None:
+    _record("free", index)
+"""
+
+
+def workers_of(folder: Path, kind: str) -> dict[int, str]:
+    """Test index -> the worker (``gw0``, ``gw1``) that ran it, for tests of ``kind``."""
+    return {
+        int(path.name.rsplit("-", 1)[1]): path.read_text() for path in folder.glob(f"ran-{kind}-*")
+    }
+
+
+def test_a_group_runs_on_one_worker_and_the_rest_on_both(tmp_path: Path) -> None:
+    (tmp_path / "test_grouped_suite.py").write_text(SUITE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # its own rootdir: not the suite's settings
+    argv = ["-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *argv, "test_grouped_suite.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    grouped = workers_of(tmp_path, "grouped")
+    free = workers_of(tmp_path, "free")
+    assert sorted(grouped) == list(range(GROUPED)) and sorted(free) == list(range(FREE))
+    assert len(set(grouped.values())) == 1, f"the group was spread over workers: {grouped}"
+    assert set(free.values()) == {"gw0", "gw1"}, f"two workers did not share the rest: {free}"
