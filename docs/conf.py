@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent / "_ext"))
+# The repository root, for ``tools.chromium`` (mermaid_svg's browser): appended, so the installed
+# raceproof still comes first.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 project = "raceproof"
 author = "the raceproof authors"

@@ -16,11 +16,11 @@ a run.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import chromium  # tools/chromium.py, the one launcher: a script's own folder is on sys.path
 
 from raceproof.reports import render_html
 from raceproof.runs.runner import repro_line
@@ -31,26 +31,14 @@ from raceproof.sim import KeyedReplaySource
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "docs" / "report-brooklin-timeline.png"
 WINDOW = "1400,1000"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--no-first-run",
-    "--allow-file-access-from-files",
-    "--hide-scrollbars",
-    "--virtual-time-budget=4000",
-]
 
 
 def main(argv: list[str]) -> int:
     out = Path(argv[0]) if argv else DEFAULT_OUT
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        print("brooklin_timeline_png: no chromium (run `make browser`)", file=sys.stderr)
+    try:
+        chromium.executable()
+    except chromium.ChromiumError as exc:
+        print(f"brooklin_timeline_png: {exc}", file=sys.stderr)
         return 2
     scenario = get("brooklin-double-stop")
     assert scenario.report_script is not None and scenario.report_variant is not None
@@ -63,23 +51,11 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="raceproof-png-") as tmp:
         page = Path(tmp) / "brooklin.html"
         page.write_text(render_html(story), encoding="utf-8")
-        done = subprocess.run(
-            [
-                browser,
-                *FLAGS,
-                f"--user-data-dir={tmp}/profile",
-                f"--window-size={WINDOW}",
-                f"--screenshot={out.resolve()}",
-                page.as_uri(),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-    if done.returncode != 0 or not out.exists():
-        print(f"brooklin_timeline_png: chromium failed: {done.stderr[-2000:]}", file=sys.stderr)
-        return 1
+        try:
+            chromium.screenshot(page, out, window=WINDOW)
+        except chromium.ChromiumError as exc:
+            print(f"brooklin_timeline_png: {exc}", file=sys.stderr)
+            return 1
     for verdict in outcome.verdicts:
         print(f"{verdict.checker}: {verdict.status} {verdict.message}")
     print(f"{scenario.name} / {variant}: {outcome.status}, trace {outcome.trace_hash[:16]}")
