@@ -369,7 +369,12 @@ def cells_to_run(cells: list[Cell], rows: list[dict[str, Any]]) -> list[Cell]:
 
 
 def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
-    """Run (or resume) a campaign into ``options.out``; returns what it did."""
+    """Run (or resume) a campaign into ``options.out``; returns what it did.
+
+    The steps, top down: refuse a damaged folder, build the grid and drop the
+    cells the folder holds, start Spark, run the rest as jobs (:class:`_Running`),
+    and close: rows written, determinism checked, manifest, session stopped.
+    """
     say = say or (lambda _line: None)
     out = Path(options.out)
     check_folder(out)  # before any work: a damaged or foreign folder is refused
@@ -383,111 +388,156 @@ def run(options: Options, say: Say | None = None, spark: Any = None) -> Summary:
     handlers = _signal_handlers()
     spark = spark or campaign_session(options.master)
     out.mkdir(parents=True, exist_ok=True)  # only once Spark is up: a bad master leaves nothing
-    sc = spark.sparkContext
-    summary.parallelism = sc.defaultParallelism
-    size = options.cells_per_job or max(1, 2 * summary.parallelism)
+    summary.parallelism = spark.sparkContext.defaultParallelism
     say(
         f"campaign {out}: {len(todo)} of {len(cells)} cells to run on {options.master} "
         f"({summary.parallelism} cores)"
     )
-    started = time.perf_counter()
-    pending: list[dict[str, Any]] = []
-    ran: list[dict[str, Any]] = []
-    last_flush = time.monotonic()
+    running = _Running(options=options, out=out, spark=spark, say=say, summary=summary, todo=todo)
+    running.run_jobs(handlers, own_session=own_session)
+    return summary
 
-    def take(rows: list[dict[str, Any]], quiet: bool = False) -> None:
-        nonlocal last_flush
-        pending.extend(rows)
-        ran.extend(comparable(r) | {"_executor": r["executor"]} for r in rows)
+
+class _Running:
+    """One campaign run on Spark: its jobs in flight, the rows they bring back, and its close.
+
+    Rows are taken as jobs finish (counted, kept for the determinism check) and
+    flushed to Parquet every ``FLUSH_EVERY_S``; a signal stops the jobs and keeps
+    what finished; the close writes what is pending whatever happened.
+    """
+
+    def __init__(
+        self,
+        *,
+        options: Options,
+        out: Path,
+        spark: Any,
+        say: Say,
+        summary: Summary,
+        todo: list[Cell],
+    ) -> None:
+        self.options, self.out, self.spark, self.say = options, out, spark, say
+        self.summary, self.todo = summary, todo
+        self.sc = spark.sparkContext
+        self.started = time.perf_counter()
+        self.pending: list[dict[str, Any]] = []  # taken, not yet written
+        self.ran: list[dict[str, Any]] = []  # every row taken, as the determinism check compares it
+        self.last_flush = time.monotonic()
+        self.stopping = False  # a signal came: a failed job is not isolated cell by cell
+        self.in_flight: set[Future[list[dict[str, Any]]]] = set()
+
+    def run_jobs(self, handlers: dict[int, Any], *, own_session: bool) -> None:
+        """Every batch of ``todo`` as a Spark job, a few in flight; then :meth:`close`.
+
+        PySpark's own SIGINT handler cancels jobs from inside the signal, which can land in
+        the middle of a py4j call: the command's handlers (or a plain KeyboardInterrupt) come
+        back, and :meth:`interrupted` cancels once.
+        """
+        size = self.options.cells_per_job or max(1, 2 * self.summary.parallelism)
+        previous_handler = _own_signals(handlers)
+        pool = ThreadPoolExecutor(max_workers=self.options.jobs_in_flight)
+        try:
+            for batch in chunks(self.todo, size):
+                self.in_flight.add(pool.submit(self.job, batch))
+                if len(self.in_flight) >= self.options.jobs_in_flight:
+                    self.take_finished()
+            while self.in_flight:
+                self.take_finished()
+        except KeyboardInterrupt as exc:
+            self.interrupted(exc)
+        finally:
+            _restore_sigint(previous_handler)
+            pool.shutdown(wait=True, cancel_futures=True)
+            self.close(own_session=own_session)
+
+    def job(self, batch: list[Cell]) -> list[dict[str, Any]]:
+        """One batch's rows (a pool thread); a failed job is re-run cell by cell unless stopping."""
+        try:
+            if batch[0].kind == "proof":
+                return _run_proof_job(self.sc, batch[0])
+            return _run_search_job(self.sc, batch)
+        except Exception as exc:
+            if self.stopping:
+                raise
+            return _isolate(self.sc, batch, exc)
+
+    def take_finished(self) -> None:
+        """Wait for at least one job in flight to finish; take its rows."""
+        finished, self.in_flight = wait(self.in_flight, return_when=FIRST_COMPLETED)
+        for future in finished:
+            self.take(future.result())
+
+    def take(self, rows: list[dict[str, Any]], quiet: bool = False) -> None:
+        """Count ``rows`` and keep them to write; unless ``quiet``, say the progress and flush."""
+        self.pending.extend(rows)
+        self.ran.extend(comparable(r) | {"_executor": r["executor"]} for r in rows)
         for row in rows:
-            summary.count(row["verdict"])
+            self.summary.count(row["verdict"])
             if "_balance" in row:
-                summary.proofs.append(row["_balance"])
+                self.summary.proofs.append(row["_balance"])
         if quiet:
             return
-        say(f"  {len(ran)}/{len(todo)} cells  {time.perf_counter() - started:7.1f}s")
-        if time.monotonic() - last_flush >= FLUSH_EVERY_S:
-            with _signals_held():  # the rows and "they are written" together
-                _write_rows(spark, out, pending)
-                pending.clear()
-            last_flush = time.monotonic()
+        self.say(f"  {len(self.ran)}/{len(self.todo)} cells  {self.elapsed_s():7.1f}s")
+        if time.monotonic() - self.last_flush >= FLUSH_EVERY_S:
+            self.flush()
+            self.last_flush = time.monotonic()
 
-    def submit(pool: ThreadPoolExecutor, batch: list[Cell]) -> Future[list[dict[str, Any]]]:
-        def job() -> list[dict[str, Any]]:
-            try:
-                if batch[0].kind == "proof":
-                    return _run_proof_job(sc, batch[0])
-                return _run_search_job(sc, batch)
-            except Exception as exc:
-                if stopping:
-                    raise
-                return _isolate(sc, batch, exc)
+    def flush(self) -> None:
+        """The pending rows into Parquet, signals held: the rows and "they are written" together."""
+        with _signals_held():
+            _write_rows(self.spark, self.out, self.pending)
+            self.pending.clear()
 
-        return pool.submit(job)
-
-    stopping = False
-    batches = iter(chunks(todo, size))
-    # PySpark's own SIGINT handler cancels jobs from inside the signal, which can land in the
-    # middle of a py4j call: the command's handlers (or a plain KeyboardInterrupt) come back,
-    # and the handler below cancels once.
-    previous_handler = _own_signals(handlers)
-    pool = ThreadPoolExecutor(max_workers=options.jobs_in_flight)
-    in_flight: set[Future[list[dict[str, Any]]]] = set()
-    try:
-        for batch in batches:
-            in_flight.add(submit(pool, batch))
-            if len(in_flight) >= options.jobs_in_flight:
-                finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    take(future.result())
-        while in_flight:
-            finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in finished:
-                take(future.result())
-    except KeyboardInterrupt as exc:
-        stopping = True
-        summary.interrupted = True
-        summary.interrupted_by = getattr(exc, "name", "SIGINT")
-        _quietly(sc.cancelAllJobs)
-        for future in in_flight:
+    def interrupted(self, exc: KeyboardInterrupt) -> None:
+        """A signal: cancel the jobs once and take the rows of those that finished anyway."""
+        self.stopping = True
+        self.summary.interrupted = True
+        self.summary.interrupted_by = getattr(exc, "name", "SIGINT")
+        _quietly(self.sc.cancelAllJobs)
+        for future in self.in_flight:
             if future.done() and not future.cancelled() and future.exception() is None:
-                take(future.result(), quiet=True)
-    finally:
-        _restore_sigint(previous_handler)
-        pool.shutdown(wait=True, cancel_futures=True)
+                self.take(future.result(), quiet=True)
+
+    def close(self, *, own_session: bool) -> None:
+        """Write what is pending, check determinism (unless interrupted), the manifest, stop."""
+        summary = self.summary
         if summary.interrupted:  # the signal may have cut a py4j call short: keep what we can
             with _signals_held():
-                if not _quietly(lambda: _write_rows(spark, out, pending)):
-                    kept = {row["cell"] for row in read_rows(out)}
-                    ran[:] = [row for row in ran if row["cell"] in kept]
-                pending.clear()
+                if not _quietly(lambda: _write_rows(self.spark, self.out, self.pending)):
+                    kept = {row["cell"] for row in read_rows(self.out)}
+                    self.ran[:] = [row for row in self.ran if row["cell"] in kept]
+                self.pending.clear()
         else:
-            with _signals_held():
-                _write_rows(spark, out, pending)
-                pending.clear()
-        summary.ran = len(ran)
-        summary.seconds = round(time.perf_counter() - started, 3)
+            self.flush()
+        summary.ran = len(self.ran)
+        summary.seconds = round(self.elapsed_s(), 3)
         if summary.interrupted:
             print(
-                f"interrupted by {summary.interrupted_by or 'SIGINT'}: kept the {len(ran)} "
+                f"interrupted by {summary.interrupted_by or 'SIGINT'}: kept the {len(self.ran)} "
                 "finished cells",
                 file=sys.stderr,
             )
-        if not summary.interrupted:
-            try:
-                summary.determinism = cross_check(ran, options, say)
-                _write_determinism(out, summary.determinism)
-            except KeyboardInterrupt as exc:  # every row is written: the rest is the check
-                summary.interrupted = True
-                summary.interrupted_by = getattr(exc, "name", "SIGINT")
-                print(
-                    "interrupted: every cell was written; the determinism check was not",
-                    file=sys.stderr,
-                )
-        _write_manifest(out, options, summary)
+        else:
+            self.check_determinism()
+        _write_manifest(self.out, self.options, summary)
         if own_session:
-            _quietly(spark.stop) if summary.interrupted else spark.stop()
-    return summary
+            _quietly(self.spark.stop) if summary.interrupted else self.spark.stop()
+
+    def check_determinism(self) -> None:
+        """Re-run a sample in the driver (:func:`cross_check`) into ``determinism.json``."""
+        try:
+            self.summary.determinism = cross_check(self.ran, self.options, self.say)
+            _write_determinism(self.out, self.summary.determinism)
+        except KeyboardInterrupt as exc:  # every row is written: the rest is the check
+            self.summary.interrupted = True
+            self.summary.interrupted_by = getattr(exc, "name", "SIGINT")
+            print(
+                "interrupted: every cell was written; the determinism check was not",
+                file=sys.stderr,
+            )
+
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
 
 
 def _quietly(action: Callable[[], Any]) -> bool:

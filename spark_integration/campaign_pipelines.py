@@ -63,40 +63,23 @@ def run(
     say: Say | None = None,
     spark: Any = None,
 ) -> Summary:
-    """Run the grid, skipping the cells ``out`` holds; the summary of this run."""
+    """Run the grid, skipping the cells ``out`` holds; the summary of this run.
+
+    The steps, top down: resolve the pipeline and its experiments, open the
+    folder and the session, then the baseline and (if it holds) every
+    (experiment, seed) cell, the manifest rewritten as each finishes.
+    """
     from raceproof.spark_integration import session
-    from raceproof.spark_integration.experiments import applicable
-    from raceproof.spark_integration.pipeline import (
-        PipelineError,
-        resolve,
-        settings_of,
-    )
+    from raceproof.spark_integration.pipeline import PipelineError, settings_of
 
     tell = say or (lambda _text: None)
-    if out.exists() and not out.is_dir():
-        raise CampaignError(f"--out {out} is not a folder")
-    try:
-        pipeline = resolve(spec)
-    except PipelineError as exc:
-        raise CampaignError(str(exc)) from None
-    names = [n for n in applicable(pipeline) if not experiments or n in experiments]
-    if not names:
-        raise CampaignError(f"no experiment of {', '.join(experiments)} applies to {pipeline.name}")
+    pipeline, names = _resolve(spec, out, experiments)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     done = {str(r["cell"]) for r in read_rows(out)} if (out / "results").exists() else set()
     cells = [(name, seed) for name in names for seed in seeds]
     summary = Summary(cells=len(cells) + 1, master="local[2] (driver)", parallelism=1)
-    options = Options(
-        scenarios=(pipeline.name,),
-        variants=tuple(names),
-        strategies=("fault-experiment",),
-        seeds=tuple(seeds),
-        examples=1,
-        master=summary.master,
-        out=str(out),
-        cross_check=0,
-    )
+    options = _options(pipeline.name, names, seeds, master=summary.master, out=out)
     try:
         settings = settings_of([pipeline])
     except PipelineError as exc:
@@ -126,6 +109,39 @@ def run(
     summary.seconds = round(time.monotonic() - started, 1)
     _write_manifest(out, options, summary)
     return summary
+
+
+def _resolve(spec: str, out: Path, experiments: Sequence[str]) -> tuple[Any, list[str]]:
+    """The pipeline ``spec`` names and its applicable experiments (those asked for); bad input refused."""
+    from raceproof.spark_integration.experiments import applicable
+    from raceproof.spark_integration.pipeline import PipelineError, resolve
+
+    if out.exists() and not out.is_dir():
+        raise CampaignError(f"--out {out} is not a folder")
+    try:
+        pipeline = resolve(spec)
+    except PipelineError as exc:
+        raise CampaignError(str(exc)) from None
+    names = [n for n in applicable(pipeline) if not experiments or n in experiments]
+    if not names:
+        raise CampaignError(f"no experiment of {', '.join(experiments)} applies to {pipeline.name}")
+    return pipeline, names
+
+
+def _options(
+    pipeline: str, names: Sequence[str], seeds: Sequence[int], *, master: str, out: Path
+) -> Options:
+    """The manifest's options: the model campaign's fields, as a pipeline grid fills them."""
+    return Options(
+        scenarios=(pipeline,),
+        variants=tuple(names),
+        strategies=("fault-experiment",),
+        seeds=tuple(seeds),
+        examples=1,
+        master=master,
+        out=str(out),
+        cross_check=0,
+    )
 
 
 def _baseline(
