@@ -1,4 +1,6 @@
-"""The terminal timeline: actor columns, the violating op and the deviations marked, noise hidden.
+"""The terminal's text: the timeline, a checker's verdict line, and plain column tables.
+
+The timeline marks actor columns, the violating op and the deviations, noise hidden.
 
 Drawn with ``rich``: one line per op, a narrow column per actor (a dot in the
 acting actor's column, so who-did-what reads down the page like a sequence
@@ -6,11 +8,21 @@ diagram), then the op's time, index, actor and text. The deviations from FIFO
 are lines of their own where they were drawn; the op where a checker became
 false is red with the checker's sentence under it. Colour only on a terminal;
 piped, the same text without escapes.
+
+The commands' other terminal text comes from here too, so each kind of line
+is drawn in one place: :func:`verdict_line` (a checker's verdict under a
+timeline: ``check``'s counterexample, ``explore``/``repro``, a real backend's
+run) and :func:`columns_text` (the tables of ``check``, ``spark-check`` and
+``compare``), laid out by rich rather than padded by hand.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from rich.cells import cell_len
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from raceproof.reports.story import Story, is_fault, op_text
@@ -101,3 +113,34 @@ def print_timeline(story: Story, console: Console | None = None, show_all: bool 
 def timeline_text(story: Story, show_all: bool = False, width: int = 160) -> str:
     """The timeline as plain text (``--format text`` and tests)."""
     return "\n".join(line.plain for line in timeline_lines(story, show_all, width)) + "\n"
+
+
+def verdict_line(status: str, checker: str, op_index: int | None, message: str) -> str:
+    """A checker's verdict as it stands under a timeline: status, checker, the op, its sentence."""
+    where = f" (op #{op_index})" if op_index is not None else ""
+    return f"  {status.upper():9} {checker}{where}  {message}"
+
+
+def columns_text(rows: Sequence[Sequence[str]]) -> str:
+    """``rows`` (the header first) as plain-text columns two spaces apart, each as wide as its widest cell.
+
+    A borderless rich table that never wraps (its console as wide as need be),
+    captured without escapes; each line ends at its last character (no padding
+    after the last column).
+    """
+    table = Table(box=None, show_header=False, show_edge=False, pad_edge=False, padding=(0, 1))
+    for _ in rows[0]:
+        table.add_column(no_wrap=True, overflow="ignore")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    widths = [max(cell_len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    console = Console(
+        width=sum(widths) + 2 * len(widths) + 1,  # wide enough that nothing is wrapped or cut
+        color_system=None,
+        highlight=False,
+        markup=False,
+        emoji=False,
+    )
+    with console.capture() as captured:
+        console.print(table)
+    return "\n".join(line.rstrip() for line in captured.get().splitlines())

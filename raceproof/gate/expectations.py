@@ -96,10 +96,13 @@ def profile_named(name: str | None) -> Profile:
 
 def outcome_text(outcome: RunOutcome, title: str) -> str:
     """A run as people read it: title, timeline, verdicts, deviations from FIFO, verdict line."""
+    from raceproof.reports.terminal import verdict_line
+
     lines = [title, outcome.history.render(), ""]
     for verdict in outcome.verdicts:
-        where = f" (op #{verdict.op_index})" if verdict.op_index is not None else ""
-        lines.append(f"  {verdict.status.upper():9} {verdict.checker}{where}  {verdict.message}")
+        lines.append(
+            verdict_line(verdict.status, verdict.checker, verdict.op_index, verdict.message)
+        )
     devs = [
         f"draw #{i} {c.label} = option {c.value} of {c.n}"
         for i, c in enumerate(outcome.choices)
@@ -433,6 +436,8 @@ def exit_code(results: Sequence[CheckResult]) -> ExitCode:
 
 def table(results: Sequence[CheckResult], profile: Profile) -> str:
     """One row per scenario and variant, one column per strategy and the proof."""
+    from raceproof.reports.terminal import columns_text
+
     kinds = [*profile.strategies, "prove"]
     rows: dict[tuple[str, str], dict[str, CheckResult]] = {}
     for r in results:
@@ -457,10 +462,7 @@ def table(results: Sequence[CheckResult], profile: Profile) -> str:
                 outcome,
             )
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
-    )
+    return columns_text(lines)
 
 
 def junit(results: Sequence[CheckResult], seconds: float) -> str:

@@ -136,6 +136,9 @@ def coordinator_comparison(grid: Grid, progress: Progress = None) -> list[dict[s
 
 
 def table(rows: list[dict[str, Any]]) -> str:
+    """The comparison as a terminal table: one line per design and setting, means with their sd."""
+    from raceproof.reports.terminal import columns_text
+
     header = (
         "design",
         "txn %",
@@ -162,10 +165,7 @@ def table(rows: list[dict[str, Any]]) -> str:
                 f"{r['failed']:.0f}",
             )
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in lines
-    )
+    return columns_text(lines)
 
 
 def write_outputs(rows: list[dict[str, Any]], out_dir: Path, grid: Grid) -> tuple[Path, Path]:

@@ -250,7 +250,7 @@ def print_outcome(outcome: RunOutcome, title: str, story: Story | None = None) -
 
     from raceproof.reports.story import Story as _Story
     from raceproof.reports.story import VerdictView, deviations_of
-    from raceproof.reports.terminal import print_timeline
+    from raceproof.reports.terminal import print_timeline, verdict_line
 
     if story is None:
         story = _Story(
@@ -268,8 +268,7 @@ def print_outcome(outcome: RunOutcome, title: str, story: Story | None = None) -
     print_timeline(story, Console(highlight=False, soft_wrap=True))
     print()
     for verdict in outcome.verdicts:
-        where = f" (op #{verdict.op_index})" if verdict.op_index is not None else ""
-        print(f"  {verdict.status.upper():9} {verdict.checker}{where}  {verdict.message}")
+        print(verdict_line(verdict.status, verdict.checker, verdict.op_index, verdict.message))
     devs = [
         f"draw #{i} {c.label} = option {c.value} of {c.n}"
         + (

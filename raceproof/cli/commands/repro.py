@@ -213,11 +213,16 @@ def _render(args: argparse.Namespace, request: ReproRequest, done: ReproResult) 
 
 def _print_real(args: argparse.Namespace, result: dict[str, Any]) -> None:
     """The real backend's timeline, its checkers' verdicts and its verdict."""
+    from raceproof.reports.terminal import verdict_line
+
     print(f"\n== the same schedule forced onto {args.backend} ({result['real_forced']})")
     print(result.pop("_timeline"))
     for verdict in result["verdicts"]:
-        where = f" (op #{verdict['op_index']})" if verdict["op_index"] is not None else ""
-        print(f"  {verdict['status'].upper():9} {verdict['checker']}{where}  {verdict['message']}")
+        print(
+            verdict_line(
+                verdict["status"], verdict["checker"], verdict["op_index"], verdict["message"]
+            )
+        )
     reproduced = " (the simulated violation reproduced)" if result["reproduced"] else ""
     print(f"verdict on {args.backend}: {result['verdict']}{reproduced}")
 

@@ -402,6 +402,8 @@ def interrupted(
 
 def spark_table(rows: list[dict[str, Any]]) -> str:
     """The spark-check table: one line per pipeline and experiment, outcomes with their stability."""
+    from raceproof.reports.terminal import columns_text
+
     header = (
         "pipeline",
         "experiment",
@@ -427,10 +429,7 @@ def spark_table(rows: list[dict[str, Any]]) -> str:
         )
         for r in rows
     ]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
-    )
+    return columns_text(lines)
 
 
 def add(commands: Any) -> None:
