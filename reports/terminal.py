@@ -121,19 +121,21 @@ def verdict_line(status: str, checker: str, op_index: int | None, message: str) 
     return f"  {status.upper():9} {checker}{where}  {message}"
 
 
-def columns_text(rows: Sequence[Sequence[str]]) -> str:
-    """``rows`` (the header first) as plain-text columns two spaces apart, each as wide as its widest cell.
+def columns_text(rows: Sequence[Sequence[str]], *, min_widths: Sequence[int] = ()) -> str:
+    """``rows`` (a header, if any, first) as plain-text columns two spaces apart.
 
-    A borderless rich table that never wraps (its console as wide as need be),
-    captured without escapes; each line ends at its last character (no padding
-    after the last column).
+    Each column is as wide as its widest cell, or its ``min_widths`` entry if
+    that is more. A borderless rich table that never wraps (its console as wide
+    as need be), captured without escapes; each line ends at its last character
+    (no padding after the last column).
     """
+    least = [*min_widths, *[0] * (len(rows[0]) - len(min_widths))]
     table = Table(box=None, show_header=False, show_edge=False, pad_edge=False, padding=(0, 1))
-    for _ in rows[0]:
-        table.add_column(no_wrap=True, overflow="ignore")
+    for i in range(len(rows[0])):
+        table.add_column(no_wrap=True, overflow="ignore", min_width=least[i] or None)
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
-    widths = [max(cell_len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    widths = [max(least[i], *(cell_len(row[i]) for row in rows)) for i in range(len(rows[0]))]
     console = Console(
         width=sum(widths) + 2 * len(widths) + 1,  # wide enough that nothing is wrapped or cut
         color_system=None,

@@ -50,3 +50,29 @@ def test_a_verdict_line_names_the_op_only_when_it_has_one() -> None:
         "  VIOLATED  no-loss (op #7)  offset 3 lost"
     )
     assert verdict_line("ok", "no-dup", None, "held") == "  OK        no-dup  held"
+
+
+def test_a_minimum_width_holds_short_columns_and_yields_to_a_longer_cell() -> None:
+    short = [("buggy", "reads, then sets"), ("fix-lease", "a lease")]
+    assert columns_text(short, min_widths=(27,)).splitlines() == [
+        "buggy" + " " * 24 + "reads, then sets",
+        "fix-lease" + " " * 20 + "a lease",
+    ]
+    long = [*short, ("drain-before-consumers-start-stuck", "never injected")]
+    assert columns_text(long, min_widths=(27,)) == hand_padded([list(row) for row in long])
+
+
+def test_raceproof_list_starts_every_variant_description_in_one_column() -> None:
+    """The listing once padded names to 28 by hand: a longer name pushed its description out."""
+    from raceproof.cli.commands.listing import variant_lines
+    from raceproof.scenarios.catalogue import all_scenarios
+
+    scenarios = [s.describe() for s in all_scenarios()]
+    longest = max(len(v) for s in scenarios for v in s["variants"])
+    assert longest > 28, "the catalogue no longer has a long name: pick another case"
+    for scenario in scenarios:
+        lines = variant_lines(scenario)
+        column = max(27, max(len(name) for name in scenario["variants"])) + 2
+        assert len(lines) == len(scenario["variants"])
+        for line, (name, what) in zip(lines, scenario["variants"].items(), strict=True):
+            assert line.startswith(name) and line[column:].startswith(what), (line, column)

@@ -23,11 +23,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         return runner.EXIT_OK
     for s in scenarios:
         print(f"{s['scenario']}: {s['summary']}")
-        for name, what in s["variants"].items():
-            mark = "expected to violate" if name in s["expect_violation"] else "expected to hold"
-            if name in s["found_by_proof"]:
-                mark += ", judged by its proof"
-            print(f"    {name:28} {what}  [{mark}]")
+        for line in variant_lines(s):
+            print(f"    {line}")
         print(f"    checkers: {', '.join(s['checkers'])}")
         for line in probe_lines(s["probes"], s["unreachable_probes"]):
             print(f"    {line}")
@@ -35,6 +32,23 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"    bounds: {s['bounds']}   report timeline: {'yes' if s['report_timeline'] else 'no'}"
         )
     return runner.EXIT_OK
+
+
+def variant_lines(scenario: dict[str, Any]) -> list[str]:
+    """A described scenario's variants, one line each: name, what it is, what it is expected to do.
+
+    The names are one column, at least 27 wide (as the manual's listings show
+    them) and wider when a name is longer, so every description starts in line.
+    """
+    from raceproof.reports.terminal import columns_text
+
+    rows = []
+    for name, what in scenario["variants"].items():
+        mark = "expected to violate" if name in scenario["expect_violation"] else "expected to hold"
+        if name in scenario["found_by_proof"]:
+            mark += ", judged by its proof"
+        rows.append((name, f"{what}  [{mark}]"))
+    return columns_text(rows, min_widths=(27,)).splitlines() if rows else []
 
 
 def probe_lines(probes: list[str], unreachable: dict[str, dict[str, str]]) -> list[str]:
