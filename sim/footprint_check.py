@@ -36,7 +36,8 @@ have caused the steps that run while it sleeps.
 
 A pair is only *unverified* (counted, never reported as wrong) when a run
 cannot be followed for reasons that do not show a dependency: a step with no
-key (a condition or callback the kernel cannot name) among several due.
+key (a condition or callback the kernel cannot name; a timer's firing is named,
+``World.arm_key``) among several due.
 """
 
 from __future__ import annotations

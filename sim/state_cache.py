@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raceproof.sim.errors import KernelError
-from raceproof.sim.world import SleepBlocked, _step_key
+from raceproof.sim.world import SleepBlocked, _process_step_key
 
 
 class StateSeen(SleepBlocked):
@@ -52,8 +52,8 @@ def kernel_fingerprint(world: Any, model: Callable[[], str]) -> str | None:
     """The model's fingerprint plus every pending event relative to now; None when unknown.
 
     Unknown: an event someone waits on that does not resume exactly one tracked
-    process (a condition, a callback of the model's own), whose future the kernel
-    cannot name.
+    process (a condition, a callback of the model's own, a timer's firing: its key
+    names the step, not the callback's state), whose future the kernel cannot name.
     """
     now = world.now_ms
     pending = []
@@ -61,7 +61,7 @@ def kernel_fingerprint(world: Any, model: Callable[[], str]) -> str | None:
         time, priority, _, event = entry
         if not event.callbacks:
             continue  # nobody waits on it: it changes nothing
-        key = _step_key(event)
+        key = _process_step_key(event)
         if key is None:
             return None
         pending.append((time - now, int(priority), key))

@@ -19,7 +19,9 @@ with are never taken to commute. Cancelling names that resource to
 ``World.unschedule`` instead of touching everything: no process waits on a
 timer's event. What the callback spawns is named after the timer and its
 firing count (``World.spawning_as``), so process names do not depend on the
-order of the steps of that instant.
+order of the steps of that instant. The firing itself is named by the timer's
+resource and the count of its arms (``World.arm_key``): the reduction can put it
+to sleep and the footprint check can follow it, as it does a process's step.
 
 One plain ``assert`` stays (a fresh timeout has its callbacks list: it only
 narrows the type, losing it changes no verdict); bad lateness, delays and
@@ -91,6 +93,7 @@ class Timer:
         event = self.world.timeout(delay_ms + late_ms)
         assert event.callbacks is not None
         event.callbacks.append(self._fire)
+        event.rp_key = self.world.arm_key(self.resource)  # type: ignore[attr-defined]
         self._event = event
         self._due_ms = self.world.now_ms + delay_ms + late_ms
 

@@ -95,6 +95,7 @@ class World(simpy.Environment):
         self.state_fingerprint: Callable[[], str] | None = None
         self._footprint: dict[str, bool] | None = None
         self._spawned: dict[str, int] = {}
+        self._arms: dict[str, int] = {}  # timer resource -> arms so far (``arm_key``)
         self._context = ""  # who spawns when no process is active (a timer's firing)
         self._shared: Shared | None = None
         # Per schedule draw that left FIFO: the actor that ran and the one it overtook. A
@@ -302,6 +303,20 @@ class World(simpy.Environment):
         """
         previous, self._context = self._context, context
         return previous
+
+    def arm_key(self, resource: str) -> str:
+        """The step key of the firing of the next arm of the timer resource ``resource``.
+
+        A timer's firing is a callback, not a process step, so ``_step_key`` cannot name
+        it by a process; it is named by its resource and the count of arms of that
+        resource so far. Every arm writes the resource (``Timer.start`` cancels first),
+        so the arms of one resource, of one timer or of several sharing its name, keep
+        their order in every equivalent run: the name does not depend on how other
+        steps interleave, and no two firings of a run share it.
+        """
+        count = self._arms.get(resource, 0) + 1
+        self._arms[resource] = count
+        return f"{resource}#{count}@fire"
 
     def touch_all(self) -> None:
         """The current step is dependent on every other step."""
@@ -581,7 +596,18 @@ def _owner(event: Event) -> Process | None:
 
 
 def _step_key(event: Event) -> str | None:
-    """Which step processing ``event`` is: its process and that process's step count."""
+    """Which step processing ``event`` is: its process and that process's step count,
+    or the timer firing it is (``World.arm_key``); None when the kernel cannot name it."""
+    owner = _owner(event)
+    if owner is None:
+        callbacks = event.callbacks
+        named = callbacks is not None and len(callbacks) == 1  # the firing and nothing else
+        return getattr(event, "rp_key", None) if named else None
+    return f"{owner.rp_id}@{owner.rp_steps}"  # type: ignore[attr-defined]
+
+
+def _process_step_key(event: Event) -> str | None:
+    """``_step_key`` for a step that resumes one tracked process; None for anything else."""
     owner = _owner(event)
     if owner is None:
         return None

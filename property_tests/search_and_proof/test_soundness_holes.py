@@ -206,11 +206,13 @@ def test_the_footprint_check_reports_a_step_that_raises_only_in_one_order(
     assert MODES["checkers"](spec, full) == []
 
 
-# Open (make soundness at 300 random examples, 27 Nov): a timer's firing is a step with no key
-# (a callback, not a process), and a swap whose runs meet one cannot be followed by key, so its
-# pair is counted unverified and never reported. Here a2's read is put to sleep past a0's write
-# of an untracked dict while a1's timer is due: the reduced walk misses a2 reading None, and
-# ``--check-footprints`` passes (``--cross-check`` reports it). Strict: it fails once fixed.
+# 4. A timer's firing beside the swap (make soundness at 300 random examples): a firing is a
+# callback, not a process, and had no step key, so a swap whose runs met one among several due
+# could not be followed by key; its pair was counted unverified and the check passed ("26 checked
+# (5 could not be followed)", exit 0). A firing is now named by its timer resource and that
+# resource's arm count (``World.arm_key``). Here a2's read is put to sleep past a0's write of an
+# untracked dict while a1's timer is due: the reduced walk misses a2 reading None, and the check
+# reports it. The same model over a tracked dict: the check follows every pair and is silent.
 UNNAMED_TIMER = Spec(
     actors=(
         (Op("plain.write", 0),),
@@ -220,11 +222,29 @@ UNNAMED_TIMER = Spec(
     untracked=True,
     final_checker=False,
 )
+TRACKED_TIMER = Spec(
+    actors=(
+        (Op("dict.set", 0),),
+        (Op("timer.start", 0), Op("timer.start", 0)),
+        (Op("dict.get", 0), Op("timer.start", 1)),
+    ),
+    final_checker=False,
+)
 
 
-@pytest.mark.xfail(strict=True, reason="open: a pair beside a timer's unnamed step is unverified")
-def test_open_the_footprint_check_reports_a_pair_beside_an_unnamed_timer_step() -> None:
+def test_the_footprint_check_reports_a_pair_beside_a_timer_firing() -> None:
     full = full_walk(UNNAMED_TIMER)
     assert walk(UNNAMED_TIMER, reduction=True).endings != full.endings  # unsound
-    with pytest.raises(FootprintMismatch):
+    with pytest.raises(FootprintMismatch, match=r"step /a2#\d+@\d+ \(a2.*/a0#0@\d+ \(a0"):
         prove(masked(runner(UNNAMED_TIMER)), budget=Budget(examples=4_000), check_footprints=True)
+
+
+def test_the_footprint_check_follows_timer_firings_on_the_tracked_model() -> None:
+    full = full_walk(TRACKED_TIMER)
+    assert walk(TRACKED_TIMER, reduction=True).endings == full.endings
+    report = prove(
+        masked(runner(TRACKED_TIMER)), budget=Budget(examples=4_000), check_footprints=True
+    )
+    assert report.complete and report.footprints_checked
+    assert report.footprints_unverified == 0  # every pair beside a firing is followed
+    assert MODES["checkers"](TRACKED_TIMER, full) == []
