@@ -77,6 +77,19 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def started(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), or None if it is gone or a zombie.
+
+    A pid and its start time name one process: a pid the kernel gave again to another
+    process has another start time.
+    """
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] == "Z" else int(fields[19])  # field 22 of proc(5); fields[0] is 3
+
+
 def naming(text: str) -> list[int]:
     """Processes whose command line contains ``text`` (a temporary folder, say)."""
     found = []

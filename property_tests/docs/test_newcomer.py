@@ -21,21 +21,18 @@ pip cache in the folder):
 ``make test`` is the set-up block's other line: it is the suite, which is what
 runs this test, so it is left out (said in ``SETUP_NOT_RUN``). The test fails,
 never skips, when it cannot make the user. It removes the user, the user's
-processes and the folder whatever happens.
+processes and the folder whatever happens; and what a run killed outright left
+behind, the next run sweeps first (``newcomer_users.py``, tested in
+``test_newcomer_users.py``).
 """
 
 from __future__ import annotations
 
 import os
-import pwd
 import re
 import shlex
 import shutil
-import signal
 import subprocess
-import tempfile
-import time
-import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -45,7 +42,7 @@ import pytest
 from sybil import Example
 from sybil.example import SybilFailure
 
-from property_tests import doc_examples
+from property_tests import doc_examples, newcomer_users
 from property_tests.doc_examples import ROOT
 
 pytestmark = pytest.mark.xdist_group("newcomer")
@@ -134,54 +131,33 @@ def copy_tracked(source: Path, target: Path) -> int:
     return copied
 
 
-def kill_processes_of(uid: int) -> None:
-    """Every process left running as ``uid`` (a pool a command leaked), by its pid, until none."""
-    for _ in range(20):  # one that forks while it is killed is found on the next pass
-        found = 0
-        for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and entry.stat().st_uid == uid:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                    found += 1
-            except (FileNotFoundError, ProcessLookupError, PermissionError):
-                continue
-        if not found:
-            return
-        time.sleep(0.1)  # a pause between passes, not a measurement
-
-
 @pytest.fixture(scope="module")
 def newcomer() -> Iterator[Newcomer]:
-    """The user and its folder; removed, with everything the user left running, at the end."""
+    """The user and its folder; removed, with everything the user left running, at the end.
+
+    First, what an earlier run killed outright left behind (its users, their processes,
+    their folders) is swept: only what a process that is gone made (``newcomer_users``).
+    """
     missing = [t for t in ("runuser", "useradd", "userdel", "make") if shutil.which(t) is None]
     assert not missing, f"cannot play a newcomer without {missing}"
     assert os.geteuid() == 0, "making another user needs root (CI runs the suite as root)"
-    name = f"rpnew{uuid.uuid4().hex[:10]}"
-    base = Path(tempfile.mkdtemp(prefix="raceproof-newcomer-", dir="/tmp"))
-    home = str(base / "home")
-    uid: int | None = None
+    newcomer_users.sweep_stale()
+    base = newcomer_users.new_folder()
+    made: newcomer_users.Made | None = None
     try:
-        made = subprocess.run(
-            ["useradd", "--no-create-home", "--home-dir", home, "--shell", "/bin/bash", "-U", name],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert made.returncode == 0, f"useradd {name}: {made.stderr.strip()}"
-        uid = pwd.getpwnam(name).pw_uid
-        user = Newcomer(name=name, uid=uid, base=base)
+        made = newcomer_users.make_user(base)
+        user = Newcomer(name=made.name, uid=made.uid, base=base)
         for sub in ("home", "tmp", "pip-cache", "raceproof"):
             (base / sub).mkdir()
         assert copy_tracked(ROOT, user.checkout) > 100
-        subprocess.run(["chown", "-R", f"{name}:{name}", str(base)], check=True, timeout=120)
+        subprocess.run(
+            ["chown", "-R", f"{made.name}:{made.name}", str(base)], check=True, timeout=120
+        )
         yield user
     finally:
-        gone = None
-        if uid is not None:
-            kill_processes_of(uid)
-            gone = subprocess.run(["userdel", name], capture_output=True, text=True, timeout=60)
+        failed = None if made is None else newcomer_users.remove_user(made.name, made.uid)
         shutil.rmtree(base, ignore_errors=True)
-        assert gone is None or gone.returncode == 0, f"userdel {name}: {gone.stderr.strip()}"
+        assert failed is None, failed
 
 
 def said(done: subprocess.CompletedProcess[str]) -> str:
