@@ -121,18 +121,25 @@ def verdict_line(status: str, checker: str, op_index: int | None, message: str) 
     return f"  {status.upper():9} {checker}{where}  {message}"
 
 
-def columns_text(rows: Sequence[Sequence[str]], *, min_widths: Sequence[int] = ()) -> str:
+def columns_text(
+    rows: Sequence[Sequence[str]], *, min_widths: Sequence[int] = (), right: Sequence[int] = ()
+) -> str:
     """``rows`` (a header, if any, first) as plain-text columns two spaces apart.
 
     Each column is as wide as its widest cell, or its ``min_widths`` entry if
-    that is more. A borderless rich table that never wraps (its console as wide
+    that is more; the columns whose index is in ``right`` are right-aligned,
+    the others left-aligned. A borderless rich table that never wraps (its console as wide
     as need be), captured without escapes; each line ends at its last character
     (no padding after the last column).
     """
     least = [*min_widths, *[0] * (len(rows[0]) - len(min_widths))]
     table = Table(box=None, show_header=False, show_edge=False, pad_edge=False, padding=(0, 1))
     for i in range(len(rows[0])):
-        table.add_column(no_wrap=True, overflow="ignore", min_width=least[i] or None)
+        table.add_column(
+            no_wrap=True,  # and the console is as wide as the table: nothing is cut
+            min_width=least[i] or None,
+            justify="right" if i in right else "left",
+        )
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
     widths = [max(least[i], *(cell_len(row[i]) for row in rows)) for i in range(len(rows[0]))]

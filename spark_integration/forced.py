@@ -117,12 +117,20 @@ class ForcedTrial:
         return Verdict.VIOLATED if self.trial.verdict == Verdict.VIOLATED else Verdict.OK
 
     def side_by_side(self) -> str:
-        width = max((len(s.sim) for s in self.steps), default=0)
-        lines = [f"  {'simulated (' + self.story + ')':{width + 8}}  Spark"]
+        """Each step's simulated op beside the Spark point it became; the trial's outcome under them.
+
+        A column table (``columns_text``): the op's index right-aligned, each
+        header over its own column.
+        """
+        from raceproof.reports.terminal import columns_text
+
+        rows = [("", f"simulated ({self.story})", "", "Spark")]
         for s in self.steps:
             where = f"#{s.sim_index}" if s.sim_index is not None else "-"
             mark = "" if s.reached else "   [NOT REACHED]"
-            lines.append(f"  {where:>5}  {s.sim:{width}}  ->  {s.spark}{mark}")
+            rows.append((where, s.sim, "->", s.spark + mark))
+        table = columns_text(rows, min_widths=(5,), right=(0,)).splitlines()
+        lines = [f"  {line}" for line in table]
         lines.append(f"  Spark trial: {self.trial.verdict}: {self.trial.message}")
         return "\n".join(lines)
 

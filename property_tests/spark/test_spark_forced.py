@@ -171,3 +171,30 @@ def test_the_fixes_orders_are_forced_too(
     assert not any("dir.delete" in s["sim"] for s in result["real_steps"])
     checked = {v["checker"]: v["status"] for v in result["verdicts"]}
     assert (checked["replay-equivalence"], result["verdict"], code) == ("ok", "ok", 0)
+
+
+def test_the_side_by_side_puts_each_header_over_its_column() -> None:
+    """No Spark: the layout alone. The header's "Spark" once sat three columns left of its column."""
+    from types import SimpleNamespace
+
+    from raceproof.spark_integration.forced import ForcedTrial, Step
+
+    forced = ForcedTrial(
+        story="KAFKA-8187",
+        trial=SimpleNamespace(verdict="raised", message="the query fails"),  # type: ignore[arg-type]
+        steps=[
+            Step(14, "checkpoints of 1_0 up to offset 2", "2 records committed"),
+            Step(None, "cleaner dir.delete", "deleted checkpoint/state"),
+            Step(182, "restore.done", "not run", reached=False),
+        ],
+        checker_map={},
+    )
+    header, *steps, trial = forced.side_by_side().splitlines()
+    assert steps == [
+        "    #14  checkpoints of 1_0 up to offset 2  ->  2 records committed",
+        "      -  cleaner dir.delete                 ->  deleted checkpoint/state",
+        "   #182  restore.done                       ->  not run   [NOT REACHED]",
+    ]
+    assert header.index("simulated") == steps[0].index("checkpoints")
+    assert header.index("Spark") == steps[0].index("2 records")
+    assert trial == "  Spark trial: raised: the query fails"
