@@ -247,3 +247,20 @@ def test_a_proof_counterexample_repro_line_runs_on_the_proof_configuration(
     assert "--set " in result["repro"]
     code, again = run_json(capsys, *shlex.split(result["repro"])[1:])
     assert (code, again["trace_hash"]) == (1, result["trace_hash"])
+
+
+def test_every_json_document_is_one_sorted_line_and_never_a_nan(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``print_json`` is the one way a command prints ``--json``: a NaN raises instead of printing."""
+    from raceproof.cli.commands.common import print_json
+
+    print_json({"rows": 2, "a": [1.5, {"z": 1, "b": 2}]})
+    assert capsys.readouterr().out == '{"a": [1.5, {"b": 2, "z": 1}], "rows": 2}\n'
+    for not_json in (float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            print_json({"rows": 2, "seconds": not_json})
+    assert capsys.readouterr().out == ""
+    assert main(["list", "--json"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.count("\n") == 1 and json.loads(listed)["scenarios"]

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import os
 import shlex
 import sys
@@ -30,7 +29,7 @@ from typing import NoReturn
 
 from raceproof.cli import signals
 from raceproof.cli.commands import COMMANDS
-from raceproof.cli.commands.common import UsageError, require_extras
+from raceproof.cli.commands.common import UsageError, print_json, require_extras
 from raceproof.cli.validation import BadInput
 from raceproof.runs import runner
 from raceproof.scenarios import discovery
@@ -72,7 +71,7 @@ _JSON_WANTED = [False]
 
 def _report_error(message: str, prog: str = "raceproof", **extra: object) -> None:
     if _JSON_WANTED[0]:
-        print(json.dumps({"error": message, "verdict": None, **extra}, sort_keys=True))
+        print_json({"error": message, "verdict": None, **extra})
     print(f"{prog}: error: {message}", file=sys.stderr)
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from raceproof.cli.commands.common import (
     add_command,
+    print_json,
     refuse_contradictions,
     scenario_and_variant,
 )
@@ -68,7 +68,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         result = bench.run(quick=args.quick, progress=say, alternations=args.alternations)
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print_json(result)
     return runner.EXIT_OK
 
 

@@ -22,6 +22,7 @@ from raceproof.cli.commands.common import (
     StatusLine,
     UsageError,
     add_command,
+    print_json,
     refuse_contradictions,
 )
 from raceproof.cli.validation import (
@@ -135,7 +136,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         **summary.to_json(),
     }
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print_json(result)
     else:
         rate = f", {summary.ran / summary.seconds:.2f} cells/s" if summary.seconds else ""
         print(
@@ -203,7 +204,7 @@ def _pipeline_campaign_interrupted(args: argparse.Namespace, exc: signals.Interr
     finished = f"{len(rows)} finished cells kept in {out / campaign.RESULTS}"
     if args.json:
         result = {"verdict": Verdict.INCONCLUSIVE, "interrupted": exc.name, "rows": len(rows)}
-        print(json.dumps(result, sort_keys=True))
+        print_json(result)
     print(
         f"raceproof: error: interrupted by {exc.name}: {finished} "
         f"(run the same command again to resume)",
@@ -307,7 +308,7 @@ def report_campaign(args: argparse.Namespace) -> int:
     written = campaign_report.write_report(folder, baseline, formats=chosen)
     written["timelines"] = str(len(timelines))
     if args.json:
-        print(json.dumps({"verdict": Verdict.OK, "reports": written}, sort_keys=True))
+        print_json({"verdict": Verdict.OK, "reports": written})
     else:
         for kind, path in sorted(written.items()):
             print(f"{kind}: {path}")

@@ -60,6 +60,15 @@ def refuse_contradictions(args: argparse.Namespace, rules: Sequence[tuple[str, s
 
 
 # -- output helpers -----------------------------------------------------------------
+def print_json(document: dict[str, Any]) -> None:
+    """A ``--json`` document on stdout: one line, keys sorted, every command the same way.
+
+    A NaN or an infinity is no JSON: such a value raises (a bug in raceproof,
+    exit 70) rather than printing a document a JSON reader refuses.
+    """
+    print(json.dumps(document, sort_keys=True, allow_nan=False))
+
+
 def emit(args: argparse.Namespace, result: dict[str, Any], human: Callable[[], None]) -> int:
     """Print ``result`` (JSON or ``human()``) and return its verdict's exit code.
 
@@ -67,7 +76,7 @@ def emit(args: argparse.Namespace, result: dict[str, Any], human: Callable[[], N
     raceproof: exit 70 with one line on stderr, never 0 (it once fell back to a pass).
     """
     if args.json:
-        print(json.dumps(result, sort_keys=True, allow_nan=False))
+        print_json(result)
     else:
         human()
     word = result.get("verdict")
@@ -115,7 +124,7 @@ def emit_interrupted(
     result["interrupted"] = name
     result["notes"] = [f"interrupted by {name} after {covered}"]
     if args.json:
-        print(json.dumps(result, sort_keys=True, allow_nan=False))
+        print_json(result)
     else:
         if result.get("repro"):
             print(f"counterexample: {result['counterexample'] or runner.NOT_SAVED}")

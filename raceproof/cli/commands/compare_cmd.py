@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import time
 from typing import Any
 
-from raceproof.cli.commands.common import (
-    UsageError,
-    add_command,
-)
+from raceproof.cli.commands.common import UsageError, add_command, print_json
 from raceproof.cli.validation import int_in, non_empty, prepare_output_dir
 from raceproof.runs import runner
 from raceproof.scenarios.catalogue import (
@@ -44,7 +40,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "seconds": round(time.monotonic() - started, 2),
     }
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print_json(result)
     else:
         print()
         print(compare.table(rows))

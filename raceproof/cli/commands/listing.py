@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from raceproof.cli.commands.common import (
-    add_command,
-)
+from raceproof.cli.commands.common import add_command, print_json
 from raceproof.runs import runner
 from raceproof.scenarios.catalogue import (
     all_scenarios,
@@ -19,7 +16,7 @@ from raceproof.scenarios.catalogue import (
 def cmd_list(args: argparse.Namespace) -> int:
     scenarios = [s.describe() for s in all_scenarios()]
     if args.json:
-        print(json.dumps({"scenarios": scenarios}, sort_keys=True))
+        print_json({"scenarios": scenarios})
         return runner.EXIT_OK
     for s in scenarios:
         print(f"{s['scenario']}: {s['summary']}")

@@ -18,6 +18,7 @@ from raceproof.cli.commands.common import (
     emit_interrupted,
     judge_probes,
     outcome_story,
+    print_json,
     print_outcome,
     print_reports,
     probes_line,
@@ -66,7 +67,7 @@ def _report_estimate(
             "estimate_label": ESTIMATE_LABEL,
             **size.to_json(),
         }
-        print(json.dumps(body, sort_keys=True))
+        print_json(body)
         return runner.EXIT_OK
     print(
         f"{scenario} / {variant}: about {size.schedules:,.0f} schedules in the full walk "

@@ -14,12 +14,11 @@ counterexample beside its ZooKeeper replay).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from raceproof.cli.commands import campaign
-from raceproof.cli.commands.common import UsageError, add_command
+from raceproof.cli.commands.common import UsageError, add_command, print_json
 from raceproof.cli.validation import prepare_output_dir
 from raceproof.reports import (
     ReportInputError,
@@ -100,7 +99,7 @@ def _report(args: argparse.Namespace) -> int:
         written.append(entry)
     result = {"verdict": Verdict.OK, "reports": written}
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print_json(result)
     else:
         for entry in written:
             files = [entry[f] for f in formats if f in entry]

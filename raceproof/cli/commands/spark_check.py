@@ -17,13 +17,12 @@ raceproof".
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from raceproof.cli import signals
-from raceproof.cli.commands.common import StatusLine, UsageError, add_command
+from raceproof.cli.commands.common import StatusLine, UsageError, add_command, print_json
 from raceproof.cli.validation import int_in
 from raceproof.sim.verdicts import Verdict, exit_code_for
 
@@ -240,7 +239,7 @@ def render(args: argparse.Namespace, result: SparkResult) -> int:
         "seconds": result.seconds,
     }
     if args.json:
-        print(json.dumps(document, sort_keys=True))
+        print_json(document)
     else:
         print(spark_table(result.rows))
         for row in result.rows:
@@ -366,7 +365,7 @@ def pipeline_error(args: argparse.Namespace, rows: list[dict[str, Any]], exc: An
         "experiments": rows,
     }
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print_json(result)
     if exc.frames:
         print(exc.frames.rstrip(), file=sys.stderr)
     print(f"spark-check: {exc}", file=sys.stderr)
@@ -392,7 +391,7 @@ def interrupted(
         "notes": [note],
     }
     if args.json:
-        print(json.dumps(result, sort_keys=True))
+        print_json(result)
     else:
         if rows:
             print(spark_table(rows))
