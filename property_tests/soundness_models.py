@@ -162,6 +162,19 @@ WATCHES = {
 }
 
 
+def strata(*, untracked: bool = False, bounded: bool = False) -> tuple[str, ...]:
+    """The strata of an unfocused hunt: each family it gives an equal share of its examples.
+
+    Every family a spec of this kind may draw: the hunt-only families where the
+    spec can use them (``diverge`` and ``blind`` write the untracked object, so only
+    an ``untracked`` spec; ``bounds`` stalls toward a step bound, so only a
+    ``bounded`` one), and for an untracked spec ``plain``, its untracked ops alone.
+    """
+    extra = {"diverge": untracked, "blind": untracked, "bounds": bounded}
+    names = [f for f in FAMILIES if f not in HUNT_ONLY or extra[f]]
+    return tuple(sorted([*names, "plain"] if untracked else names))
+
+
 @st.composite
 def spec_strategy(
     draw: st.DrawFn,

@@ -15,7 +15,10 @@ those of ``--cross-check``, a search and a proof in
 ``test_soundness_verdict_slips.py`` beside it (the state cache's sleep-set slip
 is not found yet); ``python -m property_tests.soundness_slips N`` (``make
 soundness``) hunts every slip with ``N`` examples, unfocused, and prints where
-each was found.
+each was found. Unfocused means stratified: the ``N`` examples are shared out
+evenly over every family a spec of the slip's kind may draw
+(``soundness_models.strata``), so no family is starved and the hunt-only ones
+are drawn too.
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ from random import Random
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis.errors import NoSuchExample
+from hypothesis.strategies import SearchStrategy
 
-from property_tests.soundness_models import Spec, spec_strategy
+from property_tests.soundness_models import Spec, spec_strategy, strata
 from property_tests.soundness_walks import MODES, TooBig, full_walk, patched
 from raceproof.sim import cross_check as cross_check_module
 from raceproof.sim import (
@@ -234,47 +239,98 @@ FOCUS: dict[str, tuple[str, ...]] = {
 DECLARED_STATE = ("footprint check: a state snapshot ignored",)
 
 
+def _first(
+    strategy: SearchStrategy[Spec], condition: Callable[[Spec], bool], examples: int, seed: Random
+) -> tuple[Spec, int] | None:
+    """The first of ``examples`` drawn specs that meets ``condition``, and its number; None."""
+    tried, at = [0], [0]
+
+    def counted(spec: Spec) -> bool:
+        tried[0] += 1
+        met = condition(spec)
+        if met and not at[0]:
+            at[0] = tried[0]
+        return met
+
+    try:
+        found = find(
+            strategy,
+            counted,
+            settings=settings(
+                max_examples=examples,
+                database=None,
+                deadline=None,
+                phases=(Phase.generate,),
+                suppress_health_check=list(HealthCheck),
+            ),
+            random=seed,
+        )
+    except NoSuchExample:
+        return None
+    return found, at[0]
+
+
+def _stratified(
+    strategy_of: Callable[[str], SearchStrategy[Spec]],
+    condition: Callable[[Spec], bool],
+    examples: int,
+    seed_value: int,
+    families: tuple[str, ...],
+) -> tuple[Spec, int] | None:
+    """An unfocused hunt with the ``examples`` shared out evenly over ``families`` (strata).
+
+    Round robin: stratum i's j-th spec is example (j - 1) * n + i + 1 of the hunt, so the
+    number returned is where an interleaved hunt meets its first find. Each stratum draws
+    from its own seeded stream and stops where it could no longer come first.
+    """
+    n, best = len(families), None
+    for i, family in enumerate(families):
+        limit = examples if best is None else best[1] - 1
+        share = (limit - i - 1) // n + 1  # its j with (j - 1) * n + i + 1 <= limit
+        if share <= 0:
+            continue
+        first = _first(strategy_of(family), condition, share, Random(f"{seed_value}/{family}"))
+        if first is not None:
+            best = (first[0], (first[1] - 1) * n + i + 1)
+    return best
+
+
 def hunt(
     slip: str, examples: int, seed_value: int = 0, *, focused: bool = True
 ) -> tuple[Spec, int]:
     """The first spec on which the planted ``slip`` changes something, and its example number.
 
-    Not shrunk (each example walks a model several times): the first one found.
-    ``focused``: drawn from the slip's ``FOCUS`` families only (the suite's cheap hunt).
+    Not shrunk (each example walks a model several times): the first one found;
+    ``NoSuchExample`` when none is. ``focused``: drawn from the slip's ``FOCUS``
+    families only (the suite's cheap hunt); unfocused, every family of the slip's
+    kind of spec (``strata``) has an equal share of the examples (``_stratified``).
     In the ``checkers-strict`` mode (``--check-footprints`` must report every reduction
     that misses an ending) a spec counts only when the check without the slip does
     report it: where neither does, the check's open gap is at work
     (docs/explanation/proofs.md), not the slip.
     """
     plant, mode, untracked = SLIPS[slip]
-    strategy = spec_strategy(
-        untracked=untracked,
-        families=FOCUS[slip] if focused else (),
-        # A state snapshot is the model's declared state: without one there is little to compare.
-        state=True if mode == "state-cache" or slip in DECLARED_STATE else None,
-        bounded=mode == "bounds",
-    )
-    tried = [0]
+    # A state snapshot is the model's declared state: without one there is little to compare.
+    state = True if mode == "state-cache" or slip in DECLARED_STATE else None
+    bounded = mode == "bounds"
 
     def shows(spec: Spec) -> bool:
-        tried[0] += 1
         with plant():
             slipped = problems_of(mode, spec)
         return bool(slipped) and not (mode == "checkers-strict" and problems_of(mode, spec))
 
-    found = find(
-        strategy,
-        shows,
-        settings=settings(
-            max_examples=examples,
-            database=None,
-            deadline=None,
-            phases=(Phase.generate,),
-            suppress_health_check=list(HealthCheck),
-        ),
-        random=Random(seed_value),
-    )
-    return found, tried[0]
+    def strategy_of(*families: str) -> SearchStrategy[Spec]:
+        return spec_strategy(untracked=untracked, families=families, state=state, bounded=bounded)
+
+    if focused:
+        first = _first(strategy_of(*FOCUS[slip]), shows, examples, Random(seed_value))
+    else:
+        first = _stratified(
+            strategy_of, shows, examples, seed_value, strata(untracked=untracked, bounded=bounded)
+        )
+    if first is None:
+        raise NoSuchExample(slip, f" in {examples} examples")
+    return first
 
 
 def hunted(slip: str) -> Spec:
@@ -292,7 +348,7 @@ def main(examples: int) -> None:
         try:
             spec, tried = hunt(slip, examples, focused=False)
             found = f"found at example {tried}: {spec}"
-        except Exception as missed:  # hypothesis' NoSuchExample
+        except NoSuchExample as missed:
             found = f"NOT found in {examples} examples ({type(missed).__name__})"
         print(f"{slip}: {found} ({time.monotonic() - started:.0f} s)", flush=True)
 
