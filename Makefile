@@ -53,7 +53,8 @@ postgres:
 
 # Debian's Chromium and Mermaid (from the npm registry, into .cache/mermaid), for the report
 # tests: the HTML timeline is loaded in headless Chromium, the Mermaid text rendered by Mermaid.
-MERMAID_VERSION := 11.17.2
+# The Mermaid version is pinned once, in tools/chromium.py (which installs it on a test's first use).
+MERMAID_VERSION := $(shell sed -n 's/^MERMAID_VERSION = "\(.*\)"$$/\1/p' tools/chromium.py)
 browser:
 	@if ! command -v chromium >/dev/null; then \
 		$(call need_root,chromium); \
