@@ -6,7 +6,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-optimized lint docs bench clean zookeeper browser postgres mutation fuzz soundness
+.PHONY: demo test test-optimized lint docs bench clean zookeeper browser postgres mutation fuzz soundness signals
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -126,6 +126,15 @@ fuzz: $(STAMP)
 	RACEPROOF_WORLD_EXAMPLES=$(FUZZ_EXAMPLES) \
 		$(VENV)/bin/pytest -q -p no:cacheprovider --hypothesis-show-statistics \
 		property_tests/gate_and_cli/test_fuzz_cli.py property_tests/gate_and_cli/test_hostile_world.py
+
+# SIGTERM into real Spark commands (property_tests/spark/test_spark_signals.py) at more moments than
+# `make test` gives it (3 runs each of spark-check and campaign --pipeline, 1 each of campaign and
+# bench --campaign): SIGNAL_RUNS and SIGNAL_OTHER_RUNS, each run a JVM (~12 CPU s, up to 40 s).
+SIGNAL_RUNS ?= 10
+SIGNAL_OTHER_RUNS ?= 3
+signals: $(STAMP)
+	RACEPROOF_SPARK_SIGNALS=$(SIGNAL_RUNS) RACEPROOF_SPARK_SIGNALS_OTHERS=$(SIGNAL_OTHER_RUNS) \
+		$(VENV)/bin/pytest -q -s -p no:cacheprovider property_tests/spark/test_spark_signals.py
 
 bench: $(STAMP)
 	$(VENV)/bin/raceproof bench

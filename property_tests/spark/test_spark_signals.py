@@ -4,22 +4,27 @@ Why it exists: one SIGTERM during a trial's ``query.stop()`` exited 70 with a
 traceback; half the SIGINT/SIGTERM runs of ``spark-check`` printed a py4j
 "ERROR ... Traceback"; SIGTERM to ``campaign --pipeline`` ended in
 ``ConnectionRefusedError``, exit 70. Here each of ``spark-check`` and
-``campaign --pipeline`` is started ``RACEPROOF_SPARK_SIGNALS`` times (10 unless
-told), the scenario ``campaign`` and ``bench --campaign`` ``RACEPROOF_SPARK_SIGNALS_OTHERS``
-times (3), and each is stopped by one SIGTERM at a moment drawn from its seed, anywhere from
-the imports through the JVM's start-up, the baseline trial and the experiments.
+``campaign --pipeline`` is started ``RACEPROOF_SPARK_SIGNALS`` times (3 in ``make test``,
+10 in ``make signals``), the scenario ``campaign`` and ``bench --campaign``
+``RACEPROOF_SPARK_SIGNALS_OTHERS`` times (1; 3 in ``make signals``), and each is stopped by
+one SIGTERM at a moment drawn from its seed, anywhere from the imports through the JVM's
+start-up, the baseline trial and the experiments. The runs of a command split that range
+into equal strata, a run's moment drawn inside its own (seed 0 the earliest), so three runs
+still reach the imports, the JVM's start-up and the trials; each run costs a JVM, about
+12 CPU s, and waits up to 40 s for its moment, hence the small count in ``make test``.
 Each run must exit 143, print what finished (spark-check's JSON result says
 ``interrupted``; the campaign's line says what it ran), write no traceback to
 stderr, and leave no process of its own behind (the JVM included), nor its JVM
 log.
 
-The moments are drawn from ``random.Random(seed)``, so a failing seed is a
-reproduction; how long each stop took is printed (``-s``), never asserted: a
+The moments are drawn from ``random.Random(seed)``, so a failing seed (with the same
+count of runs) is a reproduction; how long each stop took is printed (``-s``), never asserted: a
 stop that hangs fails by the bound ``STOP_BOUND_S``.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -36,8 +41,9 @@ import pytest
 from property_tests.processes import alive, descendants
 
 RACEPROOF = str(Path(sys.executable).parent / "raceproof")
-RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS", "10"))
-OTHER_RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS_OTHERS", "3"))
+RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS", "3"))
+OTHER_RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS_OTHERS", "1"))
+EARLIEST_S = 0.5
 LATEST_S = 40.0  # the latest moment drawn: past the JVM's start-up and into the trials
 STOP_BOUND_S = 90.0  # a stop that takes longer than this hangs (not a speed figure)
 COMMANDS = {
@@ -127,12 +133,25 @@ def _finished(out: str) -> bool:
     return isinstance(report, dict) and "verdict" in report and "interrupted" not in report
 
 
+def stratum(seed: int, runs: int) -> tuple[float, float]:
+    """The ``seed``-th of ``runs`` equal slices of the moments drawn, earliest first."""
+    width = (LATEST_S - EARLIEST_S) / runs
+    return EARLIEST_S + seed * width, EARLIEST_S + (seed + 1) * width
+
+
+def test_the_strata_cover_the_range_in_order() -> None:
+    for runs in (1, 3, 10):
+        slices = [stratum(seed, runs) for seed in range(runs)]
+        assert slices[0][0] == EARLIEST_S and abs(slices[-1][1] - LATEST_S) < 1e-9
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(slices))
+
+
 @pytest.mark.parametrize(("command", "seed"), CASES)
 def test_a_sigterm_at_a_seeded_moment_exits_143_quietly_and_leaves_no_jvm(
     command: str, seed: int, tmp_path: Path
 ) -> None:
     draw = random.Random(f"{command}/{seed}")
-    moment_s = draw.uniform(0.5, LATEST_S)
+    moment_s = draw.uniform(*stratum(seed, RUNS if command in COMMANDS else OTHER_RUNS))
     run = _run_until(command, moment_s, tmp_path)
     if isinstance(run, float):
         # It finished before the moment (a quiet machine is faster than the range drawn
