@@ -14,6 +14,7 @@ on a kernel primitive is caught the same way. Every built-in scenario's small
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -239,6 +240,49 @@ def test_prove_check_footprints_on_the_command_line(
     captured = capsys.readouterr()
     assert "footprints are wrong" in captured.err and "Traceback" not in captured.err
     assert "PROVEN" not in captured.out
+
+
+# Small configurations of two built-in proofs (about a second each): the coordinator's wakeup
+# event, which both threads wait on, is a step the kernel cannot name, so some pairs beside it
+# cannot be swapped; Brooklin's steps are all named.
+UNNAMED_BESIDE = ["coordinator-async-append", "--variant", "block-event-loop", "--set", "writes=2"]
+ALL_NAMED = [
+    "brooklin-double-stop",
+    "--variant",
+    "fix-stop-dedupe",
+    *("--set", "stop_gap_ms=[10333]", "--set", "gc_pause_ms=[0]"),
+    *("--set", "resume_think_ms=[8000]", "--set", "leader_notify_ms=[3000]"),
+]
+
+
+def test_a_check_that_left_pairs_unverified_is_no_proof(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Say less: a complete walk whose footprints were not all checked is inconclusive, exit 3."""
+    from raceproof.cli.main import main
+
+    assert main(["prove", *UNNAMED_BESIDE]) == 0  # the walk itself holds, complete
+    capsys.readouterr()
+    assert main(["prove", *UNNAMED_BESIDE, "--check-footprints", "--json"]) == 3
+    body = json.loads(capsys.readouterr().out)
+    assert body["verdict"] == Verdict.INCONCLUSIVE and body["complete"] is True
+    assert body["footprints_unverified"] > 0
+    assert any(note.startswith("--check-footprints: ") for note in body["notes"])
+    assert main(["prove", *UNNAMED_BESIDE, "--check-footprints"]) == 3
+    text = capsys.readouterr().out
+    assert ": INCONCLUSIVE: " in text and "NOT checked" in text and "PROVEN" not in text
+
+
+def test_a_check_that_followed_every_pair_proves(capsys: pytest.CaptureFixture[str]) -> None:
+    from raceproof.cli.main import main
+
+    assert main(["prove", *ALL_NAMED, "--check-footprints", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["verdict"] == Verdict.OK and body["complete"] is True
+    assert body["footprints_checked"] > 0 and body["footprints_unverified"] == 0
+    assert main(["prove", *ALL_NAMED, "--check-footprints"]) == 0
+    text = capsys.readouterr().out
+    assert ": PROVEN: " in text and "(0 could not be followed)" in text
 
 
 def test_a_model_moved_onto_tracked_state_proves_no_larger_than_with_whole_object_touches() -> None:

@@ -90,6 +90,14 @@ CROSS_CHECK_UNFINISHED = (
     "--cross-check: the full walk did not finish within the budget, so nothing was compared "
     "(raise --budget or --max-schedules, or prove without --cross-check)"
 )
+# ``--check-footprints`` with pairs it could not follow (a step the kernel cannot name was due
+# among others): the footprints the proof rests on were not all checked, so it is no PROVEN.
+FOOTPRINTS_UNVERIFIED = (
+    "--check-footprints: {n} pairs of steps the reduction treats as commuting could not be "
+    "swapped and compared (a step the kernel cannot name, such as an event several processes "
+    "wait on, was due beside them), so the footprints they rest on are unchecked; prove "
+    "without --check-footprints to trust them, or with --cross-check on a small configuration"
+)
 # Options of ``prove`` that cannot mean anything together (exit 2 naming both).
 CONTRADICTIONS = (
     (
@@ -304,6 +312,16 @@ def _result(
         # --cross-check asks for the proof checked against the full walk: without it, say less.
         result["verdict"] = Verdict.INCONCLUSIVE
         result["notes"] = [*result.get("notes", []), CROSS_CHECK_UNFINISHED]
+    unverified = (
+        args.check_footprints
+        and report.footprints_unverified > 0
+        and result["verdict"] == Verdict.OK
+    )
+    if unverified:
+        # --check-footprints asks for the proof's footprints checked: some were not, say less.
+        result["verdict"] = Verdict.INCONCLUSIVE
+        note = FOOTPRINTS_UNVERIFIED.format(n=report.footprints_unverified)
+        result["notes"] = [*result.get("notes", []), note]
     result["seconds"] = round(time.monotonic() - started, 3)
     return ProveResult(setup=setup, result=result, report=report, unchecked=unchecked)
 
@@ -332,7 +350,7 @@ def _render_coverage(
     args: argparse.Namespace, name: str, report: ProofReport, result: dict[str, Any]
 ) -> None:
     """A proof that found nothing: what it covered, how, and what cut it."""
-    state = "PROVEN" if report.complete else "INCONCLUSIVE"
+    state = "PROVEN" if report.complete and result["verdict"] == Verdict.OK else "INCONCLUSIVE"
     if result["verdict"] == Verdict.NOT_REACHED:
         state = "NOT REACHED (not a proof of anything)"
     classes = "equivalence classes of schedules" if report.reduction else "distinct schedules"
@@ -362,7 +380,9 @@ def _render_coverage(
         print(
             f"  footprints: {report.footprints_checked} pairs of steps the reduction treats "
             f"as commuting swapped and compared, all commute "
-            f"({report.footprints_unverified} could not be followed)"
+            f"({report.footprints_unverified} could not be followed"
+            + ("" if not report.footprints_unverified else ": NOT checked")
+            + ")"
         )
     if args.cross_check:
         print(
@@ -470,7 +490,8 @@ def _add_walk_options(sub: Any) -> None:
     sub.add_argument(
         "--check-footprints",
         action="store_true",
-        help="swap-test the steps the reduction treats as commuting (exit 2 if they do not)",
+        help="swap-test the steps the reduction treats as commuting (exit 2 if they do not; "
+        "inconclusive, exit 3, if some could not be swapped)",
     )
     sub.add_argument(
         "--cross-check",
