@@ -8,8 +8,8 @@ drawn late, and a feeder reading the controllers' (tracked) state at the
 same instants. No ``touch``, no ``declare_footprints``.
 
 Measured on this kernel (``prove``, schedules of the fix): 2 controllers,
-127 reduced against 769 in the full walk; 3 controllers, 253 reduced against
-6,913 full, and 2,401 when the client's expiry timer, notices and watch
+85 reduced against 769 in the full walk; 3 controllers, 169 reduced against
+6,913 full (127 and 253 before a timer's firing had a step key), and 2,401 when the client's expiry timer, notices and watch
 deliveries touch everything (``test_precise_client_footprints_...``), which is
 what precise footprints for them saves.
 """

@@ -95,7 +95,8 @@ CROSS_CHECK_UNFINISHED = (
 FOOTPRINTS_UNVERIFIED = (
     "--check-footprints: {n} pairs of steps the reduction treats as commuting could not be "
     "swapped and compared (a step the kernel cannot name, such as an event several processes "
-    "wait on, was due beside them), so the footprints they rest on are unchecked; prove "
+    "wait on, was due beside them, or a swapped order could not be run as asked), so the "
+    "footprints they rest on are unchecked; prove "
     "without --check-footprints to trust them, or with --cross-check on a small configuration"
 )
 # Options of ``prove`` that cannot mean anything together (exit 2 naming both).
