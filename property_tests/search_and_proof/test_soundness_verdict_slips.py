@@ -7,8 +7,9 @@ and hunted with seed 0 within ``SLIP_EXAMPLES`` examples of the generator. The
 claims that find them are the generator's (``property_tests/soundness_walks.py``):
 ``--cross-check`` against the full walk on models that raise, and bounded runs
 never a pass nor a probe's witness (on models with a step bound that some runs
-hit). One held-out mutant is not yet found within that budget and is hunted
-only by ``make soundness``: the state cache's sleep-set condition dropped.
+hit). One held-out mutant is never found, and cannot be: the state cache's
+sleep-set condition dropped loses transitions, never a state
+(``test_sleep_cache_census.py``); ``make soundness`` still hunts it.
 """
 
 from __future__ import annotations
