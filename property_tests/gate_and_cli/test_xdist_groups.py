@@ -8,10 +8,11 @@ reads ``item._id``: pytest-dev/pytest-xdist#1386), so both workers paid for the 
 the Spark tests were spread; nothing failed. pyproject's ``dev`` extra pins ``pytest<9.2``.
 
 The test runs a small suite of its own in a subprocess, with the installed pytest and xdist,
-on two workers: eight tests in one group and eight without. Each test writes the worker it ran
-on. The grouped ones must share one worker; the ungrouped ones must use both, which shows the
-probe can tell a group from a spread (xdist deals its first tests out to every worker, so an
-ignored group lands on both: seen failing with pytest 9.2.0).
+on two workers: eight tests in one group, collected first, and eight without. Each test writes
+the worker it ran on; the grouped ones must share one worker. xdist deals its first tests out
+to both workers before any runs, so an ignored group lands on both: with pytest 9.2.0 first on
+the path the test fails so. Where the ungrouped ones run is left to the load (one worker may
+take them all while the other runs the group), so it is not asserted.
 """
 
 from __future__ import annotations
@@ -67,4 +68,3 @@ def test_a_group_runs_on_one_worker_and_the_rest_on_both(tmp_path: Path) -> None
     free = workers_of(tmp_path, "free")
     assert sorted(grouped) == list(range(GROUPED)) and sorted(free) == list(range(FREE))
     assert len(set(grouped.values())) == 1, f"the group was spread over workers: {grouped}"
-    assert set(free.values()) == {"gw0", "gw1"}, f"two workers did not share the rest: {free}"
