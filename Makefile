@@ -133,12 +133,17 @@ fuzz: $(STAMP)
 
 # SIGTERM into real Spark commands (property_tests/spark/test_spark_signals.py) at more moments than
 # `make test` gives it (3 runs each of spark-check and campaign --pipeline, 1 each of campaign and
-# bench --campaign): SIGNAL_RUNS and SIGNAL_OTHER_RUNS, each run a JVM (~12 CPU s, up to 40 s).
+# bench --campaign): SIGNAL_RUNS and SIGNAL_OTHER_RUNS, each run a JVM (~12 CPU s, up to 40 s);
+# and SIGINT/SIGTERM into `check -j 2` (gate_and_cli/test_signals_multiprocess.py) CHECK_SIGNAL_ROUNDS
+# times each (4 in `make test`; ~2.3 CPU s a round).
 SIGNAL_RUNS ?= 10
 SIGNAL_OTHER_RUNS ?= 3
+CHECK_SIGNAL_ROUNDS ?= 10
 signals: $(STAMP)
 	RACEPROOF_SPARK_SIGNALS=$(SIGNAL_RUNS) RACEPROOF_SPARK_SIGNALS_OTHERS=$(SIGNAL_OTHER_RUNS) \
 		$(VENV)/bin/pytest -q -s -p no:cacheprovider property_tests/spark/test_spark_signals.py
+	RACEPROOF_CHECK_SIGNAL_ROUNDS=$(CHECK_SIGNAL_ROUNDS) $(VENV)/bin/pytest -q -p no:cacheprovider \
+		property_tests/gate_and_cli/test_signals_multiprocess.py -k check_j2_stops
 
 bench: $(STAMP)
 	$(VENV)/bin/raceproof bench
