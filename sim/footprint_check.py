@@ -36,8 +36,10 @@ have caused the steps that run while it sleeps.
 
 A pair is only *unverified* (counted, never reported as wrong) when a run
 cannot be followed for reasons that do not show a dependency: a step with no
-key (a condition or callback the kernel cannot name; a timer's firing is named,
-``World.arm_key``) among several due.
+key among several due (a timer's firing is named, ``World.arm_key``, and any
+other event no one process owns by the step that triggered it,
+``World._name_event``: only an event triggered by a step without a name is
+left), or a swapped order that could not be run as asked.
 """
 
 from __future__ import annotations

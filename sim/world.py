@@ -97,6 +97,10 @@ class World(simpy.Environment):
         self._spawned: dict[str, int] = {}
         self._arms: dict[str, int] = {}  # timer resource -> arms so far (``arm_key``)
         self._context = ""  # who spawns when no process is active (a timer's firing)
+        # Event names (``_name_event``): only a proof's observer reads step keys.
+        self._names_events = observes
+        self._stepping: str | None = "start"  # the key of the step being processed
+        self._named: dict[str, int] = {}  # per naming step: events it triggered so far
         self._shared: Shared | None = None
         # Per schedule draw that left FIFO: the actor that ran and the one it overtook. A
         # search's sources do not ask for it (``ChoiceSource.names_deviations``): the
@@ -136,6 +140,8 @@ class World(simpy.Environment):
             event.callbacks.append(self._waiters_changed)
             if self._footprint is not None and type(event) is Interruption:
                 self._footprint[ALL] = True  # an interrupt changes what another process waits on
+        if self._names_events:
+            self._name_event(event)
         # SimPy's own ``schedule``, inlined: this runs for every event of every run.
         heappush(self._queue, (self._now + delay, priority, next(self._eid), event))
 
@@ -152,6 +158,8 @@ class World(simpy.Environment):
         timeout = _new_timeout(Timeout)
         timeout.env, timeout.callbacks, timeout._value = self, [], value
         timeout._delay, timeout._ok = delay, True
+        if self._names_events:
+            self._name_event(timeout)
         heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), timeout))
         return timeout
 
@@ -318,6 +326,39 @@ class World(simpy.Environment):
         self._arms[resource] = count
         return f"{resource}#{count}@fire"
 
+    def _name_event(self, event: Event) -> None:
+        """Name ``event`` by the step that triggered it, for steps no one process owns.
+
+        Processing an event is a step named by the process it resumes (``_step_key``)
+        when it resumes exactly one; an event several processes wait on, or one a
+        condition (``AllOf``/``AnyOf``) waits on, has no such owner. It is named here,
+        when it is triggered (scheduled, or made as a timeout): by the step that
+        triggers it -- the active process's step key, else the key of the step being
+        processed (a timer's firing, a condition's check), else "start" before the
+        first step -- and the count of events that step triggered before it. A step
+        key does not depend on how other steps interleave, and a step triggers the
+        same events in the same order in every equivalent run (it reads the same
+        state); every event is triggered once, so no two steps of a run share a name.
+        The callbacks a named event runs are the same in equivalent runs too: a
+        process joining an event another already waits on touches everything
+        (``_observed_step``), so joins keep their order. Left unnamed (its step
+        key None, as before names) when the triggering step has no name itself, is
+        a process not started through ``spawn`` (no identity), or would make a
+        name past ``_NAME_CHARS`` (a chain of callbacks, each triggering the next).
+        """
+        process = self.active_process
+        if process is None:
+            step = self._stepping
+        elif (owner := getattr(process, "rp_id", None)) is not None:
+            step = f"{owner}@{process.rp_steps}"  # type: ignore[attr-defined]
+        else:
+            return
+        if step is None or len(step) > _NAME_CHARS:
+            return
+        count = self._named.get(step, 0)
+        self._named[step] = count + 1
+        event.rp_key = f"{step}!{count}@event"  # type: ignore[attr-defined]
+
     def touch_all(self) -> None:
         """The current step is dependent on every other step."""
         if self._footprint is not None:
@@ -469,6 +510,8 @@ class World(simpy.Environment):
         key = _step_key(entry[3])
         callbacks = list(entry[3].callbacks or ())
         observer.before_step(key)
+        self._stepping = key
+        self._named.clear()  # names are per step: an earlier step's counts are never used again
         self._footprint = footprint = {}
         try:
             self._process(entry)
@@ -531,6 +574,7 @@ class World(simpy.Environment):
         return self.finished
 
 
+_NAME_CHARS = 400  # the longest step key an event is named after (``World._name_event``)
 ALL = "*"  # the footprint entry of a step dependent on every other
 # The footprint entry of a step whose process raised: the run ends on it, so to the reduction
 # it is dependent on every other step (``SleepSetSource.after_step``); the footprint check
@@ -596,13 +640,13 @@ def _owner(event: Event) -> Process | None:
 
 
 def _step_key(event: Event) -> str | None:
-    """Which step processing ``event`` is: its process and that process's step count,
-    or the timer firing it is (``World.arm_key``); None when the kernel cannot name it."""
+    """Which step processing ``event`` is: its process and that process's step count; else
+    the event's own name, the timer firing it is (``World.arm_key``) or the step that
+    triggered it (``World._name_event``); None when the kernel cannot name it, or when
+    nothing waits on it (a condition's cleanup took its callbacks: it does nothing)."""
     owner = _owner(event)
     if owner is None:
-        callbacks = event.callbacks
-        named = callbacks is not None and len(callbacks) == 1  # the firing and nothing else
-        return getattr(event, "rp_key", None) if named else None
+        return getattr(event, "rp_key", None) if event.callbacks else None
     return f"{owner.rp_id}@{owner.rp_steps}"  # type: ignore[attr-defined]
 
 

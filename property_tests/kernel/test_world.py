@@ -350,8 +350,11 @@ def test_lone_events_and_callbacks_that_are_no_process_are_stepped_without_a_cho
     world.timeout(7)  # nobody waits on it
     world.run_to_end()
     assert heard == [5] and not unnamed.is_alive
-    assert recorder.offered == [[None, None]]  # at 5 ms: the bare callback and the process
-    assert {key for key, _ in _steps(recorder)} == {None}
+    # At 5 ms: the bare callback's timeout, named by the step that made it (here the start,
+    # before any step: ``World._name_event``), and the process, which has no identity: only
+    # its first step, the start event scheduled with it, is named (it was made at the start).
+    assert recorder.offered == [["start!0@event", None]]
+    assert {key for key, _ in _steps(recorder)} == {"start!0@event", "start!1@event", None}
 
 
 def test_an_event_scheduled_into_the_current_instant_is_ordered_with_those_already_due() -> None:

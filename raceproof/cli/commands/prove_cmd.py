@@ -90,12 +90,12 @@ CROSS_CHECK_UNFINISHED = (
     "--cross-check: the full walk did not finish within the budget, so nothing was compared "
     "(raise --budget or --max-schedules, or prove without --cross-check)"
 )
-# ``--check-footprints`` with pairs it could not follow (a step the kernel cannot name was due
-# among others): the footprints the proof rests on were not all checked, so it is no PROVEN.
+# ``--check-footprints`` with pairs it could not follow (a swapped order that could not be run as
+# asked, or a step the kernel cannot name due among others): the footprints the proof rests on were not all checked, so it is no PROVEN.
 FOOTPRINTS_UNVERIFIED = (
     "--check-footprints: {n} pairs of steps the reduction treats as commuting could not be "
-    "swapped and compared (a step the kernel cannot name, such as an event several processes "
-    "wait on, was due beside them, or a swapped order could not be run as asked), so the "
+    "swapped and compared (a swapped order could not be run as asked, or a step the kernel "
+    "cannot name was due beside them), so the "
     "footprints they rest on are unchecked; prove "
     "without --check-footprints to trust them, or with --cross-check on a small configuration"
 )
