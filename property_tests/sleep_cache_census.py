@@ -155,7 +155,15 @@ class Walk:
             values, footprint = apply(self.scripts[process][positions[process]], process, values)
             positions[process] += 1
             if tracking:
-                draws.append(Draw(index, keys, value, dict(sleep), footprint))
+                draws.append(
+                    Draw(
+                        position=index,
+                        keys=keys,
+                        value=value,
+                        sleep=dict(sleep),
+                        footprint=footprint,
+                    )
+                )
                 sleep = {k: f for k, f in sleep.items() if not dependent(f, footprint)}
         raise AssertionError("unreachable")
 
