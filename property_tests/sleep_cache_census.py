@@ -254,6 +254,8 @@ def census(shapes: Iterable[tuple[int, int]], variables: int = 2) -> Census:
 
 if __name__ == "__main__":
     # The table in docs/explanation/proofs.md, one shape at a time (or the one named).
-    shapes = [(3, 5), (4, 5)] if len(sys.argv) < 2 else [(int(sys.argv[1]), int(sys.argv[2]))]
+    shapes = (
+        [(3, 5), (4, 5), (5, 5)] if len(sys.argv) < 2 else [(int(sys.argv[1]), int(sys.argv[2]))]
+    )
     for shape in shapes:
         print(f"(processes, max ops) {shape}: {census([shape])}", flush=True)

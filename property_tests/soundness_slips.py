@@ -343,17 +343,23 @@ def hunted(slip: str) -> Spec:
     return found
 
 
+# Unfocused hunts allowed more than ``make soundness``'s examples, as a factor: the snapshot's
+# (as in the suite's HEADROOM) was not found at 1,000 and was at 1,500 (example 250).
+UNFOCUSED_HEADROOM = {"footprint check: a state snapshot ignored": 1.5}
+
+
 def main(examples: int) -> None:
-    """Hunt every slip with ``examples`` unfocused examples; print where each was found."""
+    """Hunt every slip with ``examples`` unfocused examples (or its headroom); print where found."""
     for slip in sorted(SLIPS):
         started = time.monotonic()
+        budget = round(examples * UNFOCUSED_HEADROOM.get(slip, 1))
         try:
-            spec, tried = hunt(slip, examples, focused=False)
+            spec, tried = hunt(slip, budget, focused=False)
             found = f"found at example {tried}: {spec}"
         except NoSuchExample as missed:
-            found = f"NOT found in {examples} examples ({type(missed).__name__})"
+            found = f"NOT found in {budget} examples ({type(missed).__name__})"
         print(f"{slip}: {found} ({time.monotonic() - started:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 300)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)
