@@ -29,10 +29,11 @@ later in the instant (a write a later step schedules), and whether or not they
 drew a model-level choice (a step asleep stays asleep past one by its actual
 footprint, so untracked state that decides whether it draws shows here). Sleep sets rest on it
 as well (a step asleep stays asleep while independent steps run, and the run
-that would show the other order is cut and never checked). A delayed order
-that cannot be followed (a step that was not due without the delayed one) is
-unverified: the reduction never relies on it, since a sleeping step cannot
-have caused the steps that run while it sleeps.
+that would show the other order is cut and never checked). A step is never
+delayed past a step it triggered (``StepRecord.enabled_by``); any other
+delayed order that cannot be followed (a step that was not due without the
+delayed one) is unverified: the reduction never relies on either, since a
+sleeping step cannot have caused the steps that run while it sleeps.
 
 A pair is only *unverified* (counted, never reported as wrong) when a run
 cannot be followed for reasons that do not show a dependency: a step with no
@@ -77,6 +78,8 @@ class StepRecord:
     options: tuple[str | None, ...] | None  # the keys due at its schedule draw, if one chose it
     at_ms: int | None = None  # its instant (None: not known)
     ends_run: bool = False  # its process raised: the run ends on it (nothing can follow it)
+    # The key of the step that triggered its event (``World.enabled_by``; None: not known).
+    enabled_by: str | None = None
 
 
 class _Diverged(SleepBlocked):  # passes through ``execute`` like the reduction's own cut
@@ -213,10 +216,14 @@ def delayable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
             step = steps[j]
             # A step that drew is passed too: the reduction keeps ``late`` asleep past it
             # when its actual footprint is independent (its draws replay in the same order).
+            # A step that ``late`` triggered (a watch delivery resuming the process it
+            # wakes) could not run before it: no order delays ``late`` past it, and the
+            # reduction never sleeps ``late`` past it either.
             if (
                 step.key is None
                 or step.at_ms != late.at_ms
                 or _process(step.key) == _process(late.key)
+                or step.enabled_by == late.key
                 or _dependent(step.footprint, late.footprint)
             ):
                 break

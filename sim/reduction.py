@@ -231,15 +231,16 @@ class SleepSetSource(ChoiceSource):
             touched = {r: w for r, w in footprint.items() if r != ENDS_RUN}
             footprint, ends = None, True
         if self.steps is not None:
-            at_ms = self._clock.now_ms if self._clock is not None else None
+            clock = self._clock
             self.steps.append(
                 StepRecord(
                     key=key,
                     footprint=touched,
                     drew=self._drew,
                     options=self._options,
-                    at_ms=at_ms,
+                    at_ms=clock.now_ms if clock is not None else None,
                     ends_run=ends,
+                    enabled_by=clock.enabled_by if clock is not None else None,
                 )
             )
         self._options = None

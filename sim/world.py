@@ -101,6 +101,7 @@ class World(simpy.Environment):
         self._names_events = observes
         self._stepping: str | None = "start"  # the key of the step being processed
         self._named: dict[str, int] = {}  # per naming step: events it triggered so far
+        self.enabled_by: str | None = None  # the key of the step that triggered this step's event
         self._shared: Shared | None = None
         # Per schedule draw that left FIFO: the actor that ran and the one it overtook. A
         # search's sources do not ask for it (``ChoiceSource.names_deviations``): the
@@ -345,6 +346,9 @@ class World(simpy.Environment):
         key None, as before names) when the triggering step has no name itself, is
         a process not started through ``spawn`` (no identity), or would make a
         name past ``_NAME_CHARS`` (a chain of callbacks, each triggering the next).
+        Every event also keeps the triggering step's key (``rp_by``, read into
+        ``enabled_by`` when it is processed): the footprint check never delays a
+        step past one it triggered (``delayable_steps``).
         """
         process = self.active_process
         if process is None:
@@ -353,6 +357,7 @@ class World(simpy.Environment):
             step = f"{owner}@{process.rp_steps}"  # type: ignore[attr-defined]
         else:
             return
+        event.rp_by = step  # type: ignore[attr-defined]  # who enabled its step (``enabled_by``)
         if step is None or len(step) > _NAME_CHARS:
             return
         count = self._named.get(step, 0)
@@ -512,6 +517,7 @@ class World(simpy.Environment):
         observer.before_step(key)
         self._stepping = key
         self._named.clear()  # names are per step: an earlier step's counts are never used again
+        self.enabled_by = getattr(entry[3], "rp_by", None)
         self._footprint = footprint = {}
         try:
             self._process(entry)

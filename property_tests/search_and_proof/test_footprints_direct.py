@@ -232,3 +232,33 @@ def test_a_watch_delivery_reads_the_client_and_writes_it_only_when_it_holds_the_
 
     assert deliver(False) == [("zk-client:c", False)]
     assert ("zk-client:c", True) in deliver(True)
+
+
+def test_a_step_is_never_delayed_past_a_step_it_triggered() -> None:
+    """``delayable_steps``: ``late`` wakes ``woken`` (its event was triggered by ``late``), so
+    no order runs ``woken`` first; the same steps with the trigger unknown are a claim."""
+    from raceproof.sim.footprint_check import StepRecord, delayable_steps
+
+    def steps(enabled_by: str | None) -> list[StepRecord]:
+        return [
+            StepRecord(
+                key="/a#0@1",
+                footprint={"x": True},
+                drew=False,
+                options=("/a#0@1", "/c#2@0"),
+                at_ms=5,
+            ),
+            StepRecord(
+                key="/b#1@1",
+                footprint={"y": True},
+                drew=False,
+                options=None,
+                at_ms=5,
+                enabled_by=enabled_by,
+            ),
+            StepRecord(key="/c#2@0", footprint={"z": True}, drew=False, options=None, at_ms=5),
+        ]
+
+    assert delayable_steps(steps(None)) == [(0, 1), (0, 2)]
+    assert delayable_steps(steps("/c#2@0")) == [(0, 1), (0, 2)]  # another step woke it
+    assert delayable_steps(steps("/a#0@1")) == []
