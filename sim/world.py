@@ -345,7 +345,12 @@ class World(simpy.Environment):
         (``_observed_step``), so joins keep their order. Left unnamed (its step
         key None, as before names) when the triggering step has no name itself, is
         a process not started through ``spawn`` (no identity), or would make a
-        name past ``_NAME_CHARS`` (a chain of callbacks, each triggering the next).
+        name past ``_NAME_CHARS`` (a chain of callbacks, each triggering the next),
+        or is a condition (``AllOf``/``AnyOf``): its check triggers it in the step of
+        whichever awaited event completes it, and two of those that commute run in
+        either order, so its trigger depends on the interleaving. (The awaited events
+        themselves are named; the condition's step, which resumes its waiter beside
+        SimPy's own callbacks, stays unnamed, and a pair beside it unverified.)
         Every event also keeps the triggering step's key (``rp_by``, read into
         ``enabled_by`` when it is processed): the footprint check never delays a
         step past one it triggered (``delayable_steps``).
@@ -358,7 +363,7 @@ class World(simpy.Environment):
         else:
             return
         event.rp_by = step  # type: ignore[attr-defined]  # who enabled its step (``enabled_by``)
-        if step is None or len(step) > _NAME_CHARS:
+        if step is None or len(step) > _NAME_CHARS or isinstance(event, Condition):
             return
         count = self._named.get(step, 0)
         self._named[step] = count + 1

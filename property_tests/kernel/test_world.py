@@ -572,3 +572,58 @@ def test_alive_reads_a_named_process_end_and_an_unnamed_one_touches_everything()
     assert plain.unschedule(timer_event, "timer:t") is True
     assert plain.touched == [("timer:t", True)]
     assert plain.unschedule(timer_event, "timer:t") is False  # gone already
+
+
+class _LastOption(_Recorder):
+    """The same observer taking the last option: the opposite order of every tie."""
+
+    def schedule_steps(self, keys: list[str | None], world: World) -> int:
+        self.offered.append(list(keys))
+        return len(keys) - 1
+
+
+def _shared_event_model(world: World) -> None:
+    """``a`` and ``b`` wait on one event ``t`` triggers; ``c`` waits on two sleeps at once."""
+    world.declare_footprints()
+    shared = world.event()
+
+    def waiter(name: str) -> Generator[Any, Any, None]:
+        yield world.sleep(1)
+        world.touch(f"r:{name}")
+        yield shared
+        world.touch(f"r:{name}")
+
+    def both() -> Generator[Any, Any, None]:
+        yield world.sleep(1)
+        yield world.all_of([world.sleep(1), world.sleep(1)])
+        world.touch("r:both")
+
+    def trigger() -> Generator[Any, Any, None]:
+        yield world.sleep(2)
+        shared.succeed()
+
+    for name in ("a", "b"):
+        world.spawn(name, waiter(name))
+    world.spawn("c", both())
+    world.spawn("t", trigger())
+
+
+def test_an_event_no_one_process_owns_is_named_by_the_step_that_triggered_it() -> None:
+    """In both orders of every tie: the event both ``a`` and ``b`` wait on is named by ``t``'s
+    step that triggered it, the sleeps ``c``'s condition waits on by ``c``'s step; the
+    condition itself, which whichever sleep runs second triggers, stays unnamed."""
+    keyed: list[dict[str | None, Footprint]] = []
+    for recorder in (_Recorder(), _LastOption()):
+        world = World(recorder)
+        _shared_event_model(world)
+        world.run_to_end()
+        steps = _steps(recorder)
+        keys = [key for key, _ in steps]
+        assert all(keys.count(key) == 1 for key in keys if key is not None)
+        keyed.append({key: footprint for key, footprint in steps if key is not None})
+        condition = [fp for key, fp in steps if key is None and fp and "r:both" in fp]
+        assert condition == [{"r:both": True, "proc:/c#2": True}]
+    assert keyed[0].keys() == keyed[1].keys()
+    assert {"/t#3@1!0@event", "/c#2@1!0@event", "/c#2@1!1@event"} <= keyed[0].keys()
+    woken = {"r:a": True, "r:b": True, "proc:/a#0": True, "proc:/b#1": True}
+    assert keyed[0]["/t#3@1!0@event"] == keyed[1]["/t#3@1!0@event"] == woken
