@@ -29,22 +29,25 @@ def table_ratios() -> list[float]:
     text = (DOCS / "explanation" / "proofs.md").read_text()
     section = text[text.index("## How far the estimate is off") :]
     section = section[: section.index("\n## ")]
-    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and ln.endswith("× |")]
-    assert len(rows) >= 6
+    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and ln.endswith("×) |")]
+    rows += [ln for ln in section.splitlines() if ln.startswith("| ") and ln.endswith("× |")]
+    assert len(rows) >= 10  # six built-in proofs, four zombie configurations
     ratios = []
     for row in rows:
-        cells = [c.strip() for c in row.strip("|").split("|")]
+        # A cell reads "today (earlier)" where the figure changed: today's comes first.
+        cells = [c.strip().split(" (")[0] for c in row.strip("|").split("|")]
         estimate_n, reduced_n = (int(c.replace(",", "")) for c in cells[2:4])
-        ratio = float(cells[4].rstrip("×"))
-        assert ratio == pytest.approx(estimate_n / reduced_n, abs=0.051), row
+        ratio = float(cells[4].rstrip("×").replace(",", ""))
+        within = 0.51 if ratio >= 100 else 0.051  # large ratios are printed whole
+        assert ratio == pytest.approx(estimate_n / reduced_n, abs=within), row
         ratios.append(ratio)
     return ratios
 
 
 def test_the_label_states_the_range_the_proofs_page_measured() -> None:
     built_in = table_ratios()
-    low, high = re.fullmatch(r"([\d.]+)x to ([\d.]+)x", MEASURED_RATIOS).groups()  # type: ignore[union-attr]
-    assert float(low) == min(built_in) and float(high) == round(max(built_in))
+    low, high = re.fullmatch(r"([\d.]+)x to ([\d,.]+)x", MEASURED_RATIOS).groups()  # type: ignore[union-attr]
+    assert float(low) == min(built_in) and float(high.replace(",", "")) == round(max(built_in))
     assert MEASURED_RATIOS in ESTIMATE_LABEL and "upper bound" in ESTIMATE_LABEL
 
 
