@@ -39,8 +39,11 @@ A pair is only *unverified* (counted, never reported as wrong) when a run
 cannot be followed for reasons that do not show a dependency: a step with no
 key among several due (a timer's firing is named, ``World.arm_key``, and any
 other event no one process owns by the step that triggered it,
-``World._name_event``: only an event triggered by a step without a name is
-left), or a swapped order that could not be run as asked.
+``World._name_event``: a condition, ``AllOf``/``AnyOf``, and an event triggered
+by a step without a name are left), or a swapped order that could not be run
+as asked. A claim across a step with no key that a draw chose is neither tested
+nor counted (``movable_steps`` and ``delayable_steps`` stop at it); of the
+built-in models only ``lost-update`` waits on a condition.
 """
 
 from __future__ import annotations
