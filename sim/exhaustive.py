@@ -273,8 +273,8 @@ class ProofWalk:
                     walk.visit[0].endings.add(ending(outcome, walk.visit[1]))
                 walk = walk.parent
         self.deepest = max(self.deepest, start.depth)
-        if self.checker is not None and outcome is not None and source.steps is not None:
-            self.checker.check(source.steps, source.record)
+        if self.checker is not None and source.steps is not None:
+            self.checker.check(source.steps, source.record, cut=outcome is None)
         if outcome is None:
             pass
         elif outcome.status in FINDINGS:  # a violation, or the model's own exception
@@ -417,7 +417,7 @@ def prove(
     its state (``raceproof.sim.state_cache``); ``state_cache_check``: the debug mode,
     which cuts nothing and compares every subtree it would have cut with the first.
     ``check_footprints``: swap-test every pair of adjacent steps the footprints call
-    independent in every run that ends (``raceproof.sim.footprint_check``); a pair that
+    independent in every run, ended or cut (``raceproof.sim.footprint_check``); a pair that
     does not commute raises ``FootprintMismatch`` (bad input: the model's footprints).
     """
     options = WalkOptions(

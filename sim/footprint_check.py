@@ -7,7 +7,7 @@ object (an untracked dict, a ``touch`` left out, a primitive recording a write
 as a read) silently makes a reduced proof unsound. This module checks the
 claim instead of trusting it (``prove --check-footprints``).
 
-For every run of the walk that ends, each step ``j`` that was already due
+For every run of the walk, each step ``j`` that was already due
 when an earlier step ``i`` of its instant was chosen, and that the footprints
 call independent of every step from ``i`` to ``j - 1`` (other processes,
 no model-level choice drawn, nothing ``dependent``) is the claim sleep sets
@@ -21,6 +21,13 @@ one) and the same ending (verdicts and the ops logged, up to their order).
 When they differ, ``FootprintMismatch`` names the two steps, what each
 recorded, and the first op or state that differs, which points at the object
 they share untracked. Each sequence of step keys is tested once per walk.
+
+A run the walk cuts (a step asleep, a state the cache has seen) is tested
+too: a sleeping step's claim is made in such a run only, since the run that
+would show the other order is the one cut. The steps it was cut on join its
+steps (``StepRecord.asleep``, with the footprint they sleep on), and once the
+followed steps have all run both orders run on alike, the first due step by
+key and model draws 0, to an ending to compare.
 
 The mirror claim is tested too (``delayable_steps``): a step chosen among
 others that the footprints call independent of the steps of its instant run
@@ -83,6 +90,8 @@ class StepRecord:
     ends_run: bool = False  # its process raised: the run ends on it (nothing can follow it)
     # The key of the step that triggered its event (``World.enabled_by``; None: not known).
     enabled_by: str | None = None
+    # It never ran: the walk cut the run on it, asleep (its footprint is the one it sleeps on).
+    asleep: bool = False
 
 
 class _Diverged(SleepBlocked):  # passes through ``execute`` like the reduction's own cut
@@ -103,10 +112,18 @@ class KeyFollowingSource(ChoiceSource):
     observes_steps = True
 
     def __init__(
-        self, targets: Sequence[str], model_values: Sequence[int], snapshot_after: int
+        self,
+        targets: Sequence[str],
+        model_values: Sequence[int],
+        snapshot_after: int,
+        *,
+        run_on: bool = False,
     ) -> None:
         super().__init__()
         self.targets, self.model_values = list(targets), list(model_values)
+        # A cut run's steps stop short of its end: once every target has run, both orders
+        # run on alike (the first due step by key, model draws 0) to an ending to compare.
+        self.run_on = run_on
         self.order = {key: n for n, key in enumerate(self.targets)}
         self.waiting = set(self.targets[:snapshot_after])  # to run before the snapshot
         self.run: set[str] = set()
@@ -119,6 +136,8 @@ class KeyFollowingSource(ChoiceSource):
     def _pick(self, label: str, n: int, p_nonzero: float | None, keys: Sequence[str]) -> int:
         index = self.model_draws
         self.model_draws += 1
+        if index >= len(self.model_values) and self._past_targets():
+            return 0
         if index >= len(self.model_values) or self.model_values[index] >= n:
             raise _Diverged(index, f"model draw {label!r} #{index} differs", self.ambiguous)
         return self.model_values[index]
@@ -138,6 +157,8 @@ class KeyFollowingSource(ChoiceSource):
             value = ranked[0][1]
         elif None in keys:
             value = keys.index(None)
+        elif self._past_targets():
+            value = min(range(len(keys)), key=lambda i: str(keys[i]))
         else:
             raise _Diverged(
                 len(self.run),
@@ -146,6 +167,9 @@ class KeyFollowingSource(ChoiceSource):
             )
         self.record.append(Choice(SCHEDULE_LABEL, len(keys), value))
         return value
+
+    def _past_targets(self) -> bool:
+        return self.run_on and self.order.keys() <= self.run
 
     def before_step(self, key: str | None) -> None:
         pass
@@ -213,6 +237,8 @@ def delayable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
     for i, late in enumerate(steps):
         if late.options is None or late.key is None or late.drew or late.footprint is None:
             continue
+        if late.asleep:
+            continue
         if late.at_ms is None:
             continue
         for j in range(i + 1, len(steps)):
@@ -224,6 +250,7 @@ def delayable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
             # reduction never sleeps ``late`` past it either.
             if (
                 step.key is None
+                or step.asleep  # it never ran: nothing can be delayed past it
                 or step.at_ms != late.at_ms
                 or _process(step.key) == _process(late.key)
                 or step.enabled_by == late.key
@@ -244,9 +271,20 @@ class FootprintChecker:
     checked: int = 0
     unverified: int = 0
     seen: set[tuple[str | None, ...]] = field(default_factory=set)
+    _cut: bool = field(default=False, init=False)  # the run checked now was cut short
 
-    def check(self, steps: Sequence[StepRecord], record: Sequence[Choice]) -> None:
-        """Test every new "could have run first" claim of one ended run."""
+    def check(
+        self, steps: Sequence[StepRecord], record: Sequence[Choice], *, cut: bool = False
+    ) -> None:
+        """Test every new "could have run first" claim of one run.
+
+        ``cut``: the walk cut the run (a step asleep, a state seen); its steps end
+        with the ones it was cut on (``StepRecord.asleep``), and both orders of a claim
+        run on alike past its steps to an ending to compare. A sleeping step's claim
+        (it commutes with every step run since it fell asleep) is made in such a run
+        only: the run that would show the other order is the one cut.
+        """
+        self._cut = cut
         model_values = [c.value for c in record if c.label != SCHEDULE_LABEL]
         # Unnamed steps no draw chose (an event nobody waits on) carry no claim.
         steps = [s for s in steps if s.key is not None or s.options is not None]
@@ -275,8 +313,8 @@ class FootprintChecker:
             difference = compare(first, second)
             if difference is None:
                 continue
-            if first[0].ambiguous or second[0].ambiguous:
-                self.unverified += 1
+            if first[0].ambiguous or second[0].ambiguous:  # not checked after all
+                self.checked, self.unverified = self.checked - 1, self.unverified + 1
                 continue
             if b.ends_run:  # moved one step back at a time it ends the run early each time
                 k = di
@@ -299,7 +337,7 @@ class FootprintChecker:
         at: dict[int, int],
         model_values: list[int],
     ) -> None:
-        """Test every new "could have run later" claim (``delayable_steps``) of one ended run.
+        """Test every new "could have run later" claim (``delayable_steps``) of one run.
 
         The sleep sets rest on these too: a step asleep stays asleep while the steps
         run after it are independent of it, and the run that shows the other order is
@@ -328,7 +366,7 @@ class FootprintChecker:
             if difference is None:
                 continue
             if any(f[0].ambiguous or f[0].out_of_order for f in (first, second)):
-                self.unverified += 1
+                self.checked, self.unverified = self.checked - 1, self.unverified + 1
                 continue
             culprit = steps[j]
             for k in range(i + 1, j + 1):  # the first step that ``late`` fails to pass
@@ -372,7 +410,7 @@ class FootprintChecker:
     def _follow(
         self, targets: list[str], model_values: list[int], snapshot_after: int
     ) -> tuple[KeyFollowingSource, RunOutcome | None, str | None] | None:
-        source = KeyFollowingSource(targets, model_values, snapshot_after)
+        source = KeyFollowingSource(targets, model_values, snapshot_after, run_on=self._cut)
         try:
             outcome = self.run(source)
         except _Diverged as diverged:

@@ -185,6 +185,8 @@ class SleepSetSource(ChoiceSource):
                 self._look_up(world, world.state_fingerprint, index)
             value = next((i for i, key in enumerate(keys) if key not in self.sleep), -1)
             if value < 0:
+                for key in keys:
+                    self._log_asleep(key)
                 raise SleepBlocked("every step due now is asleep")
         self.record.append(Choice(SCHEDULE_LABEL, n, value))
         if self.tracking:
@@ -220,7 +222,23 @@ class SleepSetSource(ChoiceSource):
     def before_step(self, key: str | None) -> None:
         self._drew = False
         if self.tracking and key is not None and key in self.sleep:
+            self._log_asleep(key)
             raise SleepBlocked(f"step {key} is asleep")
+
+    def _log_asleep(self, key: str | None) -> None:
+        """The run is cut on ``key``, asleep: the footprint check tests its claim too."""
+        if self.steps is not None and key is not None:
+            at_ms = self._clock.now_ms if self._clock is not None else None
+            self.steps.append(
+                StepRecord(
+                    key=key,
+                    footprint=self.sleep[key],
+                    drew=False,
+                    options=None,
+                    at_ms=at_ms,
+                    asleep=True,
+                )
+            )
 
     def after_step(self, key: str | None, footprint: Footprint) -> None:
         touched, ends = footprint, False
