@@ -26,7 +26,12 @@ from raceproof.sim import cross_check as cross_check_module
 from raceproof.sim.configs import BadInput
 from raceproof.sim.exhaustive import ProofReport
 from raceproof.sim.explore import explore_random
-from raceproof.sim.footprint_check import StepRecord, delayable_steps, movable_steps
+from raceproof.sim.footprint_check import (
+    StepRecord,
+    delayable_steps,
+    movable_steps,
+    unnamed_claims,
+)
 from raceproof.sim.outcome import Runner
 from raceproof.sim.state_cache import StateCacheMismatch, ending
 from raceproof.sim.verdicts import Verdict
@@ -219,7 +224,7 @@ def _raised(check: Callable[[], ProofReport]) -> tuple[ProofReport | None, str |
 
 
 def claims_of(steps: list[StepRecord]) -> set[tuple[str | None, ...]]:
-    """The claims one ended run of a reduced walk rests on, each named by its steps' keys.
+    """The claims one run of a reduced walk rests on, each named by its steps' keys.
 
     Each "could have run first" pair (``movable_steps``) and each "could have run
     later" pair (``delayable_steps``) of the run's steps (those a draw chose or that
@@ -231,7 +236,7 @@ def claims_of(steps: list[StepRecord]) -> set[tuple[str | None, ...]]:
         tuple(s.key for s in steps[i : j + 1]) for i, j in movable_steps(steps)
     }
     found |= {("later", *(s.key for s in steps[i : j + 1])) for i, j in delayable_steps(steps)}
-    return found
+    return found | unnamed_claims(steps)  # across a step with no key: counted unverified
 
 
 def coverage_problems(run: Runner, budget: Budget) -> list[str]:

@@ -48,9 +48,8 @@ key among several due (a timer's firing is named, ``World.arm_key``, and any
 other event no one process owns by the step that triggered it,
 ``World._name_event``: a condition, ``AllOf``/``AnyOf``, and an event triggered
 by a step without a name are left), or a swapped order that could not be run
-as asked. A claim across a step with no key that a draw chose is neither tested
-nor counted (``movable_steps`` and ``delayable_steps`` stop at it); of the
-built-in models only ``lost-update`` waits on a condition.
+as asked. A claim across a step with no key that a draw chose cannot be
+followed either: it is counted unverified (``unnamed_claims``).
 """
 
 from __future__ import annotations
@@ -199,11 +198,14 @@ def _actor(key: str) -> str:
     return _process(key).rsplit("/", 1)[-1].split("#", 1)[0] or key
 
 
-def movable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
+def movable_steps(
+    steps: Sequence[StepRecord], *, across_unnamed: bool = False
+) -> list[tuple[int, int]]:
     """``(i, j)``: step ``j`` was due when step ``i`` was chosen and commutes with steps ``i..j-1``.
 
     That is the claim sleep sets rest on: the later step could have run first,
-    and running it first is equivalent.
+    and running it first is equivalent. ``across_unnamed``: also the claims across
+    a step with no key (``unnamed_claims``).
     """
     found = []
     for i, first in enumerate(steps):
@@ -217,9 +219,9 @@ def movable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
                 continue
             between = steps[i:j]
             if all(
-                s.key is not None
+                (s.key is not None or across_unnamed)
                 and not s.drew
-                and _process(s.key) != _process(moved.key)
+                and (s.key is None or _process(s.key) != _process(moved.key))
                 and not _dependent(s.footprint, moved.footprint)
                 for s in between
             ):
@@ -227,7 +229,9 @@ def movable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
     return found
 
 
-def delayable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
+def delayable_steps(
+    steps: Sequence[StepRecord], *, across_unnamed: bool = False
+) -> list[tuple[int, int]]:
     """``(i, j)``: step ``i``, chosen among others, commutes with steps ``i+1..j`` of its instant.
 
     The mirror of ``movable_steps``: the earlier step could have run after them
@@ -248,6 +252,11 @@ def delayable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
             # A step that ``late`` triggered (a watch delivery resuming the process it
             # wakes) could not run before it: no order delays ``late`` past it, and the
             # reduction never sleeps ``late`` past it either.
+            if step.key is None and across_unnamed and step.options is not None:
+                if step.at_ms != late.at_ms or _dependent(step.footprint, late.footprint):
+                    break
+                found.append((i, j))
+                continue
             if (
                 step.key is None
                 or step.asleep  # it never ran: nothing can be delayed past it
@@ -261,6 +270,26 @@ def delayable_steps(steps: Sequence[StepRecord]) -> list[tuple[int, int]]:
             if step.ends_run:  # nothing runs after it: the last step ``late`` could pass
                 break
     return found
+
+
+def unnamed_claims(steps: Sequence[StepRecord]) -> set[tuple[str | None, ...]]:
+    """The claims of a run made across a step with no key, which no swap can follow.
+
+    A condition's step (``AllOf``/``AnyOf``) has no key that holds in every order;
+    the reduction still lets a step sleep past it when their footprints are
+    independent. Such a claim cannot be tested by key: it is counted unverified.
+    """
+    movable = set(movable_steps(steps))
+    later = set(delayable_steps(steps))
+    return {
+        ("unnamed", *(s.key for s in steps[i : j + 1]))
+        for i, j in movable_steps(steps, across_unnamed=True)
+        if (i, j) not in movable
+    } | {
+        ("unnamed-later", *(s.key for s in steps[i : j + 1]))
+        for i, j in delayable_steps(steps, across_unnamed=True)
+        if (i, j) not in later
+    }
 
 
 @dataclass
@@ -329,6 +358,9 @@ class FootprintChecker:
                 f"{_cause(first, second)}"
             )
         self._check_delays(steps, keys, at, model_values)
+        for claim in unnamed_claims(steps) - self.seen:
+            self.seen.add(claim)
+            self.unverified += 1
 
     def _check_delays(
         self,

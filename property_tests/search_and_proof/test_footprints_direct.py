@@ -262,3 +262,35 @@ def test_a_step_is_never_delayed_past_a_step_it_triggered() -> None:
     assert delayable_steps(steps(None)) == [(0, 1), (0, 2)]
     assert delayable_steps(steps("/c#2@0")) == [(0, 1), (0, 2)]  # another step woke it
     assert delayable_steps(steps("/a#0@1")) == []
+
+
+def test_a_claim_across_a_step_with_no_key_is_counted_unverified() -> None:
+    """A condition's step (no key: it holds in no order) between a pair: the reduction may
+    let ``/c`` sleep past it, no swap can follow it, so the check counts the claim unverified
+    (the command then says INCONCLUSIVE) instead of skipping it; with the step named, the
+    claim is an ordinary one and nothing is left to count."""
+    from raceproof.sim.footprint_check import (
+        FootprintChecker,
+        StepRecord,
+        movable_steps,
+        unnamed_claims,
+    )
+
+    def steps(middle: str | None) -> list[StepRecord]:
+        first = StepRecord(
+            key="/a#0@1", footprint={"x": True}, drew=False, options=("/a#0@1", "/c#2@0"), at_ms=5
+        )
+        condition = StepRecord(
+            key=middle, footprint={"y": True}, drew=False, options=(middle, "/c#2@0"), at_ms=5
+        )
+        moved = StepRecord(key="/c#2@0", footprint={"z": True}, drew=False, options=None, at_ms=5)
+        return [first, condition, moved]
+
+    unnamed = steps(None)
+    assert (0, 2) not in movable_steps(unnamed)
+    assert ("unnamed", "/a#0@1", None, "/c#2@0") in unnamed_claims(unnamed)
+    assert unnamed_claims(steps("/b#1@1")) == set()
+
+    checker = FootprintChecker(run=lambda source: pytest.fail("no claim here can be followed"))
+    checker.check(unnamed, [])
+    assert checker.unverified == len(unnamed_claims(unnamed)) >= 1 and checker.checked == 0
