@@ -189,3 +189,45 @@ def test_an_actor_past_its_part_of_the_order_waits_for_the_rest() -> None:
     extra.join(5)
     assert passed == ["leader refresh", "task write", "extra"]
     assert sequencer.complete and sequencer.released == 0 and sequencer.diverged is None
+
+
+@pytest.mark.parametrize("cut", ["stopping the JVM", "removing the folder"])
+def test_a_signal_that_lands_in_the_servers_clean_up_still_leaves_nothing(
+    cut: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command's SIGTERM raises ``Interrupted`` wherever the main thread is: a run that
+    ends as it comes is inside ``stop``. The JVM still goes and the folder is still removed
+    (a clean-clone CI run left ``raceproof-zk-*`` behind twice)."""
+    from raceproof.cli.signals import Interrupted
+    from raceproof.runs import processes
+    from raceproof.zookeeper import server as server_module
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(server_module.tempfile, "tempdir", None)  # TMPDIR read again
+    zk = ZooKeeperServer().start()
+    jvm = zk.process
+    assert jvm is not None and list(tmp_path.glob("raceproof-zk-*"))
+    real_stop, real_rmtree, cuts = processes.stop, server_module.shutil.rmtree, []
+
+    def stop_cut(process, timeout_s=10.0):  # type: ignore[no-untyped-def]
+        if not cuts:
+            cuts.append(cut)
+            processes._signal_group(process, 15)  # the JVM was told, then the signal came
+            raise Interrupted(15)
+        return real_stop(process, timeout_s)
+
+    def rmtree_cut(path, ignore_errors=False):  # type: ignore[no-untyped-def]
+        if not cuts:
+            cuts.append(cut)
+            raise Interrupted(15)
+        return real_rmtree(path, ignore_errors=ignore_errors)
+
+    if cut == "stopping the JVM":
+        monkeypatch.setattr(server_module.processes, "stop", stop_cut)
+    else:
+        monkeypatch.setattr(server_module.shutil, "rmtree", rmtree_cut)
+    with pytest.raises(Interrupted):
+        zk.stop()
+    assert cuts == [cut]
+    assert jvm.poll() is not None, "the JVM outlived its server's stop"
+    assert list(tmp_path.glob("raceproof-zk-*")) == []

@@ -226,17 +226,34 @@ class ZooKeeperServer:
         )
 
     def stop(self) -> None:
-        if self.process is not None:
-            processes.stop(self.process, timeout_s=10.0)
-        self.process = None
-        self.port = 0
-        if self.folder is not None:
+        """Stop the JVM and remove the folder, even if a signal's ``Interrupted`` cuts it short.
+
+        The command's first SIGINT/SIGTERM raises wherever the main thread is, and that can
+        be inside this clean-up (a run that ends as the signal comes): the JVM is then
+        stopped again and the folder removed before the interrupt goes on (only the first
+        signal raises, ``raceproof.cli.signals``).
+        """
+        process, self.process, self.port = self.process, None, 0
+        try:
+            if process is not None:
+                processes.stop(process, timeout_s=10.0)
+        finally:
+            if process is not None and process.poll() is None:
+                processes.stop(process, timeout_s=10.0)  # an interrupt cut the first stop
+            self._remove_folder()
+
+    def _remove_folder(self) -> None:
+        folder, self.folder = self.folder, None
+        if folder is None:
+            return
+        try:
             for _attempt in range(5):  # a file the stopped JVM's last write made can race the walk
-                shutil.rmtree(self.folder, ignore_errors=True)
-                if not self.folder.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                if not folder.exists():
                     break
                 time.sleep(0.1)
-            self.folder = None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)  # an interrupt cut the loop: once more
 
     def __enter__(self) -> ZooKeeperServer:
         return self.start()
