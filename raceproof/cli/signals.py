@@ -128,10 +128,18 @@ def interruptible() -> Iterator[_State]:
     previous = {signum: signal.getsignal(signum) for signum in HANDLED}
     for signum in HANDLED:
         signal.signal(signum, _handler(state))
+
+    # py4j also logs a call the signal cut on the root logger ("Exception while sending
+    # command.", py4j/java_gateway.py), with the network error as its exception: noise too.
+    def not_py4j_after_a_signal(record: logging.LogRecord) -> bool:
+        return not (state.received and f"{os.sep}py4j{os.sep}" in record.pathname)
+
     logging.getLogger().addFilter(_not_an_interrupt)
+    logging.getLogger().addFilter(not_py4j_after_a_signal)
     try:
         yield state
     finally:
+        logging.getLogger().removeFilter(not_py4j_after_a_signal)
         logging.getLogger().removeFilter(_not_an_interrupt)
         for name, level in state.quieted.items():
             logging.getLogger(name).setLevel(level)
