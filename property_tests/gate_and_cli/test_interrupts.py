@@ -10,6 +10,7 @@ folder, and any ``raceproof-zk-*`` folder left in it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from property_tests.processes import alive, descendants, naming, wait_for
+from raceproof.cli import signals
 from raceproof.cli.main import main
 from raceproof.scenarios.catalogue import Scenario
 from raceproof.zookeeper.server import _four_letter
@@ -133,6 +135,48 @@ def test_an_interrupt_elsewhere_is_one_line_and_130(
     assert main(["repro", "lost-update"]) == 130
     err = capsys.readouterr().err
     assert err.strip() == "raceproof: error: interrupted by SIGINT"
+
+
+def test_a_py4j_record_on_the_root_logger_is_dropped_only_after_a_signal() -> None:
+    """0a9d7bc: py4j 0.10.9.9 logs a call the signal cut on the root logger
+    (``logging.exception("Exception while sending command.")``, py4j/java_gateway.py:1059)
+    with the network error as its exception, not the interrupt: after a SIGTERM it is
+    noise and dropped; the same record before the signal, and a record from elsewhere
+    after it, are real errors and kept; once the command ends, the filter is gone."""
+    py4j_path = os.path.join(os.sep, "venv", "site-packages", "py4j", "java_gateway.py")
+    elsewhere = os.path.join(os.sep, "venv", "site-packages", "pyspark", "sql", "utils.py")
+    kept: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            kept.append(record.getMessage())
+
+    def log(pathname: str, message: str) -> None:
+        try:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        except ConnectionResetError:
+            info = sys.exc_info()
+        root = logging.getLogger()
+        root.handle(logging.LogRecord("root", logging.ERROR, pathname, 1059, message, (), info))
+
+    handler = Keep()
+    logging.getLogger().addHandler(handler)
+    try:
+        with signals.interruptible() as state:
+            log(py4j_path, "py4j before the signal")
+            with pytest.raises(signals.Interrupted):
+                os.kill(os.getpid(), signal.SIGTERM)
+            assert state.received == [signal.SIGTERM]
+            log(py4j_path, "py4j after the signal")
+            log(elsewhere, "elsewhere after the signal")
+        log(py4j_path, "py4j after the command")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert kept == [
+        "py4j before the signal",
+        "elsewhere after the signal",
+        "py4j after the command",
+    ]
 
 
 # -- the real command line, killed while its ZooKeeper runs ------------------------------
