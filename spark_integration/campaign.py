@@ -38,6 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from raceproof.reports.campaign_folder import (
+    DETERMINISM,
+    FORMAT,
+    MANIFEST,
     RESULTS,
     CampaignFolderError,
     check_folder,
@@ -224,7 +227,7 @@ def _plain(value: Any) -> Any:
     return str(value) if isinstance(value, Verdict) else value
 
 
-def _write_rows(spark: Any, out: Path, rows: list[dict[str, Any]]) -> None:
+def write_rows(spark: Any, out: Path, rows: list[dict[str, Any]]) -> None:
     """Counterexample files first, then one Parquet append: a row never names a missing file.
 
     Each cell is written once: a row whose cell the folder already holds is
@@ -292,18 +295,19 @@ def _signals_held() -> Iterator[None]:
             signal.raise_signal(number)  # the command's handler: Interrupted, 130 / 143
 
 
-def _write_manifest(out: Path, options: Options, summary: Summary) -> None:
+def write_manifest(out: Path, options: Options, summary: Summary) -> None:
+    """``DIR/campaign.json``: the options and the summary so far (``report`` reads it)."""
     from raceproof.runs import runner
 
     manifest = {
-        "format": "raceproof-campaign",
+        "format": FORMAT,
         "format_version": 1,
         "tool_version": runner.tool_version(),
         "git_commit": runner.git_commit(),
         "options": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()},
         "summary": summary.to_json(),
     }
-    repro_files.write_atomically(out / "campaign.json", json.dumps(manifest, indent=1) + "\n")
+    repro_files.write_atomically(out / MANIFEST, json.dumps(manifest, indent=1) + "\n")
 
 
 # -- running ------------------------------------------------------------------------
@@ -312,7 +316,7 @@ def _run_search_job(sc: Any, cells: list[Cell]) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_proof_job(sc: Any, proof: Cell) -> list[dict[str, Any]]:
+def run_proof_job(sc: Any, proof: Cell) -> list[dict[str, Any]]:
     """One proof: its rounds, each one Spark job of its ready units (``campaign_proof``)."""
 
     def ship(tasks: list[Task]) -> list[dict[str, Any]]:
@@ -328,7 +332,7 @@ def _isolate(sc: Any, cells: list[Cell], exc: BaseException) -> list[dict[str, A
     for cell in cells:
         try:
             rows.extend(
-                _run_search_job(sc, [cell]) if cell.kind == "search" else _run_proof_job(sc, cell)
+                _run_search_job(sc, [cell]) if cell.kind == "search" else run_proof_job(sc, cell)
             )
         except Exception as again:
             message = str(again).strip().splitlines()
@@ -454,7 +458,7 @@ class _Running:
         """One batch's rows (a pool thread); a failed job is re-run cell by cell unless stopping."""
         try:
             if batch[0].kind == "proof":
-                return _run_proof_job(self.sc, batch[0])
+                return run_proof_job(self.sc, batch[0])
             return _run_search_job(self.sc, batch)
         except Exception as exc:
             if self.stopping:
@@ -485,7 +489,7 @@ class _Running:
     def flush(self) -> None:
         """The pending rows into Parquet, signals held: the rows and "they are written" together."""
         with _signals_held():
-            _write_rows(self.spark, self.out, self.pending)
+            write_rows(self.spark, self.out, self.pending)
             self.pending.clear()
 
     def interrupted(self, exc: KeyboardInterrupt) -> None:
@@ -503,7 +507,7 @@ class _Running:
         summary = self.summary
         if summary.interrupted:  # the signal may have cut a py4j call short: keep what we can
             with _signals_held():
-                if not _quietly(lambda: _write_rows(self.spark, self.out, self.pending)):
+                if not _quietly(lambda: write_rows(self.spark, self.out, self.pending)):
                     kept = {row["cell"] for row in read_rows(self.out)}
                     self.ran[:] = [row for row in self.ran if row["cell"] in kept]
                 self.pending.clear()
@@ -519,7 +523,7 @@ class _Running:
             )
         else:
             self.check_determinism()
-        _write_manifest(self.out, self.options, summary)
+        write_manifest(self.out, self.options, summary)
         if own_session:
             _quietly(self.spark.stop) if summary.interrupted else self.spark.stop()
 
@@ -616,7 +620,7 @@ def cross_check(rows: list[dict[str, Any]], options: Options, say: Say) -> list[
 
 
 def _write_determinism(out: Path, checks: list[dict[str, Any]]) -> None:
-    path = out / "determinism.json"
+    path = out / DETERMINISM
     previous = read_determinism(out)
     merged = {c["cell"]: c for c in previous} | {c["cell"]: c for c in checks}
     text = json.dumps([merged[k] for k in sorted(merged)], indent=1) + "\n"

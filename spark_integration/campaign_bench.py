@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from raceproof.spark_integration.campaign import Options, campaign_session, grid
+from raceproof.spark_integration.campaign import Options, campaign_session, grid, run_proof_job
 from raceproof.spark_integration.campaign import run as run_campaign
 from raceproof.spark_integration.campaign_cells import Cell, comparable, run_cell
 
@@ -124,7 +124,6 @@ def _on_cluster(
     proof: Cell, workers: int, repeats: int, say: Callable[[str], None]
 ) -> dict[str, Any]:
     """The proof ``repeats`` times on a fresh cluster of ``workers`` 1-core workers."""
-    from raceproof.spark_integration.campaign import _run_proof_job
     from raceproof.spark_integration.standalone import standalone
 
     seconds: list[float] = []
@@ -140,7 +139,7 @@ def _on_cluster(
             load = _load()
             for _ in range(repeats):
                 started = time.perf_counter()
-                rows.extend(_run_proof_job(spark.sparkContext, proof))
+                rows.extend(run_proof_job(spark.sparkContext, proof))
                 seconds.append(round(time.perf_counter() - started, 2))
                 say(f"  {workers} worker(s): {seconds[-1]:.1f}s; load average {_load()}")
         finally:

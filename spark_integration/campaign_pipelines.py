@@ -25,14 +25,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from raceproof.reports.campaign_folder import RESULTS
 from raceproof.sim.verdicts import Verdict
 from raceproof.spark_integration.campaign import (
     CampaignError,
     Options,
     Summary,
-    _write_manifest,
-    _write_rows,
     read_rows,
+    write_manifest,
+    write_rows,
 )
 from raceproof.spark_integration.campaign_cells import Cell, empty_row, finish_row
 
@@ -76,7 +77,7 @@ def run(
     pipeline, names = _resolve(spec, out, experiments)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    done = {str(r["cell"]) for r in read_rows(out)} if (out / "results").exists() else set()
+    done = {str(r["cell"]) for r in read_rows(out)} if (out / RESULTS).exists() else set()
     cells = [(name, seed) for name in names for seed in seeds]
     summary = Summary(cells=len(cells) + 1, master="local[2] (driver)", parallelism=1)
     options = _options(pipeline.name, names, seeds, master=summary.master, out=out)
@@ -85,7 +86,7 @@ def run(
     except PipelineError as exc:
         raise CampaignError(str(exc)) from None
     spark = spark if spark is not None else session.spark_session(settings)
-    _write_manifest(out, options, summary)  # a campaign.json from the start: report reads it
+    write_manifest(out, options, summary)  # a campaign.json from the start: report reads it
     try:
         if _baseline(spark, pipeline, out, done, summary, tell) == Verdict.OK:
             for number, (name, seed) in enumerate(cells, 1):
@@ -94,20 +95,20 @@ def run(
                     continue
                 tell(f"[{number}/{len(cells)}] {pipeline.name}: {name}, seed {seed} ...")
                 row = _cell(spark, pipeline, name, seed)
-                _write_rows(spark, out, [finish_row(row, Verdict.OK)])
+                write_rows(spark, out, [finish_row(row, Verdict.OK)])
                 summary.ran += 1
                 summary.count(row["verdict"])
                 summary.seconds = round(time.monotonic() - started, 1)
-                _write_manifest(out, options, summary)  # as each cell finishes
+                write_manifest(out, options, summary)  # as each cell finishes
     except KeyboardInterrupt as exc:  # the command's signal handling says what was kept
         summary.interrupted = True
         summary.interrupted_by = getattr(exc, "name", "SIGINT")
         summary.seconds = round(time.monotonic() - started, 1)
         with contextlib.suppress(Exception):  # the manifest is plain JSON, no py4j call
-            _write_manifest(out, options, summary)
+            write_manifest(out, options, summary)
         raise
     summary.seconds = round(time.monotonic() - started, 1)
-    _write_manifest(out, options, summary)
+    write_manifest(out, options, summary)
     return summary
 
 
@@ -171,7 +172,7 @@ def _baseline(
         verdict, row["error"] = Verdict.ERROR, str(exc)
     row["verdict"] = verdict
     row["seconds"] = round(time.monotonic() - began, 2)
-    _write_rows(spark, out, [finish_row(row, Verdict.OK)])
+    write_rows(spark, out, [finish_row(row, Verdict.OK)])
     summary.ran += 1
     summary.count(verdict)
     return verdict

@@ -266,7 +266,7 @@ def test_a_master_that_fails_leaves_no_folder(
 def _campaign_folder(folder: Path) -> Path:
     folder.mkdir()
     options = campaign.Options(scenarios=("lost-update",), strategies=("random",), seeds=(0,))
-    campaign._write_manifest(folder, options, campaign.Summary())
+    campaign.write_manifest(folder, options, campaign.Summary())
     (folder / "results").mkdir()
     row = run_cell(
         Cell(

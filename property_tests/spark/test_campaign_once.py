@@ -71,7 +71,7 @@ def test_a_signal_at_any_moment_leaves_each_cell_written_once(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(campaign, "FLUSH_EVERY_S", 0.0)  # every finished job is flushed
-    write, check, manifest = campaign._write_rows, campaign.cross_check, campaign._write_manifest
+    write, check, manifest = campaign.write_rows, campaign.cross_check, campaign.write_manifest
     fired = 0
     for round_, (moment, at, signum) in enumerate(_moments(6)):
         where = f"round {round_} (seed {SEED}): {signal.Signals(signum).name} at {moment} #{at}"
@@ -104,9 +104,9 @@ def test_a_signal_at_any_moment_leaves_each_cell_written_once(
             hit("manifest")
             manifest(*args, **kwargs)
 
-        monkeypatch.setattr(campaign, "_write_rows", writing)
+        monkeypatch.setattr(campaign, "write_rows", writing)
         monkeypatch.setattr(campaign, "cross_check", checking)
-        monkeypatch.setattr(campaign, "_write_manifest", saving)
+        monkeypatch.setattr(campaign, "write_manifest", saving)
         out = tmp_path / f"c{round_}"
         options = _options(out)
         with signals.interruptible():
@@ -119,9 +119,9 @@ def test_a_signal_at_any_moment_leaves_each_cell_written_once(
         assert stopped == bool(sent), where
         keys = _keys(out)
         assert len(keys) == len(set(keys)), f"{where}: cells written twice: {Counter(keys)}"
-        monkeypatch.setattr(campaign, "_write_rows", write)
+        monkeypatch.setattr(campaign, "write_rows", write)
         monkeypatch.setattr(campaign, "cross_check", check)
-        monkeypatch.setattr(campaign, "_write_manifest", manifest)
+        monkeypatch.setattr(campaign, "write_manifest", manifest)
         again = campaign.run(options, spark=spark)
         keys = _keys(out)
         assert not again.interrupted and again.ran == again.cells - again.already_done, where
@@ -174,11 +174,11 @@ def test_a_row_and_its_counterexample_are_written_together_or_not_at_all(
     out.mkdir()
     (out / "counterexamples").write_text("appeared mid-run\n")
     with pytest.raises(CampaignFolderError, match="its row is not written"):
-        campaign._write_rows(spark, out, [held, found])
+        campaign.write_rows(spark, out, [held, found])
     assert _keys(out) == []  # neither row: the cell is not lost, a rerun redoes it
     (out / "counterexamples").unlink()
-    campaign._write_rows(spark, out, [held, found])
-    campaign._write_rows(spark, out, [found])  # a repeated flush adds nothing
+    campaign.write_rows(spark, out, [held, found])
+    campaign.write_rows(spark, out, [found])  # a repeated flush adds nothing
     assert sorted(_keys(out)) == sorted([held["cell"], found["cell"]])
     saved = json.loads((out / found["counterexample"]).read_text())
     assert saved["trace_hash"] == found["trace_hash"]

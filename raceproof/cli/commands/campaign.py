@@ -283,7 +283,9 @@ def campaign_verdict(verdicts: dict[str, int]) -> Verdict:
 
 
 def is_campaign_dir(path: Path) -> bool:
-    return path.is_dir() and (path / "campaign.json").is_file()
+    from raceproof.reports.campaign_folder import MANIFEST
+
+    return path.is_dir() and (path / MANIFEST).is_file()
 
 
 def report_campaign(args: argparse.Namespace) -> int:
