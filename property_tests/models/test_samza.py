@@ -10,6 +10,7 @@ import pytest
 from raceproof.cli.main import main
 from raceproof.scenarios.catalogue import get
 from raceproof.sim import Budget, KeyedReplaySource, ReplaySource, explore
+from raceproof.sim.history import Op
 
 SCENARIO = get("samza-drain")
 CAUGHT_BY = {
@@ -103,6 +104,27 @@ def test_a_task_shuts_down_only_when_both_its_ssps_are_drained() -> None:
         ]
         assert len(drained) == 2 and len(shutdowns) == 2
         assert max(drained) < min(shutdowns)  # src/c stays up until int/c is drained too
+
+
+def test_drain_mode_begins_when_the_drain_message_reaches_the_queue_head() -> None:
+    """``RunLoop.AsyncTaskWorker.isReady`` -> ``shouldDrain`` peeks at the pending queue's head
+    (release-1.8.0-rc0 ``RunLoop.java`` 885-906, 929-936): drain mode (async commit off) starts
+    as a current-run DrainMessage reaches the head, a processing time before the task processes
+    it (issue 33 item 7: the model entered it ``process_ms`` late, once processed)."""
+    config = SCENARIO.config
+    history = fifo("drain").history
+    modes = {str(op.get("ssp")): op for op in history.of_kind("drain.mode")}
+    enters: dict[str, Op] = {}
+    for op in history.of_kind("drain.enter"):
+        enters.setdefault(str(op.get("ssp")), op)
+    ssps = {f"{topic}/{p}" for topic in ("src", "int") for p in range(config.containers)}
+    assert set(modes) == set(enters) == ssps
+    for ssp, enter in enters.items():
+        mode = modes[ssp]
+        c = int(mode.actor[-1])  # src<c> and agg<c> run on container c
+        assert mode.actor == enter.actor and mode.index < enter.index
+        late_ms = enter.time_ms - mode.time_ms
+        assert late_ms == config.process_ms + c * config.container_skew_ms, (ssp, late_ms)
 
 
 def test_drain_messages_go_to_one_partition_and_the_aggregator_rebroadcasts() -> None:
