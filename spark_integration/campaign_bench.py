@@ -67,14 +67,14 @@ def figures(seeds: int = 6, examples: int = 100, progress: Say = None) -> dict[s
         "cpus": os.cpu_count(),
         "load_before": _load(),
     }
-    say(f"campaign bench: {len(cells)} cells ({result['grid']}); load average {_load()}")
+    say(f"in-process: {len(cells)} cells one after another")
     started = time.perf_counter()
     for cell in cells:
         run_cell(cell)
     in_process_s = time.perf_counter() - started
     result["in_process_cells_per_s"] = round(len(cells) / in_process_s, 2)
-    say(f"in-process: {len(cells) / in_process_s:.2f} cells/s ({in_process_s:.1f}s)")
     for master in ("local[1]", "local[2]"):
+        say(f"{master}: a warmed-up session, then the campaign")
         spark = campaign_session(master, "raceproof-campaign-bench")
         try:
             _warm_up(spark)
@@ -89,18 +89,12 @@ def figures(seeds: int = 6, examples: int = 100, progress: Say = None) -> dict[s
                 raise KeyboardInterrupt(summary.interrupted_by or "SIGINT")
         finally:
             spark.stop()
-        rate = len(cells) / seconds
-        result[f"{master}_cells_per_s"] = round(rate, 2)
-        say(f"{master}: {rate:.2f} cells/s ({seconds:.1f}s); load average {_load()}")
+        result[f"{master}_cells_per_s"] = round(len(cells) / seconds, 2)
     one, two = result["local[1]_cells_per_s"], result["local[2]_cells_per_s"]
     result["scaling_local2_over_local1"] = round(two / one, 2)
     overhead_ms = 1000 * (1 / one - 1 / result["in_process_cells_per_s"])
     result["overhead_ms_per_cell_local1_vs_in_process"] = round(overhead_ms, 1)
     result["load_after"] = _load()
-    say(
-        f"scaling local[2] / local[1]: {two / one:.2f}; overhead of a campaign cell on local[1] "
-        f"against in-process: {overhead_ms:+.0f} ms per cell"
-    )
     return result
 
 
@@ -137,11 +131,11 @@ def _on_cluster(
             _executors_up(spark, workers)
             _warm_up(spark)
             load = _load()
-            for _ in range(repeats):
+            for repeat in range(repeats):
+                say(f"{workers} worker(s): the proof, run {repeat + 1} of {repeats}")
                 started = time.perf_counter()
                 rows.extend(run_proof_job(spark.sparkContext, proof))
                 seconds.append(round(time.perf_counter() - started, 2))
-                say(f"  {workers} worker(s): {seconds[-1]:.1f}s; load average {_load()}")
         finally:
             spark.stop()
     return {
@@ -164,15 +158,11 @@ def cluster_figures(
 
     say = progress or (lambda _line: None)
     proof = proof_of(scenario, variant)
-    say(f"cluster bench: campaign --prove {scenario}/{variant}; load average {_load()}")
+    say(f"in this process: campaign --prove {scenario}/{variant} in rounds")
     started = time.perf_counter()
     local = prove_cell(proof, in_process, 2)  # the rounds in this process: the plan and counts
     in_process_s = round(time.perf_counter() - started, 2)
     plan = local["_balance"]
-    say(
-        f"in this process: {in_process_s:.1f}s, {local['verdict']}, {local['schedules']} "
-        f"schedules, {plan['rounds']} rounds of {plan['balance']['units']} units"
-    )
     result: dict[str, Any] = {
         "proof": f"{scenario}/{variant}",
         "cpus": os.cpu_count(),
@@ -187,15 +177,10 @@ def cluster_figures(
         "rounds_speedup_allowed": plan["rounds_speedup_allowed"],
     }
     for workers in (1, 2):
+        say(f"{workers} worker(s): a standalone cluster, its executors, a warm-up")
         figures = _on_cluster(proof, workers, repeats, say)
         same = all(comparable(row) == comparable(local) for row in figures.pop("rows"))
         result[f"workers_{workers}"] = figures | {"same_row_as_in_process": same}
-        say(f"  {workers} worker(s): every row the in-process row: {'yes' if same else 'NO'}")
     one, two = result["workers_1"]["median_s"], result["workers_2"]["median_s"]
     result["speedup_1_to_2_workers"] = round(one / two, 2)
-    say(
-        f"1 -> 2 workers: x{one / two:.2f} (medians {one:.1f}s, {two:.1f}s); the units allow "
-        f"x{plan['balance']['speedup_allowed']['2']} on 2 workers, the rounds "
-        f"x{plan['rounds_speedup_allowed']['2']}"
-    )
     return result

@@ -11,6 +11,9 @@ not inflate the way it does wall time, with the wall-clock ratio beside it;
 the World draws as a search's sources do, without naming deviations), random-strategy
 schedules per second on one core, Hypothesis examples per second, and virtual
 seconds simulated per wall second on a timer-heavy workload.
+
+Each bench returns its figures as one dict (what ``--json`` prints) and says
+each step to ``progress`` as it starts; ``bench_tables`` renders the dict.
 """
 
 from __future__ import annotations
@@ -123,20 +126,17 @@ def run(quick: bool = False, progress: Progress = None, alternations: int = 5) -
     scale = 1 if quick else 5
     result: dict[str, Any] = {"alternations": alternations, "load_average_start": load_average()}
 
-    _kernel_figures(result, alternations, scale, say)
-    _strategy_figures(result, alternations, scale, say)
-    _virtual_time_figures(result, alternations, scale, say)
+    say(f"kernel: World against plain SimPy, {alternations} alternations")
+    _kernel_figures(result, alternations, scale)
+    say("strategies: random and hypothesis on lost-update/fix-cas")
+    _strategy_figures(result, alternations, scale)
+    say("virtual time: 7 timers")
+    _virtual_time_figures(result, alternations, scale)
     result["load_average_end"] = load_average()
-    say(
-        f"load average (1, 5, 15 min): {result['load_average_start']} at start, "
-        f"{result['load_average_end']} at end"
-    )
     return result
 
 
-def _kernel_figures(
-    result: dict[str, Any], alternations: int, scale: int, say: Callable[[str], None]
-) -> None:
+def _kernel_figures(result: dict[str, Any], alternations: int, scale: int) -> None:
     """World's events per CPU second against plain SimPy's, alternating."""
     processes, rounds = 50, 40 * scale
     counts: dict[str, int] = {}
@@ -174,18 +174,9 @@ def _kernel_figures(
         "events": counts["world"],
         "simpy_events": counts["simpy"],
     }
-    say(
-        f"kernel: World {statistics.median(world_runs):,.0f} events per CPU s vs plain SimPy "
-        f"{statistics.median(simpy_runs):,.0f} on {counts['world']:,} events: ratio "
-        f"median {ratio['median']:.2f} (range {ratio['range'][0]:.2f}-{ratio['range'][1]:.2f} "
-        f"over {alternations} alternations); wall clock {wall_ratio['median']:.2f} "
-        f"({wall_ratio['range'][0]:.2f}-{wall_ratio['range'][1]:.2f})"
-    )
 
 
-def _strategy_figures(
-    result: dict[str, Any], alternations: int, scale: int, say: Callable[[str], None]
-) -> None:
+def _strategy_figures(result: dict[str, Any], alternations: int, scale: int) -> None:
     """The random and Hypothesis strategies' rates on lost-update/fix-cas, alternating."""
     scenario = get("lost-update")
     runner = scenario.runner("fix-cas", scenario.config)
@@ -200,21 +191,15 @@ def _strategy_figures(
             hypothesis_examples,
         ),
     )
-    for key, runs, label in (
-        ("random_schedules_per_s_per_core", random_runs, "random strategy: schedules/s"),
-        ("hypothesis_examples_per_s", hypothesis_runs, "hypothesis strategy: examples/s"),
+    for key, runs in (
+        ("random_schedules_per_s_per_core", random_runs),
+        ("hypothesis_examples_per_s", hypothesis_runs),
     ):
         figure = spread(runs, 1)
         result[key], result[f"{key}_range"] = figure["median"], figure["range"]
-        say(
-            f"{label} median {figure['median']:,.0f} (range {figure['range'][0]:,.0f}-"
-            f"{figure['range'][1]:,.0f}) on one core (lost-update/fix-cas)"
-        )
 
 
-def _virtual_time_figures(
-    result: dict[str, Any], alternations: int, scale: int, say: Callable[[str], None]
-) -> None:
+def _virtual_time_figures(result: dict[str, Any], alternations: int, scale: int) -> None:
     """Virtual seconds per wall second on a timer workload."""
     horizon_ms = 24 * 3_600_000 * scale
 
@@ -231,10 +216,6 @@ def _virtual_time_figures(
     result["virtual_s_per_wall_s_range"] = [round(value) for value in figure["range"]]
     result["virtual_workload"] = (
         f"7 timers (100 ms .. 10 min) over {horizon_ms // 3_600_000} virtual hours"
-    )
-    say(
-        f"virtual time: median {figure['median']:,.0f} virtual seconds per wall second "
-        f"({horizon_ms // 3_600_000} h of 7 timers)"
     )
 
 
@@ -258,12 +239,13 @@ def search_figures(
         "max_examples": scenario.default_examples,
         "strategies": {},
     }
+    say("virtual time: 100 random runs")
     started = time.perf_counter()
     virtual_ms = sum(runner(RandomSource(seed)).virtual_ms for seed in range(100))
     ratio = (virtual_ms / 1000) / (time.perf_counter() - started)
     figures["virtual_s_per_wall_s"] = round(ratio)
-    say(f"virtual time: {ratio:,.0f} virtual seconds per wall second (100 random runs)")
     for strategy in ("random", "swarm", "hypothesis", "pct"):
+        say(f"{strategy}: {seeds} seeds")
         seconds, examples, devs, ops, found = [], [], [], [], 0
         for seed in range(seeds):
             budget = Budget(scenario.default_examples, scenario.default_budget_s, time.monotonic)
@@ -286,12 +268,6 @@ def search_figures(
             "shrunk_ops_max": max(ops, default=None),
         }
         figures["strategies"][strategy] = row
-        say(
-            f"{strategy:10} found {row['found']}  seconds median {row['seconds_median']} max "
-            f"{row['seconds_max']}  examples median {row['examples_median']} max {row['examples_max']}  "
-            f"shrunk: <= {row['shrunk_deviations_max']} deviations, ops median "
-            f"{row['shrunk_ops_median']} max {row['shrunk_ops_max']}"
-        )
     return figures
 
 
@@ -301,6 +277,7 @@ def proof_figures(scenario_name: str, progress: Progress = None) -> dict[str, An
     scenario = get(scenario_name)
     rows = {}
     for variant in scenario.variants:
+        say(f"prove {scenario_name} / {variant}")
         started = time.perf_counter()
         report = scenario.prove(variant, Budget(1_000_000, 600.0, time.monotonic))
         seconds = time.perf_counter() - started
@@ -311,10 +288,6 @@ def proof_figures(scenario_name: str, progress: Progress = None) -> dict[str, An
             "runs": report.runs,
             "seconds": round(seconds, 2),
         }
-        say(
-            f"prove {variant:24} {report.verdict:12} complete={report.complete}  "
-            f"{report.schedules} schedules ({report.runs} runs) in {seconds:.2f}s"
-        )
     return {"scenario": scenario_name, "prove": rows}
 
 
@@ -409,15 +382,10 @@ def proof_bench(
         )
         if variant is None:
             continue
-        row = _proof_row(scenario.name, variant, budget_s, alternations)
-        rows[scenario.name] = row
-        say(_proof_row_line(scenario.name, variant, row))
+        say(f"{scenario.name} / {variant}: reduced and full, -j 1 and -j 2, whole-object")
+        rows[scenario.name] = _proof_row(scenario.name, variant, budget_s, alternations)
     result["proofs"] = rows
     result["load_average_end"] = load_average()
-    say(
-        f"load average (1, 5, 15 min): {result['load_average_start']} at start, "
-        f"{result['load_average_end']} at end; medians over {alternations} alternations"
-    )
     return result
 
 
@@ -479,27 +447,6 @@ def _proof_row(
     return row
 
 
-def _proof_row_line(scenario_name: str, variant: str, row: dict[str, Any]) -> str:
-    """The progress line of one scenario's proof figures."""
-    at_least = "x>=" if row["ratios_are_lower_bounds"] else "x"
-    return (
-        f"{scenario_name:34} {variant:22} reduced {row['reduced']['schedules']:>8} sched "
-        f"{row['reduced']['seconds']['median']:>7}s {'complete' if row['reduced']['complete'] else 'INCOMPLETE'} | "
-        f"full {row['full']['schedules']:>8} sched {row['full']['seconds']['median']:>7}s "
-        f"{'complete' if row['full']['complete'] else 'INCOMPLETE'} | {at_least}{row['seconds_full_over_reduced']} "
-        f"faster (range {row['seconds_full_over_reduced_range'][0]}-{row['seconds_full_over_reduced_range'][1]}), "
-        f"{at_least}{row['schedules_full_over_reduced']} fewer | -j 2: x{row['j2_speedup']} "
-        f"(range {row['j2_speedup_range'][0]}-{row['j2_speedup_range'][1]}) "
-        f"{'same counts' if row['j2_same_counts'] else 'DIFFERENT counts'}, plan allows "
-        f"x{row['speedup_allowed_16']} on 16 | full -j 2: x{row['full_j2_speedup']} "
-        f"(range {row['full_j2_speedup_range'][0]}-{row['full_j2_speedup_range'][1]}) "
-        f"{'same counts' if row['full_j2_same_counts'] else 'DIFFERENT counts'}, plan allows "
-        f"x{row['full_speedup_allowed_16']} on 16 | whole-object "
-        f"footprints {row['whole_object']['schedules']} sched: tracked "
-        f"{'no larger' if row['tracked_no_larger'] else 'LARGER or incomplete'}"
-    )
-
-
 def examples_to_violation(
     scenario_name: str, variant: str, strategy: str, seeds: int, max_examples: int
 ) -> dict[str, Any]:
@@ -535,20 +482,13 @@ def swarm_table(
         for variant in scenario.variants:
             if variant not in scenario.expect_violation:
                 continue
+            say(f"{scenario.name} / {variant}: random and swarm, {seeds} seeds")
             row: dict[str, Any] = {"scenario": scenario.name, "variant": variant}
             for strategy in ("random", "swarm"):
                 row[strategy] = examples_to_violation(
                     scenario.name, variant, strategy, seeds, max_examples
                 )
             rows.append(row)
-            say(
-                f"{scenario.name:34} {variant:36} "
-                + "  ".join(
-                    f"{s} {row[s]['found']} median {row[s]['examples_median']} max "
-                    f"{row[s]['examples_max']}"
-                    for s in ("random", "swarm")
-                )
-            )
     return {"seeds": seeds, "max_examples": max_examples, "swarm_table": rows}
 
 
@@ -570,6 +510,7 @@ def growth(
     rows = []
     started_load = load_average()
     for value in values:
+        say(f"{knob}={value}: the full walk's estimate, then the reduced proof")
         config = scenario.config_for("prove", {knob: value})
         run = scenario.runner(variant, config)
         size = estimate(run, samples=30, clock=time.monotonic)
@@ -588,13 +529,7 @@ def growth(
             "full_walk_seconds_estimate": round(size.seconds, 1),
         }
         rows.append(row)
-        say(
-            f"{knob}={value}: reduced proof {report.verdict} "
-            f"({'complete' if report.complete else 'NOT complete: budget spent'}), "
-            f"{report.schedules} schedules in {seconds:.2f}s | full walk ~{size.schedules:,.0f} "
-            f"schedules, ~{size.seconds:,.1f}s (Knuth's estimate, 30 samples)"
-        )
-    result = {
+    return {
         "scenario": scenario_name,
         "variant": variant,
         "knob": knob,
@@ -603,10 +538,6 @@ def growth(
         "load_average_start": started_load,
         "load_average_end": load_average(),
     }
-    say(
-        f"load average (1, 5, 15 min): {started_load} at start, {result['load_average_end']} at end"
-    )
-    return result
 
 
 def check_plan(progress: Progress = None) -> dict[str, Any]:
@@ -635,16 +566,8 @@ def check_plan(progress: Progress = None) -> dict[str, Any]:
             + (f", {len(finished.units)} units" if finished.units else "")
             + f"): {finished.cpu_seconds:.2f} CPU s"
         )
-    figures = {str(n): parts.plan_figure(done, n) for n in (2, 4, 8, 16)}
-    result = {
-        "check_plan": figures,
+    return {
+        "check_plan": {str(n): parts.plan_figure(done, n) for n in (2, 4, 8, 16)},
         "load_average_start": started_load,
         "load_average_end": load_average(),
     }
-    sixteen = figures["16"]
-    say(
-        f"check plan: {sixteen['parts']} parts, {sixteen['cpu_s']} CPU s in all; allows "
-        f"x{sixteen['speedup_allowed']} on 16 workers (longest part: "
-        f"{sixteen['longest_part']}); load average {started_load} -> {result['load_average_end']}"
-    )
-    return result

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from raceproof.cli.commands.common import (
+    StatusLine,
     add_command,
     print_json,
     refuse_contradictions,
@@ -33,43 +35,78 @@ def _knob(text: str) -> str:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    """Parse (which bench), run it with a status line, render its figures (tables or JSON)."""
+    refuse_contradictions(args, CONTRADICTIONS)
+    mode = _mode(args)
+    # check --check-plan reports each part as it ends; the others say each step as it starts
+    status = StatusLine("bench", not args.json, says_start=mode != "check_plan")
+    try:
+        figures = run(args, mode, status)
+    finally:
+        status.done()
+    if args.json:
+        print_json(figures)
+    else:
+        render(mode, figures)
+    return runner.EXIT_OK
+
+
+def _mode(args: argparse.Namespace) -> str:
+    """Which bench the options ask for (``refuse_contradictions`` left at most one)."""
+    for mode in ("campaign", "cluster", "swarm_table", "check_plan", "growth", "proofs"):
+        if getattr(args, mode):
+            return mode
+    return "scenario" if args.scenario else "kernel"
+
+
+def run(args: argparse.Namespace, mode: str, say: Callable[[str], None]) -> dict[str, Any]:
+    """The figures of the bench ``mode``, each step said to ``say`` as it goes."""
     from raceproof.measure import bench
 
-    refuse_contradictions(args, CONTRADICTIONS)
-
-    say = None if args.json else print
-    if args.campaign:
+    names = [args.scenario] if args.scenario else None
+    if args.scenario and mode in ("swarm_table", "proofs"):
+        scenario_and_variant(args)  # an unknown name is a usage error
+    if mode == "campaign":
         from raceproof.spark_integration import campaign_bench
 
-        result = campaign_bench.figures(progress=say)
-    elif args.cluster:
-        result = _cluster(args, say)
-    elif args.swarm_table:
-        if args.scenario:
-            scenario_and_variant(args)  # an unknown name is a usage error
-        names = [args.scenario] if args.scenario else None
-        result = bench.swarm_table(args.seeds, progress=say, names=names)
-    elif args.check_plan:
-        result = bench.check_plan(say)
-    elif args.growth:
-        result = _growth(args, bench, say)
-    elif args.proofs:
-        names = [args.scenario] if args.scenario else None
-        if args.scenario:
-            scenario_and_variant(args)  # an unknown name is a usage error
-        result = bench.proof_bench(
+        return campaign_bench.figures(progress=say)
+    if mode == "cluster":
+        return _cluster(args, say)
+    if mode == "swarm_table":
+        return bench.swarm_table(args.seeds, progress=say, names=names)
+    if mode == "check_plan":
+        return bench.check_plan(say)
+    if mode == "growth":
+        return _growth(args, bench, say)
+    if mode == "proofs":
+        return bench.proof_bench(
             names, args.proof_budget, say, args.alternations, args.variant if names else None
         )
-    elif args.scenario:
+    if mode == "scenario":
         scenario, variant = scenario_and_variant(args)
         scenario.checkers_named(args.checker)
         result = bench.search_figures(scenario.name, variant, args.checker, args.seeds, say)
-        result.update(bench.proof_figures(scenario.name, say))
-    else:
-        result = bench.run(quick=args.quick, progress=say, alternations=args.alternations)
-    if args.json:
-        print_json(result)
-    return runner.EXIT_OK
+        return result | bench.proof_figures(scenario.name, say)
+    return bench.run(quick=args.quick, progress=say, alternations=args.alternations)
+
+
+def render(mode: str, figures: dict[str, Any]) -> None:
+    """The figures of the bench ``mode`` as tables (``--json`` prints the same dict whole)."""
+    from raceproof.measure import bench_tables
+
+    tables = {
+        "campaign": bench_tables.campaign_tables,
+        "cluster": bench_tables.cluster_tables,
+        "swarm_table": bench_tables.swarm_tables,
+        "check_plan": bench_tables.check_plan_tables,
+        "growth": bench_tables.growth_tables,
+        "proofs": bench_tables.proofs_tables,
+        "scenario": bench_tables.search_tables,
+        "kernel": bench_tables.kernel_tables,
+    }[mode]
+    out = bench_tables.console()
+    for table in tables(figures):
+        out.print(*table.shown())
 
 
 def _cluster(args: argparse.Namespace, say: Any) -> dict[str, Any]:
