@@ -5,7 +5,7 @@ and returns one dict per mode, which ``--json`` prints as it is; without
 ``--json`` the command renders that same dict here, one table per kind of
 figure, so what the text shows is what the JSON holds. Every figure is
 rendered from the dict: nothing is measured or computed again here, and the
-load average the bench recorded is each table's caption.
+load average the bench recorded is each table's note.
 """
 
 from __future__ import annotations
@@ -50,11 +50,11 @@ def span(pair: Sequence[Any] | None, digits: int = 2) -> str:
 class FigureTable(Table):
     """A table of figures and the note printed below it (the load average, the budget).
 
-    Not a rich caption: a caption is folded to the table's width, a note keeps its line.
+    Not a rich note: a note is folded to the table's width, a note keeps its line.
     """
 
     def __init__(
-        self, title: str, note: str | None, *columns: str, words: Sequence[str] = ()
+        self, title: str, *, note: str | None, columns: Sequence[str], words: Sequence[str] = ()
     ) -> None:
         """The first column and those named in ``words`` hold text (left), the others figures."""
         super().__init__(title=title, title_justify="left", box=box.SIMPLE_HEAD)
@@ -68,7 +68,7 @@ class FigureTable(Table):
         return [self] if self.note is None else [self, Text(self.note)]
 
 
-def load_caption(result: dict[str, Any], alternations: int | None = None) -> str:
+def load_note(result: dict[str, Any], alternations: int | None = None) -> str:
     """The load average at start and end (the machine is shared), and the alternations."""
     text = (
         f"load average (1, 5, 15 min): {result.get('load_average_start')} at start, "
@@ -82,11 +82,13 @@ def kernel_tables(result: dict[str, Any]) -> list[FigureTable]:
     kernel = result["kernel"]
     table = FigureTable(
         "bench: medians and ranges over alternating rounds",
-        load_caption(result, result["alternations"]),
-        "figure",
-        "median",
-        "range",
-        "workload",
+        note=load_note(result, result["alternations"]),
+        columns=(
+            "figure",
+            "median",
+            "range",
+            "workload",
+        ),
         words=("workload",),
     )
     table.add_row(
@@ -128,22 +130,24 @@ def search_tables(result: dict[str, Any]) -> list[FigureTable]:
         + (f", checker {result['checker']}" if result.get("checker") else "")
         + f", {result['seeds']} seeds per strategy"
     )
-    caption = (
+    note = (
         f"budget {result['budget_s']} s or {number(result['max_examples'])} examples per run; "
         f"{number(result['virtual_s_per_wall_s'])} virtual s per wall s (100 random runs)"
     )
     strategies = FigureTable(
         title,
-        caption,
-        "strategy",
-        "found",
-        "s median",
-        "s max",
-        "examples median",
-        "examples max",
-        "shrunk deviations <=",
-        "shrunk ops median",
-        "shrunk ops max",
+        note=note,
+        columns=(
+            "strategy",
+            "found",
+            "s median",
+            "s max",
+            "examples median",
+            "examples max",
+            "shrunk deviations <=",
+            "shrunk ops median",
+            "shrunk ops max",
+        ),
     )
     for strategy, row in result["strategies"].items():
         strategies.add_row(
@@ -167,8 +171,15 @@ def prove_table(scenario: str, rows: dict[str, Any]) -> FigureTable:
     """Each variant's proof on the scenario's prove configuration."""
     table = FigureTable(
         f"prove: {scenario}",
-        None,
-        *("variant", "verdict", "complete", "schedules", "runs", "s"),
+        note=None,
+        columns=(
+            "variant",
+            "verdict",
+            "complete",
+            "schedules",
+            "runs",
+            "s",
+        ),
         words=("verdict", "complete"),
     )
     for variant, row in rows.items():
@@ -200,21 +211,37 @@ def proofs_tables(result: dict[str, Any]) -> list[FigureTable]:
     """``bench --proofs``: the reduction's gain, then what -j 2 gives and the plans allow."""
     note = (
         f"{result['budget_s_per_proof']} s per proof; "
-        + load_caption(result, result["alternations"])
+        + load_note(result, result["alternations"])
         + "; (cut): the budget ended the walk; x>=: a full walk was cut, the ratio is a floor"
     )
     reduction = FigureTable(
         "proofs: reduced against full, -j 1",
-        note,
-        *("scenario / variant", "reduced sched", "reduced s", "full sched", "full s"),
-        *("full / reduced s (range)", "fewer sched", "whole-object sched", "tracked"),
+        note=note,
+        columns=(
+            "scenario / variant",
+            "reduced sched",
+            "reduced s",
+            "full sched",
+            "full s",
+            "full / reduced s (range)",
+            "fewer sched",
+            "whole-object sched",
+            "tracked",
+        ),
         words=("tracked",),
     )
     workers = FigureTable(
         "proofs: -j 2 against -j 1, and what the -j 2 plan allows on 16 workers",
-        None,
-        *("scenario / variant", "reduced x (range)", "counts", "allows on 16"),
-        *("full x (range)", "counts", "allows on 16"),
+        note=None,
+        columns=(
+            "scenario / variant",
+            "reduced x (range)",
+            "counts",
+            "allows on 16",
+            "full x (range)",
+            "counts",
+            "allows on 16",
+        ),
         words=("counts",),
     )
     for scenario, row in result["proofs"].items():
@@ -251,14 +278,16 @@ def swarm_tables(result: dict[str, Any]) -> list[FigureTable]:
     table = FigureTable(
         f"examples to the first violation over {result['seeds']} seeds "
         f"(a miss counts {number(result['max_examples'])})",
-        None,
-        "scenario / variant",
-        "random found",
-        "median",
-        "max",
-        "swarm found",
-        "median",
-        "max",
+        note=None,
+        columns=(
+            "scenario / variant",
+            "random found",
+            "median",
+            "max",
+            "swarm found",
+            "median",
+            "max",
+        ),
     )
     for row in result["swarm_table"]:
         cells = []
@@ -279,15 +308,17 @@ def growth_tables(result: dict[str, Any]) -> list[FigureTable]:
     table = FigureTable(
         f"growth: {result['scenario']} / {result['variant']}, "
         f"{result['budget_s_per_proof']} s per proof",
-        load_caption(result) + "; full walk: Knuth's estimate, 30 samples",
-        knob,
-        "verdict",
-        "complete",
-        "schedules",
-        "runs",
-        "s",
-        "full walk ~schedules",
-        "full walk ~s",
+        note=load_note(result) + "; full walk: Knuth's estimate, 30 samples",
+        columns=(
+            knob,
+            "verdict",
+            "complete",
+            "schedules",
+            "runs",
+            "s",
+            "full walk ~schedules",
+            "full walk ~s",
+        ),
         words=("verdict", "complete"),
     )
     for row in result["growth"]:
@@ -308,13 +339,15 @@ def check_plan_tables(result: dict[str, Any]) -> list[FigureTable]:
     """``bench --check-plan``: the speedup check's plan allows on 2 to 16 workers."""
     table = FigureTable(
         "check plan (ci profile): its parts run here one by one",
-        load_caption(result),
-        "workers",
-        "parts",
-        "CPU s",
-        "makespan s",
-        "speedup allowed",
-        "longest part",
+        note=load_note(result),
+        columns=(
+            "workers",
+            "parts",
+            "CPU s",
+            "makespan s",
+            "speedup allowed",
+            "longest part",
+        ),
         words=("longest part",),
     )
     for workers, figure in result["check_plan"].items():
@@ -336,10 +369,12 @@ def campaign_tables(result: dict[str, Any]) -> list[FigureTable]:
     """``bench --campaign``: cells per second in this process and on local[1] and local[2]."""
     table = FigureTable(
         "campaign bench: cells per second",
-        f"{result['cells']} cells ({result['grid']}) on {result['cpus']} CPUs; load average "
+        note=f"{result['cells']} cells ({result['grid']}) on {result['cpus']} CPUs; load average "
         f"(1 / 5 min): {result['load_before']} before, {result['load_after']} after",
-        "how",
-        "cells/s",
+        columns=(
+            "how",
+            "cells/s",
+        ),
     )
     for how in ("in_process", "local[1]", "local[2]"):
         table.add_row(how.replace("_", "-"), number(result[f"{how}_cells_per_s"], 2))
@@ -356,16 +391,18 @@ def cluster_tables(result: dict[str, Any]) -> list[FigureTable]:
     allowed, rounds = result["speedup_allowed"], result["rounds_speedup_allowed"]
     table = FigureTable(
         f"cluster bench: campaign --prove {result['proof']}",
-        f"the proof: {result['verdict']}, {number(result['schedules'])} schedules, "
+        note=f"the proof: {result['verdict']}, {number(result['schedules'])} schedules, "
         f"{result['rounds']} rounds of {result['units']} units on {result['cpus']} CPUs; "
         f"1 -> 2 workers: x{number(result['speedup_1_to_2_workers'], 2)}; the units allow "
         f"x{allowed['2']} on 2 workers, the rounds x{rounds['2']}",
-        "where",
-        "s (median)",
-        "each run s",
-        "load before",
-        "load after",
-        "every row the in-process row",
+        columns=(
+            "where",
+            "s (median)",
+            "each run s",
+            "load before",
+            "load after",
+            "every row the in-process row",
+        ),
         words=("load before", "load after", "every row the in-process row"),
     )
     table.add_row("in this process", number(result["in_process_s"], 2), "", "", "", "")

@@ -80,12 +80,18 @@ def run(args: argparse.Namespace, mode: str, say: Callable[[str], None]) -> dict
         return _growth(args, bench, say)
     if mode == "proofs":
         return bench.proof_bench(
-            names, args.proof_budget, say, args.alternations, args.variant if names else None
+            names,
+            budget_s=args.proof_budget,
+            progress=say,
+            alternations=args.alternations,
+            variant_for=args.variant if names else None,
         )
     if mode == "scenario":
         scenario, variant = scenario_and_variant(args)
         scenario.checkers_named(args.checker)
-        result = bench.search_figures(scenario.name, variant, args.checker, args.seeds, say)
+        result = bench.search_figures(
+            scenario.name, variant, checker=args.checker, seeds=args.seeds, progress=say
+        )
         return result | bench.proof_figures(scenario.name, say)
     return bench.run(quick=args.quick, progress=say, alternations=args.alternations)
 
@@ -120,7 +126,9 @@ def _cluster(args: argparse.Namespace, say: Any) -> dict[str, Any]:
         chosen.variant = args.variant or (None if args.scenario else variant)
         scenario, variant = scenario_and_variant(chosen)  # an unknown name is a usage error
         scenario_name = scenario.name
-    return campaign_bench.cluster_figures(scenario_name, variant, args.alternations, say)
+    return campaign_bench.cluster_figures(
+        scenario_name, variant, repeats=args.alternations, progress=say
+    )
 
 
 def _growth(args: argparse.Namespace, bench: Any, say: Any) -> dict[str, Any]:
@@ -132,7 +140,14 @@ def _growth(args: argparse.Namespace, bench: Any, say: Any) -> dict[str, Any]:
     if args.knob:
         knob, _, raw = args.knob.partition("=")
         values = tuple(int_in(0, 10**6)(v) for v in raw.split(","))
-    return bench.growth(scenario_name, variant, knob, values, args.proof_budget, say)
+    return bench.growth(
+        scenario_name,
+        variant,
+        knob=knob,
+        values=values,
+        budget_s=args.proof_budget,
+        progress=say,
+    )
 
 
 def add(commands: Any) -> None:
