@@ -184,7 +184,7 @@ def _walk_two_deviations(
     The best run, the runs walked, and whether the cap stopped the walk early.
     """
     best = attempt.best
-    walk = Walk(run, min(deviations(best.values), 2), None, None)
+    walk = Walk(run, max_deviations=min(deviations(best.values), 2), max_branch=None, on_prune=None)
     walked = 0
     for candidate, _ in walk:
         walked += 1

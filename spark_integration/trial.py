@@ -80,7 +80,13 @@ class TrialRun:
         self.pipeline = pipeline
         self.sandbox = Sandbox()
         self.recorder = Recorder()
-        self.job = PipelineJob(spark, self.sandbox, self.recorder, pipeline, keyed_sink=keyed_sink)
+        self.job = PipelineJob(
+            spark,
+            sandbox=self.sandbox,
+            recorder=self.recorder,
+            pipeline=pipeline,
+            keyed_sink=keyed_sink,
+        )
         self.notes: list[str] = []
         self.started = time.monotonic()
         self._log_offset = session.jvm_log_offset()

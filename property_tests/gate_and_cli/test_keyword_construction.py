@@ -6,11 +6,13 @@ ruff format could not own. The rule: a call to such a class passes at most three
 arguments by position. This test reads every ``.py`` file of the tree with
 ``ast`` (no import, so a module that fails to import is still read), finds the
 classes that are dataclasses or NamedTuples with more than three ``__init__``
-fields (a base dataclass's fields counted), and resolves each call's name the
+fields (a base dataclass's fields counted), or plain classes whose own
+``__init__`` names more than three parameters that can be passed by position
+(``Walk(run, 2, None, None)`` read no better), and resolves each call's name the
 way Python would: a class of the same file, else the module it was imported
 from (following re-exports such as ``raceproof.sim``), else the one class of
-that name in the tree. A plain class that happens to share a name is not a
-dataclass and is left alone.
+that name in the tree. A plain class that takes ``*args`` (a rich ``Table`` of
+columns) or has no ``__init__`` of its own is left alone.
 """
 
 from __future__ import annotations
@@ -101,7 +103,8 @@ class Classes:
         return None
 
     def init_fields(self, module: str, node: ast.ClassDef, depth: int = 0) -> int | None:
-        """How many ``__init__`` fields the dataclass or NamedTuple has; None for another class."""
+        """How many ``__init__`` fields the dataclass or NamedTuple has, or how many a plain
+        class's own ``__init__`` takes by position; None for any other class."""
         bases = [ast.unparse(base) for base in node.bases]
         named_tuple = any(base.rsplit(".", 1)[-1] == "NamedTuple" for base in bases)
         decorated = any(
@@ -109,13 +112,21 @@ class Classes:
             for d in node.decorator_list
         )
         if not (named_tuple or decorated):
-            return None
+            return _own_positional_parameters(node)
         count = sum(1 for statement in node.body if _is_init_field(statement))
         for base in node.bases if decorated and depth < 8 else []:
             inherited = self.resolve(module, base)
             if inherited is not None:
                 count += self.init_fields(*inherited, depth=depth + 1) or 0
         return count
+
+
+def _own_positional_parameters(node: ast.ClassDef) -> int | None:
+    """The parameters after ``self`` a plain class's own ``__init__`` takes by position."""
+    inits = [s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"]
+    if not inits or inits[0].args.vararg is not None:
+        return None
+    return len(inits[0].args.posonlyargs) + len(inits[0].args.args) - 1
 
 
 def _is_init_field(statement: ast.stmt) -> bool:
@@ -170,21 +181,32 @@ def _plant(root: Path, call: str) -> list[str]:
         "    kind: ClassVar[str] = 'small'\n    cache: list = field(init=False)\n\n"
         "@dataclass\nclass Box(Small):\n    d: int\n\n"
         "class Pair(NamedTuple):\n    a: int\n    b: int\n    c: int\n    d: int\n\n"
-        "class Plain:\n    def __init__(self, *args): pass\n"
+        "class Plain:\n    def __init__(self, *args): pass\n\n"
+        "class Wide:\n    def __init__(self, a, b, c, d=0, *, e=0): pass\n"
     )
     (root / "models" / "user.py").write_text(
         "import raceproof.sim.shapes as shapes\nfrom raceproof.sim import Box\n"
-        "from raceproof.sim.shapes import Pair, Plain, Small\n\n"
+        "from raceproof.sim.shapes import Pair, Plain, Small, Wide\n\n"
         f"VALUE = {call}\n"
     )
     return positional_constructions(root)
 
 
 def test_a_planted_positional_construction_is_found(tmp_path: Path) -> None:
-    for planted in ("Box(1, 2, 3, 4)", "shapes.Pair(1, 2, 3, 4)", "Pair(1, 2, 3, 4)"):
+    for planted in (
+        "Box(1, 2, 3, 4)",
+        "shapes.Pair(1, 2, 3, 4)",
+        "Pair(1, 2, 3, 4)",
+        "Wide(1, 2, 3, 4)",
+    ):
         where = tmp_path / str(len(list(tmp_path.iterdir())))
         assert len(_plant(where, planted)) == 1, planted
     # Three by position, the rest by keyword, a plain class, a 3-field dataclass: all allowed.
-    for allowed in ("Box(1, 2, 3, d=4)", "Plain(1, 2, 3, 4)", "Small(1, 2, 3)"):
+    for allowed in (
+        "Box(1, 2, 3, d=4)",
+        "Plain(1, 2, 3, 4)",
+        "Small(1, 2, 3)",
+        "Wide(1, 2, 3, d=4)",
+    ):
         where = tmp_path / str(len(list(tmp_path.iterdir())))
         assert _plant(where, allowed) == [], allowed

@@ -111,7 +111,9 @@ def test_poll_until_needs_a_positive_interval_and_a_timeout() -> None:
 def test_a_debounce_cancelled_mid_burst_never_fires_and_starts_a_new_burst() -> None:
     world = TouchLog()
     fired: list[int] = []
-    debounce = Debounce(world, "d", 10, lambda: fired.append(world.now_ms), max_wait_ms=15)
+    debounce = Debounce(
+        world, "d", quiet_ms=10, callback=lambda: fired.append(world.now_ms), max_wait_ms=15
+    )
     assert debounce.cancel() is False  # nothing pending
     debounce.trigger()
     world.touched.clear()

@@ -86,7 +86,9 @@ def test_a_timer_callback_may_wait_and_lateness_is_a_choice() -> None:
 def _debounced(gaps_ms: list[int], quiet_ms: int) -> tuple[list[int], list[int]]:
     world = fifo_world()
     fired: list[int] = []
-    debounce = Debounce(world, "rebalance", quiet_ms, lambda: fired.append(world.now_ms))
+    debounce = Debounce(
+        world, "rebalance", quiet_ms=quiet_ms, callback=lambda: fired.append(world.now_ms)
+    )
     times: list[int] = []
 
     def changes() -> Generator[Any, Any, None]:
@@ -113,7 +115,9 @@ def test_a_debounce_fires_once_per_quiet_period(gaps_ms: list[int]) -> None:
 def test_a_debounce_with_max_wait_fires_during_a_steady_stream() -> None:
     world = fifo_world()
     fired: list[int] = []
-    debounce = Debounce(world, "flush", 100, lambda: fired.append(world.now_ms), max_wait_ms=250)
+    debounce = Debounce(
+        world, "flush", quiet_ms=100, callback=lambda: fired.append(world.now_ms), max_wait_ms=250
+    )
 
     def stream() -> Generator[Any, Any, None]:
         for _ in range(10):  # a change every 60 ms, never quiet for 100
@@ -262,21 +266,28 @@ def test_a_budget_in_seconds_needs_a_clock() -> None:
 def test_a_debounce_checks_its_periods_with_their_names() -> None:
     world = World(ReplaySource([], strict=False))
     with pytest.raises(ValueError, match=r"^quiet_ms must be > 0(\n|$)"):
-        Debounce(world, "d", 0, lambda: None)
+        Debounce(world, "d", quiet_ms=0, callback=lambda: None)
     with pytest.raises(ValueError, match=r"^max_wait_ms must be >= quiet_ms(\n|$)"):
-        Debounce(world, "d", 10, lambda: None, max_wait_ms=9)
-    Debounce(world, "d", 1, lambda: None, max_wait_ms=1)  # the boundaries are allowed
-    debounce = Debounce(world, "d", 5, lambda: None, late_ms=(0, 3), resource="r")
+        Debounce(world, "d", quiet_ms=10, callback=lambda: None, max_wait_ms=9)
+    Debounce(
+        world, "d", quiet_ms=1, callback=lambda: None, max_wait_ms=1
+    )  # the boundaries are allowed
+    debounce = Debounce(world, "d", quiet_ms=5, callback=lambda: None, late_ms=(0, 3), resource="r")
     assert (debounce.timer.actor, debounce.timer.late_ms) == ("d", (0, 3))
     assert debounce.timer.resource == "timer:r"
-    assert Debounce(world, "e", 5, lambda: None).timer.resource == "timer:e"
+    assert Debounce(world, "e", quiet_ms=5, callback=lambda: None).timer.resource == "timer:e"
 
 
 def test_a_debounce_past_its_max_wait_fires_at_once() -> None:
     world = DrawLog([0, 1])  # the first firing is 3 ms late, past the max wait
     fired: list[int] = []
     debounce = Debounce(
-        world, "d", 10, lambda: fired.append(world.now_ms), max_wait_ms=10, late_ms=(3, 0)
+        world,
+        "d",
+        quiet_ms=10,
+        callback=lambda: fired.append(world.now_ms),
+        max_wait_ms=10,
+        late_ms=(3, 0),
     )
     world.touched.clear()
     debounce.trigger()  # at 0: due at 10 (+3 late)

@@ -269,7 +269,11 @@ def test_the_shards_of_a_small_walk_add_up_to_it(scripts: tuple, reduction: bool
 
 def test_a_split_whose_first_run_violates_or_hits_a_bound_says_so() -> None:
     fifo = prove(runner(Toy(ONE_PATH)), budget=Budget(examples=1), reduction=False)
-    planted = final_of(next(iter(Walk(runner(Toy(ONE_PATH)), None, None, None)))[0])
+    planted = final_of(
+        next(
+            iter(Walk(runner(Toy(ONE_PATH)), max_deviations=None, max_branch=None, on_prune=None))
+        )[0]
+    )
     assert fifo.runs == 1
     _, first = split(runner(Toy(ONE_PATH, planted=planted)))
     assert first.verdict == "violated" and first.schedules == 1 and first.found is not None

@@ -112,7 +112,10 @@ def test_the_reduction_never_hides_a_planted_violation(raw: list[tuple], pick: i
 @given(scripts)
 def test_the_full_walk_runs_exactly_the_enumerated_schedules(raw: list[tuple]) -> None:
     run = runner(Toy(tuple(raw)))
-    enumerated = {tuple(outcome.values) for outcome, _ in Walk(run, None, None, None)}
+    enumerated = {
+        tuple(outcome.values)
+        for outcome, _ in Walk(run, max_deviations=None, max_branch=None, on_prune=None)
+    }
     walked: set[tuple[int, ...]] = set()
 
     def recording(source: ChoiceSource) -> RunOutcome:

@@ -22,7 +22,14 @@ from raceproof.sim.enumeration import Walk
 def test_the_full_proof_runs_exactly_the_enumerated_schedules(scripts: tuple) -> None:
     run = runner(Toy(scripts))
     cuts: list[tuple[str, int]] = []
-    walked = list(Walk(run, None, None, lambda bound, n: cuts.append((bound, n))))
+    walked = list(
+        Walk(
+            run,
+            max_deviations=None,
+            max_branch=None,
+            on_prune=lambda bound, n: cuts.append((bound, n)),
+        )
+    )
     report = prove(run, budget=Budget(), reduction=False)
     assert report.schedules == report.runs == len(walked) and cuts == []
     assert report.verdict == "ok" and report.complete and report.pruned == {}
@@ -38,7 +45,9 @@ def test_the_reduction_keeps_one_schedule_per_order_of_dependent_writes() -> Non
         run = runner(Toy(scripts))
         full = prove(run, budget=Budget(), reduction=False)
         reduced = prove(run, budget=Budget(), reduction=True)
-        finals = {final_of(o) for o, _ in Walk(run, None, None, None)}
+        finals = {
+            final_of(o) for o, _ in Walk(run, max_deviations=None, max_branch=None, on_prune=None)
+        }
         assert orders is None or len(finals) == orders
         assert reduced.complete and reduced.verdict == "ok"
         assert len(finals) <= reduced.schedules <= full.schedules
@@ -68,17 +77,33 @@ def test_the_reduction_keeps_one_schedule_per_order_of_dependent_writes() -> Non
 
 def test_the_walk_names_what_its_caps_cut() -> None:
     run = runner(Toy(ONE_PATH))
-    everything = list(Walk(run, None, None, None))
+    everything = list(Walk(run, max_deviations=None, max_branch=None, on_prune=None))
     cuts: list[tuple[str, int]] = []
-    fifo_only = list(Walk(run, 0, None, lambda bound, n: cuts.append((bound, n))))
+    fifo_only = list(
+        Walk(
+            run,
+            max_deviations=0,
+            max_branch=None,
+            on_prune=lambda bound, n: cuts.append((bound, n)),
+        )
+    )
     assert len(fifo_only) == 1 and fifo_only[0][0].values == [0] * len(fifo_only[0][0].values)
     first = fifo_only[0][0]
     assert cuts == [("max_deviations", c.n - 1) for c in first.choices if c.n > 1]
     cuts.clear()
-    narrow = list(Walk(run, None, 1, lambda bound, n: cuts.append((bound, n))))
+    narrow = list(
+        Walk(
+            run,
+            max_deviations=None,
+            max_branch=1,
+            on_prune=lambda bound, n: cuts.append((bound, n)),
+        )
+    )
     assert len(narrow) == 1 < len(everything)
     assert cuts == [("max_branch", c.n - 1) for c in first.choices if c.n > 1]
-    assert list(Walk(run, None, 1, None)) != []  # no callback: the cuts are not counted
+    assert (
+        list(Walk(run, max_deviations=None, max_branch=1, on_prune=None)) != []
+    )  # no callback: the cuts are not counted
 
 
 def test_a_proof_reports_its_progress_and_its_deepest_branch() -> None:
@@ -113,7 +138,9 @@ def test_a_spent_budget_leaves_the_frontier_it_names() -> None:
 
 def test_a_violation_is_shrunk_and_reported_with_its_counts() -> None:
     run = runner(Toy(ONE_PATH))
-    finals = [final_of(o) for o, _ in Walk(run, None, None, None)]
+    finals = [
+        final_of(o) for o, _ in Walk(run, max_deviations=None, max_branch=None, on_prune=None)
+    ]
     report = prove(runner(Toy(ONE_PATH, planted=finals[-1])), budget=Budget(), reduction=False)
     assert report.verdict == "violated" and not report.complete
     assert report.found is not None and report.shrunk is not None
@@ -137,7 +164,10 @@ def _two_draws(source: Any) -> RunOutcome:
 def _walk(max_deviations: int | None, max_branch: int | None) -> tuple[list[tuple], list[tuple]]:
     pruned: list[tuple[str, int]] = []
     walk = Walk(
-        _two_draws, max_deviations, max_branch, lambda bound, count: pruned.append((bound, count))
+        _two_draws,
+        max_deviations=max_deviations,
+        max_branch=max_branch,
+        on_prune=lambda bound, count: pruned.append((bound, count)),
     )
     runs = [(tuple(outcome.values), depth) for outcome, depth in walk]
     return runs, pruned

@@ -179,7 +179,7 @@ def test_records_are_written_to_the_source_they_name() -> None:
 
     sandbox = Sandbox()
     try:
-        job = PipelineJob(None, sandbox, Recorder(), TwoSourceJoin())
+        job = PipelineJob(None, sandbox=sandbox, recorder=Recorder(), pipeline=TwoSourceJoin())
         job.add_input([("a", 1), ("b", 2)])  # a@1 is paid at 3, b@2 never
         job.add_input([("c", 4)])  # no payment: an empty payments file keeps the batches aligned
         orders = sorted((sandbox.input / "orders").glob("part-*.json"))
@@ -188,6 +188,8 @@ def test_records_are_written_to_the_source_they_name() -> None:
         assert [len(p.read_text().splitlines()) for p in orders] == [2, 1]
         assert [len(p.read_text().splitlines()) for p in payments] == [1, 0]
         with pytest.raises(PipelineRaised, match="not one of its sources"):
-            PipelineJob(None, sandbox, Recorder(), Astray()).add_input([("a", 1)])
+            PipelineJob(None, sandbox=sandbox, recorder=Recorder(), pipeline=Astray()).add_input(
+                [("a", 1)]
+            )
     finally:
         sandbox.cleanup()

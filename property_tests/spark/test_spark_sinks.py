@@ -128,7 +128,7 @@ class SplitWords(WindowedCount):
 def test_one_record_can_feed_several_state_keys() -> None:
     sandbox = Sandbox()
     try:
-        job = PipelineJob(None, sandbox, Recorder(), SplitWords())
+        job = PipelineJob(None, sandbox=sandbox, recorder=Recorder(), pipeline=SplitWords())
         job.add_input([("a-b-a", 1)])
         (logged,) = job.recorder.history.of_kind("input.file")
         assert [tuple(k) for k in logged.get("keys")] == [
