@@ -7,8 +7,11 @@ starts ``postgres`` on 127.0.0.1 on a free port (trust authentication, no
 Unix socket outside that folder), waits until it accepts a connection, yields
 its connection string, and stops it (a fast shutdown) and removes the folder
 afterwards. PostgreSQL refuses to run as root: as root the cluster belongs to
-``nobody`` and both programs run through ``runuser -u nobody``. A test that
-needs the server fails, never skips, when it cannot start.
+``nobody`` and both programs run as ``nobody`` (the process started switches user
+itself, so the process signalled is ``postgres``: through ``runuser -u nobody``, the
+SIGINT of the fast shutdown reached ``runuser`` alone, and every stop waited out its
+30 s bound and killed the server; ``stopped`` collects the server's exit code, 0 for
+a fast shutdown). A test that needs the server fails, never skips, when it cannot start.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 START_TIMEOUT_S = 60.0
+INITDB_OPTIONS = ("-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
 
 
 def bin_dir() -> Path:
@@ -55,13 +60,19 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _as_server_user(argv: list[str]) -> list[str]:
-    return ["runuser", "-u", "nobody", "--", *argv] if os.geteuid() == 0 else argv
+def _as_server_user() -> dict[str, Any]:
+    """``subprocess`` arguments that run a program as ``nobody`` when we are root."""
+    if os.geteuid() != 0:
+        return {}
+    return {"user": "nobody", "group": "nogroup", "extra_groups": []}
 
 
 @contextmanager
-def running_postgres() -> Iterator[str]:
-    """A started PostgreSQL server's connection string; stopped and removed on exit."""
+def running_postgres(stopped: list[int] | None = None) -> Iterator[str]:
+    """A started PostgreSQL server's connection string; stopped and removed on exit.
+
+    ``stopped``, when given, gets the server's exit code (0: it shut down when asked;
+    -9: it did not within the bound and was killed)."""
     import psycopg
 
     binaries = bin_dir()
@@ -72,43 +83,31 @@ def running_postgres() -> Iterator[str]:
     server: subprocess.Popen[bytes] | None = None
     try:
         subprocess.run(
-            _as_server_user(
-                [
-                    str(binaries / "initdb"),
-                    "-D",
-                    str(data),
-                    "-U",
-                    "postgres",
-                    "--auth=trust",
-                    "-E",
-                    "UTF8",
-                    "--no-sync",
-                ]
-            ),
+            [str(binaries / "initdb"), "-D", str(data), *INITDB_OPTIONS],
             check=True,
             capture_output=True,
             cwd=folder,
+            **_as_server_user(),
         )
         port = _free_port()
         server = subprocess.Popen(
-            _as_server_user(
-                [
-                    str(binaries / "postgres"),
-                    "-D",
-                    str(data),
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    str(port),
-                    "-k",
-                    str(folder),
-                    "-c",
-                    "fsync=off",
-                ]
-            ),
+            [
+                str(binaries / "postgres"),
+                "-D",
+                str(data),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-k",
+                str(folder),
+                "-c",
+                "fsync=off",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             cwd=folder,
+            **_as_server_user(),
         )
         conninfo = f"host=127.0.0.1 port={port} user=postgres dbname=postgres connect_timeout=5"
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -129,4 +128,6 @@ def running_postgres() -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+            if stopped is not None:
+                stopped.append(server.returncode)
         shutil.rmtree(folder, ignore_errors=True)
