@@ -132,18 +132,22 @@ fuzz: $(STAMP)
 		property_tests/gate_and_cli/test_fuzz_cli.py property_tests/gate_and_cli/test_hostile_world.py
 
 # SIGTERM into real Spark commands (property_tests/spark/test_spark_signals.py) at more moments than
-# `make test` gives it (3 runs each of spark-check and campaign --pipeline, 1 each of campaign and
+# `make test` gives it (2 runs each of spark-check and campaign --pipeline, 1 each of campaign and
 # bench --campaign): SIGNAL_RUNS and SIGNAL_OTHER_RUNS, each run a JVM (~12 CPU s, up to 40 s);
 # and SIGINT/SIGTERM into `check -j 2` (gate_and_cli/test_signals_multiprocess.py) CHECK_SIGNAL_ROUNDS
-# times each (4 in `make test`; ~2.3 CPU s a round).
+# times each (4 in `make test`; ~2.3 CPU s a round), and into a campaign over one Spark session
+# CAMPAIGN_SIGNAL_ROUNDS times in all (6 in `make test`; ~4.4 s a round).
 SIGNAL_RUNS ?= 10
 SIGNAL_OTHER_RUNS ?= 3
 CHECK_SIGNAL_ROUNDS ?= 10
+CAMPAIGN_SIGNAL_ROUNDS ?= 20
 signals: $(STAMP)
 	RACEPROOF_SPARK_SIGNALS=$(SIGNAL_RUNS) RACEPROOF_SPARK_SIGNALS_OTHERS=$(SIGNAL_OTHER_RUNS) \
 		$(VENV)/bin/pytest -q -s -p no:cacheprovider property_tests/spark/test_spark_signals.py
-	RACEPROOF_CHECK_SIGNAL_ROUNDS=$(CHECK_SIGNAL_ROUNDS) $(VENV)/bin/pytest -q -p no:cacheprovider \
-		property_tests/gate_and_cli/test_signals_multiprocess.py -k check_j2_stops
+	RACEPROOF_CHECK_SIGNAL_ROUNDS=$(CHECK_SIGNAL_ROUNDS) \
+	RACEPROOF_CAMPAIGN_SIGNAL_ROUNDS=$(CAMPAIGN_SIGNAL_ROUNDS) \
+		$(VENV)/bin/pytest -q -p no:cacheprovider property_tests/gate_and_cli/test_signals_multiprocess.py \
+		-k "check_j2_stops or campaign_stops_at_random_moments"
 
 bench: $(STAMP)
 	$(VENV)/bin/raceproof bench

@@ -13,10 +13,12 @@ far, say nothing about another signal, and leave no process in its process
 group (read from /proc: the command runs in its own session, so its workers,
 a JVM and the JVM's Python workers all share its group).
 
-``campaign`` is interrupted twenty times in this process over one Spark
-session (the module's fixture; a campaign's own session start is what takes
-the time), and twice as a real command with its own JVM, whose group must
-empty.
+``campaign`` is interrupted ``RACEPROOF_CAMPAIGN_SIGNAL_ROUNDS`` times in this process over
+one Spark session (the module's fixture; a campaign's own session start is what takes the
+time): 6 in ``make test``, 20 in ``make signals``, SIGINT and SIGTERM in turn, round k's
+delay drawn from the k-th of that many equal slices of 0.2-5 s (few rounds still spread over
+the whole range, as the 20 drawn at random did); and three times as a real command with its
+own JVM, whose group must empty.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
 # Each round is a `check -j 2` command, about 2.3 CPU s: 20 rounds took 47.8 CPU s.
 CHECK_ROUNDS = int(os.environ.get("RACEPROOF_CHECK_SIGNAL_ROUNDS", "4"))
 LATEST_DELAY_S = 4.0
+# Each round is a campaign over the module's Spark session, about 4.4 s of a worker's wall time
+# (20 rounds took 88.6 s in the clean-clone run at a4e4ce0).
+CAMPAIGN_ROUNDS = int(os.environ.get("RACEPROOF_CAMPAIGN_SIGNAL_ROUNDS", "6"))
+CAMPAIGN_DELAYS_S = (0.2, 5.0)
 
 
 def _interrupt(
@@ -217,8 +223,13 @@ def test_campaign_stops_at_random_moments_with_its_finished_cells(
     noted: list[int] = []
     guard = {s: signal.signal(s, lambda n, _f: noted.append(n)) for s in SIGNALS.values()}
     try:
-        for round_, name in enumerate([*SIGNALS] * 10):
-            delay_s = draw.uniform(0.2, 5.0)
+        earliest_s, latest_s = CAMPAIGN_DELAYS_S
+        width_s = (latest_s - earliest_s) / CAMPAIGN_ROUNDS
+        for round_ in range(CAMPAIGN_ROUNDS):
+            name = [*SIGNALS][round_ % 2]
+            delay_s = draw.uniform(
+                earliest_s + round_ * width_s, earliest_s + (round_ + 1) * width_s
+            )
             out = tmp_path / f"c{round_}"
             sent: list[float] = []
 
@@ -263,7 +274,8 @@ def test_campaign_stops_at_random_moments_with_its_finished_cells(
             signal.signal(signum, previous)
 
 
-@pytest.mark.xdist_group("spark")
+# Not in the "spark" group: the command starts a JVM of its own, and its ~14 s a case need not
+# wait in line behind the group's one worker.
 @pytest.mark.parametrize(
     ("name", "moment"),
     [("SIGTERM", "starting"), ("SIGTERM", "running"), ("SIGINT", "running")],

@@ -4,14 +4,15 @@ Why it exists: one SIGTERM during a trial's ``query.stop()`` exited 70 with a
 traceback; half the SIGINT/SIGTERM runs of ``spark-check`` printed a py4j
 "ERROR ... Traceback"; SIGTERM to ``campaign --pipeline`` ended in
 ``ConnectionRefusedError``, exit 70. Here each of ``spark-check`` and
-``campaign --pipeline`` is started ``RACEPROOF_SPARK_SIGNALS`` times (3 in ``make test``,
+``campaign --pipeline`` is started ``RACEPROOF_SPARK_SIGNALS`` times (2 in ``make test``,
 10 in ``make signals``), the scenario ``campaign`` and ``bench --campaign``
 ``RACEPROOF_SPARK_SIGNALS_OTHERS`` times (1; 3 in ``make signals``), and each is stopped by
 one SIGTERM at a moment drawn from its seed, anywhere from the imports through the JVM's
 start-up, the baseline trial and the experiments. The runs of a command split that range
-into equal strata, a run's moment drawn inside its own (seed 0 the earliest), so three runs
-still reach the imports, the JVM's start-up and the trials; each run costs a JVM, about
-12 CPU s, and waits up to 40 s for its moment, hence the small count in ``make test``.
+into equal strata, a run's moment drawn inside its own (seed 0 the earliest), so two runs
+still stop a command once in the first half (0.5-20 s: its imports, the JVM's start-up)
+and once in the second (20-40 s: the trials); each run costs a JVM, about 12 CPU s, and
+waits up to 40 s for its moment, hence the small count in ``make test``.
 Each run must exit 143, print what finished (spark-check's JSON result says
 ``interrupted``; the campaign's line says what it ran), write no traceback to
 stderr, and leave no process of its own behind (the JVM included), nor its JVM
@@ -41,7 +42,7 @@ import pytest
 from property_tests.processes import alive, descendants
 
 RACEPROOF = str(Path(sys.executable).parent / "raceproof")
-RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS", "3"))
+RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS", "2"))
 OTHER_RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS_OTHERS", "1"))
 EARLIEST_S = 0.5
 LATEST_S = 40.0  # the latest moment drawn: past the JVM's start-up and into the trials
