@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import signal
 import sys
 from collections.abc import Iterator
@@ -246,12 +245,7 @@ def pipeline_campaign(args: argparse.Namespace) -> int:
     verdicts = summary.verdicts
     verdict = campaign_verdict(verdicts)
     if args.json:
-        print(
-            json.dumps(
-                {"verdict": verdict, "out": args.out, "rows": len(rows), **summary.to_json()},
-                sort_keys=True,
-            )
-        )
+        print_json({"verdict": verdict, "out": args.out, "rows": len(rows), **summary.to_json()})
     else:
         print(
             f"campaign {args.out}: {summary.cells} cells, {summary.already_done} already done, "

@@ -16,7 +16,6 @@ merged in order, so the verdicts and counts are the same for any N.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import signal
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from raceproof.cli import signals
-from raceproof.cli.commands.common import StatusLine, add_command
+from raceproof.cli.commands.common import StatusLine, add_command, print_json
 from raceproof.cli.validation import (
     MAX_EXAMPLES,
     int_in,
@@ -222,17 +221,7 @@ def _render(args: argparse.Namespace, request: CheckRequest, run: CheckRun) -> i
     if request.junit_path is not None:
         runner.repro_files.write_atomically(request.junit_path, gate.junit(results, seconds))
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "profile": profile.name,
-                    "seconds": seconds,
-                    "exit": code,
-                    "results": [r.to_json() for r in results],
-                },
-                sort_keys=True,
-            )
-        )
+        print_json(_document(profile, results, seconds=seconds, code=code))
         return code
     print(gate.table(results, profile))
     if any(r.probes for r in results):
@@ -251,6 +240,18 @@ def _render(args: argparse.Namespace, request: CheckRequest, run: CheckRun) -> i
     return code
 
 
+def _document(
+    profile: gate.Profile, results: list[gate.CheckResult], *, seconds: float, code: int
+) -> dict[str, Any]:
+    """``check --json``: the profile, the seconds, the exit code and every check's result."""
+    return {
+        "profile": profile.name,
+        "seconds": seconds,
+        "exit": code,
+        "results": [r.to_json() for r in results],
+    }
+
+
 def _interrupted(
     args: argparse.Namespace,
     profile: gate.Profile,
@@ -265,19 +266,8 @@ def _interrupted(
     note = f"interrupted by {name} after {len(results)} of {total} checks"
     code = signals.exit_code_for(exc)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "profile": profile.name,
-                    "seconds": seconds,
-                    "exit": code,
-                    "interrupted": name,
-                    "notes": [note],
-                    "results": [r.to_json() for r in results],
-                },
-                sort_keys=True,
-            )
-        )
+        document = _document(profile, results, seconds=seconds, code=code)
+        print_json(document | {"interrupted": name, "notes": [note]})
         return code
     if results:
         print(gate.table(results, profile))
