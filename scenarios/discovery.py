@@ -31,8 +31,7 @@ from importlib import metadata
 from pathlib import Path
 
 from raceproof.scenarios import catalogue
-from raceproof.sim.errors import Signalled
-from raceproof.sim.model_errors import FILE_MODULE_PREFIX, said
+from raceproof.sim.errors import FILE_MODULE_PREFIX, Signalled, said
 from raceproof.sim.user_files import user_path
 
 ENTRY_POINT_GROUP = "raceproof.scenarios"

@@ -33,8 +33,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from raceproof.sim.errors import Signalled
-from raceproof.sim.model_errors import said
+from raceproof.sim.errors import Signalled, said
 
 __all__ = [
     "BadInput",

@@ -21,9 +21,8 @@ from pathlib import Path
 
 from raceproof.sim.checkers import Checker, CheckerResult, first_violation, run_checkers, violated
 from raceproof.sim.choices import Choice, ChoiceSource, ReplaySource
-from raceproof.sim.errors import Signalled
+from raceproof.sim.errors import ModelError, Signalled, model_error
 from raceproof.sim.history import History, JSONValue
-from raceproof.sim.model_errors import ModelError, model_error
 from raceproof.sim.verdicts import CheckStatus, Verdict
 from raceproof.sim.visibility import observes_op_order
 from raceproof.sim.world import BoundHit, Bounds, World, not_the_models

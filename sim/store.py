@@ -505,7 +505,7 @@ class VersionedStore:
             # If ``previous`` fails, SimPy throws a copy of its exception in here; the
             # World lets the choice source's and the kernel's own (StopTest, ...) out
             # unchanged instead (``World._process``), and a model error is reported from
-            # its original (``model_errors``).
+            # its original (``errors``).
             yield previous
         watcher(event)
 

@@ -52,8 +52,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from raceproof.sim.errors import Signalled
-from raceproof.sim.model_errors import said
+from raceproof.sim.errors import Signalled, said
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"

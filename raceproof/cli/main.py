@@ -35,7 +35,7 @@ from raceproof.runs import runner
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.sim import CounterexampleError, user_files
-from raceproof.sim.model_errors import said
+from raceproof.sim.errors import said
 
 __all__ = ["UsageError", "build_parser", "main"]
 
