@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from raceproof.sim.history import History
+from raceproof.sim.model_errors import said
 from raceproof.spark_integration.faults import BatchAbandon, BatchGate, TransientSinkFailure
 from raceproof.spark_integration.pipeline import (
     Pipeline,
@@ -222,6 +223,30 @@ class PipelineJob:
         return built
 
     def _sink(self, batch: Any, batch_id: int) -> None:
+        """``foreachBatch``'s function, on py4j's callback thread: ``_write_batch``, whatever the
+        user's code in it leaves by failing the batch.
+
+        py4j answers the JVM for an ``Exception`` only: a ``sys.exit()`` in the user's
+        ``sink`` or ``output``, or a ``KeyboardInterrupt`` or ``GeneratorExit`` it raised
+        itself (no signal reaches this thread: Python runs signal handlers in the main
+        thread), ended the callback thread with no answer, and Spark waited for the batch
+        for ever (``spark-check`` hung). It goes on as a ``RuntimeError`` naming it, so the
+        batch fails and the check says what the pipeline raised (exit 4).
+        """
+        try:
+            self._write_batch(batch, batch_id)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                raise
+            if self.user_raised is None:
+                named = f"{type(exc).__name__}: {said(exc)}".removesuffix(": ")
+                self.user_raised = UserRaised(
+                    f"the pipeline's code in foreachBatch (batch {batch_id}) raised {named}",
+                    user_frames(exc),
+                )
+            raise RuntimeError(self.user_raised.message) from exc
+
+    def _write_batch(self, batch: Any, batch_id: int) -> None:
         gate = self.gate
         if gate is not None:
             gate.at(batch_id, 0)  # offsets/<batch_id> is written, commits/<batch_id> is not
@@ -255,10 +280,10 @@ class PipelineJob:
             batch = half
         try:
             self.pipeline.sink(batch, batch_id)
-        except Exception as exc:  # the user's sink: Spark fails the batch; the cause is kept whole
+        except BaseException as exc:  # the user's sink (sys.exit() too): the batch fails (_sink)
+            named = f"{type(exc).__name__}: {said(exc)}".removesuffix(": ")
             self.user_raised = UserRaised(
-                f"the pipeline's sink(batch, {batch_id}) raised {type(exc).__name__}: {exc}",
-                user_frames(exc),
+                f"the pipeline's sink(batch, {batch_id}) raised {named}", user_frames(exc)
             )
             self.recorder.log(
                 "sink",

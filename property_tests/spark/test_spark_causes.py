@@ -4,10 +4,13 @@ Spark-free: a wrapped Python error is unwrapped to the user's exception line
 (``FOREACH_BATCH_USER_FUNCTION_ERROR``, ``Py4JJavaError``), a long message is
 wrapped at spaces and never cut, a sink that holds rows when a trial begins
 is one line naming ``begin_trial``, a requested experiment a pipeline lacks
-what it needs for is inconclusive (exit 3, no Spark started), and a sink
-never read back or a pipeline never fed late data is said. On real Spark: a
+what it needs for is inconclusive (exit 3, no Spark started), a sink
+never read back or a pipeline never fed late data is said, and whatever a
+sink leaves by (``sys.exit()``, a ``KeyboardInterrupt`` it raised) fails its
+batch as a ``RuntimeError`` naming it. On real Spark: a
 ``foreachBatch`` sink that raises ``ConnectionError`` once shows that
-exception and the user's frame (exit 4), Spark's Parquet file sink is
+exception and the user's frame (exit 4), a sink that calls ``sys.exit(0)`` is
+exit 4 too (the command used to wait for the batch for ever), Spark's Parquet file sink is
 offered no checkpoint fencing (it could not refuse anything there), and a
 join reads its two streams from two file sources.
 """
@@ -15,6 +18,9 @@ join reads its two streams from two file sources.
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -145,6 +151,81 @@ def test_a_sink_that_raises_once_shows_the_users_exception_and_frame(
     assert "x" * 300 in words  # the whole message, no word cut
     assert f'File "{path}", line' in out and "in sink" in out, out  # the user's frame
     assert "FOREACH_BATCH_USER_FUNCTION_ERROR" not in out
+
+
+class _Batch:
+    """What ``_write_batch`` asks of a micro-batch when it has no rows (no Spark needed)."""
+
+    def collect(self) -> list[Any]:
+        return []
+
+
+@pytest.mark.parametrize(
+    ("statement", "named"),
+    [
+        ("sys.exit(0)", "SystemExit: sys.exit(0)"),
+        ("raise KeyboardInterrupt('from the sink')", "KeyboardInterrupt: from the sink"),
+        ("raise GeneratorExit()", "GeneratorExit"),
+    ],
+)
+def test_foreach_batchs_function_fails_the_batch_whatever_the_sink_leaves_by(
+    statement: str, named: str
+) -> None:
+    """py4j answers the JVM for an ``Exception`` only; anything else a sink leaves by ended
+    py4j's callback thread unanswered and Spark waited for the batch for ever (issue 33 item
+    3). The function foreachBatch calls raises it on as a ``RuntimeError`` naming it."""
+    from raceproof.spark_integration.job import PipelineJob, Recorder
+    from raceproof.spark_integration.sandbox import Sandbox
+
+    class Leaving(WindowedCount):
+        def sink(self, batch: Any, batch_id: int) -> None:
+            exec(statement, {"sys": __import__("sys")})
+
+    sandbox = Sandbox()
+    try:
+        job = PipelineJob(None, sandbox, Recorder(), Leaving())
+        message = f"the pipeline's sink(batch, 3) raised {named}"
+        with pytest.raises(RuntimeError, match=re.escape(message)):
+            job._sink(_Batch(), 3)
+        assert job.user_raised is not None and job.user_raised.message == message
+        (logged,) = job.recorder.history.of_kind("sink.raised")
+        assert logged.get("error") == message
+    finally:
+        sandbox.cleanup()
+
+
+LEAVING_SINK = """
+import sys
+
+from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
+
+class LeavingSink(WindowedCount):
+    name = "leaving-sink"
+
+    def sink(self, batch, batch_id):
+        if batch.count():
+            sys.exit(0)
+
+def make():
+    return LeavingSink()
+"""
+
+
+def test_a_sink_that_calls_sys_exit_is_a_pipeline_error_not_a_hang(tmp_path: Path) -> None:
+    """Real Spark, in a process of its own with a time limit: before, the command never ended."""
+    path = tmp_path / "leaving_job.py"
+    path.write_text(textwrap.dedent(LEAVING_SINK))
+    argv = ["spark-check", "--pipeline", f"{path}:make", "--experiment", "drain", "--json"]
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "raceproof"), *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 4, (done.stdout[-2000:], done.stderr[-2000:])
+    assert "Traceback" not in done.stderr and "interrupted" not in done.stderr, done.stderr
+    assert "raised SystemExit: sys.exit(0)" in done.stdout, done.stdout[-2000:]
 
 
 def test_a_file_sink_is_offered_no_guard_that_cannot_act(spark: Any) -> None:
