@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from raceproof.sim.history import History
-from raceproof.sim.model_errors import said
+from raceproof.sim.errors import said
 from raceproof.spark_integration.faults import BatchAbandon, BatchGate, TransientSinkFailure
 from raceproof.spark_integration.pipeline import (
     Pipeline,
