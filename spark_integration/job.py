@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from raceproof.sim.history import History
 from raceproof.sim.errors import said
+from raceproof.sim.history import History
 from raceproof.spark_integration.faults import BatchAbandon, BatchGate, TransientSinkFailure
 from raceproof.spark_integration.pipeline import (
     Pipeline,
