@@ -350,15 +350,15 @@ def parse_script(text: str) -> Script:
 
 
 def shrink_script(
-    script: Script, fails: Callable[[Script], bool], *, budget: int = 40
+    script: Script, fails: Callable[[Script], bool], *, max_trials: int = 40
 ) -> tuple[Script, int]:
     """The smallest script found (batches, then events removed) on which ``fails`` still holds.
 
-    ``budget`` bounds the trials (each is a Spark run); returns the script and the trials run.
+    ``max_trials`` bounds the trials (each is a Spark run); returns the script and the trials run.
     """
     best, trials = script, 0
     changed = True
-    while changed and trials < budget:
+    while changed and trials < max_trials:
         changed = False
         candidates: list[Script] = [best[:i] + best[i + 1 :] for i in range(len(best))]
         candidates += [
@@ -368,7 +368,7 @@ def shrink_script(
         ]
         for candidate in candidates:
             candidate = [b for b in candidate if b]
-            if not candidate or trials >= budget:
+            if not candidate or trials >= max_trials:
                 continue
             trials += 1
             if fails(candidate):

@@ -131,7 +131,7 @@ def run_experiment(
     repeat: int = 1,
     seed: int = 0,
     script: generated.Script | None = None,
-    shrink_budget: int = 20,
+    shrink_trials: int = 20,
 ) -> dict[str, Any]:
     """Run one experiment ``repeat`` times stock and (if it has one) guarded; time and memory included.
 
@@ -156,8 +156,8 @@ def run_experiment(
         broken = sorted({c for trial in stock for c in trial.violated()})
         undecided = any(trial.verdict == Verdict.INCONCLUSIVE for trial in stock)
         verdict = Verdict.VIOLATED if broken else Verdict.INCONCLUSIVE if undecided else Verdict.OK
-        if broken and name == "generated-input" and shrink_budget > 0:
-            shrunk = shrink_input(spark, pipeline, stock[0], seed, shrink_budget)
+        if broken and name == "generated-input" and shrink_trials > 0:
+            shrunk = shrink_input(spark, pipeline, stock[0], seed, shrink_trials)
     stock_json = [t.to_json() for t in stock]
     guarded_json = [t.to_json() for t in guarded]
     last = (guarded or stock)[-1]
@@ -210,7 +210,7 @@ def _guarded(
 
 
 def shrink_input(
-    spark: Any, pipeline: Pipeline, trial: Trial, seed: int, budget: int
+    spark: Any, pipeline: Pipeline, trial: Trial, seed: int, max_trials: int
 ) -> dict[str, Any]:
     """The violated generated-input trial's script, shrunk while the same checker fails."""
     (logged,) = trial.history.of_kind("input.script")
@@ -221,7 +221,7 @@ def shrink_input(
         again = generated.generated_input(spark, pipeline, False, seed=seed, script=candidate)
         return again.checker == checker
 
-    small, trials = generated.shrink_script(script, fails, budget=budget)
+    small, trials = generated.shrink_script(script, fails, max_trials=max_trials)
     return {
         "checker": checker,
         "events": sum(map(len, small)),

@@ -40,7 +40,7 @@ class SparkRequest:
     seed: int = 0
     script: Any = None
     repeat: int = 1
-    shrink_budget: int = 20
+    shrink_trials: int = 20  # --shrink-budget
     settings: dict[str, str] = field(default_factory=dict)  # the pipelines' spark_conf()
 
 
@@ -141,7 +141,7 @@ def parse_request(args: argparse.Namespace) -> SparkRequest:
         seed=args.seed,
         script=script,
         repeat=args.repeat,
-        shrink_budget=args.shrink_budget,
+        shrink_trials=args.shrink_budget,
         settings=settings,
     )
 
@@ -190,7 +190,7 @@ def run_request(request: SparkRequest, say: Any) -> SparkResult:
                 repeat=request.repeat,
                 seed=request.seed,
                 script=request.script,
-                shrink_budget=request.shrink_budget,
+                shrink_trials=request.shrink_trials,
             )
             row["pipeline"] = spec
             result.rows.append(row)
