@@ -118,6 +118,24 @@ def test_compare_command_writes_table_csv_and_png(
     assert Path(result["png"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_compare_text_is_its_table_with_each_point_said_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compare", "coordinator-async-append", "--seeds", "1", "--duration-ms", "500"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["design", "txn", "%"], out
+    points = 2 * 2 * 3 * 3  # designs x transactional shares x write costs x verifications
+    assert len(lines) == 1 + points + 2 and lines[-1].startswith(f"wrote {tmp_path}"), out
+    steps = err.splitlines()
+    assert len(steps) == points, err
+    assert (
+        steps[0]
+        == "block-event-loop: 10% transactional, write 0.1 ms, verification 1 ms, 1 seed(s)"
+    )
+
+
 def test_compare_refuses_a_scenario_without_a_comparison(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

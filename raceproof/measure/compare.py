@@ -109,6 +109,10 @@ def coordinator_comparison(grid: Grid, progress: Progress = None) -> list[dict[s
         for percent in grid.transactional_percent:
             for cost_us in grid.write_cost_us:
                 for verification_ms in grid.verification_ms:
+                    say(
+                        f"{design}: {percent}% transactional, write {cost_us / 1000:.1f} ms, "
+                        f"verification {verification_ms} ms, {grid.seeds} seed(s)"
+                    )
                     config = point_config(grid, verification_ms, cost_us, percent)
                     runs = [
                         one_run(
@@ -127,11 +131,6 @@ def coordinator_comparison(grid: Grid, progress: Progress = None) -> list[dict[s
                         row[metric] = round(mean, 1)
                         row[f"{metric}_sd"] = round(spread, 1)
                     rows.append(row)
-                    say(
-                        f"{design:18} txn {percent:3}%  write {cost_us / 1000:.1f} ms  verification "
-                        f"{verification_ms:3} ms: {row['throughput']:7.1f} commits/s  p50 {row['p50']:8.1f} ms  "
-                        f"p99 {row['p99']:8.1f} ms  unacknowledged {row['backlog']:.0f}"
-                    )
     return rows
 
 

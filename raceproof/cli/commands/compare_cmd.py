@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from raceproof.cli.commands.common import UsageError, add_command, print_json
+from raceproof.cli.commands.common import StatusLine, UsageError, add_command, print_json
 from raceproof.cli.validation import int_in, non_empty, prepare_output_dir
 from raceproof.runs import runner
 from raceproof.scenarios.catalogue import (
@@ -15,8 +17,30 @@ from raceproof.scenarios.catalogue import (
 )
 from raceproof.sim.verdicts import Verdict
 
+if TYPE_CHECKING:
+    from raceproof.measure.compare import Grid
+
+
+@dataclasses.dataclass
+class CompareRequest:
+    """What ``compare`` was asked: the comparison, its grid, where its files go."""
+
+    scenario: str
+    grid: Grid
+    out_dir: Path
+
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    request = _parse(args)
+    status = StatusLine("compare", not args.json, says_start=True)
+    try:
+        result = run_compare(request, status)
+    finally:
+        status.done()
+    return _render(args, result)
+
+
+def _parse(args: argparse.Namespace) -> CompareRequest:
     from raceproof.measure import compare
 
     scenario = get(args.scenario)
@@ -26,25 +50,39 @@ def cmd_compare(args: argparse.Namespace) -> int:
             f"valid: {', '.join(sorted(compare.COMPARISONS))}"
         )
     out_dir = prepare_output_dir(args.out)
-    grid = compare.Grid(seeds=args.seeds, rate_per_s=args.rate, duration_ms=args.duration_ms)
+    return CompareRequest(
+        scenario=scenario.name,
+        grid=compare.Grid(seeds=args.seeds, rate_per_s=args.rate, duration_ms=args.duration_ms),
+        out_dir=out_dir,
+    )
+
+
+def run_compare(request: CompareRequest, say: Callable[[str], None]) -> dict[str, Any]:
+    """Every point of the grid, each design's mean over the seeds, into a CSV and a PNG."""
+    from raceproof.measure import compare
+
     started = time.monotonic()
-    rows = compare.COMPARISONS[scenario.name](grid, None if args.json else print)
-    csv_path, png_path = compare.write_outputs(rows, out_dir, grid)
-    result = {
-        "scenario": scenario.name,
+    rows = compare.COMPARISONS[request.scenario](request.grid, say)
+    csv_path, png_path = compare.write_outputs(rows, request.out_dir, request.grid)
+    return {
+        "scenario": request.scenario,
         "verdict": Verdict.OK,
         "rows": rows,
-        "grid": dataclasses.asdict(grid),
+        "grid": dataclasses.asdict(request.grid),
         "csv": str(csv_path),
         "png": str(png_path),
         "seconds": round(time.monotonic() - started, 2),
     }
+
+
+def _render(args: argparse.Namespace, result: dict[str, Any]) -> int:
+    from raceproof.measure import compare
+
     if args.json:
         print_json(result)
     else:
-        print()
-        print(compare.table(rows))
-        print(f"\nwrote {csv_path} and {png_path} ({result['seconds']}s)")
+        print(compare.table(result["rows"]))
+        print(f"\nwrote {result['csv']} and {result['png']} ({result['seconds']}s)")
     return runner.EXIT_OK
 
 
