@@ -104,16 +104,16 @@ def calling_user(what: str, call: Any, *args: Any, before_spark: bool = False) -
     ``BaseException`` but a real signal's (``Signalled``) is the user's, a
     ``KeyboardInterrupt`` or ``GeneratorExit`` it raises included. While Spark
     runs, PySpark's own SIGINT handler raises a plain ``KeyboardInterrupt`` for a
-    real Ctrl-C, so there only ``Exception`` and ``SystemExit`` are the user's.
+    real Ctrl-C, so there a ``KeyboardInterrupt`` is taken for the signal; anything
+    else is the user's (a ``GeneratorExit`` or a ``BaseException`` of their own
+    was raceproof's bug, exit 70).
     """
     try:
         return call(*args)
     except PipelineRaised:
         raise
     except BaseException as exc:  # sys.exit() in the user's code is theirs too
-        if isinstance(exc, Signalled) or not (
-            isinstance(exc, Exception | SystemExit) or before_spark
-        ):
+        if isinstance(exc, Signalled) or (isinstance(exc, KeyboardInterrupt) and not before_spark):
             raise
         first = (said(exc).strip().splitlines() or [""])[0]  # whole: never cut mid-word
         named = f"{type(exc).__name__}: {first}".removesuffix(": ")

@@ -214,6 +214,33 @@ def test_a_pipeline_factory_that_raises_anything_is_error_exit_4(
     assert "interrupted" not in err
 
 
+@pytest.mark.parametrize("kind", hostile.KINDS)
+def test_pipeline_code_called_while_spark_runs_raises_anything_but_an_interrupt_as_its_error(
+    kind: str,
+) -> None:
+    """``query``, ``records``, ``read_output`` and the rest are called while Spark runs, where
+    PySpark's SIGINT handler raises a plain ``KeyboardInterrupt`` for a real Ctrl-C: that one is
+    left to the signal handling. Everything else is the pipeline's error (exit 4); a
+    ``GeneratorExit`` or a ``BaseException`` of its own went on to the command line, which took
+    it for raceproof's bug (exit 70)."""
+    from raceproof.spark_integration.pipeline import PipelineRaised, calling_user
+
+    namespace: dict[str, object] = {}
+    exec(  # the hostile module's two exception classes and the statement as a function
+        "import sys\n\nclass Hostile(BaseException):\n    pass\n\n"
+        "class BadStr(Exception):\n    def __str__(self):\n        raise ValueError('no')\n\n"
+        f"def query(source):\n    {hostile.RAISES[kind][0]}\n",
+        namespace,
+    )
+    if kind == "keyboard":
+        with pytest.raises(KeyboardInterrupt):
+            calling_user("query(source)", namespace["query"], None)
+        return
+    with pytest.raises(PipelineRaised) as raised:
+        calling_user("query(source)", namespace["query"], None)
+    assert str(raised.value) == f"pipeline error: query(source) raised {hostile.names(kind)}"
+
+
 def test_a_real_signal_inside_the_models_last_step_still_stops_the_run() -> None:
     """Raised by the handler inside a generator, it is that process's failure; the run ends
     in the same step (another process resumed by the same event calls ``finish``): the
