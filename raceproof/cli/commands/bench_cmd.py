@@ -39,11 +39,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     refuse_contradictions(args, CONTRADICTIONS)
     mode = _mode(args)
     # check --check-plan reports each part as it ends; the others say each step as it starts
-    status = StatusLine("bench", not args.json, says_start=mode != "check_plan")
-    try:
+    with StatusLine("bench", not args.json, says_start=mode != "check_plan") as status:
         figures = run(args, mode, status)
-    finally:
-        status.done()
     if args.json:
         print_json(figures)
     else:

@@ -213,6 +213,7 @@ class StatusLine:
     On a terminal: one ``Progress`` line with the latest step, how many steps are
     done (against ``total`` when known), the rate and the time left. Elsewhere
     (a CI log): each step as one line on stderr. Nothing with ``--json``.
+    As a context manager, the line goes when the block ends, however it ends.
     """
 
     def __init__(
@@ -236,6 +237,13 @@ class StatusLine:
 
     def done(self) -> None:
         self.progress.done()
+
+    def __enter__(self) -> StatusLine:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """The line goes however the work ends (a result, an error, a signal)."""
+        self.done()
 
 
 def _clock(seconds: float) -> str:

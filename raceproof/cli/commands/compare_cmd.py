@@ -32,11 +32,8 @@ class CompareRequest:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     request = _parse(args)
-    status = StatusLine("compare", not args.json, says_start=True)
-    try:
+    with StatusLine("compare", not args.json, says_start=True) as status:
         result = run_compare(request, status)
-    finally:
-        status.done()
     return _render(args, result)
 
 

@@ -74,16 +74,9 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         request = parse_request(args)
     except PipelineRaised as exc:  # the factory raised: the user's code, verdict error
         return render(args, SparkResult(SparkRequest([], [], []), error=exc))
-    say = StatusLine(
-        "spark-check",
-        not args.json,
-        total=len(request.plan) + len(request.pipelines) + 1,
-        says_start=True,
-    )
-    try:
+    steps = len(request.plan) + len(request.pipelines) + 1
+    with StatusLine("spark-check", not args.json, total=steps, says_start=True) as say:
         result = run_request(request, say)
-    finally:
-        say.done()
     return render(args, result)
 
 
