@@ -135,4 +135,6 @@ def render_markdown(story: Story, show_all: bool = False) -> str:
         out += ["Reproduce:", "", "```sh", story.repro, "```", ""]
     if story.counterpart is not None:
         out += ["## What had to go differently", "", story.counterpart_note, ""]
+    elif story.counterpart_note:  # drawn as recorded: why it was not replayed
+        out += [story.counterpart_note, ""]
     return "\n".join(out)

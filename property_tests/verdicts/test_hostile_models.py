@@ -214,6 +214,73 @@ def test_a_pipeline_factory_that_raises_anything_is_error_exit_4(
     assert "interrupted" not in err
 
 
+RAISES_LATER = """
+import os
+import sys
+
+import raceproof
+from raceproof.sim import checker, ok, violated
+
+FLAG = {flag!r}
+
+
+def writer(world, name, shared):
+    yield world.sleep(world.source.choose(name + ".gap", (0, 1)))
+    if name == "w0":
+        shared["count"] += 1
+        world.log(name, "write", count=shared["count"])
+
+
+def build(world, variant, config):
+    shared = {{"count": 0}}
+    for name in ("w0", "w1"):
+        world.spawn(name, writer(world, name, shared))
+
+
+@checker("two-writes")
+def two_writes(history):
+    if os.path.exists(FLAG):
+        sys.exit(0)
+    if len(history.of_kind("write")) != 2:
+        return violated("a write is missing", len(history) - 1)
+    return ok()
+
+
+raceproof.register(raceproof.Scenario(
+    name="checker-raises-later", summary="its checker calls sys.exit(0) once FLAG exists",
+    variants={{"v": "loses a write"}}, expect_violation=frozenset({{"v"}}),
+    checkers=(two_writes,), build=build, default_examples=5))
+"""
+
+
+def test_a_report_whose_replay_raises_draws_the_run_as_recorded_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report`` replays a counterexample to place its deviations. A checker that now calls
+    ``sys.exit(0)`` gives the same history judged ``error``: the report was drawn with no
+    verdict at all ("not judged", the violation gone), over the counterexample's own ``.md``,
+    exit 0, with nothing said. Now the run is drawn as recorded, with why it was not replayed."""
+    flag = tmp_path / "HOSTILE"
+    path = tmp_path / "raises_later.py"
+    path.write_text(RAISES_LATER.format(flag=str(flag)))
+    scenarios = ["--scenarios", str(path)]
+    argv = ["explore", "checker-raises-later", "--out", str(tmp_path / "cx"), "--json"]
+    assert main([*argv, *scenarios]) == 1
+    saved = json.loads(capsys.readouterr().out)["counterexample"]
+    flag.touch()
+    said = "(not replayed: the replay ended error, not violated: SystemExit: sys.exit(0))"
+    assert main(["report", saved, "--out", str(tmp_path / "out"), *scenarios]) == 0
+    out = capsys.readouterr().out
+    assert ": violated -> " in out and said in out, out
+    (page,) = (tmp_path / "out").glob("*.md")
+    text = page.read_text()
+    assert "**VIOLATED** `two-writes`" in text and said in text
+    assert said in next((tmp_path / "out").glob("*.html")).read_text()
+    assert main(["report", saved, "--format", "text", *scenarios]) == 0
+    out = capsys.readouterr().out
+    assert "two-writes: a write is missing" in out and said in out
+
+
 @pytest.mark.parametrize("kind", hostile.KINDS)
 def test_pipeline_code_called_while_spark_runs_raises_anything_but_an_interrupt_as_its_error(
     kind: str,

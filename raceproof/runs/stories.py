@@ -219,6 +219,15 @@ def _enrich_counterexample(path: Path, story: Story) -> Story:
     if outcome.trace_hash != cx.trace_hash:
         story.counterpart_note = "(not replayed: the model changed since this file was written)"
         return story
+    recorded = cx.verdict.get("status")
+    if outcome.status != recorded:
+        # The same history judged otherwise: a checker or hook that now raises (the replay's
+        # verdict is error) would draw the run with no verdict at all, "not judged".
+        said = outcome.error.headline if outcome.error is not None else outcome.status
+        story.counterpart_note = (
+            f"(not replayed: the replay ended {outcome.status}, not {recorded}: {said})"
+        )
+        return story
     from raceproof.runs.runner import repro_line
 
     return story_of_outcome(

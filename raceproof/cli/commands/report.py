@@ -91,6 +91,8 @@ def _report(args: argparse.Namespace) -> int:
             if fmt == "text" and out_dir is None:
                 if not args.json:
                     print_timeline(story, show_all=args.all)
+                    if story.counterpart is None and story.counterpart_note:
+                        print(story.counterpart_note)  # drawn as recorded, and why
                 continue
             folder = out_dir or path.parent
             target = folder / (_stem(path) + FORMATS[fmt])
@@ -101,10 +103,12 @@ def _report(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     else:
-        for entry in written:
+        for entry, story in zip(written, stories, strict=True):
             files = [entry[f] for f in formats if f in entry]
             if files:
                 print(f"{entry['input']}: {entry['status']} -> " + ", ".join(files))
+                if story.counterpart is None and story.counterpart_note:
+                    print(f"  {story.counterpart_note}")
     return runner.EXIT_OK
 
 
