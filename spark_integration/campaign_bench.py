@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from raceproof.sim.errors import Signalled
 from raceproof.spark_integration.campaign import Options, campaign_session, grid, run_proof_job
 from raceproof.spark_integration.campaign import run as run_campaign
 from raceproof.spark_integration.campaign_cells import Cell, comparable, run_cell
@@ -54,19 +55,27 @@ def _load() -> str:
     return f"{one:.1f} / {five:.1f}"
 
 
-def figures(seeds: int = 6, examples: int = 100, progress: Say = None) -> dict[str, Any]:
+def figures(
+    seeds: int = 6,
+    examples: int = 100,
+    progress: Say = None,
+    into: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``bench --campaign``: cells per second three ways; ``into`` gets each way's figure as it
+    ends (the dict a caller keeps if a signal stops the bench)."""
     say = progress or (lambda _line: None)
     options = Options(
         scenarios=("lost-update",), seeds=tuple(range(seeds)), examples=examples, cross_check=0
     )
     cells = grid(options)
-    result: dict[str, Any] = {
-        "grid": f"lost-update x 2 variants x 3 strategies x {seeds} seeds, "
+    result = {} if into is None else into
+    result.update(
+        grid=f"lost-update x 2 variants x 3 strategies x {seeds} seeds, "
         f"{examples} examples per cell",
-        "cells": len(cells),
-        "cpus": os.cpu_count(),
-        "load_before": _load(),
-    }
+        cells=len(cells),
+        cpus=os.cpu_count(),
+        load_before=_load(),
+    )
     say(f"in-process: {len(cells)} cells one after another")
     started = time.perf_counter()
     for cell in cells:
@@ -86,7 +95,7 @@ def figures(seeds: int = 6, examples: int = 100, progress: Say = None) -> dict[s
                 )
                 seconds = time.perf_counter() - started
             if summary.interrupted:  # the campaign kept its cells and stopped: so does the bench
-                raise KeyboardInterrupt(summary.interrupted_by or "SIGINT")
+                raise Signalled(summary.interrupted_by or "SIGINT")
         finally:
             spark.stop()
         result[f"{master}_cells_per_s"] = round(len(cells) / seconds, 2)
@@ -152,8 +161,10 @@ def cluster_figures(
     variant: str = CLUSTER_PROOF[1],
     repeats: int = 3,
     progress: Say = None,
+    into: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``bench --cluster``: one proof in rounds on 1 and then 2 workers, beside its balance."""
+    """``bench --cluster``: one proof in rounds on 1 and then 2 workers, beside its balance;
+    ``into`` gets each cluster's figures as it ends."""
     from raceproof.spark_integration.campaign_proof import in_process, proof_of, prove_cell
 
     say = progress or (lambda _line: None)
@@ -163,19 +174,20 @@ def cluster_figures(
     local = prove_cell(proof, in_process, 2)  # the rounds in this process: the plan and counts
     in_process_s = round(time.perf_counter() - started, 2)
     plan = local["_balance"]
-    result: dict[str, Any] = {
-        "proof": f"{scenario}/{variant}",
-        "cpus": os.cpu_count(),
-        "verdict": local["verdict"],
-        "schedules": local["schedules"],
-        "runs": local["examples"],
-        "rounds": plan["rounds"],
-        "units": plan["balance"]["units"],
-        "driver_runs": plan["driver_runs"],
-        "in_process_s": in_process_s,
-        "speedup_allowed": plan["balance"]["speedup_allowed"],
-        "rounds_speedup_allowed": plan["rounds_speedup_allowed"],
-    }
+    result = {} if into is None else into
+    result.update(
+        proof=f"{scenario}/{variant}",
+        cpus=os.cpu_count(),
+        verdict=local["verdict"],
+        schedules=local["schedules"],
+        runs=local["examples"],
+        rounds=plan["rounds"],
+        units=plan["balance"]["units"],
+        driver_runs=plan["driver_runs"],
+        in_process_s=in_process_s,
+        speedup_allowed=plan["balance"]["speedup_allowed"],
+        rounds_speedup_allowed=plan["rounds_speedup_allowed"],
+    )
     for workers in (1, 2):
         say(f"{workers} worker(s): a standalone cluster, its executors, a warm-up")
         figures = _on_cluster(proof, workers, repeats, say)

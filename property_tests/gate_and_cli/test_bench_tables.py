@@ -1,4 +1,4 @@
-"""``raceproof bench``'s text: its figures as rich tables, its steps on stderr, ``--json`` whole.
+"""``raceproof bench``'s text: its figures as column tables, its steps on stderr, ``--json`` whole.
 
 The tables are rendered from the very dict ``--json`` prints
 (``raceproof.measure.bench_tables``), so each test measures once, in this
@@ -6,19 +6,28 @@ process, on the cheapest workloads (lost-update, a growth of 1 and 2 writes)
 and reads the rendered text for the figures of that dict. The Spark benches
 (``--campaign``, ``--cluster``) need a cluster to measure: their tables are
 rendered from a dict of the shape ``campaign_bench`` returns.
+
+A bench prints each step's rows as the step ends, so a signal keeps them: the
+last tests stop one after its first step, by a signal from inside (in this
+process) and by one from outside (a command in a process of its own).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import io
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
+from hypothesis import given
+from hypothesis import strategies as st
 
 from raceproof.cli.commands import bench_cmd
 from raceproof.cli.main import main
@@ -26,11 +35,8 @@ from raceproof.measure import bench, bench_tables
 
 
 def _text(tables: list[bench_tables.FigureTable]) -> str:
-    """The tables as plain text, one row a line (wide enough never to fold)."""
-    console = Console(record=True, width=400, file=io.StringIO())
-    for table in tables:
-        console.print(*table.shown())
-    return console.export_text()
+    """The tables as plain text, one row a line."""
+    return "\n".join(table.text() for table in tables)
 
 
 def _row(text: str, first: str) -> list[str]:
@@ -75,7 +81,7 @@ def test_a_walk_the_budget_cut_is_marked_and_its_ratios_read_as_floors() -> None
 
 def test_the_search_tables_show_every_strategy_and_every_proof() -> None:
     args = argparse.Namespace(scenario="lost-update", variant=None, checker=None, seeds=1)
-    figures = bench_cmd.run(args, "scenario", lambda _step: None)
+    figures = bench_cmd.run(args, "scenario", lambda _step: None, {})
     text = _text(bench_tables.search_tables(figures))
     for strategy, row in figures["strategies"].items():
         assert _row(text, strategy)[1] == row["found"] == "1/1"
@@ -205,3 +211,135 @@ def test_bench_json_is_one_document_and_the_text_keeps_its_steps_on_stderr(
     assert err == "writes=1: the full walk's estimate, then the reduced proof\n"
     assert out.startswith("growth: coordinator-async-append / block-event-loop"), out
     assert "writes=1" not in out and "{" not in out
+
+
+def _growth_figures(rows: list[tuple[int, int]]) -> dict[str, Any]:
+    """A growth bench's dict with a row per (writes, schedules) pair."""
+    return {
+        "scenario": "coordinator-async-append",
+        "variant": "block-event-loop",
+        "knob": "writes",
+        "budget_s_per_proof": 60.0,
+        "load_average_start": [1.0, 1.0, 1.0],
+        "growth": [
+            {
+                "writes": writes,
+                "verdict": "ok",
+                "complete": True,
+                "schedules": schedules,
+                "runs": schedules,
+                "seconds": 0.5,
+                "full_walk_schedules_estimate": schedules * 3,
+                "full_walk_seconds_estimate": 1.5,
+            }
+            for writes, schedules in rows
+        ],
+    }
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**4), st.integers(0, 10**12)), max_size=6))
+def test_a_table_printed_a_step_at_a_time_is_the_whole_table(rows: list[tuple[int, int]]) -> None:
+    """Each row printed once, in order, as its step ends; the title and header before the
+    first, the note after the last: the same cells as the table rendered whole."""
+    printed: list[str] = []
+    stream = bench_tables.Stream(bench_tables.growth_tables, printed.append)
+    for done in range(len(rows) + 1):
+        stream.show(_growth_figures(rows[:done]))
+        assert len(printed) == (done + 2 if done else 0), printed  # nothing before a row
+    whole = _growth_figures(rows) | {"load_average_end": [2.0, 1.0, 1.0]}
+    stream.end(whole, complete=True)
+    cells = [re.split(r"\s{2,}", line.strip()) for line in printed]
+    expected = [
+        re.split(r"\s{2,}", line.strip())
+        for line in _text(bench_tables.growth_tables(whole)).splitlines()
+    ]
+    assert cells == expected
+    assert printed[-1].endswith("[2.0, 1.0, 1.0] at end; full walk: Knuth's estimate, 30 samples")
+    # Rows whose figures fit the widths the table starts with line up: each ends in one column.
+    if all(schedules < 10**7 for _writes, schedules in rows):  # 9,999,999: 9 characters
+        assert len({len(line) for line in printed[1 : len(rows) + 2]}) <= 1, printed
+
+
+def test_a_stopped_bench_prints_no_table_it_has_no_row_of() -> None:
+    printed: list[str] = []
+    stream = bench_tables.Stream(bench_tables.growth_tables, printed.append)
+    stream.end(_growth_figures([]), complete=False)
+    assert printed == []
+    stream.end(_growth_figures([]), complete=True)  # a bench that ended: its table, empty
+    assert printed[0].startswith("growth: ") and len(printed) == 3
+
+
+def _interrupt_after_the_kernel(monkeypatch: pytest.MonkeyPatch, signum: int) -> dict[str, Any]:
+    """The kernel step measures; a real signal comes as the strategies step begins."""
+    kept: dict[str, Any] = {}
+    kernel = bench._kernel_figures
+
+    def measured(result: dict[str, Any], *args: Any) -> None:
+        kernel(result, *args)
+        kept.update(result["kernel"])
+
+    def strategies(*_args: Any) -> None:
+        os.kill(os.getpid(), signum)
+
+    monkeypatch.setattr(bench, "_kernel_figures", measured)
+    monkeypatch.setattr(bench, "_strategy_figures", strategies)
+    return kept
+
+
+def test_an_interrupted_bench_keeps_the_rows_of_the_steps_that_ended(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kernel = _interrupt_after_the_kernel(monkeypatch, signal.SIGINT)
+    assert main(["bench", "--quick", "--alternations", "1"]) == 130
+    out, err = capsys.readouterr()
+    assert _row(out, "World events per CPU s")[1] == f"{kernel['world_events_per_s']:,}"
+    cpu = _row(out, "World / SimPy, CPU time")
+    assert cpu[1] == f"{kernel['world_over_simpy']:.2f}", cpu
+    assert "random strategy" not in out and "virtual s per wall s" not in out
+    assert " at start; " in out and " at end" not in out  # the load note says what it has
+    assert out.rstrip().endswith(
+        'bench interrupted by SIGINT during "strategies: random and hypothesis on '
+        'lost-update/fix-cas": the figures are those of the steps ended before it'
+    ), out
+    assert "Traceback" not in err and "error" not in err
+
+
+def test_an_interrupted_bench_json_is_the_figures_it_has(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kernel = _interrupt_after_the_kernel(monkeypatch, signal.SIGTERM)
+    assert main(["bench", "--quick", "--alternations", "1", "--json"]) == 143
+    out, err = capsys.readouterr()
+    figures = json.loads(out)  # one document
+    assert figures["kernel"] == kernel and figures["interrupted"] == "SIGTERM"
+    assert "random_schedules_per_s_per_core" not in figures and "load_average_end" not in figures
+    assert figures["notes"][0].startswith('interrupted by SIGTERM during "strategies: ')
+    assert err == ""
+
+
+def test_ctrl_c_keeps_the_rows_a_bench_printed_as_it_went(tmp_path: Path) -> None:
+    """A command of its own: the growth's first two rows come out while writes=6 is proved
+    (a walk the 60 s budget cuts), then SIGINT: exit 130 and those rows kept."""
+    command = [sys.executable, "-m", "raceproof", "bench", "--growth"]
+    process = subprocess.Popen(
+        [*command, "--knob", "writes=1,2,6", "--proof-budget", "60"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(4)]  # a title, a header, 2 rows
+        assert process.poll() is None, lines
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    text = "".join(lines) + out
+    assert _row(text, "1")[1:3] == ["ok", "yes"] and _row(text, "2")[1:3] == ["ok", "yes"]
+    assert not any(line.startswith("6 ") for line in text.splitlines()), text
+    assert 'bench interrupted by SIGINT during "writes=6: ' in text
+    assert "Traceback" not in err

@@ -14,6 +14,9 @@ seconds simulated per wall second on a timer-heavy workload.
 
 Each bench returns its figures as one dict (what ``--json`` prints) and says
 each step to ``progress`` as it starts; ``bench_tables`` renders the dict.
+A caller may hand that dict in (``into``): a step's figures enter it when the
+step ends, so when a step starts the ones before it are there to print, and a
+signal that stops the bench leaves the caller the figures of every step done.
 """
 
 from __future__ import annotations
@@ -120,11 +123,17 @@ def _rate(action: Callable[[], Any], count: int) -> float:
     return count / (time.perf_counter() - started)
 
 
-def run(quick: bool = False, progress: Progress = None, alternations: int = 5) -> dict[str, Any]:
+def run(
+    quick: bool = False,
+    progress: Progress = None,
+    alternations: int = 5,
+    into: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The kernel and strategy figures, each from ``alternations`` alternating rounds."""
     say = progress or (lambda _line: None)
     scale = 1 if quick else 5
-    result: dict[str, Any] = {"alternations": alternations, "load_average_start": load_average()}
+    result = {} if into is None else into
+    result.update(alternations=alternations, load_average_start=load_average())
 
     say(f"kernel: World against plain SimPy, {alternations} alternations")
     _kernel_figures(result, alternations, scale)
@@ -225,20 +234,22 @@ def search_figures(
     checker: str | None,
     seeds: int,
     progress: Progress = None,
+    into: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Per strategy over ``seeds`` seeds: how often, how fast, how short the violation found is."""
     say = progress or (lambda _line: None)
     scenario = get(scenario_name)
     runner = scenario.runner(variant, scenario.config, checker)
-    figures: dict[str, Any] = {
-        "scenario": scenario_name,
-        "variant": variant,
-        "checker": checker,
-        "seeds": seeds,
-        "budget_s": scenario.default_budget_s,
-        "max_examples": scenario.default_examples,
-        "strategies": {},
-    }
+    figures = {} if into is None else into
+    figures.update(
+        scenario=scenario_name,
+        variant=variant,
+        checker=checker,
+        seeds=seeds,
+        budget_s=scenario.default_budget_s,
+        max_examples=scenario.default_examples,
+        strategies={},
+    )
     say("virtual time: 100 random runs")
     started = time.perf_counter()
     virtual_ms = sum(runner(RandomSource(seed)).virtual_ms for seed in range(100))
@@ -271,11 +282,15 @@ def search_figures(
     return figures
 
 
-def proof_figures(scenario_name: str, progress: Progress = None) -> dict[str, Any]:
+def proof_figures(
+    scenario_name: str, progress: Progress = None, into: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Prove every variant of a scenario on its prove configuration: verdict, schedules, time."""
     say = progress or (lambda _line: None)
     scenario = get(scenario_name)
-    rows = {}
+    result = {} if into is None else into
+    rows: dict[str, Any] = {}
+    result.update(scenario=scenario_name, prove=rows)
     for variant in scenario.variants:
         say(f"prove {scenario_name} / {variant}")
         started = time.perf_counter()
@@ -288,7 +303,7 @@ def proof_figures(scenario_name: str, progress: Progress = None) -> dict[str, An
             "runs": report.runs,
             "seconds": round(seconds, 2),
         }
-    return {"scenario": scenario_name, "prove": rows}
+    return result
 
 
 def _timed_proof(
@@ -360,6 +375,7 @@ def proof_bench(
     progress: Progress = None,
     alternations: int = 5,
     variant_for: str | None = None,
+    into: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Per scenario, its first variant expected to hold (or ``variant_for``): the proof with
     and without the reduction, each on one and on two worker processes, alternated
@@ -368,12 +384,14 @@ def proof_bench(
     say = progress or (lambda _line: None)
     from raceproof.scenarios.catalogue import all_scenarios
 
-    result: dict[str, Any] = {
-        "budget_s_per_proof": budget_s,
-        "alternations": alternations,
-        "load_average_start": load_average(),
-    }
+    result = {} if into is None else into
     rows: dict[str, Any] = {}
+    result.update(
+        budget_s_per_proof=budget_s,
+        alternations=alternations,
+        load_average_start=load_average(),
+        proofs=rows,
+    )
     for scenario in all_scenarios():
         if names and scenario.name not in names:
             continue
@@ -384,7 +402,6 @@ def proof_bench(
             continue
         say(f"{scenario.name} / {variant}: reduced and full, -j 1 and -j 2, whole-object")
         rows[scenario.name] = _proof_row(scenario.name, variant, budget_s, alternations)
-    result["proofs"] = rows
     result["load_average_end"] = load_average()
     return result
 
@@ -470,12 +487,15 @@ def swarm_table(
     max_examples: int = 2000,
     progress: Progress = None,
     names: list[str] | None = None,
+    into: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Random against swarm on every variant expected to violate: examples to first violation."""
     say = progress or (lambda _line: None)
     from raceproof.scenarios.catalogue import all_scenarios
 
-    rows = []
+    result = {} if into is None else into
+    rows: list[dict[str, Any]] = []
+    result.update(seeds=seeds, max_examples=max_examples, swarm_table=rows)
     for scenario in all_scenarios():
         if names and scenario.name not in names:
             continue
@@ -489,7 +509,7 @@ def swarm_table(
                     scenario.name, variant, strategy, seeds, max_examples
                 )
             rows.append(row)
-    return {"seeds": seeds, "max_examples": max_examples, "swarm_table": rows}
+    return result
 
 
 GROWTH = ("coordinator-async-append", "block-event-loop", "writes", (1, 2, 3, 4, 5))
@@ -502,13 +522,22 @@ def growth(
     values: Sequence[int] = GROWTH[3],
     budget_s: float = 120.0,
     progress: Progress = None,
+    into: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The reduced proof as one size knob of the configuration grows, beside the full walk's
     estimate (Knuth's, 30 samples): where a proof stops fitting its budget."""
     say = progress or (lambda _line: None)
     scenario = get(scenario_name)
-    rows = []
-    started_load = load_average()
+    result = {} if into is None else into
+    rows: list[dict[str, Any]] = []
+    result.update(
+        scenario=scenario_name,
+        variant=variant,
+        knob=knob,
+        budget_s_per_proof=budget_s,
+        growth=rows,
+        load_average_start=load_average(),
+    )
     for value in values:
         say(f"{knob}={value}: the full walk's estimate, then the reduced proof")
         config = scenario.config_for("prove", {knob: value})
@@ -529,20 +558,23 @@ def growth(
             "full_walk_seconds_estimate": round(size.seconds, 1),
         }
         rows.append(row)
-    return {
-        "scenario": scenario_name,
-        "variant": variant,
-        "knob": knob,
-        "budget_s_per_proof": budget_s,
-        "growth": rows,
-        "load_average_start": started_load,
-        "load_average_end": load_average(),
-    }
+    result["load_average_end"] = load_average()
+    return result
 
 
-def check_plan(progress: Progress = None) -> dict[str, Any]:
+def _plan_figures(done: list[Any]) -> dict[str, Any]:
+    """The speedup the parts ``done`` allow on 2, 4, 8 and 16 workers (``parts.plan_figure``)."""
+    from raceproof.gate import parts
+
+    return {str(n): parts.plan_figure(done, n) for n in (2, 4, 8, 16)}
+
+
+def check_plan(progress: Progress = None, into: dict[str, Any] | None = None) -> dict[str, Any]:
     """``check``'s plan on the whole catalogue (ci profile), its parts and proof units run here
-    one by one: each one's CPU seconds, and the speedup the plan allows on 2-16 workers."""
+    one by one: each one's CPU seconds, and the speedup the plan allows on 2-16 workers.
+
+    Stopped by a signal, ``into`` holds the plan's figures over the parts done
+    (each figure counts its ``parts``)."""
     from raceproof.gate import expectations as gate
     from raceproof.gate import parts
     from raceproof.scenarios.catalogue import all_scenarios
@@ -550,24 +582,28 @@ def check_plan(progress: Progress = None) -> dict[str, Any]:
     say = progress or (lambda _line: None)
     profile = gate.PROFILES["ci"]
     plan = parts.parts_for(all_scenarios(), profile)
-    started_load = load_average()
+    result = {} if into is None else into
+    result["load_average_start"] = load_average()
     done: list[parts.PartResult] = []
     gate_plan = parts.GatePlan(plan, profile, None)
-    while (task := gate_plan.next()) is not None:  # as check -j 1 runs them
-        outcome = parts.run_task(task, profile, None)
-        finished = gate_plan.take(outcome) if isinstance(outcome, parts.UnitDone) else outcome
-        if finished is None:
-            continue
-        done.append(finished)
-        part = finished.part
-        say(
-            f"[{len(done)}/{len(plan)}] {part.scenario} / {part.variant} {part.kind} "
-            f"(part {part.index + 1}/{part.parts}"
-            + (f", {len(finished.units)} units" if finished.units else "")
-            + f"): {finished.cpu_seconds:.2f} CPU s"
-        )
-    return {
-        "check_plan": {str(n): parts.plan_figure(done, n) for n in (2, 4, 8, 16)},
-        "load_average_start": started_load,
-        "load_average_end": load_average(),
-    }
+    try:
+        while (task := gate_plan.next()) is not None:  # as check -j 1 runs them
+            outcome = parts.run_task(task, profile, None)
+            finished = gate_plan.take(outcome) if isinstance(outcome, parts.UnitDone) else outcome
+            if finished is None:
+                continue
+            done.append(finished)
+            part = finished.part
+            say(
+                f"[{len(done)}/{len(plan)}] {part.scenario} / {part.variant} {part.kind} "
+                f"(part {part.index + 1}/{part.parts}"
+                + (f", {len(finished.units)} units" if finished.units else "")
+                + f"): {finished.cpu_seconds:.2f} CPU s"
+            )
+    except BaseException:
+        if done:  # stopped by a signal: the plan's figures over the parts done
+            result["check_plan"] = _plan_figures(done)
+        raise
+    result["check_plan"] = _plan_figures(done)
+    result["load_average_end"] = load_average()
+    return result

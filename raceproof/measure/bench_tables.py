@@ -1,34 +1,44 @@
-"""``raceproof bench``'s figures as rich tables, apart from the code that measures them.
+"""``raceproof bench``'s figures as tables, printed as the steps that measure them end.
 
 ``bench`` measures (``raceproof.measure.bench``, ``spark_integration.campaign_bench``)
-and returns one dict per mode, which ``--json`` prints as it is; without
+into one dict per mode, which ``--json`` prints whole at the end; without
 ``--json`` the command renders that same dict here, one table per kind of
 figure, so what the text shows is what the JSON holds. Every figure is
 rendered from the dict: nothing is measured or computed again here, and the
 load average the bench recorded is each table's note.
+
+A bench takes minutes to hours and a signal may stop it, so the tables are not
+kept for the end: after each step ``Stream`` prints the rows the dict gained
+(a table's title and header before its first row, its note once the next table
+starts or the bench ends). The tables are plain columns laid out by
+``reports.terminal.columns_text``, as ``check``'s, ``compare``'s, ``spark-check``'s and
+``list``'s are: a table printed a row block at a time needs its column widths
+before its last row, which ``min_widths`` gives.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from rich import box
-from rich.console import Console, RenderableType
-from rich.table import Table
-from rich.text import Text
+from rich.cells import cell_len
 
-# The least width of a table printed into a file or a pipe (a CI log), where rich
-# would otherwise fold the wide tables into 80 columns.
-LOG_WIDTH_CHARS = 160
+from raceproof.reports.terminal import columns_text
+from raceproof.sim.verdicts import Verdict
+
+# The width of a verdict column: its longest word.
+_VERDICT_WIDTH_CHARS = max(len(verdict) for verdict in Verdict)
+# The least width of a figure column, so the rows of a table printed a step at a time line up.
+FIGURE_WIDTH_CHARS = 9
 
 
-def console() -> Console:
-    """Standard output for the tables: the terminal's width, or ``LOG_WIDTH_CHARS`` elsewhere."""
-    out = Console(highlight=False)
-    if not out.is_terminal:
-        out.width = max(out.width, LOG_WIDTH_CHARS)
-    return out
+def label_widths() -> tuple[int, int]:
+    """The longest "scenario / variant" and the longest variant of the scenarios loaded: a
+    column of them is that wide before its first row comes, so its rows line up."""
+    from raceproof.scenarios.catalogue import all_scenarios
+
+    pairs = [(s.name, v) for s in all_scenarios() for v in s.variants]
+    return max(len(f"{n} / {v}") for n, v in pairs), max(len(v) for _n, v in pairs)
 
 
 def number(value: Any, digits: int = 0) -> str:
@@ -47,79 +57,176 @@ def span(pair: Sequence[Any] | None, digits: int = 2) -> str:
     return f"{number(pair[0], digits)}-{number(pair[1], digits)}"
 
 
-class FigureTable(Table):
-    """A table of figures and the note printed below it (the load average, the budget).
+class FigureTable:
+    """A table of figures: a title, a header, rows of text, and a note printed below it.
 
-    Not a rich note: a note is folded to the table's width, a note keeps its line.
+    The first column and those named in ``words`` hold text (left-aligned), the
+    others figures (right-aligned). ``widths`` are the columns' least widths
+    (``FIGURE_WIDTH_CHARS`` for a figure's), so the rows printed a step at a time
+    line up. ``at_end``: its rows come with another table's, step by step, so it is
+    printed whole when the bench ends.
     """
 
     def __init__(
-        self, title: str, *, note: str | None, columns: Sequence[str], words: Sequence[str] = ()
+        self,
+        title: str,
+        *,
+        note: str | None,
+        columns: Sequence[str],
+        words: Sequence[str] = (),
+        widths: Sequence[int] = (),
+        at_end: bool = False,
     ) -> None:
-        """The first column and those named in ``words`` hold text (left), the others figures."""
-        super().__init__(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-        self.note = note
-        for index, column in enumerate(columns):
-            text = index == 0 or column in words
-            self.add_column(column, justify="left" if text else "right")
+        self.title, self.note, self.at_end = title, note, at_end
+        self.columns = tuple(columns)
+        self.right = tuple(i for i, c in enumerate(columns) if i and c not in words)
+        least = [*widths, *[0] * (len(columns) - len(widths))]
+        self.widths = [
+            max(least[i], cell_len(c), FIGURE_WIDTH_CHARS if i in self.right else 0)
+            for i, c in enumerate(columns)
+        ]
+        self.rows: list[tuple[str, ...]] = []
 
-    def shown(self) -> list[RenderableType]:
-        """The table, then its note as plain text."""
-        return [self] if self.note is None else [self, Text(self.note)]
+    def add_row(self, *cells: str) -> None:
+        self.rows.append(tuple(cells))
+
+    def lines(self, rows: Sequence[Sequence[str]], widths: Sequence[int]) -> list[str]:
+        """``rows`` laid out in columns of at least ``widths``."""
+        if not rows:
+            return []
+        return columns_text(rows, min_widths=widths, right=self.right).splitlines()
+
+    def text(self) -> str:
+        """The whole table: its title, header and rows, and its note."""
+        lines = [self.title, *self.lines([self.columns, *self.rows], self.widths)]
+        return "\n".join(lines + ([self.note] if self.note else []))
+
+
+class Stream:
+    """A bench's tables printed as its figures come: after each step, the rows it added.
+
+    ``tables`` renders the dict of figures (as much of it as the steps done so
+    far filled); ``show`` prints the rows not printed yet, ``end`` the rest: the
+    last table's note and the tables printed whole at the end (``at_end``).
+    Rows are only ever added below (a step adds rows; none changes one printed).
+    """
+
+    def __init__(
+        self,
+        tables: Callable[[dict[str, Any]], list[FigureTable]],
+        write: Callable[[str], None],
+    ) -> None:
+        self.tables, self.write = tables, write
+        self.printed: dict[int, int] = {}  # a table's index -> its rows printed
+        self.widths: list[int] = []  # those of the table printed now
+        self.current: int | None = None  # the table printed now (its note still to come)
+
+    def show(self, figures: dict[str, Any]) -> None:
+        """Print the rows of ``figures`` not printed yet (an ``at_end`` table's wait)."""
+        tables = self.tables(figures) if figures else []  # no step has begun
+        for index, table in enumerate(tables):
+            if table.at_end or (self.current is not None and index < self.current):
+                continue
+            fresh = table.rows[self.printed.get(index, 0) :]
+            if not fresh:
+                continue
+            if index != self.current:  # a table starts: the one before it is done
+                self._close(tables)
+                self.current = index
+                self.widths = list(table.widths)
+            self.widths = [
+                max(w, *(cell_len(row[i]) for row in fresh)) for i, w in enumerate(self.widths)
+            ]
+            lines = table.lines(fresh, self.widths)
+            if index not in self.printed:
+                lines = [table.title, *table.lines([table.columns], self.widths), *lines]
+                self._gap()
+            # Counted before written: a signal in the middle cuts a row short, never prints it twice.
+            self.printed[index] = len(table.rows)
+            self._say(lines)
+
+    def end(self, figures: dict[str, Any], *, complete: bool) -> None:
+        """The rest once the bench ends: new rows, the last note, the ``at_end`` tables.
+
+        An incomplete bench (a signal stopped it) prints no table it has no row of.
+        """
+        self.show(figures)
+        tables = self.tables(figures) if figures else []
+        self._close(tables)
+        for index, table in enumerate(tables):
+            if index not in self.printed and (table.rows or complete):
+                self._gap()
+                self._say(table.text().splitlines())
+                self.printed[index] = len(table.rows)
+
+    def _close(self, tables: list[FigureTable]) -> None:
+        if self.current is not None and tables[self.current].note:
+            self._say([str(tables[self.current].note)])
+        self.current = None
+
+    def _gap(self) -> None:
+        if self.printed:
+            self.write("")
+
+    def _say(self, lines: list[str]) -> None:
+        for line in lines:
+            self.write(line)
 
 
 def load_note(result: dict[str, Any], alternations: int | None = None) -> str:
     """The load average at start and end (the machine is shared), and the alternations."""
-    text = (
-        f"load average (1, 5, 15 min): {result.get('load_average_start')} at start, "
-        f"{result.get('load_average_end')} at end"
-    )
+    text = f"load average (1, 5, 15 min): {result.get('load_average_start')} at start"
+    if "load_average_end" in result:  # not when a signal stopped the bench
+        text += f", {result['load_average_end']} at end"
     return text + (f"; medians over {alternations} alternations" if alternations else "")
+
+
+# The kernel table's first column: its longest label.
+_KERNEL_LABEL_WIDTH_CHARS = len("random strategy: schedules/s, one core")
 
 
 def kernel_tables(result: dict[str, Any]) -> list[FigureTable]:
     """``bench`` (``--quick``): the kernel against SimPy, the strategies, virtual time."""
-    kernel = result["kernel"]
     table = FigureTable(
         "bench: medians and ranges over alternating rounds",
         note=load_note(result, result["alternations"]),
-        columns=(
-            "figure",
-            "median",
-            "range",
-            "workload",
-        ),
+        columns=("figure", "median", "range", "workload"),
         words=("workload",),
+        widths=(_KERNEL_LABEL_WIDTH_CHARS, 9, 13),
     )
-    table.add_row(
-        "World events per CPU s", number(kernel["world_events_per_s"]), "", kernel["workload"]
-    )
-    table.add_row(
-        "plain SimPy events per CPU s",
-        number(kernel["simpy_events_per_s"]),
-        "",
-        f"the same, {number(kernel['simpy_events'])} events",
-    )
-    for label, key in (("World / SimPy, CPU time", ""), ("World / SimPy, wall clock", "_wall")):
+    if "kernel" in result:
+        kernel = result["kernel"]
         table.add_row(
-            label,
-            number(kernel[f"world_over_simpy{key}"], 2),
-            span(kernel[f"world_over_simpy{key}_range"]),
-            f"{number(kernel['events'])} events",
+            "World events per CPU s", number(kernel["world_events_per_s"]), "", kernel["workload"]
         )
+        table.add_row(
+            "plain SimPy events per CPU s",
+            number(kernel["simpy_events_per_s"]),
+            "",
+            f"the same, {number(kernel['simpy_events'])} events",
+        )
+        for label, key in (("World / SimPy, CPU time", ""), ("World / SimPy, wall clock", "_wall")):
+            table.add_row(
+                label,
+                number(kernel[f"world_over_simpy{key}"], 2),
+                span(kernel[f"world_over_simpy{key}_range"]),
+                f"{number(kernel['events'])} events",
+            )
     for label, key in (
         ("random strategy: schedules/s, one core", "random_schedules_per_s_per_core"),
         ("hypothesis strategy: examples/s", "hypothesis_examples_per_s"),
     ):
+        if key in result:
+            table.add_row(
+                label, number(result[key]), span(result[f"{key}_range"], 0), "lost-update/fix-cas"
+            )
+    if "virtual_s_per_wall_s" in result:
         table.add_row(
-            label, number(result[key]), span(result[f"{key}_range"], 0), "lost-update/fix-cas"
+            "virtual s per wall s",
+            number(result["virtual_s_per_wall_s"]),
+            span(result["virtual_s_per_wall_s_range"], 0),
+            result["virtual_workload"],
         )
-    table.add_row(
-        "virtual s per wall s",
-        number(result["virtual_s_per_wall_s"]),
-        span(result["virtual_s_per_wall_s_range"], 0),
-        result["virtual_workload"],
-    )
     return [table]
 
 
@@ -132,7 +239,7 @@ def search_tables(result: dict[str, Any]) -> list[FigureTable]:
     )
     note = (
         f"budget {result['budget_s']} s or {number(result['max_examples'])} examples per run; "
-        f"{number(result['virtual_s_per_wall_s'])} virtual s per wall s (100 random runs)"
+        f"{number(result.get('virtual_s_per_wall_s'))} virtual s per wall s (100 random runs)"
     )
     strategies = FigureTable(
         title,
@@ -148,6 +255,7 @@ def search_tables(result: dict[str, Any]) -> list[FigureTable]:
             "shrunk ops median",
             "shrunk ops max",
         ),
+        widths=(len("hypothesis"), 5, 9, 9, 9, 9),
     )
     for strategy, row in result["strategies"].items():
         strategies.add_row(
@@ -181,6 +289,7 @@ def prove_table(scenario: str, rows: dict[str, Any]) -> FigureTable:
             "s",
         ),
         words=("verdict", "complete"),
+        widths=(label_widths()[1], _VERDICT_WIDTH_CHARS),
     )
     for variant, row in rows.items():
         table.add_row(
@@ -229,6 +338,7 @@ def proofs_tables(result: dict[str, Any]) -> list[FigureTable]:
             "tracked",
         ),
         words=("tracked",),
+        widths=(label_widths()[0], 13, 9, 13, 9, 24, 11, 18),
     )
     workers = FigureTable(
         "proofs: -j 2 against -j 1, and what the -j 2 plan allows on 16 workers",
@@ -243,6 +353,8 @@ def proofs_tables(result: dict[str, Any]) -> list[FigureTable]:
             "allows on 16",
         ),
         words=("counts",),
+        widths=(label_widths()[0],),
+        at_end=True,  # its row of a scenario comes with the table above's: printed after it
     )
     for scenario, row in result["proofs"].items():
         name = f"{scenario} / {row['variant']}"
@@ -288,6 +400,7 @@ def swarm_tables(result: dict[str, Any]) -> list[FigureTable]:
             "median",
             "max",
         ),
+        widths=(label_widths()[0],),
     )
     for row in result["swarm_table"]:
         cells = []
@@ -320,6 +433,7 @@ def growth_tables(result: dict[str, Any]) -> list[FigureTable]:
             "full walk ~s",
         ),
         words=("verdict", "complete"),
+        widths=(0, _VERDICT_WIDTH_CHARS, len("NO: budget spent")),
     )
     for row in result["growth"]:
         table.add_row(
@@ -350,7 +464,7 @@ def check_plan_tables(result: dict[str, Any]) -> list[FigureTable]:
         ),
         words=("longest part",),
     )
-    for workers, figure in result["check_plan"].items():
+    for workers, figure in result.get("check_plan", {}).items():
         longest = figure["longest_part"]
         table.add_row(
             workers,
@@ -367,34 +481,40 @@ def check_plan_tables(result: dict[str, Any]) -> list[FigureTable]:
 
 def campaign_tables(result: dict[str, Any]) -> list[FigureTable]:
     """``bench --campaign``: cells per second in this process and on local[1] and local[2]."""
+    after = f", {result['load_after']} after" if "load_after" in result else ""
     table = FigureTable(
         "campaign bench: cells per second",
         note=f"{result['cells']} cells ({result['grid']}) on {result['cpus']} CPUs; load average "
-        f"(1 / 5 min): {result['load_before']} before, {result['load_after']} after",
-        columns=(
-            "how",
-            "cells/s",
-        ),
+        f"(1 / 5 min): {result['load_before']} before{after}",
+        columns=("how", "cells/s"),
+        widths=(len("overhead per cell, local[1] against in-process (ms)"),),
     )
     for how in ("in_process", "local[1]", "local[2]"):
-        table.add_row(how.replace("_", "-"), number(result[f"{how}_cells_per_s"], 2))
-    table.add_row("local[2] / local[1]", f"x{number(result['scaling_local2_over_local1'], 2)}")
-    table.add_row(
-        "overhead per cell, local[1] against in-process (ms)",
-        f"{result['overhead_ms_per_cell_local1_vs_in_process']:+,.1f}",
-    )
+        if f"{how}_cells_per_s" in result:
+            table.add_row(how.replace("_", "-"), number(result[f"{how}_cells_per_s"], 2))
+    if "scaling_local2_over_local1" in result:
+        table.add_row("local[2] / local[1]", f"x{number(result['scaling_local2_over_local1'], 2)}")
+        table.add_row(
+            "overhead per cell, local[1] against in-process (ms)",
+            f"{result['overhead_ms_per_cell_local1_vs_in_process']:+,.1f}",
+        )
     return [table]
 
 
 def cluster_tables(result: dict[str, Any]) -> list[FigureTable]:
     """``bench --cluster``: one proof in rounds on 1 and on 2 standalone workers."""
+    if "in_process_s" not in result:  # its first step gives the proof's figures
+        return []
     allowed, rounds = result["speedup_allowed"], result["rounds_speedup_allowed"]
+    note = (
+        f"the proof: {result['verdict']}, {number(result['schedules'])} schedules, "
+        f"{result['rounds']} rounds of {result['units']} units on {result['cpus']} CPUs; "
+    )
+    if "speedup_1_to_2_workers" in result:
+        note += f"1 -> 2 workers: x{number(result['speedup_1_to_2_workers'], 2)}; "
     table = FigureTable(
         f"cluster bench: campaign --prove {result['proof']}",
-        note=f"the proof: {result['verdict']}, {number(result['schedules'])} schedules, "
-        f"{result['rounds']} rounds of {result['units']} units on {result['cpus']} CPUs; "
-        f"1 -> 2 workers: x{number(result['speedup_1_to_2_workers'], 2)}; the units allow "
-        f"x{allowed['2']} on 2 workers, the rounds x{rounds['2']}",
+        note=note + f"the units allow x{allowed['2']} on 2 workers, the rounds x{rounds['2']}",
         columns=(
             "where",
             "s (median)",
@@ -404,9 +524,12 @@ def cluster_tables(result: dict[str, Any]) -> list[FigureTable]:
             "every row the in-process row",
         ),
         words=("load before", "load after", "every row the in-process row"),
+        widths=(len("in this process"), 10, len("10.00, 10.00, 10.00"), 11, 11),
     )
     table.add_row("in this process", number(result["in_process_s"], 2), "", "", "", "")
     for workers in (1, 2):
+        if f"workers_{workers}" not in result:
+            continue
         figures = result[f"workers_{workers}"]
         table.add_row(
             f"{workers} worker(s)",
@@ -417,3 +540,16 @@ def cluster_tables(result: dict[str, Any]) -> list[FigureTable]:
             "yes" if figures["same_row_as_in_process"] else "NO",
         )
     return [table]
+
+
+# Each mode of ``bench`` and its tables.
+TABLES: dict[str, Callable[[dict[str, Any]], list[FigureTable]]] = {
+    "campaign": campaign_tables,
+    "cluster": cluster_tables,
+    "swarm_table": swarm_tables,
+    "check_plan": check_plan_tables,
+    "growth": growth_tables,
+    "proofs": proofs_tables,
+    "scenario": search_tables,
+    "kernel": kernel_tables,
+}

@@ -1,11 +1,20 @@
-"""``raceproof bench``: the performance figures, printed, never asserted."""
+"""``raceproof bench``: the performance figures, printed, never asserted.
+
+Parse (which bench) -> run_bench (the bench's dict, filled a step at a time; the
+tables' rows of each step printed as the next starts) -> render (the rest, or
+``--json``'s one document). A signal keeps the figures of the steps that ended:
+printed as text or JSON with ``"interrupted"``, exit 130 or 143, as ``check``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import signal
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from raceproof.cli import signals
 from raceproof.cli.commands.common import (
     StatusLine,
     add_command,
@@ -15,6 +24,10 @@ from raceproof.cli.commands.common import (
 )
 from raceproof.cli.validation import int_in, non_empty, positive_seconds
 from raceproof.runs import runner
+from raceproof.sim.errors import Signalled
+
+if TYPE_CHECKING:
+    from raceproof.measure import bench_tables
 
 # The modes of ``bench`` (each "instead" of the others): two at once mean nothing.
 _MODES = ("campaign", "cluster", "swarm_table", "proofs")
@@ -34,18 +47,84 @@ def _knob(text: str) -> str:
     return text
 
 
+@dataclass
+class BenchRun:
+    """What a bench measured: every step's figures, or those of the steps a signal left done."""
+
+    figures: dict[str, Any]
+    interrupted: Signalled | None = None
+    step: str | None = None  # the last step said: under way, or (--check-plan) the last done
+    step_ended: bool = False  # --check-plan says each part as it ends
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Parse (which bench), run it with a status line, render its figures (tables or JSON)."""
+    """Parse (which bench), run it (its tables printed a step at a time), render the end."""
+    from raceproof.measure import bench_tables
+
     refuse_contradictions(args, CONTRADICTIONS)
     mode = _mode(args)
+    stream = None if args.json else bench_tables.Stream(bench_tables.TABLES[mode], _line)
+    return render(args, stream, run_bench(args, mode, stream))
+
+
+def _line(text: str) -> None:
+    print(text, flush=True)  # each row as it comes, into a pipe or a file too
+
+
+def run_bench(args: argparse.Namespace, mode: str, stream: bench_tables.Stream | None) -> BenchRun:
+    """Run the bench ``mode``; as each step starts, the rows of the one before are printed.
+
+    A signal stops it: the figures of the steps done are kept (a step's figures
+    enter the dict when it ends), the step under way is named.
+    """
     # check --check-plan reports each part as it ends; the others say each step as it starts
-    with StatusLine("bench", not args.json, says_start=mode != "check_plan") as status:
-        figures = run(args, mode, status)
-    if args.json:
-        print_json(figures)
+    ran = BenchRun(figures={}, step_ended=mode == "check_plan")
+    with StatusLine("bench", not args.json, says_start=not ran.step_ended) as status:
+
+        def step(text: str) -> None:
+            ran.step = text
+            if stream is not None:
+                with status.paused():
+                    stream.show(ran.figures)
+            status(text)
+
+        try:
+            run(args, mode, step, ran.figures)
+        except Signalled as exc:  # a KeyboardInterrupt of no signal is no interrupt: let it go
+            ran.interrupted = exc
+    return ran
+
+
+def render(args: argparse.Namespace, stream: bench_tables.Stream | None, ran: BenchRun) -> int:
+    """The figures: the tables' last rows and notes (or ``--json``'s one document); an
+    interrupted bench says so and exits 130 or 143."""
+    if ran.interrupted is None:
+        if stream is None:
+            print_json(ran.figures)
+        else:
+            stream.end(ran.figures, complete=True)
+        return runner.EXIT_OK
+    name, code = _signal(ran.interrupted)
+    where = f' {"after" if ran.step_ended else "during"} "{ran.step}"' if ran.step else ""
+    note = f"interrupted by {name}{where}: the figures are those of the steps ended before it"
+    if stream is None:
+        print_json(ran.figures | {"interrupted": name, "notes": [note]})
     else:
-        render(mode, figures)
-    return runner.EXIT_OK
+        stream.end(ran.figures, complete=False)
+        print(f"\nbench {note}")
+    return code
+
+
+def _signal(exc: Signalled) -> tuple[str, int]:
+    """The signal's name and the exit code, 128 + its number.
+
+    Besides the handler's ``Interrupted``, the campaign bench raises a ``Signalled``
+    named after the signal its campaign stopped for (``spark_integration.campaign_bench``).
+    """
+    if isinstance(exc, signals.Interrupted):
+        return exc.name, exc.exit_code
+    name = str(exc) if str(exc) in ("SIGINT", "SIGTERM") else "SIGINT"
+    return name, 128 + signal.Signals[name]
 
 
 def _mode(args: argparse.Namespace) -> str:
@@ -56,8 +135,11 @@ def _mode(args: argparse.Namespace) -> str:
     return "scenario" if args.scenario else "kernel"
 
 
-def run(args: argparse.Namespace, mode: str, say: Callable[[str], None]) -> dict[str, Any]:
-    """The figures of the bench ``mode``, each step said to ``say`` as it goes."""
+def run(
+    args: argparse.Namespace, mode: str, say: Callable[[str], None], into: dict[str, Any]
+) -> dict[str, Any]:
+    """The figures of the bench ``mode``, filled into ``into`` as each step ends, each step said
+    to ``say`` as it starts."""
     from raceproof.measure import bench
 
     names = [args.scenario] if args.scenario else None
@@ -66,15 +148,15 @@ def run(args: argparse.Namespace, mode: str, say: Callable[[str], None]) -> dict
     if mode == "campaign":
         from raceproof.spark_integration import campaign_bench
 
-        return campaign_bench.figures(progress=say)
+        return campaign_bench.figures(progress=say, into=into)
     if mode == "cluster":
-        return _cluster(args, say)
+        return _cluster(args, say, into)
     if mode == "swarm_table":
-        return bench.swarm_table(args.seeds, progress=say, names=names)
+        return bench.swarm_table(args.seeds, progress=say, names=names, into=into)
     if mode == "check_plan":
-        return bench.check_plan(say)
+        return bench.check_plan(say, into)
     if mode == "growth":
-        return _growth(args, bench, say)
+        return _growth(args, bench, say, into)
     if mode == "proofs":
         return bench.proof_bench(
             names,
@@ -82,37 +164,24 @@ def run(args: argparse.Namespace, mode: str, say: Callable[[str], None]) -> dict
             progress=say,
             alternations=args.alternations,
             variant_for=args.variant if names else None,
+            into=into,
         )
     if mode == "scenario":
         scenario, variant = scenario_and_variant(args)
         scenario.checkers_named(args.checker)
-        result = bench.search_figures(
-            scenario.name, variant, checker=args.checker, seeds=args.seeds, progress=say
+        bench.search_figures(
+            scenario.name,
+            variant,
+            checker=args.checker,
+            seeds=args.seeds,
+            progress=say,
+            into=into,
         )
-        return result | bench.proof_figures(scenario.name, say)
-    return bench.run(quick=args.quick, progress=say, alternations=args.alternations)
+        return bench.proof_figures(scenario.name, say, into)
+    return bench.run(quick=args.quick, progress=say, alternations=args.alternations, into=into)
 
 
-def render(mode: str, figures: dict[str, Any]) -> None:
-    """The figures of the bench ``mode`` as tables (``--json`` prints the same dict whole)."""
-    from raceproof.measure import bench_tables
-
-    tables = {
-        "campaign": bench_tables.campaign_tables,
-        "cluster": bench_tables.cluster_tables,
-        "swarm_table": bench_tables.swarm_tables,
-        "check_plan": bench_tables.check_plan_tables,
-        "growth": bench_tables.growth_tables,
-        "proofs": bench_tables.proofs_tables,
-        "scenario": bench_tables.search_tables,
-        "kernel": bench_tables.kernel_tables,
-    }[mode]
-    out = bench_tables.console()
-    for table in tables(figures):
-        out.print(*table.shown())
-
-
-def _cluster(args: argparse.Namespace, say: Any) -> dict[str, Any]:
+def _cluster(args: argparse.Namespace, say: Any, into: dict[str, Any]) -> dict[str, Any]:
     """``bench --cluster``: a proof in rounds on a standalone cluster of 1, then 2 workers."""
     from raceproof.spark_integration import campaign_bench
 
@@ -124,11 +193,11 @@ def _cluster(args: argparse.Namespace, say: Any) -> dict[str, Any]:
         scenario, variant = scenario_and_variant(chosen)  # an unknown name is a usage error
         scenario_name = scenario.name
     return campaign_bench.cluster_figures(
-        scenario_name, variant, repeats=args.alternations, progress=say
+        scenario_name, variant, repeats=args.alternations, progress=say, into=into
     )
 
 
-def _growth(args: argparse.Namespace, bench: Any, say: Any) -> dict[str, Any]:
+def _growth(args: argparse.Namespace, bench: Any, say: Any, into: dict[str, Any]) -> dict[str, Any]:
     """``bench --growth``: the scenario's proof as a size knob of its configuration grows."""
     scenario_name, variant, knob, values = bench.GROWTH
     if args.scenario:
@@ -144,6 +213,7 @@ def _growth(args: argparse.Namespace, bench: Any, say: Any) -> dict[str, Any]:
         values=values,
         budget_s=args.proof_budget,
         progress=say,
+        into=into,
     )
 
 

@@ -8,10 +8,11 @@ assembles them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from raceproof.cli import signals
@@ -206,6 +207,23 @@ class Progress:
             self._live.stop()
             self._live = None
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The line off while the block prints to stdout, then back.
+
+        While it shows, rich sends whatever is printed to stdout through the line's
+        own console, stderr: a table printed then would leave a piped stdout.
+        """
+        live = self._live
+        if live is None:
+            yield
+            return
+        live.stop()
+        try:
+            yield
+        finally:
+            live.start()
+
 
 class StatusLine:
     """What a long command is doing, for the commands that report steps (check, campaign, spark-check).
@@ -237,6 +255,10 @@ class StatusLine:
 
     def done(self) -> None:
         self.progress.done()
+
+    def paused(self) -> contextlib.AbstractContextManager[None]:
+        """The line off while the block prints to stdout (``Progress.paused``)."""
+        return self.progress.paused()
 
     def __enter__(self) -> StatusLine:
         return self
