@@ -12,8 +12,8 @@ piped, the same text without escapes.
 The commands' other terminal text comes from here too, so each kind of line
 is drawn in one place: :func:`verdict_line` (a checker's verdict under a
 timeline: ``check``'s counterexample, ``explore``/``repro``, a real backend's
-run) and :func:`columns_text` (the tables of ``check``, ``spark-check`` and
-``compare``), laid out by rich rather than padded by hand.
+run) and :func:`columns_text` (the tables of ``check``, ``spark-check``,
+``compare``, ``list`` and ``bench``: one style), laid out by rich rather than padded by hand.
 """
 
 from __future__ import annotations
