@@ -183,7 +183,7 @@ def test_foreach_batchs_function_fails_the_batch_whatever_the_sink_leaves_by(
 
     sandbox = Sandbox()
     try:
-        job = PipelineJob(None, sandbox, Recorder(), Leaving())
+        job = PipelineJob(spark=None, sandbox=sandbox, recorder=Recorder(), pipeline=Leaving())
         message = f"the pipeline's sink(batch, 3) raised {named}"
         with pytest.raises(RuntimeError, match=re.escape(message)):
             job._sink(_Batch(), 3)
