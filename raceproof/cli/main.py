@@ -8,7 +8,9 @@ checker raised (verdict ``error``, with the user's own frames), 70 a bug in
 raceproof itself (any exception of raceproof's own, ``BaseException``s such as
 a stray Hypothesis ``StopTest`` included) (the message says so, with the version and the command),
 130 / 143 stopped by a real SIGINT / SIGTERM (clean-up done, the result so far
-printed); a ``KeyboardInterrupt`` or ``sys.exit()`` of the user's code is theirs
+printed), even a command that finished its work after the signal (its
+``Interrupted`` lost in a finalizer): one line on stderr, no second ``--json``
+document; a ``KeyboardInterrupt`` or ``sys.exit()`` of the user's code is theirs
 (``error``, exit 4; bad input, exit 2, while their project loads), never 130 or
 an exit code of its choosing. No traceback reaches a user except for a bug in raceproof. Every
 command takes ``--json`` for one machine-readable object on stdout; human
@@ -29,7 +31,12 @@ from typing import NoReturn
 
 from raceproof.cli import signals
 from raceproof.cli.commands import COMMANDS
-from raceproof.cli.commands.common import UsageError, print_json, require_extras
+from raceproof.cli.commands.common import (
+    UsageError,
+    documents_printed,
+    print_json,
+    require_extras,
+)
 from raceproof.cli.validation import BadInput
 from raceproof.runs import runner
 from raceproof.scenarios import discovery
@@ -69,8 +76,18 @@ class Parser(argparse.ArgumentParser):
 _JSON_WANTED = [False]
 
 
-def _report_error(message: str, prog: str = "raceproof", **extra: object) -> None:
-    if _JSON_WANTED[0]:
+def _report_error(
+    message: str, prog: str = "raceproof", *, document: bool = True, **extra: object
+) -> None:
+    """The one line on stderr, and with ``--json`` (unless ``document`` is false) its object.
+
+    After a real signal the object says ``"interrupted"`` whatever the error: the
+    exit code will be 130 / 143.
+    """
+    if _JSON_WANTED[0] and document:
+        received = signals.received()
+        if received and "interrupted" not in extra:
+            extra["interrupted"] = signals.Interrupted(received[0]).name
         print_json({"error": message, "verdict": None, **extra})
     print(f"{prog}: error: {message}", file=sys.stderr)
 
@@ -102,42 +119,69 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     _JSON_WANTED[0] = "--json" in words
+    printed_before = documents_printed()
     with signals.interruptible() as signalled:
+        code = _run(words, signalled.received)
+        return _a_signal_is_never_a_pass(code, signalled.received, printed_before)
+
+
+def _a_signal_is_never_a_pass(code: int, received: list[int], printed_before: int) -> int:
+    """A command that received SIGINT / SIGTERM exits 130 / 143, whatever it returned.
+
+    Its ``Interrupted`` may never have reached it (raised inside a finalizer, where
+    Python swallows it): the command then ran on and returned its own exit, maybe
+    0. That exit is not the verdict: the signal's is, with the usual line on stderr;
+    a ``--json`` document already printed stays the only one on stdout.
+    """
+    if not received or code in {128 + signum for signum in received}:
+        return code
+    interrupted = signals.Interrupted(received[0])
+    _report_error(
+        f"interrupted by {interrupted.name} while the command ran: "
+        "what it printed is not a verdict",
+        document=documents_printed() == printed_before,
+        interrupted=interrupted.name,
+    )
+    return interrupted.exit_code
+
+
+def _run(words: list[str], received: list[int]) -> int:
+    """Parse, load and run the command; every failure mapped to its exit code."""
+    try:
         try:
-            try:
-                args = build_parser().parse_args(words)
-            except SystemExit as done:  # usage errors (said in one line), --help, --version
-                return done.code if isinstance(done.code, int) else runner.EXIT_USAGE
-            require_extras(args)
-            discovery.ensure_loaded([*args.top_scenarios, *(args.scenarios or [])])
-            code: int = args.handler(args)
-            return code
-        except BAD_INPUT as exc:
-            _report_error(str(exc))
-            return runner.EXIT_USAGE
-        except signals.Interrupted as exc:  # a real signal outside a search's own handling
-            name = signals.signal_name(exc)
-            _report_error(f"interrupted by {name}", interrupted=name)
-            return signals.exit_code_for(exc)
-        except BrokenPipeError:
-            # The reader went away (`raceproof list | head`): nothing more to say to it.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
-            return 128 + 13
-        except OSError as exc:
-            # The last net under ``raceproof.sim.user_files``: a path the system refused that
-            # no command checked first is still the user's path, said in one line.
-            if exc.errno not in PATH_ERRNOS or exc.filename is None:
-                return _internal_error(exc, words, signalled.received)
-            _report_error(f"{user_files.shown(exc.filename)}: {user_files.reason(exc)}")
-            return runner.EXIT_USAGE
-        except BaseException as exc:  # StopTest and the like: a bug in raceproof
-            # Neither a user's sys.exit() nor a KeyboardInterrupt their code raised gets
-            # this far (the kernel, the loader and the pipeline runner make them the
-            # user's error); one that does slipped past raceproof: a bug, never an exit
-            # code the user's code chose, nor 130 without a signal.
-            return _internal_error(exc, words, signalled.received)
+            args = build_parser().parse_args(words)
+        except SystemExit as done:  # usage errors (said in one line), --help, --version
+            return done.code if isinstance(done.code, int) else runner.EXIT_USAGE
+        require_extras(args)
+        discovery.ensure_loaded([*args.top_scenarios, *(args.scenarios or [])])
+        code: int = args.handler(args)
+        return code
+    except BAD_INPUT as exc:
+        _report_error(str(exc))
+        return runner.EXIT_USAGE
+    except signals.Interrupted as exc:  # a real signal outside a search's own handling
+        name = signals.signal_name(exc)
+        _report_error(f"interrupted by {name}", interrupted=name)
+        return signals.exit_code_for(exc)
+    except BrokenPipeError:
+        # The reader went away (`raceproof list | head`): nothing more to say to it.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 128 + 13
+    except OSError as exc:
+        # The last net under ``raceproof.sim.user_files``: a path the system refused that
+        # no command checked first is still the user's path, said in one line.
+        if exc.errno not in PATH_ERRNOS or exc.filename is None:
+            return _internal_error(exc, words, received)
+        _report_error(f"{user_files.shown(exc.filename)}: {user_files.reason(exc)}")
+        return runner.EXIT_USAGE
+    except BaseException as exc:  # StopTest and the like: a bug in raceproof
+        # Neither a user's sys.exit() nor a KeyboardInterrupt their code raised gets
+        # this far (the kernel, the loader and the pipeline runner make them the
+        # user's error); one that does slipped past raceproof: a bug, never an exit
+        # code the user's code chose, nor 130 without a signal.
+        return _internal_error(exc, words, received)
 
 
 def _internal_error(exc: BaseException, words: list[str], received: list[int]) -> int:

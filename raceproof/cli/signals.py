@@ -17,6 +17,14 @@ handler for both signals:
    finishes;
 3. a third forces the exit: every registered child process is killed
    (``raceproof.runs.processes``) and the process exits at once.
+
+A signal is never a pass. Its ``Interrupted`` can be lost: a handler that runs
+inside a finalizer (py4j collects every ``JavaObject`` by a weakref callback
+that calls the JVM) raises it where Python only prints "Exception ignored in",
+and the command runs on. So the state remembers every signal received
+(``received()``): a ``--json`` document that does not say ``"interrupted"`` is
+not printed after one (``raise_if_received()`` raises it again there), and the
+command line exits 128 + signal whatever the command returned.
 """
 
 from __future__ import annotations
@@ -88,6 +96,27 @@ def _quiet(state: _State) -> None:
         logger.setLevel(logging.CRITICAL + 1)
 
 
+# The state of each ``interruptible()`` block now open in the main thread, innermost last.
+_OPEN: list[_State] = []
+
+
+def received() -> tuple[int, ...]:
+    """The real signals the innermost open ``interruptible()`` block has received, in order."""
+    return tuple(_OPEN[-1].received) if _OPEN else ()
+
+
+def raise_if_received() -> None:
+    """Raise ``Interrupted`` again for a signal received earlier, if there was one.
+
+    For the moment before a result is said: a signal whose first ``Interrupted``
+    reached the command was handled on its interrupted path, which does not come
+    here; one that did not (swallowed in a finalizer) stops the command now.
+    """
+    signals = received()
+    if signals:
+        raise Interrupted(signals[0])
+
+
 def _handler(state: _State) -> Callable[[int, FrameType | None], None]:
     def handle(signum: int, frame: FrameType | None) -> None:
         state.received.append(signum)
@@ -136,9 +165,11 @@ def interruptible() -> Iterator[_State]:
 
     logging.getLogger().addFilter(_not_an_interrupt)
     logging.getLogger().addFilter(not_py4j_after_a_signal)
+    _OPEN.append(state)
     try:
         yield state
     finally:
+        _OPEN[:] = [other for other in _OPEN if other is not state]  # by identity, not ==
         logging.getLogger().removeFilter(not_py4j_after_a_signal)
         logging.getLogger().removeFilter(_not_an_interrupt)
         for name, level in state.quieted.items():

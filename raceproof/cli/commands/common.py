@@ -61,13 +61,28 @@ def refuse_contradictions(args: argparse.Namespace, rules: Sequence[tuple[str, s
 
 
 # -- output helpers -----------------------------------------------------------------
+_DOCUMENTS_PRINTED = [0]
+
+
 def print_json(document: dict[str, Any]) -> None:
     """A ``--json`` document on stdout: one line, keys sorted, every command the same way.
 
     A NaN or an infinity is no JSON: such a value raises (a bug in raceproof,
-    exit 70) rather than printing a document a JSON reader refuses.
+    exit 70) rather than printing a document a JSON reader refuses. After a real
+    signal only a document that says ``"interrupted"`` is printed: any other is a
+    result the signal did not let stand (its ``Interrupted`` was lost on the way,
+    swallowed in a finalizer), so the signal is raised again here instead.
     """
-    print(json.dumps(document, sort_keys=True, allow_nan=False))
+    if "interrupted" not in document:
+        signals.raise_if_received()
+    line = json.dumps(document, sort_keys=True, allow_nan=False)
+    print(line)
+    _DOCUMENTS_PRINTED[0] += 1
+
+
+def documents_printed() -> int:
+    """How many ``--json`` documents this process has printed (so none is printed twice)."""
+    return _DOCUMENTS_PRINTED[0]
 
 
 def emit(args: argparse.Namespace, result: dict[str, Any], human: Callable[[], None]) -> int:
