@@ -26,9 +26,10 @@ from raceproof.sim import cross_check as cross_check_module
 from raceproof.sim.configs import BadInput
 from raceproof.sim.exhaustive import ProofReport
 from raceproof.sim.explore import explore_random
-from raceproof.sim.footprint_check import (
+from raceproof.sim.footprint_claims import (
     StepRecord,
     delayable_steps,
+    instant_pulls,
     movable_steps,
     unnamed_claims,
 )
@@ -229,13 +230,15 @@ def claims_of(steps: list[StepRecord]) -> set[tuple[str | None, ...]]:
     Each "could have run first" pair (``movable_steps``) and each "could have run
     later" pair (``delayable_steps``) of the run's steps (those a draw chose or that
     are named), as the documented contract of ``--check-footprints`` names them:
-    every step from the pair's first to its last.
+    every step from the pair's first to its last; and each order the instant shortcut
+    vouches for (``instant_pulls``), by its steps in that order.
     """
     steps = [s for s in steps if s.key is not None or s.options is not None]
     found: set[tuple[str | None, ...]] = {
         tuple(s.key for s in steps[i : j + 1]) for i, j in movable_steps(steps)
     }
     found |= {("later", *(s.key for s in steps[i : j + 1])) for i, j in delayable_steps(steps)}
+    found |= {("instant", *(steps[s].key for s in order)) for _, _, order in instant_pulls(steps)}
     return found | unnamed_claims(steps)  # across a step with no key: counted unverified
 
 

@@ -29,6 +29,13 @@ steps (``StepRecord.asleep``, with the footprint they sleep on), and once the
 followed steps have all run both orders run on alike, the first due step by
 key and model draws 0, to an ending to compare.
 
+An instant the walk took as commuting in every order
+(``SleepSetSource._close_instant``: it branches nowhere there) is a claim about
+every order of its steps, not only the adjacent ones: for each of its steps the
+check runs the steps it depends on first and the others after
+(``instant_pulls``), so every pair of steps that could run in either order is
+reversed by some test, wherever its two steps ran.
+
 The mirror claim is tested too (``delayable_steps``): a step chosen among
 others that the footprints call independent of the steps of its instant run
 after it could have run after them, whether those were due with it or created
@@ -61,6 +68,14 @@ from typing import Any
 
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.configs import BadInput
+from raceproof.sim.footprint_claims import (
+    StepRecord,
+    delayable_steps,
+    instant_pulls,
+    movable_steps,
+    process_of,
+    unnamed_claims,
+)
 from raceproof.sim.invariants import INVARIANT_OP
 from raceproof.sim.outcome import Runner, RunOutcome
 from raceproof.sim.state_cache import ending, kernel_fingerprint
@@ -75,22 +90,6 @@ class FootprintMismatch(BadInput):
     Bad input (exit 2): the model under test is wrong, not the kernel; a proof
     that meets one claims nothing.
     """
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """One step of a run as the walk saw it."""
-
-    key: str | None
-    footprint: Footprint
-    drew: bool  # it drew a model-level choice
-    options: tuple[str | None, ...] | None  # the keys due at its schedule draw, if one chose it
-    at_ms: int | None = None  # its instant (None: not known)
-    ends_run: bool = False  # its process raised: the run ends on it (nothing can follow it)
-    # The key of the step that triggered its event (``World.enabled_by``; None: not known).
-    enabled_by: str | None = None
-    # It never ran: the walk cut the run on it, asleep (its footprint is the one it sleeps on).
-    asleep: bool = False
 
 
 class _Diverged(SleepBlocked):  # passes through ``execute`` like the reduction's own cut
@@ -126,6 +125,7 @@ class KeyFollowingSource(ChoiceSource):
         self.order = {key: n for n, key in enumerate(self.targets)}
         self.waiting = set(self.targets[:snapshot_after])  # to run before the snapshot
         self.run: set[str] = set()
+        self.ran: list[str] = []  # the keys in the order they ran
         self.model_draws = 0
         self.ambiguous = False  # an unnamed step was due at a draw: the order may not be followed
         self.out_of_order = False  # a target ran with no draw before an earlier one had
@@ -180,116 +180,17 @@ class KeyFollowingSource(ChoiceSource):
             ):
                 self.out_of_order = True  # it ran before an earlier target, no draw to refuse
             self.run.add(key)
+            self.ran.append(key)
             self.waiting.discard(key)
 
 
-def _dependent(a: Footprint, b: Footprint) -> bool:
-    from raceproof.sim.reduction import dependent
-
-    return dependent(a, b)
-
-
-def _process(key: str) -> str:
-    return key.rsplit("@", 1)[0]
+# One followed run: its source, its outcome, and what went wrong following it (None: nothing).
+_Followed = tuple[KeyFollowingSource, RunOutcome | None, str | None]
 
 
 def _actor(key: str) -> str:
     """The actor's name in a step key (``/leader#0/worker#1@3`` -> ``worker``)."""
-    return _process(key).rsplit("/", 1)[-1].split("#", 1)[0] or key
-
-
-def movable_steps(
-    steps: Sequence[StepRecord], *, across_unnamed: bool = False
-) -> list[tuple[int, int]]:
-    """``(i, j)``: step ``j`` was due when step ``i`` was chosen and commutes with steps ``i..j-1``.
-
-    That is the claim sleep sets rest on: the later step could have run first,
-    and running it first is equivalent. ``across_unnamed``: also the claims across
-    a step with no key (``unnamed_claims``).
-    """
-    found = []
-    for i, first in enumerate(steps):
-        if first.options is None:
-            continue
-        for j in range(i + 1, len(steps)):
-            moved = steps[j]
-            if moved.key is None or moved.key not in first.options:
-                continue
-            if moved.drew or moved.footprint is None:
-                continue
-            between = steps[i:j]
-            if all(
-                (s.key is not None or across_unnamed)
-                and not s.drew
-                and (s.key is None or _process(s.key) != _process(moved.key))
-                and not _dependent(s.footprint, moved.footprint)
-                for s in between
-            ):
-                found.append((i, j))
-    return found
-
-
-def delayable_steps(
-    steps: Sequence[StepRecord], *, across_unnamed: bool = False
-) -> list[tuple[int, int]]:
-    """``(i, j)``: step ``i``, chosen among others, commutes with steps ``i+1..j`` of its instant.
-
-    The mirror of ``movable_steps``: the earlier step could have run after them
-    (its event stays due), and running it later is equivalent.
-    """
-    found = []
-    for i, late in enumerate(steps):
-        if late.options is None or late.key is None or late.drew or late.footprint is None:
-            continue
-        if late.asleep:
-            continue
-        if late.at_ms is None:
-            continue
-        for j in range(i + 1, len(steps)):
-            step = steps[j]
-            # A step that drew is passed too: the reduction keeps ``late`` asleep past it
-            # when its actual footprint is independent (its draws replay in the same order).
-            # A step that ``late`` triggered (a watch delivery resuming the process it
-            # wakes) could not run before it: no order delays ``late`` past it, and the
-            # reduction never sleeps ``late`` past it either.
-            if step.key is None and across_unnamed and step.options is not None:
-                if step.at_ms != late.at_ms or _dependent(step.footprint, late.footprint):
-                    break
-                found.append((i, j))
-                continue
-            if (
-                step.key is None
-                or step.asleep  # it never ran: nothing can be delayed past it
-                or step.at_ms != late.at_ms
-                or _process(step.key) == _process(late.key)
-                or step.enabled_by == late.key
-                or _dependent(step.footprint, late.footprint)
-            ):
-                break
-            found.append((i, j))
-            if step.ends_run:  # nothing runs after it: the last step ``late`` could pass
-                break
-    return found
-
-
-def unnamed_claims(steps: Sequence[StepRecord]) -> set[tuple[str | None, ...]]:
-    """The claims of a run made across a step with no key, which no swap can follow.
-
-    A condition's step (``AllOf``/``AnyOf``) has no key that holds in every order;
-    the reduction still lets a step sleep past it when their footprints are
-    independent. Such a claim cannot be tested by key: it is counted unverified.
-    """
-    movable = set(movable_steps(steps))
-    later = set(delayable_steps(steps))
-    return {
-        ("unnamed", *(s.key for s in steps[i : j + 1]))
-        for i, j in movable_steps(steps, across_unnamed=True)
-        if (i, j) not in movable
-    } | {
-        ("unnamed-later", *(s.key for s in steps[i : j + 1]))
-        for i, j in delayable_steps(steps, across_unnamed=True)
-        if (i, j) not in later
-    }
+    return process_of(key).rsplit("/", 1)[-1].split("#", 1)[0] or key
 
 
 @dataclass
@@ -301,6 +202,8 @@ class FootprintChecker:
     unverified: int = 0
     seen: set[tuple[str | None, ...]] = field(default_factory=set)
     _cut: bool = field(default=False, init=False)  # the run checked now was cut short
+    # The run checked now, followed in its own order, per snapshot point (``_own_order``).
+    _own: dict[int, _Followed | None] = field(default_factory=dict, init=False)
 
     def check(
         self, steps: Sequence[StepRecord], record: Sequence[Choice], *, cut: bool = False
@@ -313,7 +216,7 @@ class FootprintChecker:
         (it commutes with every step run since it fell asleep) is made in such a run
         only: the run that would show the other order is the one cut.
         """
-        self._cut = cut
+        self._cut, self._own = cut, {}
         model_values = [c.value for c in record if c.label != SCHEDULE_LABEL]
         # Unnamed steps no draw chose (an event nobody waits on) carry no claim.
         steps = [s for s in steps if s.key is not None or s.options is not None]
@@ -329,7 +232,7 @@ class FootprintChecker:
                 continue
             self.seen.add(seen)
             swapped = [*keys[:di], b.key, *keys[di:dj], *keys[dj + 1 :]]
-            first = self._follow(keys, model_values, dj + 1)
+            first = self._own_order(keys, model_values, dj + 1)
             if first is None:
                 self.unverified += 1
                 continue
@@ -358,6 +261,7 @@ class FootprintChecker:
                 f"{_cause(first, second)}"
             )
         self._check_delays(steps, keys, at, model_values)
+        self._check_instants(steps, keys, at, model_values)
         for claim in unnamed_claims(steps) - self.seen:
             self.seen.add(claim)
             self.unverified += 1
@@ -386,7 +290,7 @@ class FootprintChecker:
                 continue
             self.seen.add(seen)
             delayed = [*keys[:di], *keys[di + 1 : dj + 1], late.key, *keys[dj + 1 :]]
-            first = self._follow(keys, model_values, dj + 1)
+            first = self._own_order(keys, model_values, dj + 1)
             second = self._follow(delayed, model_values, dj + 1)
             if first is None or second is None or first[2] is not None or second[2] is not None:
                 self.unverified += 1
@@ -419,11 +323,100 @@ class FootprintChecker:
                 f"after it: {difference}; {_cause(first, second)}"
             )
 
+    def _check_instants(
+        self,
+        steps: list[StepRecord],
+        keys: list[str],
+        at: dict[int, int],
+        model_values: list[int],
+    ) -> None:
+        """Test the instant shortcut's claims (``instant_pulls``) of one run.
+
+        The walk branches nowhere in an instant it took as commuting, so no other run
+        shows another order of it, and two of its steps of different processes may
+        never be due together for an adjacent claim to swap. A pulled order that
+        cannot be followed, or that holds a step with no key, is counted unverified.
+        One the kernel does not allow (the pulled steps, preferred at each draw, still
+        run where they ran) is no claim of the walk: checked, with nothing to compare.
+        """
+        for q, v, order in instant_pulls(steps):
+            pulled = [steps[s].key for s in order]
+            seen = ("instant", *pulled)
+            if seen in self.seen:
+                continue
+            self.seen.add(seen)
+            if None in pulled:
+                self.unverified += 1
+                continue
+            dq, dv = at[q], at[v]
+            moved = [*keys[:dq], *(str(key) for key in pulled), *keys[dv + 1 :]]
+            first = self._own_order(keys, model_values, dv + 1)
+            second = self._follow(moved, model_values, dv + 1)
+            if not _both_followed(first, second):
+                self.unverified += 1
+                continue
+            assert first is not None and second is not None
+            self.checked += 1
+            if _tail_order(first, pulled) == _tail_order(second, pulled):
+                # Preferred at every draw of the instant, the pulled steps still ran where
+                # they did: the kernel allows no other order (an urgent step, one alone due).
+                continue
+            difference = self._difference(first, second)
+            if difference is None:
+                continue
+            if first[0].ambiguous or second[0].ambiguous:  # not checked after all
+                self.checked, self.unverified = self.checked - 1, self.unverified + 1
+                continue
+            late = steps[v]
+            culprit, difference = self._instant_culprit(
+                steps, keys, model_values, first, (q, v, order), difference
+            )
+            assert late.key is not None and culprit.key is not None
+            raise FootprintMismatch(
+                f"footprints are wrong: step {late.key} ({_actor(late.key)}, recorded "
+                f"{_show(late.footprint)}) does not commute with step {culprit.key} "
+                f"({_actor(culprit.key)}, recorded {_show(culprit.footprint)}), which ran "
+                f"before it in an instant the walk took as commuting in every order: "
+                f"{difference}; {_cause(first, second)}"
+            )
+
+    def _instant_culprit(
+        self,
+        steps: list[StepRecord],
+        keys: list[str],
+        model_values: list[int],
+        first: _Followed,
+        pull: tuple[int, int, list[int]],
+        difference: str,
+    ) -> tuple[StepRecord, str]:
+        """The nearest step before ``v`` that the pulled steps fail to pass, and how."""
+        q, v, order = pull
+        dq, dv = keys.index(str(steps[q].key)), keys.index(str(steps[v].key))
+        pulled_at = set(order[: order.index(v) + 1])
+        for k in range(v - 1, q - 1, -1):
+            if k in pulled_at:
+                continue
+            retry = [
+                *range(q, k),
+                *(s for s in range(k, v + 1) if s in pulled_at),
+                *(s for s in range(k, v + 1) if s not in pulled_at),
+            ]
+            again = self._follow(
+                [*keys[:dq], *(str(steps[s].key) for s in retry), *keys[dv + 1 :]],
+                model_values,
+                dv + 1,
+            )
+            if again is not None and _both_followed(first, again):
+                found = self._difference(first, again)
+                if found is not None:
+                    return steps[k], found
+        return steps[order[len(pulled_at)]], difference  # the first step they passed
+
     def _culprit(
         self,
         keys: list[str],
         model_values: list[int],
-        first: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+        first: _Followed,
         i: int,
         j: int,
         difference: str,
@@ -439,9 +432,17 @@ class FootprintChecker:
                 return k, found
         return i, difference
 
+    def _own_order(
+        self, keys: list[str], model_values: list[int], snapshot_after: int
+    ) -> _Followed | None:
+        """The run checked now, followed in its own order (once per snapshot point)."""
+        if snapshot_after not in self._own:
+            self._own[snapshot_after] = self._follow(keys, model_values, snapshot_after)
+        return self._own[snapshot_after]
+
     def _follow(
         self, targets: list[str], model_values: list[int], snapshot_after: int
-    ) -> tuple[KeyFollowingSource, RunOutcome | None, str | None] | None:
+    ) -> _Followed | None:
         source = KeyFollowingSource(targets, model_values, snapshot_after, run_on=self._cut)
         try:
             outcome = self.run(source)
@@ -453,8 +454,8 @@ class FootprintChecker:
 
     @staticmethod
     def _difference(
-        first: tuple[KeyFollowingSource, RunOutcome | None, str | None],
-        second: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+        first: _Followed,
+        second: _Followed,
     ) -> str | None:
         both = _ended(first, second)
         if not isinstance(both, tuple):
@@ -474,9 +475,31 @@ class FootprintChecker:
         return f"the ops differ, first {actor} {kind} {fields} at {time_ms} ms"
 
 
+def _both_followed(
+    first: _Followed | None,
+    second: _Followed | None,
+) -> bool:
+    """Both runs reached an ending (or a cut run's end) through the steps asked, the
+    original in its own order (another order preferred at each draw may run as the
+    kernel allows: urgent events and a step alone due run without a draw)."""
+    return (
+        first is not None
+        and second is not None
+        and first[2] is None
+        and second[2] is None
+        and not first[0].out_of_order
+    )
+
+
+def _tail_order(run: _Followed, keys: Sequence[str | None]) -> list[str]:
+    """The order in which ``run`` ran the steps ``keys``."""
+    wanted = set(keys)
+    return [key for key in run[0].ran if key in wanted]
+
+
 def _ended(
-    first: tuple[KeyFollowingSource, RunOutcome | None, str | None],
-    second: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+    first: _Followed,
+    second: _Followed,
 ) -> tuple[RunOutcome, RunOutcome] | str | None:
     """Both runs' outcomes, or instead what to report: the other order's divergence, or
     None (say nothing) when the original order itself could not be followed."""
@@ -490,8 +513,8 @@ def _ended(
 
 
 def _raised_alike(
-    first: tuple[KeyFollowingSource, RunOutcome | None, str | None],
-    second: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+    first: _Followed,
+    second: _Followed,
 ) -> str | None:
     """For a step whose process raised, in the other order: it must end the run alike.
 
@@ -510,8 +533,8 @@ def _raised_alike(
 
 
 def _cause(
-    first: tuple[KeyFollowingSource, RunOutcome | None, str | None],
-    second: tuple[KeyFollowingSource, RunOutcome | None, str | None],
+    first: _Followed,
+    second: _Followed,
 ) -> str:
     """What the two steps share that no footprint records, as far as the two runs tell.
 

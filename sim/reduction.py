@@ -38,11 +38,11 @@ No plain ``assert``: a state look-up without a cache is a ``KernelError``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.errors import KernelError
-from raceproof.sim.footprint_check import StepRecord
+from raceproof.sim.footprint_claims import StepRecord
 from raceproof.sim.state_cache import StateCache, StateSeen, Visit, kernel_fingerprint
 from raceproof.sim.world import ENDS_RUN, SleepBlocked, World
 
@@ -149,7 +149,8 @@ class SleepSetSource(ChoiceSource):
         # The steps of the current instant, from the first schedule draw on (commuting instants).
         self._world: World | None = None
         self._instant_ms: int | None = None
-        self._instant: list[tuple[str | None, Footprint, bool, DrawRecord | None]] = []
+        # Per step: its process, footprint, whether it drew, its draw and its logged step's index.
+        self._instant: list[tuple[str | None, Footprint, bool, DrawRecord | None, int | None]] = []
 
     # -- draws ---------------------------------------------------------------
     def _replayed(self, index: int, n: int) -> int:
@@ -268,7 +269,8 @@ class SleepSetSource(ChoiceSource):
                 self._close_instant()
                 self._instant_ms = now
             process = key.rsplit("@", 1)[0] if key is not None else None
-            self._instant.append((process, footprint, self._drew, self._open))
+            logged = len(self.steps) - 1 if self.steps is not None else None
+            self._instant.append((process, footprint, self._drew, self._open, logged))
         if self._step_at is not None:
             self.step_footprints[self._step_at] = footprint
             self.step_drew[self._step_at] = self._drew
@@ -304,18 +306,22 @@ class SleepSetSource(ChoiceSource):
         steps, self._instant = self._instant, []
         start = len(steps)
         for j in range(len(steps) - 1, -1, -1):
-            process, footprint, drew, _ = steps[j]
+            process, footprint, drew, _, _ = steps[j]
             if footprint is None or drew:
                 break
             if any(
                 dependent(footprint, later) and (process is None or process != other)
-                for other, later, _, _ in steps[j + 1 :]
+                for other, later, _, _, _ in steps[j + 1 :]
             ):
                 break
             start = j
-        for _, _, _, record in steps[start:]:
+        marked = False
+        for _, _, _, record, logged in steps[start:]:
             if record is not None:
-                record.commutes = True
+                record.commutes = marked = True
+            if marked and logged is not None and self.steps is not None:
+                # The footprint check tests the claim: every order of these steps is equivalent.
+                self.steps[logged] = replace(self.steps[logged], commutes=True)
 
 
 @dataclass

@@ -237,7 +237,7 @@ def test_a_watch_delivery_reads_the_client_and_writes_it_only_when_it_holds_the_
 def test_a_step_is_never_delayed_past_a_step_it_triggered() -> None:
     """``delayable_steps``: ``late`` wakes ``woken`` (its event was triggered by ``late``), so
     no order runs ``woken`` first; the same steps with the trigger unknown are a claim."""
-    from raceproof.sim.footprint_check import StepRecord, delayable_steps
+    from raceproof.sim.footprint_claims import StepRecord, delayable_steps
 
     def steps(enabled_by: str | None) -> list[StepRecord]:
         return [
@@ -269,12 +269,8 @@ def test_a_claim_across_a_step_with_no_key_is_counted_unverified() -> None:
     let ``/c`` sleep past it, no swap can follow it, so the check counts the claim unverified
     (the command then says INCONCLUSIVE) instead of skipping it; with the step named, the
     claim is an ordinary one and nothing is left to count."""
-    from raceproof.sim.footprint_check import (
-        FootprintChecker,
-        StepRecord,
-        movable_steps,
-        unnamed_claims,
-    )
+    from raceproof.sim.footprint_check import FootprintChecker
+    from raceproof.sim.footprint_claims import StepRecord, movable_steps, unnamed_claims
 
     def steps(middle: str | None) -> list[StepRecord]:
         first = StepRecord(

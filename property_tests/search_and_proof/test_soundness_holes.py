@@ -287,12 +287,12 @@ def test_the_same_shape_over_a_tracked_dict_is_sound_and_passes_the_check() -> N
     assert report.complete and report.footprints_checked and report.footprints_unverified == 0
 
 
-# Open (the generator's checkers claim at 300 examples, 27 Nov, after e187311): the dict a0
-# and a1 write is untracked, so every draw's rest of the instant commutes pairwise by the
-# footprints and the instant shortcut (``_close_instant``) marks each draw: the reduced walk is
-# one run. The check tests adjacent claims only (10 pairs, all commute), but a1's write and
-# a0's write are never adjacent in that run, and the shortcut's claim that every order of the
-# instant is equivalent includes the one where they trade places. ``--cross-check`` reports it.
+# 5. The instant shortcut (the generator's checkers claim at 300 examples, 27 Nov, after
+# e187311): the dict a0 and a1 write is untracked, so every draw's rest of the instant commutes
+# pairwise by the footprints and ``_close_instant`` marks each draw: the reduced walk is one
+# run. The check tested adjacent claims only (10 pairs, all commute), and a1's write and a0's
+# write are never adjacent in that run. The instant's steps are now marked in the run's log
+# and the check pulls each process's steps before the others' (``instant_pulls``).
 INSTANT_SHORTCUT = Spec(
     actors=(
         (Op("plain.write", 0), Op("counter.add", 0)),
@@ -303,10 +303,28 @@ INSTANT_SHORTCUT = Spec(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="open: the instant shortcut's claim over non-adjacent steps")
-def test_open_the_footprint_check_reports_two_writes_the_instant_shortcut_never_swaps() -> None:
+def test_the_footprint_check_reports_two_writes_the_instant_shortcut_never_swaps() -> None:
     assert walk(INSTANT_SHORTCUT, reduction=True).endings != full_walk(INSTANT_SHORTCUT).endings
-    with pytest.raises(FootprintMismatch):
+    with pytest.raises(
+        FootprintMismatch, match=r"step /a1#1@\d+ \(a1.*step /a0#0@\d+ \(a0.*instant"
+    ):
         prove(
             masked(runner(INSTANT_SHORTCUT)), budget=Budget(examples=4_000), check_footprints=True
         )
+
+
+def test_an_instant_of_tracked_writes_the_shortcut_walks_once_passes_the_check() -> None:
+    tracked = dataclasses.replace(
+        INSTANT_SHORTCUT,
+        actors=(
+            (Op("dict.set", 0), Op("counter.add", 0)),
+            (Op("dict.set", 1), Op("set.add", 0)),
+        ),
+        untracked=False,
+    )
+    full = full_walk(tracked)
+    assert walk(tracked, reduction=True).endings == full.endings
+    report = prove(masked(runner(tracked)), budget=Budget(examples=4_000), check_footprints=True)
+    assert report.complete and report.footprints_unverified == 0
+    assert report.footprints_checked and report.footprints_checked > 0
+    assert MODES["checkers"](tracked, full) == []
