@@ -24,7 +24,8 @@ would have to execute a sleeping step is cut there (``SleepBlocked``): every
 schedule through it is equivalent to one already explored. Model-level draws
 are always enumerated in full. A draw whose run shows the rest of its instant
 commuting (``SleepSetSource._close_instant``) is not branched at all, which
-spares the runs sleep sets would only cut later. Sleep sets are sound for every reachable
+spares the runs sleep sets would only cut later (``--check-footprints`` tests
+that claim over every order of the instant: ``footprint_claims.instant_pulls``). Sleep sets are sound for every reachable
 state (each Mazurkiewicz trace of the configuration keeps at least one
 representative), so a reduced proof that is otherwise unpruned is complete.
 
