@@ -328,3 +328,26 @@ def test_an_instant_of_tracked_writes_the_shortcut_walks_once_passes_the_check()
     assert report.complete and report.footprints_unverified == 0
     assert report.footprints_checked and report.footprints_checked > 0
     assert MODES["checkers"](tracked, full) == []
+
+
+# 6. The same gap, met by the snapshot's hunt with ``blind`` models of six ops (proofs.md said
+# it was open): the reduced walk misses endings, --cross-check reported them and the check
+# passed. The instant's pulled orders report it.
+BLIND_SIX = Spec(
+    actors=(
+        (Op("plain.write", 1), Op("counter.read", 0)),
+        (Op("queue.put", 1), Op("plain.write", 0)),
+        (Op("counter.read", 0), Op("counter.read", 0)),
+    ),
+    untracked=True,
+    state=True,
+    final_checker=False,
+)
+
+
+def test_the_footprint_check_reports_the_blind_six_op_model() -> None:
+    full = full_walk(BLIND_SIX)
+    assert walk(BLIND_SIX, reduction=True).endings != full.endings
+    assert MODES["checkers-strict"](BLIND_SIX, full) == []
+    with pytest.raises(FootprintMismatch, match="instant the walk took as commuting"):
+        prove(masked(runner(BLIND_SIX)), budget=Budget(examples=4_000), check_footprints=True)
