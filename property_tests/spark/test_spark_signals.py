@@ -126,7 +126,10 @@ def _run_until(command: str, moment_s: float, tmp_path: Path) -> Stopped | float
 
 
 def _finished(out: str) -> bool:
-    """Whether ``out`` is a command's complete ``--json`` report, not one a signal cut short."""
+    """Whether ``out`` is a command's complete report, not one a signal cut short: a
+    ``--json`` result, or a campaign's text, whose last line names its report."""
+    if out.rstrip().splitlines()[-1:] == ["report: raceproof report c"]:
+        return True
     try:
         report = json.loads(out)
     except ValueError:

@@ -24,7 +24,9 @@ that calls the JVM) raises it where Python only prints "Exception ignored in",
 and the command runs on. So the state remembers every signal received
 (``received()``): a ``--json`` document that does not say ``"interrupted"`` is
 not printed after one (``raise_if_received()`` raises it again there), and the
-command line exits 128 + signal whatever the command returned.
+command line exits 128 + signal whatever the command returned. The lost
+``Interrupted``'s traceback ("Exception ignored in ...") is kept off stderr: the
+command line's one line says the signal.
 """
 
 from __future__ import annotations
@@ -137,6 +139,20 @@ def _handler(state: _State) -> Callable[[int, FrameType | None], None]:
     return handle
 
 
+def _lost_interrupts_unsaid(
+    previous: Callable[[Any], object],
+) -> Callable[[Any], object]:
+    """``sys.unraisablehook`` that drops an ``Interrupted`` lost in a finalizer (the state
+    has its signal, and the command line says it); anything else goes to ``previous``."""
+
+    def hook(unraisable: Any) -> object:
+        if isinstance(unraisable.exc_value, Interrupted):
+            return None
+        return previous(unraisable)
+
+    return hook
+
+
 def _not_an_interrupt(record: logging.LogRecord) -> bool:
     """Drop a library's log of our interrupt (py4j logs it with its traceback on the root logger)."""
     return not (record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt))
@@ -166,9 +182,12 @@ def interruptible() -> Iterator[_State]:
     logging.getLogger().addFilter(_not_an_interrupt)
     logging.getLogger().addFilter(not_py4j_after_a_signal)
     _OPEN.append(state)
+    unraisable_hook = sys.unraisablehook
+    sys.unraisablehook = _lost_interrupts_unsaid(unraisable_hook)
     try:
         yield state
     finally:
+        sys.unraisablehook = unraisable_hook
         _OPEN[:] = [other for other in _OPEN if other is not state]  # by identity, not ==
         logging.getLogger().removeFilter(not_py4j_after_a_signal)
         logging.getLogger().removeFilter(_not_an_interrupt)
