@@ -421,7 +421,10 @@ class FootprintChecker:
         j: int,
         difference: str,
     ) -> tuple[int, str]:
-        """The step between ``i`` and ``j`` that ``j`` fails to commute with: move ``j`` one back at a time."""
+        """The step between ``i`` and ``j`` that ``j`` fails to commute with.
+
+        ``j`` is moved back one step at a time; the first place where the runs differ names it.
+        """
         for k in range(j - 1, i, -1):
             moved = [*keys[:k], keys[j], *keys[k:j], *keys[j + 1 :]]
             again = self._follow(moved, model_values, j + 1)

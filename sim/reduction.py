@@ -17,17 +17,19 @@ actual footprint wakes the steps asleep.
 
 The walk (``raceproof.sim.exhaustive``) is stateless and breadth-first by
 deviations, with Godefroid's sleep sets as Loom and Shuttle use them: every
-run starts from scratch and replays a prefix of choices. At a ``schedule`` draw the events whose step is *asleep* are not
-explored: an event goes to sleep for the later siblings of the branch that
-explored it, and wakes as soon as a step dependent on it runs. A run that
-would have to execute a sleeping step is cut there (``SleepBlocked``): every
-schedule through it is equivalent to one already explored. Model-level draws
-are always enumerated in full. A draw whose run shows the rest of its instant
-commuting (``SleepSetSource._close_instant``) is not branched at all, which
-spares the runs sleep sets would only cut later (``--check-footprints`` tests
-that claim over every order of the instant: ``footprint_claims.instant_pulls``). Sleep sets are sound for every reachable
-state (each Mazurkiewicz trace of the configuration keeps at least one
-representative), so a reduced proof that is otherwise unpruned is complete.
+run starts from scratch and replays a prefix of choices. At a ``schedule``
+draw the events whose step is *asleep* are not explored: an event goes to
+sleep for the later siblings of the branch that explored it, and wakes as soon
+as a step dependent on it runs. A run that would have to execute a sleeping
+step is cut there (``SleepBlocked``): every schedule through it is equivalent
+to one already explored. Model-level draws are always enumerated in full. A
+draw whose run shows the rest of its instant commuting
+(``SleepSetSource._close_instant``) is not branched at all, which spares the
+runs sleep sets would only cut later (``--check-footprints`` tests that claim
+over every order of the instant: ``footprint_claims.instant_pulls``). Sleep
+sets are sound for every reachable state (each Mazurkiewicz trace of the
+configuration keeps at least one representative), so a reduced proof that is
+otherwise unpruned is complete.
 
 A branch is named by data alone: its choice prefix and the sleep set it
 starts with (``Shard``), so the same walk can be split across processes or a
