@@ -209,6 +209,21 @@ class _Borrowed:
         pass
 
 
+def _warm_up(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One small campaign with no signal, so every round finds the imports a campaign makes
+    lazily done, as in `make test`, where this worker ran other tests first.
+
+    A signal that cuts an import short leaves the half-run module in this process
+    (matplotlib's cbook without matplotlib.get_data_path: round 1 of `make signals` exited
+    70; or an empty catalogue: "unknown scenario"); a real command exits there instead, and
+    test_spark_signals stops real commands during their imports.
+    """
+    warm = ["campaign", "--scenario", "lost-update", "--variant", "fix-cas", "--seeds", "1"]
+    warm += ["--strategy", "random", "--examples", "5", "--out", str(out)]
+    assert main([*warm, "--json"]) == 0
+    capsys.readouterr()
+
+
 @pytest.mark.xdist_group("spark")
 def test_campaign_stops_at_random_moments_with_its_finished_cells(
     spark: Any,
@@ -218,16 +233,7 @@ def test_campaign_stops_at_random_moments_with_its_finished_cells(
 ) -> None:
     monkeypatch.setattr(campaign, "campaign_session", lambda *a, **k: _Borrowed(spark))
     spark.sparkContext.parallelize([1, 2], 2).count()  # the Python workers are up before we count
-    # One small campaign with no signal first, so every round finds the imports a campaign
-    # makes lazily done, as in `make test`, where this worker ran other tests first. A signal
-    # that cuts an import short leaves the half-run module in this process (matplotlib's
-    # cbook without matplotlib.get_data_path: round 1 of `make signals` exited 70; or an
-    # empty catalogue: "unknown scenario"); a real command exits there instead, and
-    # test_spark_signals stops real commands during their imports.
-    warm = ["campaign", "--scenario", "lost-update", "--variant", "fix-cas", "--seeds", "1"]
-    warm += ["--strategy", "random", "--examples", "5", "--out", str(tmp_path / "warm")]
-    assert main([*warm, "--json"]) == 0
-    capsys.readouterr()
+    _warm_up(tmp_path / "warm", capsys)
     children, threads = live_children(os.getpid()), threading.active_count()
     draw = random.Random("campaign")
     noted: list[int] = []
