@@ -33,26 +33,31 @@ from raceproof.zookeeper.server import _four_letter
 RACEPROOF = shutil.which("raceproof") or str(Path(sys.executable).parent / "raceproof")
 
 
+def _at_run(monkeypatch: pytest.MonkeyPatch, n: int, action: Callable[[], None]) -> None:
+    """The n-th run of any scenario does ``action`` first."""
+    original = Scenario.runner
+    count = [0]
+
+    def runner(self: Scenario, *args: Any, **kwargs: Any) -> Any:
+        run = original(self, *args, **kwargs)
+
+        def counted(source: Any) -> Any:
+            count[0] += 1
+            if count[0] == n:
+                action()
+            return run(source)
+
+        return counted
+
+    monkeypatch.setattr(Scenario, "runner", runner)
+
+
 @pytest.fixture
 def signal_at_run(monkeypatch: pytest.MonkeyPatch) -> Callable[[int, int], None]:
     """``signal_at_run(n, signum)``: the n-th run of any scenario sends ``signum`` to us."""
 
     def arm(n: int, signum: int) -> None:
-        original = Scenario.runner
-        count = [0]
-
-        def runner(self: Scenario, *args: Any, **kwargs: Any) -> Any:
-            run = original(self, *args, **kwargs)
-
-            def counted(source: Any) -> Any:
-                count[0] += 1
-                if count[0] == n:
-                    os.kill(os.getpid(), signum)
-                return run(source)
-
-            return counted
-
-        monkeypatch.setattr(Scenario, "runner", runner)
+        _at_run(monkeypatch, n, lambda: os.kill(os.getpid(), signum))
 
     return arm
 
@@ -223,21 +228,7 @@ def lost_at_run(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
     """``lost_at_run(n)``: the n-th run of any scenario gets a SIGTERM the search never sees."""
 
     def arm(n: int) -> None:
-        original = Scenario.runner
-        count = [0]
-
-        def runner(self: Scenario, *args: Any, **kwargs: Any) -> Any:
-            run = original(self, *args, **kwargs)
-
-            def counted(source: Any) -> Any:
-                count[0] += 1
-                if count[0] == n:
-                    _signal_in_a_finalizer()
-                return run(source)
-
-            return counted
-
-        monkeypatch.setattr(Scenario, "runner", runner)
+        _at_run(monkeypatch, n, _signal_in_a_finalizer)
 
     return arm
 
