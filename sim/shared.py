@@ -5,7 +5,8 @@ step's footprint: what shared state it reads and writes. The kernel's
 primitives record theirs; state the actors share as plain Python objects
 needed a ``world.touch`` next to every access and a ``declare_footprints``
 promise that nothing was missed. The containers here record every read and
-write themselves, through ``World.touch`` (the one recording entry point), so
+write themselves, through the kernel's cells (``raceproof.sim.cells``, whose ``record``
+is the one caller of ``World.touch``), so
 a model whose actors share state only through them and the kernel's
 primitives gets the reduction with neither::
 
@@ -31,6 +32,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, MutableSet
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from raceproof.sim.cells import key_part, record
 
 if TYPE_CHECKING:
     from raceproof.sim.choices import ChoiceSource
@@ -118,34 +121,34 @@ class TrackedDict(MutableMapping[K, V]):
         self._world, self._resource, self._data = world, resource, data
 
     def _key(self, key: Any) -> str:
-        return _part(self._world, self._resource, f"[{key!r}]")
+        return _part(self._world, self._resource, key_part(key))
 
     def __getitem__(self, key: K) -> V:
-        self._world.touch(self._key(key), write=False)
+        record(self._world, self._key(key), write=False)
         return self._data[key]
 
     def __setitem__(self, key: K, value: V) -> None:
-        self._world.touch(self._key(key))
+        record(self._world, self._key(key), write=True)
         if key not in self._data:
-            self._world.touch(self._resource)
+            record(self._world, self._resource, write=True)
         self._data[key] = value
 
     def __delitem__(self, key: K) -> None:
-        self._world.touch(self._key(key))
+        record(self._world, self._key(key), write=True)
         if key in self._data:
-            self._world.touch(self._resource)
+            record(self._world, self._resource, write=True)
         del self._data[key]
 
     def __contains__(self, key: object) -> bool:
-        self._world.touch(self._key(key), write=False)
+        record(self._world, self._key(key), write=False)
         return key in self._data
 
     def __iter__(self) -> Iterator[K]:
-        self._world.touch(self._resource, write=False)
+        record(self._world, self._resource, write=False)
         return iter(list(self._data))
 
     def __len__(self) -> int:
-        self._world.touch(self._resource, write=False)
+        record(self._world, self._resource, write=False)
         return len(self._data)
 
     def __repr__(self) -> str:
@@ -159,30 +162,30 @@ class TrackedSet(MutableSet[T]):
         self._world, self._resource, self._data = world, resource, data
 
     def _element(self, element: Any) -> str:
-        return _part(self._world, self._resource, f"[{element!r}]")
+        return _part(self._world, self._resource, key_part(element))
 
     def __contains__(self, element: object) -> bool:
-        self._world.touch(self._element(element), write=False)
+        record(self._world, self._element(element), write=False)
         return element in self._data
 
     def __iter__(self) -> Iterator[T]:
-        self._world.touch(self._resource, write=False)
+        record(self._world, self._resource, write=False)
         return iter(sorted(self._data, key=repr))  # an order that does not depend on hashing
 
     def __len__(self) -> int:
-        self._world.touch(self._resource, write=False)
+        record(self._world, self._resource, write=False)
         return len(self._data)
 
     def add(self, element: T) -> None:
-        self._world.touch(self._element(element))
+        record(self._world, self._element(element), write=True)
         if element not in self._data:
-            self._world.touch(self._resource)
+            record(self._world, self._resource, write=True)
             self._data.add(element)
 
     def discard(self, element: T) -> None:
-        self._world.touch(self._element(element))
+        record(self._world, self._element(element), write=True)
         if element in self._data:
-            self._world.touch(self._resource)
+            record(self._world, self._resource, write=True)
             self._data.discard(element)
 
     def __repr__(self) -> str:
@@ -197,17 +200,17 @@ class Counter:
 
     @property
     def value(self) -> int:
-        self._world.touch(self._resource, write=False)
+        record(self._world, self._resource, write=False)
         return self._value
 
     def add(self, n: int = 1) -> int:
         """Add ``n``; returns the new value."""
-        self._world.touch(self._resource)
+        record(self._world, self._resource, write=True)
         self._value += n
         return self._value
 
     def set(self, value: int) -> None:
-        self._world.touch(self._resource)
+        record(self._world, self._resource, write=True)
         self._value = value
 
     def __repr__(self) -> str:
@@ -228,13 +231,13 @@ class Record:
         fields = object.__getattribute__(self, "_fields")
         if name not in fields:
             raise AttributeError(f"{self._resource} has no field {name!r}")
-        self._world.touch(_part(self._world, self._resource, f".{name}"), write=False)
+        record(self._world, _part(self._world, self._resource, f".{name}"), write=False)
         return fields[name]
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in self._fields:
             raise AttributeError(f"{self._resource} has no field {name!r} (declare it at creation)")
-        self._world.touch(_part(self._world, self._resource, f".{name}"))
+        record(self._world, _part(self._world, self._resource, f".{name}"), write=True)
         self._fields[name] = value
 
     def __repr__(self) -> str:

@@ -1,0 +1,139 @@
+"""Cells (``raceproof.sim.cells``): every read and write of a primitive's state is its footprint.
+
+The reduction trusts what cells record, so each case pins the entries an
+access makes, and the guard that keeps a primitive's state in its cells:
+a frozen primitive refuses a new attribute value and plain mutable state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from property_tests.touch_log import TouchLog
+from raceproof.sim.cells import Cell, CellMap, Journal, Primitive, key_part
+from raceproof.sim.errors import KernelError
+
+
+def test_a_cell_records_a_read_on_get_and_a_write_on_set() -> None:
+    world = TouchLog()
+    cell = Cell(world, "g:holder", None)
+    assert cell.get() is None
+    cell.set("a")
+    assert cell.peek() == "a"  # peek records nothing
+    assert world.touched == [("g:holder", False), ("g:holder", True)]
+
+
+def test_a_cell_map_records_each_key_as_its_own_resource() -> None:
+    world = TouchLog()
+    table = CellMap(world, "g:waits", {"a": 1})
+    assert table["a"] == 1 and table.get("b") is None and "a" in table
+    table["b"] = 2
+    assert table.pop("a") == 1 and table.pop("zz", "none") == "none"
+    with pytest.raises(KeyError):
+        del table["a"]
+    assert table.peek() == {"b": 2}
+    assert world.touched == [
+        ("g:waits['a']", False),
+        ("g:waits['b']", False),
+        ("g:waits['a']", False),
+        ("g:waits['b']", True),
+        ("g:waits['a']", True),
+        ("g:waits['zz']", True),
+        ("g:waits['a']", True),
+    ]
+    with pytest.raises(TypeError):
+        iter(table)  # type: ignore[call-overload]  # no iteration: no hidden read of every key
+
+
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 3) | st.none()), max_size=8))
+def test_a_rollback_puts_every_value_back_and_keeps_the_writes_recorded(
+    writes: list[tuple[str, int | None]],
+) -> None:
+    world = TouchLog()
+    journal = Journal()
+    table: CellMap[str, int] = CellMap(world, "t", {"a": 0}, journal=journal)
+    count = Cell(world, "n", 0, journal=journal)
+    journal.begin()
+    for key, value in writes:
+        if value is None:
+            table.pop(key)
+        else:
+            table[key] = value
+        count.set(count.peek() + 1)
+    journal.rollback()
+    assert table.peek() == {"a": 0} and count.peek() == 0
+    assert sum(write for _, write in world.touched) == 2 * len(writes)
+    assert not journal.active
+
+
+def test_a_journal_hands_back_its_deferred_actions_and_cannot_nest() -> None:
+    journal = Journal()
+    journal.begin()
+    journal.after.append(lambda: None)
+    with pytest.raises(KernelError):
+        journal.begin()
+    assert len(journal.end()) == 1 and not journal.active and journal.after == []
+
+
+@dataclass
+class Loose:
+    x: int
+
+
+@dataclass(frozen=True)
+class Fixed:
+    x: int
+
+
+@pytest.mark.parametrize("value", [[1], {"a": 1}, {1}, (1, [2]), Loose(1)])
+def test_a_cell_refuses_a_value_that_could_change_in_place(value: object) -> None:
+    world = TouchLog()
+    with pytest.raises(KernelError):
+        Cell(world, "c", value)
+    cell = Cell(world, "c", Fixed(1))
+    with pytest.raises(KernelError):
+        cell.set(value)
+    with pytest.raises(KernelError):
+        CellMap(world, "m")["k"] = value
+    assert cell.peek() == Fixed(1)
+
+
+class Gate(Primitive):
+    def __init__(self, world: TouchLog, extra: object = ()) -> None:
+        self.world = world
+        self.holder = Cell(world, "gate.holder", None)
+        self.extra = extra
+        self.freeze()
+
+
+def test_a_frozen_primitive_refuses_a_new_attribute_value() -> None:
+    gate = Gate(TouchLog())
+    with pytest.raises(KernelError, match=r"Gate\.holder set after construction"):
+        gate.holder = Cell(gate.world, "other", 1)
+    with pytest.raises(KernelError):
+        gate.fresh = 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("extra", [[], {}, set(), Loose(1), (1, [])])
+def test_freeze_refuses_plain_mutable_state(extra: object) -> None:
+    with pytest.raises(KernelError, match="holds plain mutable state"):
+        Gate(TouchLog(), extra)
+
+
+@pytest.mark.parametrize("extra", [(), "s", 3, None, Fixed(1), len, frozenset({1})])
+def test_freeze_takes_immutable_values_and_callables(extra: object) -> None:
+    assert Gate(TouchLog(), extra).extra == extra
+
+
+def test_a_key_is_named_by_the_one_function_the_tracked_containers_use() -> None:
+    world = TouchLog()
+    world.declare_footprints()
+    tracked = world.shared.dict("d")
+    tracked[3] = 1
+    CellMap(world, "d")[3] = 1
+    assert world.touched[0][0] == f"shared:d{key_part(3)}"
+    assert world.touched[-1][0] == f"d{key_part(3)}"
