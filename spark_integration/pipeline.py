@@ -61,6 +61,14 @@ Record = dict[str, Any]
 Row = dict[str, Any]
 
 
+# PySpark 4 parses a UDF's return type given as DDL text ("string") in the session, and a
+# pipeline file is loaded before raceproof starts one (its spark_conf() shapes the session).
+NO_SESSION_YET = (
+    " (raceproof loads the file before it starts Spark: give a UDF's return type as a "
+    "DataType, StringType() rather than 'string', or make the UDF inside query())"
+)
+
+
 class PipelineError(ValueError):
     """The --pipeline argument does not name a loadable pipeline (a usage error)."""
 
@@ -311,6 +319,7 @@ def load_pipeline(spec: str) -> Pipeline:
             module = importlib.util.module_from_spec(module_spec)
             sys.modules[name] = module
             module_spec.loader.exec_module(module)
+            ship_by_value(Path(folder), name)
         else:
             module = importlib.import_module(target)
     except PipelineError:
@@ -318,7 +327,10 @@ def load_pipeline(spec: str) -> Pipeline:
     except BaseException as exc:  # the user's module: sys.exit() in it is no exit of ours
         if isinstance(exc, Signalled):  # a real signal stops the command
             raise
-        raise PipelineError(f"--pipeline {spec!r}: cannot import {target}: {_said(exc)}") from None
+        hint = NO_SESSION_YET if "SESSION_OR_CONTEXT_NOT_EXISTS" in said(exc) else ""
+        raise PipelineError(
+            f"--pipeline {spec!r}: cannot import {target}: {_said(exc)}{hint}"
+        ) from None
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise PipelineError(f"--pipeline {spec!r}: {target} has no callable {attr!r}")
@@ -337,6 +349,48 @@ def load_pipeline(spec: str) -> Pipeline:
 
     preflight.check(pipeline, spec)  # all that needs no Spark, before a session starts
     return pipeline
+
+
+# Modules of a pipeline file's folder that are never shipped by value: raceproof itself (a
+# pipeline file at the top of a raceproof checkout sits beside its folders).
+NEVER_BY_VALUE = ("raceproof",)
+
+
+def ship_by_value(folder: Path, name: str) -> None:
+    """Pickle the pipeline file ``name`` and its sibling modules by value to Spark's workers.
+
+    A file loaded by its path is a module only the driver can import (its name is
+    raceproof's, its folder is on the driver's ``sys.path`` alone), and cloudpickle pickles
+    a function defined at the top level of a module by reference, by the module's name:
+    every pandas UDF, Python UDF, ``mapInPandas`` or ``applyInPandasWithState`` function of
+    the file failed on the workers with ``ModuleNotFoundError`` (issue 48). Registered by
+    value, the functions travel whole, with the globals they use; so do the modules the file
+    imported from its own folder (a ``helpers.py`` beside it). Without PySpark nothing is
+    registered (spark-check refuses later, naming the ``spark`` extra).
+    """
+    try:
+        from pyspark import cloudpickle
+    except ImportError:
+        return
+    for module_name in sorted({name, *siblings(folder)}):
+        if module_name in sys.modules:
+            cloudpickle.register_pickle_by_value(sys.modules[module_name])
+
+
+def siblings(folder: Path) -> set[str]:
+    """The top-level modules loaded now from ``folder`` itself: ``folder/x.py`` or ``folder/x/``."""
+    found = set()
+    for module_name, module in list(sys.modules.items()):
+        top = module_name.partition(".")[0]
+        source = getattr(module, "__file__", None)
+        if "." in module_name or top in NEVER_BY_VALUE or not isinstance(source, str):
+            continue
+        path = Path(source).resolve()
+        is_file = path.parent == folder and path.suffix == ".py"
+        is_package = path.name == "__init__.py" and path.parent.parent == folder
+        if is_file or is_package:
+            found.add(module_name)
+    return found
 
 
 def settings_of(pipelines: list[Pipeline]) -> dict[str, str]:
