@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from raceproof.sim.errors import KernelError
@@ -63,11 +65,85 @@ _MISSING: Any = object()
 def record(world: World, resource: str, *, write: bool) -> None:
     """The one place the kernel names a footprint: ``resource`` read (or written) by this step."""
     world.touch(resource, write=write)
+    if resource.endswith(ANY_KEY):  # a key with no name by value: ``dependent`` must look
+        world.touch(ANY_KEY, write=False)
+
+
+# -- keys by value ------------------------------------------------------------------------
+# A key is a resource by equality, as the container compares keys: ``1``, ``1.0`` and
+# ``True`` are one key, one resource ``name[1]``. The name is built from the key's value,
+# never from ``repr`` (``True`` and ``1`` print differently) nor ``hash`` (a str's hash
+# changes with PYTHONHASHSEED, and sleep sets cross processes under ``-j``). A key with no
+# such name (a user's class, a NaN) is ``name[?]``: the reduction's ``dependent`` takes it
+# as every key of that container, told to look by ``ANY_KEY``, read beside it.
+ANY_KEY = "[?]"
 
 
 def key_part(key: Any) -> str:
     """The resource suffix of ``key`` in a keyed container: one function for cells and tracked state."""
-    return f"[{key!r}]"
+    name = key_name(key)
+    return ANY_KEY if name is None else f"[{name}]"
+
+
+def _inherits(key: Any, base: type) -> bool:
+    """``key`` is a ``base`` that compares and hashes as ``base`` does (an IntEnum, a namedtuple)."""
+    kind = type(key)
+    return isinstance(key, base) and kind.__eq__ is base.__eq__ and kind.__hash__ is base.__hash__
+
+
+def key_name(key: Any) -> str | None:
+    """The name of ``key`` by value: equal keys, and only they, share it (None: it has none)."""
+    if key is None:
+        return "None"
+    if _inherits(key, str):
+        return str.__repr__(key)
+    if _inherits(key, bytes):
+        return bytes.__repr__(key)
+    if _inherits(key, tuple):
+        parts = [key_name(part) for part in tuple.__iter__(key)]
+        if None in parts:
+            return None
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"  # type: ignore[arg-type]
+    if _inherits(key, frozenset):
+        named = {key_name(part) for part in frozenset.__iter__(key)}
+        return None if None in named else "frozenset({" + ", ".join(sorted(named)) + "})"  # type: ignore[arg-type]
+    return _number_name(key)
+
+
+def _number_name(key: Any) -> str | None:
+    """A number by its exact value: ``True``, ``1``, ``1.0``, ``Fraction(1)``, ``Decimal(1)``, ``1+0j``."""
+    if _inherits(key, int):  # bool too
+        return _int_name(int.__int__(key))
+    if _inherits(key, float):
+        return _real_name(float.__float__(key))
+    if type(key) is Fraction or type(key) is Decimal:
+        return _real_name(key)
+    if type(key) is complex:
+        if key.imag == 0:
+            return _real_name(key.real)
+        real, imag = _real_name(key.real), _real_name(key.imag)
+        return None if real is None or imag is None else f"complex({real}, {imag})"
+    return None
+
+
+def _int_name(n: int) -> str:
+    return str(n) if n.bit_length() < 10_000 else hex(n)  # str() refuses over 4,300 digits
+
+
+def _real_name(x: float | Fraction | Decimal) -> str | None:
+    if x.is_nan() if isinstance(x, Decimal) else x != x:  # NaN: a key only by identity
+        return None
+    if x in (float("inf"), float("-inf")):
+        return "inf" if x > 0 else "-inf"
+    exact = Fraction(x)
+    if exact.denominator == 1:
+        return _int_name(exact.numerator)
+    try:
+        if Fraction(float(exact)) == exact:
+            return repr(float(exact))  # 0.5 as the float prints it, whatever its type
+    except OverflowError:
+        pass
+    return f"{_int_name(exact.numerator)}/{_int_name(exact.denominator)}"
 
 
 def _refuse_mutable(value: Any, where: str) -> None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from raceproof.sim.cells import ANY_KEY
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.errors import KernelError
 from raceproof.sim.footprint_claims import StepRecord
@@ -62,7 +63,12 @@ def union(a: Footprint, b: Footprint) -> Footprint:
 
 
 def dependent(a: Footprint, b: Footprint) -> bool:
-    """Steps with these footprints may not commute."""
+    """Steps with these footprints may not commute.
+
+    Two entries of one resource conflict when either writes; an entry ``C[?]``
+    (a key of the container ``C`` that has no name by value, ``cells.key_part``)
+    also conflicts with every key ``C[...]`` of the other footprint.
+    """
     if a is None or b is None:
         return True
     if len(b) < len(a):
@@ -71,6 +77,19 @@ def dependent(a: Footprint, b: Footprint) -> bool:
         other = b.get(resource)
         if other is not None and (write or other):
             return True
+    if ANY_KEY in a or ANY_KEY in b:
+        return _any_key_meets(a, b) or _any_key_meets(b, a)
+    return False
+
+
+def _any_key_meets(a: dict[str, bool], b: dict[str, bool]) -> bool:
+    """An entry ``C[?]`` of ``a`` conflicts with a key ``C[...]`` of ``b``."""
+    for resource, write in a.items():
+        if resource.endswith("[?]") and resource != ANY_KEY:
+            keys = resource[:-2]  # "C["
+            for other, other_write in b.items():
+                if (write or other_write) and other.startswith(keys):
+                    return True
     return False
 
 
