@@ -35,6 +35,7 @@ from raceproof.sim.choices import (
     keyed_deviations,
 )
 from raceproof.sim.configs import BadInput, limits, require
+from raceproof.sim.errors import Nondeterministic
 from raceproof.sim.exhaustive import ProofReport, prove
 from raceproof.sim.explore import SEARCH_STRATEGIES, STRATEGIES, Budget, SearchReport, explore
 from raceproof.sim.faults import (
@@ -123,6 +124,7 @@ __all__ = [
     "NoNode",
     "Node",
     "NodeExists",
+    "Nondeterministic",
     "NotEmpty",
     "Op",
     "PCTSource",

@@ -138,7 +138,24 @@ def checker_name(fn: Checker) -> str:
 
 
 def run_checkers(history: History, checkers: Iterable[Checker]) -> list[CheckerResult]:
-    return [fn(history) for fn in checkers]
+    return [_judged(fn, fn(history)) for fn in checkers]
+
+
+def _judged(fn: Checker, verdict: object) -> CheckerResult:
+    """``verdict`` if it is one; else the user's checker is named (most often: no ``@checker``)."""
+    if isinstance(verdict, CheckerResult):
+        return verdict
+    code = getattr(fn, "__code__", None)
+    where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    hint = (
+        ": decorate it with @raceproof.checker (then None means ok)"
+        if not hasattr(fn, "checker_name")
+        else ""
+    )
+    raise TypeError(
+        f"checker {getattr(fn, '__qualname__', fn)!r}{where} returned "
+        f"{type(verdict).__name__}, not a verdict{hint}"
+    )
 
 
 def first_violation(verdicts: Iterable[CheckerResult]) -> CheckerResult | None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import NamedTuple, TypeVar
 
-from raceproof.sim.errors import KernelError, contract
+from raceproof.sim.errors import KernelError, Nondeterministic, contract
 
 T = TypeVar("T")
 
@@ -54,9 +54,14 @@ class ReplayMisaligned(Exception):
         super().__init__(index, message)
         self.index = index
         self.detail = message
+        self.actor: str | None = None  # the actor that drew (the World notes it as it passes)
 
     def __str__(self) -> str:
         return f"replay misaligned at draw #{self.index}: {self.detail}"
+
+    def as_nondeterminism(self) -> Nondeterministic:
+        """What it means when the recording is the model's own run: the model's mistake."""
+        return Nondeterministic(self.detail, draw=self.index, actor=self.actor)
 
 
 class ChoiceSource:
@@ -346,9 +351,11 @@ class ReplaySource(ChoiceSource):
         """In strict mode, every recorded draw must have been used."""
         made = len(self.drawn)
         if self.strict and made != len(self.raw):
+            want = self.expected[made] if made < len(self.expected) else None
+            then = f" (its next: {want.label!r})" if want is not None else ""
             raise ReplayMisaligned(
                 made,
-                f"the model made {made} draws, the recording holds {len(self.raw)}",
+                f"the model made {made} draws, the recording holds {len(self.raw)}{then}",
             )
 
 

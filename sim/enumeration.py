@@ -7,7 +7,8 @@ its own prefix, with one more nonzero value there; so each schedule is run
 once, and all schedules with d deviations come before any with d + 1.
 
 A prefix that replays differently (a nondeterministic model) raises
-``KernelError``, also under ``python -O``: the walk's count depends on it.
+``Nondeterministic`` (the user's mistake, exit 4), also under ``python -O``: the
+walk's count depends on it.
 """
 
 from __future__ import annotations
@@ -16,10 +17,17 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from raceproof.sim.choices import ReplaySource
-from raceproof.sim.errors import contract
+from raceproof.sim.errors import Nondeterministic
 from raceproof.sim.outcome import Runner, RunOutcome
 
 Prune = Callable[[str, int], None]
+
+
+def not_replayed(prefix: tuple[int, ...], recorded: tuple[int, ...]) -> Nondeterministic:
+    """A prefix whose replay drew otherwise: the model is not deterministic (the user's mistake)."""
+    pairs = enumerate(zip(prefix, recorded, strict=False))
+    draw = next((i for i, (a, b) in pairs if a != b), min(len(prefix), len(recorded)))
+    return Nondeterministic(f"the prefix {prefix} replayed as {recorded[: len(prefix)]}", draw=draw)
 
 
 class Walk:
@@ -44,10 +52,8 @@ class Walk:
             prefix = (*parent[:position], value) if depth else ()
             outcome = self.run(ReplaySource(prefix, strict=False))
             recorded = tuple(outcome.values)
-            contract(
-                recorded[: len(prefix)] == prefix,
-                f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}",
-            )
+            if recorded[: len(prefix)] != prefix:
+                raise not_replayed(prefix, recorded)
             self._expand(outcome, recorded, len(prefix), depth)
             yield outcome, depth
 

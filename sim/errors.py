@@ -35,6 +35,7 @@ __all__ = [
     "FILE_MODULE_PREFIX",
     "KernelError",
     "ModelError",
+    "Nondeterministic",
     "Signalled",
     "contract",
     "model_error",
@@ -44,6 +45,34 @@ __all__ = [
 
 class KernelError(RuntimeError):
     """A contract of the kernel broke: a bug in raceproof (exit 70), never a verdict."""
+
+
+# Where a model's nondeterminism usually comes from: said with every divergence.
+LIKELY_CAUSES = (
+    "likely causes: the global random module, the wall clock, hash or set iteration order, id()"
+)
+
+
+class Nondeterministic(Exception):
+    """The model's own run, replayed on the same choices, went differently: the user's mistake.
+
+    Not a bug in raceproof and not a verdict on the race: the verdict ``error``
+    (exit 4), in one line naming the draw (or op) and the actor where the two runs
+    parted, and the usual causes. ``draw`` is the index of the first diverging draw,
+    or ``None`` when the draws agreed and the histories differ (``op`` then says where).
+    """
+
+    def __init__(self, detail: str, draw: int | None = None, actor: str | None = None) -> None:
+        super().__init__(detail, draw, actor)  # all in ``args``: it pickles from a worker whole
+        self.detail, self.draw, self.actor = detail, draw, actor
+
+    def __str__(self) -> str:
+        where = f"at draw #{self.draw}" if self.draw is not None else "in its history"
+        who = f" (actor {self.actor})" if self.actor else ""
+        return (
+            f"the model is not deterministic: run again on the same choices it diverged "
+            f"{where}{who}: {self.detail}; {LIKELY_CAUSES}"
+        )
 
 
 class Signalled(KeyboardInterrupt):

@@ -25,8 +25,9 @@ skipped is counted apart (``skipped_equivalent``, ``sleep_blocked``): it is
 sound, so it does not make a proof incomplete.
 
 No plain ``assert``: a prefix that replays differently (a nondeterministic
-model) or a repeat without its first visit breaks the proof's accounting and
-raises ``KernelError`` (exit 70), also under ``python -O``.
+model: ``Nondeterministic``, the user's mistake, exit 4) or a repeat without its
+first visit (``KernelError``, exit 70) breaks the proof's accounting and raises,
+also under ``python -O``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from raceproof.sim.errors import KernelError, contract
+from raceproof.sim.enumeration import not_replayed
+from raceproof.sim.errors import KernelError
 from raceproof.sim.explore import Budget, Progress, count_probes
 from raceproof.sim.footprint_check import FootprintChecker
 from raceproof.sim.outcome import Runner, RunOutcome
@@ -46,7 +48,7 @@ from raceproof.sim.reduction import (
     SleepSetSource,
     branch_options,
 )
-from raceproof.sim.shrink import shrink
+from raceproof.sim.shrink import shrink_found
 from raceproof.sim.state_cache import StateCache, StateSeen, compare, ending
 from raceproof.sim.verdicts import FINDINGS, Verdict
 from raceproof.sim.world import SleepBlocked
@@ -261,10 +263,8 @@ class ProofWalk:
         self.runs += 1
         prefix = start.prefix
         recorded = tuple(source.values)
-        contract(
-            recorded[: len(prefix)] == prefix,
-            f"the model is nondeterministic: prefix {prefix} replayed as {recorded[: len(prefix)]}",
-        )
+        if recorded[: len(prefix)] != prefix:
+            raise not_replayed(prefix, recorded)
         last = self._branch(start, source, recorded)
         if self.cache is not None and self.cache.check and outcome is not None:
             walk = last
@@ -282,7 +282,7 @@ class ProofWalk:
             count_probes(self.probes, outcome)
             self.found, self.found_chain = outcome, start.chain
             if self.shrink_found:
-                self.shrunk = shrink(self.run, outcome).outcome
+                self.shrunk = shrink_found(self.run, outcome).outcome
             return True
         elif outcome.bound is not None:
             self.pruned[outcome.bound] = self.pruned.get(outcome.bound, 0) + 1

@@ -24,7 +24,7 @@ from raceproof.sim.choices import (
     derive_seed,
 )
 from raceproof.sim.outcome import Runner, RunOutcome
-from raceproof.sim.shrink import shrink
+from raceproof.sim.shrink import shrink_found
 from raceproof.sim.verdicts import FINDINGS, Verdict
 
 SourceT = TypeVar("SourceT", bound=ChoiceSource)
@@ -149,7 +149,7 @@ def _violated(
     shrink_runs: int = 0,
 ) -> SearchReport:
     """The search found ``found`` (a violation or an error): shrink it (``run`` replays candidates)."""
-    result = shrink(run, found)
+    result = shrink_found(run, found)
     return SearchReport(
         strategy=strategy,
         verdict=found.status,

@@ -55,7 +55,7 @@ from raceproof.sim.exhaustive import WalkStart as _Start
 from raceproof.sim.explore import Budget, Progress
 from raceproof.sim.outcome import Runner
 from raceproof.sim.reduction import Node
-from raceproof.sim.shrink import shrink
+from raceproof.sim.shrink import shrink_found
 from raceproof.sim.verdicts import Verdict
 
 UNIT_RUNS = 32  # runs a unit walks before it hands back what it left
@@ -551,6 +551,6 @@ def plan_report(plan: Plan, run: Runner, options: WalkOptions) -> ProofReport:
     """A plan's units merged: the sequential walk's report, its finding shrunk here, the balance."""
     report, winner = merge_units(plan.results, reduction=options.reduction, left=plan.left())
     if winner is not None and winner.report.found is not None:
-        report.shrunk = shrink(run, winner.report.found).outcome
+        report.shrunk = shrink_found(run, winner.report.found).outcome
     report.balance = balance(plan.results)
     return report

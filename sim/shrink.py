@@ -11,7 +11,10 @@ place (``ModelError.same_as``). Candidates are replayed as prefixes
 what is kept, so the result always replays exactly. A search runs without
 naming the actors of its deviations (``ChoiceSource.names_deviations``); a
 result that still lacks them is replayed once more, with them, and that run
-is counted.
+is counted. Before shrinking, a search replays what it found once, strictly, on
+its own choices (``same_again``, as madsim and FoundationDB re-run a failure): a
+model that goes otherwise is not deterministic (``Nondeterministic``, the user's
+mistake), and no shrinking of it could be trusted.
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from dataclasses import dataclass
 from raceproof.sim.choices import (
     ChoiceSource,
     KeyedReplaySource,
+    ReplayMisaligned,
     ReplaySource,
     deviations,
     keyed_deviations,
 )
 from raceproof.sim.enumeration import Walk
-from raceproof.sim.errors import contract
+from raceproof.sim.errors import Nondeterministic
+from raceproof.sim.history import first_divergence
 from raceproof.sim.outcome import Runner, RunOutcome
 from raceproof.sim.verdicts import CheckStatus
 
@@ -87,6 +92,37 @@ class _Attempts:
         return False
 
 
+def same_again(run: Runner, found: RunOutcome) -> RunOutcome:
+    """``found``'s choices run once more, strictly; ``Nondeterministic`` if the run goes otherwise."""
+    source = ReplaySource(found.choices, strict=True)
+    try:
+        again = run(source)
+        source.finish()
+    except ReplayMisaligned as exc:
+        raise exc.as_nondeterminism() from None
+    if again.trace_hash != found.trace_hash:
+        raise histories_differ(found, again)
+    return again
+
+
+def histories_differ(first: RunOutcome, second: RunOutcome) -> Nondeterministic:
+    """Where two runs on the same choices parted: the first op that differs, and its actor."""
+    index = first_divergence(first.history, second.history)
+    if index is None:  # the same history, yet another hash: nothing more to point at
+        return Nondeterministic("the same history hashed differently")
+    ops = [h.ops[index] for h in (first.history, second.history) if index < len(h)]
+    said = " / now ".join(op.describe() for op in ops) if len(ops) == 2 else "one run ended"
+    return Nondeterministic(f"op #{index}: {said}", actor=ops[0].actor if ops else None)
+
+
+def shrink_found(run: Runner, found: RunOutcome) -> ShrinkResult:
+    """What a search found, re-run once (``same_again``: is the model deterministic?), shrunk."""
+    same_again(run, found)
+    result = shrink(run, found)
+    result.runs += 1  # the re-run is a run of the shrink's: every run is counted
+    return result
+
+
 def shrink(
     run: Runner, outcome: RunOutcome, *, max_runs: int = 2000, max_walk_runs: int = 5000
 ) -> ShrinkResult:
@@ -109,7 +145,8 @@ def shrink(
     exhausted = passes_capped or walk_capped
     if not best.actors_named:  # still the search's own run: replay it with names
         named = run(ReplaySource(best.values))
-        contract(named.trace_hash == best.trace_hash, "a replay must give the same history")
+        if named.trace_hash != best.trace_hash:
+            raise histories_differ(best, named)
         best, walked = named, walked + 1
     return ShrinkResult(best, attempt.runs + walked, exhausted)
 

@@ -562,6 +562,8 @@ class World(simpy.Environment):
         """
         self._now, _, _, event = entry
         if not event._ok and _passes_through(event._value):
+            if isinstance(event._value, ReplayMisaligned) and event._value.actor is None:
+                event._value.actor = getattr(event, "actor", None)  # the process that drew
             # Not the model's exception (Hypothesis' StopTest, a replay's misalignment,
             # the reduction's cut, a kernel contract): SimPy would throw a *copy* of it
             # into every process waiting on this one, which no longer is what the

@@ -263,3 +263,40 @@ def test_expiry_is_logged_when_each_party_learns_of_it() -> None:
     client = [op for op in outcome.history.of_kind("zk.session") if op.get("state") == "expired"]
     assert [op.time_ms for op in server] == [20]  # the server acts at 20 ms
     assert [op.time_ms for op in client] == [70]  # the client hears of it notice_ms later
+
+
+UNDECORATED = """
+import raceproof
+from raceproof import Scenario
+
+def build(world, variant, config):
+    def a():
+        yield world.sleep(world.source.choose("a.delay", (0, 1)))
+        world.log("a", "x")
+    world.spawn("a", a())
+
+DECORATOR
+
+def never_wrong(history):
+    return None
+
+raceproof.register(Scenario(
+    name="undecorated", summary="a checker without its decorator", variants={"v": "v"},
+    expect_violation=frozenset(), checkers=(never_wrong,), build=build,
+))
+"""
+
+
+@pytest.mark.parametrize("command", ["explore", "prove"])
+def test_a_checker_without_its_decorator_is_named_as_the_users(
+    tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "plain.py").write_text(UNDECORATED.replace("DECORATOR", ""))
+    done = run(tmp_path, command, "undecorated", "--scenarios", "plain.py")
+    assert done.returncode == 4, done.stderr
+    said = [line for line in done.stdout.splitlines() if line.startswith("E   ")]
+    assert len(said) == 1 and "'never_wrong'" in said[0] and "plain.py:13" in said[0]
+    assert "@raceproof.checker" in said[0] and "Traceback" not in done.stderr
+    (tmp_path / "decorated.py").write_text(UNDECORATED.replace("DECORATOR", "@raceproof.checker"))
+    fine = run(tmp_path, command, "undecorated", "--scenarios", "decorated.py")
+    assert fine.returncode == 0, fine.stdout + fine.stderr

@@ -41,8 +41,8 @@ from raceproof.cli.validation import BadInput
 from raceproof.runs import runner
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
-from raceproof.sim import CounterexampleError, user_files
-from raceproof.sim.errors import said
+from raceproof.sim import CounterexampleError, ReplayMisaligned, user_files
+from raceproof.sim.errors import Nondeterministic, said
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -159,6 +159,12 @@ def _run(words: list[str], received: list[int]) -> int:
     except BAD_INPUT as exc:
         _report_error(str(exc))
         return runner.EXIT_USAGE
+    except (Nondeterministic, ReplayMisaligned) as exc:
+        # A replay of the model's own run that went otherwise (every replay of a file or of
+        # a user's blob says its own error first): the user's model, the verdict error.
+        said_ = exc if isinstance(exc, Nondeterministic) else exc.as_nondeterminism()
+        _report_error(str(said_), verdict="error", nondeterministic=True)
+        return runner.EXIT_ERROR
     except signals.Interrupted as exc:  # a real signal outside a search's own handling
         name = signals.signal_name(exc)
         _report_error(f"interrupted by {name}", interrupted=name)

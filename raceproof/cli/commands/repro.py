@@ -49,6 +49,7 @@ from raceproof.sim import (
 )
 from raceproof.sim import RandomSource as _RandomSource
 from raceproof.sim import repro as repro_files
+from raceproof.sim.errors import LIKELY_CAUSES
 from raceproof.sim.verdicts import CheckStatus, Verdict
 
 
@@ -168,9 +169,14 @@ def run_repro(args: argparse.Namespace, request: ReproRequest) -> ReproResult:
         _write_history(result, request.history_out, outcome.history, "--history-out")
     if args.check_determinism:
         result["determinism"] = check_determinism(args, scenario.name, variant, outcome)
-        if not result["determinism"]["same"]:
-            result["verdict"] = Verdict.VIOLATED
+        if not result["determinism"]["same"]:  # the user's model, not a race: the verdict error
+            result["verdict"] = Verdict.ERROR
             result["checker"] = "determinism"
+            result["message"] = (
+                "the model is not deterministic: the same choices in two processes "
+                f"(PYTHONHASHSEED 0 and 1) diverged: {result['determinism']['detail']}; "
+                f"{LIKELY_CAUSES}"
+            )
     return ReproResult(outcome=outcome, result=result)
 
 
@@ -204,7 +210,7 @@ def _render(args: argparse.Namespace, request: ReproRequest, done: ReproResult) 
                 + (
                     "same trace hash in two processes (PYTHONHASHSEED 0 and 1)"
                     if d["same"]
-                    else f"DIFFERENT: {d['detail']}"
+                    else f"DIFFERENT: {result['message']}"
                 )
             )
 
