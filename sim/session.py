@@ -16,8 +16,22 @@ it, holding one session, as a ZooKeeper or kazoo client does:
 - ``connected`` is the client's own view, ``live`` the server's truth: a
   paused or partitioned process keeps believing in a session the server has
   already expired, which is the root of most ZooKeeper coordination races;
-- while disconnected, requests fail with ``ConnectionLoss`` and watch
-  deliveries are held until it reconnects; the server expires the session
+- a request is two halves (``raceproof.sim.remote``): ``request`` sends it
+  (a step of the caller, held while the caller's node is paused), the server
+  applies it one drawn latency later at its own time, whatever the caller's
+  node is doing, and the reply is read another latency later (held while the
+  caller's node is paused). A request whose connection broke before it
+  arrived is not applied; one whose connection broke before its reply was
+  read raises ``ConnectionLoss`` although it *was* applied, as in ZooKeeper;
+- a request made while the client is reconnecting is queued, as ZooKeeper
+  3.6.3 queues it (``ClientCnxn.queuePacket``, 1678-1688): it is sent when
+  the client reconnects, unless a reconnect attempt fails first, which fails
+  every queued request with ``ConnectionLoss`` (``SendThread.run``'s catch,
+  1291-1309, and ``cleanup()``, 1389-1405). ``reconnect_attempt_ms`` sets how
+  often an attempt fails during ``lose_connection`` (0, the default: none
+  fails, the queued requests go out on reconnection);
+- while disconnected, the direct calls (``get``, ``set``...) fail with
+  ``ConnectionLoss`` and watch deliveries are held until it reconnects; the server expires the session
   ``session_timeout_ms`` after the connection dropped (a cancellable timer),
   so a pause (``pause``, or the drawn fault ``pause_with_session``) longer
   than the timeout expires it and the client hears ``expired`` when it comes
@@ -33,8 +47,9 @@ it, holding one session, as a ZooKeeper or kazoo client does:
   ``maybe_lose_connection``) blocks every actor that calls through the client
   with ``retrying`` (Helix/I0Itec ``ZkClient.retryUntilConnected``): each waits
   until the client reconnects, and a call whose round trip the loss cut is
-  made again; ``until_connected`` is the wait alone (``waitUntilConnected``),
-  no step at all while connected.
+  made again (applied twice if the loss cut only its reply, as with Helix);
+  ``until_connected`` is the wait alone (``waitUntilConnected``), no step at
+  all while connected.
 
 Every decision is a draw: request latencies (``latency_ms``), how late the
 client notices a change of its connection (``notice_ms``), and the store's
@@ -66,6 +81,7 @@ from simpy.events import Event, Process
 from raceproof.sim.errors import contract
 from raceproof.sim.history import JSONValue
 from raceproof.sim.nodes import Node
+from raceproof.sim.remote import RemoteCall, hold_send, round_trip_halves
 from raceproof.sim.store import (
     ConnectionLoss,
     SessionExpired,
@@ -126,10 +142,12 @@ class ZkClient:
         latency_ms: Sequence[int] = (0,),
         notice_ms: Sequence[int] = (0,),
         node: Node | None = None,
+        reconnect_attempt_ms: int = 0,
     ) -> None:
-        if not (session_timeout_ms > 0 and latency_ms and notice_ms):
+        if not (session_timeout_ms > 0 and latency_ms and notice_ms and reconnect_attempt_ms >= 0):
             raise ValueError(
-                f"ZkClient {name!r}: session_timeout_ms must be > 0, latency_ms and notice_ms non-empty"
+                f"ZkClient {name!r}: session_timeout_ms must be > 0, latency_ms and notice_ms "
+                "non-empty, reconnect_attempt_ms >= 0"
             )
         self.world = world
         self.store = store
@@ -151,6 +169,10 @@ class ZkClient:
         self._reconnect_at_ms = 0  # the end of the latest pause or connection loss
         self._drops = 0  # connections lost so far: a round trip cut by one is retried
         self._waiting: list[Event] = []  # actors blocked until the client reconnects
+        self._queued: list[Event] = []  # requests made while reconnecting (True: send them)
+        self.reconnect_attempt_ms = reconnect_attempt_ms
+        self._cut_ms = 0  # a connection loss armed to follow the next request's send
+        self._serving = False  # True while a request of this client is applied at the server
         self.node = node
         self._dead = False  # its node crashed: the connection never comes back
         if node is not None:
@@ -158,9 +180,14 @@ class ZkClient:
             node.on_crash(self._node_crashed)
 
     def _node_paused(self, until_ms: int) -> None:
-        """The node's JVM stops: no heartbeats until ``until_ms``, then it reconnects."""
+        """The node's JVM stops: no heartbeats until ``until_ms``, then it reconnects.
+
+        The connection itself stays open (the server's socket does not close
+        because the client's JVM stopped): a request already on the wire is
+        applied at the server and its reply waits for the node.
+        """
         if self.state in ("connected", "disconnected") and not self._dead:
-            self._disconnect_for(until_ms - self.world.now_ms)  # logs nothing: the node did
+            self._disconnect_for(until_ms - self.world.now_ms, broken=False)  # the node logged
 
     def _node_crashed(self) -> None:
         """The node's process died: the connection drops and never comes back.
@@ -171,8 +198,7 @@ class ZkClient:
         self.world.touch(self.resource)
         self._dead = True
         self._held = []
-        if self.state == "connected":
-            self._drops += 1
+        if self.state == "connected":  # requests already on the wire still arrive
             self.state = "disconnected"
             self._expiry.start(self.session_timeout_ms)
 
@@ -199,12 +225,16 @@ class ZkClient:
         self.world.touch(self.resource)
         self.listeners.append(listener)
 
-    def disconnect(self) -> None:
-        """The connection drops (a partition, a paused process): the server's expiry clock starts."""
+    def disconnect(self, *, broken: bool = True) -> None:
+        """The connection drops (a partition, a paused process): the server's expiry clock starts.
+
+        ``broken=False``: the client stops hearing the server but the socket
+        stays open (its node paused), so requests on the wire still arrive.
+        """
         self.world.touch(self.resource)
         if self.state != "connected":
             return
-        self._drops += 1
+        self._drops += int(broken)
         self._set_state("disconnected")
         self._expiry.start(self.session_timeout_ms)
 
@@ -216,6 +246,7 @@ class ZkClient:
         waiting, self._waiting = self._waiting, []
         for waiter in waiting:
             waiter.succeed()
+        self._release_queued(sent=True)
         if self.live:
             self._expiry.cancel()
             self._set_state("connected")
@@ -248,9 +279,35 @@ class ZkClient:
             self.name, "zk.connection-lost", session=self.session, duration_ms=duration_ms
         )
         self._disconnect_for(duration_ms)
+        if self.reconnect_attempt_ms and duration_ms > self.reconnect_attempt_ms:
+            self.world.spawn(f"{self.name}-reconnect", self._failed_attempts())
 
-    def _disconnect_for(self, duration_ms: int) -> None:
-        self.disconnect()
+    def lose_connection_after_next_send(self, duration_ms: int) -> None:
+        """The connection drops for ``duration_ms`` just after the next ``request`` leaves.
+
+        The fault "the network broke with a request on the wire": that request
+        is not applied (it never arrives) and its caller hears ``ConnectionLoss``.
+        """
+        self.world.touch(self.resource)
+        self._cut_ms = duration_ms
+
+    def _failed_attempts(self) -> Generator[Event, Any, None]:
+        """Every ``reconnect_attempt_ms`` while the loss lasts, an attempt fails: cleanup()."""
+        while True:
+            yield self.world.sleep(self.reconnect_attempt_ms)
+            self.world.touch(self.resource)
+            if self.state != "disconnected" or self.world.now_ms >= self._reconnect_at_ms:
+                return
+            self._release_queued(sent=False)
+
+    def _release_queued(self, *, sent: bool) -> None:
+        """Wake the queued requests: sent on reconnection, or failed with CONNECTIONLOSS."""
+        queued, self._queued = self._queued, []
+        for waiter in queued:
+            waiter.succeed(sent)
+
+    def _disconnect_for(self, duration_ms: int, *, broken: bool = True) -> None:
+        self.disconnect(broken=broken)
         self._reconnect_at_ms = max(self._reconnect_at_ms, self.world.now_ms + duration_ms)
         self.world.spawn(f"{self.name}-resume", self._resume_after(duration_ms))
 
@@ -274,17 +331,19 @@ class ZkClient:
         """``retryUntilConnected``: wait for the connection, make the call, again if a loss cut it.
 
         ``result = yield from client.retrying(rtt_ms, lambda: client.get(path))``:
-        the call takes one round trip and is applied at its end; a connection
-        lost meanwhile makes the caller wait for the reconnection and call
-        again. Every actor calling through one client is blocked by its loss.
+        the call is a request of two halves (half the round trip each way,
+        applied at the server at its arrival); a connection lost meanwhile makes
+        the caller wait for the reconnection and call again, so a call whose
+        reply the loss cut is applied twice, as with Helix. Every actor calling
+        through one client is blocked by its loss.
         """
+        out_ms, back_ms = round_trip_halves(round_trip_ms)
         while True:
             yield from self.until_connected()
-            drops = self._drops
-            yield self.world.sleep(round_trip_ms)
-            self.world.touch(self.resource, write=False)
-            if self._drops == drops and self.state == "connected":
-                return None if operation is None else operation()
+            try:
+                return (yield from self._call(operation or _nothing, out_ms, back_ms))
+            except ConnectionLoss:
+                continue
 
     def expire(self) -> None:
         """The server expires the session now (the ``session-expiry`` fault)."""
@@ -307,6 +366,7 @@ class ZkClient:
         waiting, self._waiting = self._waiting, []
         for waiter in waiting:  # they wake to a closed session: SessionExpired
             waiter.succeed()
+        self._release_queued(sent=True)  # and so do the queued requests
 
     def renew(self) -> None:
         """After ``expired``: a new session (as kazoo does after LOST); ephemerals must be re-created."""
@@ -364,27 +424,83 @@ class ZkClient:
     # -- requests ------------------------------------------------------------------
     def _require(self) -> None:
         self.world.touch(self.resource, write=False)
+        if self._serving:  # at the server: the session's truth, not the client's view
+            if not self.store.session_live(self.session):
+                raise SessionExpired(f"{self.name}: session {self.session} is gone")
+            return
         if self.state == "disconnected":
             raise ConnectionLoss(f"{self.name} is disconnected")
         if self.state != "connected" or not self.live:
             raise SessionExpired(f"{self.name}: session {self.session} is {self.state}")
 
     def request(self, operation: Callable[[], T]) -> Generator[Event, Any, T]:
-        """A round trip: ``result = yield from client.request(lambda: client.set(...))``.
+        """A remote call in two halves: ``result = yield from client.request(lambda: client.set(...))``.
 
-        The request travels a drawn latency, is applied if the session is
-        still connected and live (else ConnectionLoss / SessionExpired: not
-        applied), and the reply travels back; a connection lost meanwhile
+        Sent now (or when the caller's node's pause ends; queued while the
+        client reconnects), applied at the server a drawn latency later if the
+        connection it went on is still up and the session live (else
+        ConnectionLoss / SessionExpired: not applied), and its reply read a
+        drawn latency after that; a connection lost before the reply is read
         raises ConnectionLoss although the operation *was* applied, as in
-        ZooKeeper.
+        ZooKeeper. What the operation raised at the server is raised here.
         """
-        yield self.world.sleep(self.world.source.choose(f"{self.name}.latency", self.latency_ms))
-        result = operation()
-        yield self.world.sleep(self.world.source.choose(f"{self.name}.latency", self.latency_ms))
+        label = f"{self.name}.latency"
+        out_ms = self.world.source.choose(label, self.latency_ms)
+        back_ms = self.world.source.choose(label, self.latency_ms)
+        return (yield from self._call(operation, out_ms, back_ms))
+
+    def _call(
+        self, operation: Callable[[], T], out_ms: int, back_ms: int
+    ) -> Generator[Event, Any, T]:
+        yield from hold_send(self.world)  # a request its paused node has not sent waits
         self.world.touch(self.resource, write=False)
-        if self.state != "connected":
-            raise ConnectionLoss(f"{self.name} lost the reply: the operation was applied")
+        while self.state == "disconnected" and not self._dead:
+            waiter = self.world.event()
+            self.world.touch(self.resource)
+            self._queued.append(waiter)
+            if not (yield waiter):
+                raise ConnectionLoss(f"{self.name}: a reconnect attempt failed: not sent")
+            self.world.touch(self.resource, write=False)
+        drops = self._drops
+        call = RemoteCall(
+            self.world,
+            f"{self.store.name}-server",
+            lambda: self._at_server(operation),
+            one_way_ms=out_ms,
+            back_ms=back_ms,
+            guard=lambda: self._broken_since(drops),
+        )
+        if self._cut_ms:
+            duration_ms, self._cut_ms = self._cut_ms, 0
+            self.lose_connection(duration_ms)  # writes the client's state
+        try:
+            result: T = yield call.reply
+        except Exception:  # what the server raised, unless the connection broke meanwhile
+            self._lost_reply(call, drops)
+            raise
+        self._lost_reply(call, drops)
         return result
+
+    def _lost_reply(self, call: RemoteCall[Any], drops: int) -> None:
+        """A reply read over a connection that broke since the send is lost with it."""
+        self.world.touch(self.resource, write=False)
+        if self._drops != drops:
+            applied = "applied" if call.applied else "not applied"
+            raise ConnectionLoss(f"{self.name} lost the reply: the operation was {applied}")
+
+    def _at_server(self, operation: Callable[[], T]) -> T:
+        self._serving = True
+        try:
+            return operation()
+        finally:
+            self._serving = False
+
+    def _broken_since(self, drops: int) -> ConnectionLoss | None:
+        """At the server: the connection a request went on broke before it arrived."""
+        self.world.touch(self.resource, write=False)
+        if self._drops != drops:  # (a crash of its node closes it after the bytes sent)
+            return ConnectionLoss(f"{self.name}: the connection broke: the request never arrived")
+        return None
 
     def _wrap(self, callback: Watcher | None) -> Watcher | None:
         return None if callback is None else _SessionWatcher(self, callback)
@@ -462,3 +578,7 @@ class ZkClient:
 
     def transaction(self) -> Transaction:
         return Transaction(self)
+
+
+def _nothing() -> None:
+    """A request that carries no operation (a ping through ``retrying``)."""

@@ -113,7 +113,7 @@ def test_requests_in_flight_die_with_the_session_or_lose_their_reply() -> None:
     world.spawn("w1", writer(1, 5))  # reaches the server at 10, after the partition at 5
     world.spawn("net", partition(5, 100))
     world.run_to_end()
-    assert outcomes == [("loss", "c is disconnected")]
+    assert outcomes == [("loss", "c lost the reply: the operation was not applied")]
     assert store.get("/x") == (0, 0)  # never applied
 
     world.spawn("w2", writer(2, 0))  # applied at 115, its reply due at 125
