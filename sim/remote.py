@@ -73,8 +73,7 @@ def hold_send(world: World) -> Gen:
     that the kernel holds until the pause ends, so the request leaves then.
     """
     node = getattr(world.active_process, "rp_node", None)
-    if node is not None and node.paused:
-        world.touch(node.resource, write=False)
+    if node is not None and node.paused:  # (a pause touches everything: no read to record)
         yield world.sleep(0)
 
 

@@ -78,6 +78,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from simpy.events import Event, Process
 
+from raceproof.sim.cells import Cell
 from raceproof.sim.errors import contract
 from raceproof.sim.history import JSONValue
 from raceproof.sim.nodes import Node
@@ -167,11 +168,14 @@ class ZkClient:
         )
         self._last_tell: Process | None = None
         self._reconnect_at_ms = 0  # the end of the latest pause or connection loss
-        self._drops = 0  # connections lost so far: a round trip cut by one is retried
+        # Connections broken so far (a request on the wire of a broken one is lost): a cell of
+        # the client's own resource, so reading it records a read of the client's state.
+        self._connection = Cell(world, self.resource, 0)
         self._waiting: list[Event] = []  # actors blocked until the client reconnects
-        self._queued: list[Event] = []  # requests made while reconnecting (True: send them)
+        # Requests made while reconnecting: each waits for True (send it) or False (failed).
+        self._queued: Cell[tuple[Event, ...]] = Cell(world, f"{self.resource}.queued", ())
         self.reconnect_attempt_ms = reconnect_attempt_ms
-        self._cut_ms = 0  # a connection loss armed to follow the next request's send
+        self._cut_ms = Cell(world, f"{self.resource}.cut", 0)  # a loss to follow the next send
         self._serving = False  # True while a request of this client is applied at the server
         self.node = node
         self._dead = False  # its node crashed: the connection never comes back
@@ -234,7 +238,8 @@ class ZkClient:
         self.world.touch(self.resource)
         if self.state != "connected":
             return
-        self._drops += int(broken)
+        if broken:
+            self._connection.set(self._connection.get() + 1)
         self._set_state("disconnected")
         self._expiry.start(self.session_timeout_ms)
 
@@ -288,21 +293,22 @@ class ZkClient:
         The fault "the network broke with a request on the wire": that request
         is not applied (it never arrives) and its caller hears ``ConnectionLoss``.
         """
-        self.world.touch(self.resource)
-        self._cut_ms = duration_ms
+        self._cut_ms.set(duration_ms)
 
     def _failed_attempts(self) -> Generator[Event, Any, None]:
         """Every ``reconnect_attempt_ms`` while the loss lasts, an attempt fails: cleanup()."""
         while True:
             yield self.world.sleep(self.reconnect_attempt_ms)
-            self.world.touch(self.resource)
+            self._connection.get()  # reads the client's state
             if self.state != "disconnected" or self.world.now_ms >= self._reconnect_at_ms:
                 return
             self._release_queued(sent=False)
 
     def _release_queued(self, *, sent: bool) -> None:
         """Wake the queued requests: sent on reconnection, or failed with CONNECTIONLOSS."""
-        queued, self._queued = self._queued, []
+        queued = self._queued.get()
+        if queued:
+            self._queued.set(())
         for waiter in queued:
             waiter.succeed(sent)
 
@@ -453,15 +459,13 @@ class ZkClient:
         self, operation: Callable[[], T], out_ms: int, back_ms: int
     ) -> Generator[Event, Any, T]:
         yield from hold_send(self.world)  # a request its paused node has not sent waits
-        self.world.touch(self.resource, write=False)
+        drops = self._connection.get()  # reads the client's state
         while self.state == "disconnected" and not self._dead:
             waiter = self.world.event()
-            self.world.touch(self.resource)
-            self._queued.append(waiter)
+            self._queued.set((*self._queued.get(), waiter))
             if not (yield waiter):
                 raise ConnectionLoss(f"{self.name}: a reconnect attempt failed: not sent")
-            self.world.touch(self.resource, write=False)
-        drops = self._drops
+            drops = self._connection.get()
         call = RemoteCall(
             self.world,
             f"{self.store.name}-server",
@@ -470,8 +474,8 @@ class ZkClient:
             back_ms=back_ms,
             guard=lambda: self._broken_since(drops),
         )
-        if self._cut_ms:
-            duration_ms, self._cut_ms = self._cut_ms, 0
+        if duration_ms := self._cut_ms.get():
+            self._cut_ms.set(0)
             self.lose_connection(duration_ms)  # writes the client's state
         try:
             result: T = yield call.reply
@@ -483,8 +487,7 @@ class ZkClient:
 
     def _lost_reply(self, call: RemoteCall[Any], drops: int) -> None:
         """A reply read over a connection that broke since the send is lost with it."""
-        self.world.touch(self.resource, write=False)
-        if self._drops != drops:
+        if self._connection.get() != drops:
             applied = "applied" if call.applied else "not applied"
             raise ConnectionLoss(f"{self.name} lost the reply: the operation was {applied}")
 
@@ -497,8 +500,7 @@ class ZkClient:
 
     def _broken_since(self, drops: int) -> ConnectionLoss | None:
         """At the server: the connection a request went on broke before it arrived."""
-        self.world.touch(self.resource, write=False)
-        if self._drops != drops:  # (a crash of its node closes it after the bytes sent)
+        if self._connection.get() != drops:  # (a crash of its node closes it after the bytes sent)
             return ConnectionLoss(f"{self.name}: the connection broke: the request never arrived")
         return None
 
