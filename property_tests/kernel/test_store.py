@@ -254,8 +254,9 @@ def test_the_servers_expiry_of_a_paused_client_reads_the_client_and_is_the_serve
         client_read,  # which session
         ("zk:sessions", True),
         client_write,
+        ("zk-client:c1.queued", False),  # the client resumes: no request queued to release
         client_read,
-        ("zk:sessions", False),  # the client resumes, finds it expired
+        ("zk:sessions", False),  # and finds the session expired
         client_write,
         client_read,  # and tells its listeners
     ]
