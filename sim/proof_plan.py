@@ -24,6 +24,7 @@ A first run cut by the reduction is a ``KernelError`` (exit 70); bad
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import mean
@@ -70,15 +71,28 @@ class Estimate:
     depth_mean: float
 
     @property
+    def overflows(self) -> bool:
+        """The estimate is past a float's range: a product of the draws' widths over 1.8e308."""
+        return not math.isfinite(self.schedules)
+
+    @property
     def seconds(self) -> float:
-        return self.schedules * self.seconds_per_run
+        return math.inf if self.overflows else self.schedules * self.seconds_per_run
+
+    def described(self) -> str:
+        """The estimate as text, labelled an estimate (``about 1,234 schedules``)."""
+        if self.overflows:
+            return "an estimated more than 1.8e308 schedules (the estimate overflows a float)"
+        return f"about {self.schedules:,.0f} schedules"
 
     def to_json(self) -> dict[str, Any]:
+        """The figures, rounded; ``null`` for an estimate that overflows (JSON has no infinity)."""
         return {
-            "schedules_estimate": round(self.schedules),
+            "schedules_estimate": None if self.overflows else round(self.schedules),
+            "estimate_overflows": self.overflows,
             "samples": self.samples,
             "seconds_per_run": round(self.seconds_per_run, 6),
-            "seconds_estimate": round(self.seconds, 1),
+            "seconds_estimate": None if self.overflows else round(self.seconds, 1),
             "draws_per_run_mean": round(self.depth_mean, 1),
         }
 

@@ -230,6 +230,7 @@ def test_the_estimate_of_a_uniform_tree_is_exact_and_its_time_is_measured() -> N
     assert plan.schedules >= 1 and plan.seconds == plan.schedules
     assert plan.to_json() == {
         "schedules_estimate": round(plan.schedules),
+        "estimate_overflows": False,
         "samples": 4,
         "seconds_per_run": 1.0,
         "seconds_estimate": round(plan.schedules, 1),
@@ -333,11 +334,17 @@ def test_an_estimate_rounds_each_figure_for_its_reader() -> None:
     assert plan.seconds == 123.456 * 0.123456789
     assert plan.to_json() == {
         "schedules_estimate": 123,
+        "estimate_overflows": False,
         "samples": 3,
         "seconds_per_run": 0.123457,
         "seconds_estimate": 15.2,
         "draws_per_run_mean": 2.4,
     }
+    past = Estimate(schedules=float("inf"), samples=3, seconds_per_run=0.0, depth_mean=700.0)
+    assert past.overflows and past.seconds == float("inf")  # never inf * 0 = NaN
+    assert past.to_json()["schedules_estimate"] is None
+    assert past.to_json()["seconds_estimate"] is None and past.to_json()["estimate_overflows"]
+    assert "overflows" in past.described() and plan.described() == "about 123 schedules"
 
 
 # -- moved from test_walk_edges.py ----------------------------------------------------

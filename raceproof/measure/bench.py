@@ -554,8 +554,8 @@ def growth(
             "runs": report.runs,
             "skipped_equivalent": report.skipped_equivalent,
             "seconds": round(seconds, 2),
-            "full_walk_schedules_estimate": round(size.schedules),
-            "full_walk_seconds_estimate": round(size.seconds, 1),
+            "full_walk_schedules_estimate": size.to_json()["schedules_estimate"],
+            "full_walk_seconds_estimate": size.to_json()["seconds_estimate"],
         }
         rows.append(row)
     result["load_average_end"] = load_average()

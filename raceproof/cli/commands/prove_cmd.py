@@ -70,7 +70,7 @@ def _report_estimate(
         print_json(body)
         return runner.EXIT_OK
     print(
-        f"{scenario} / {variant}: about {size.schedules:,.0f} schedules in the full walk "
+        f"{scenario} / {variant}: {size.described()} in the full walk "
         f"(Knuth's estimator over {size.samples} random runs), {size.seconds_per_run * 1000:.2f} "
         f"ms a run: ~{size.seconds:,.0f}s on one core; the full walk "
         f"{'fits' if fits else 'may not fit'} the budget of {args.budget:g}s"
@@ -199,8 +199,8 @@ def cmd_prove(args: argparse.Namespace) -> int:
         return _report_estimate(args, setup.scenario.name, setup.variant, size, setup.config)
     if not args.json and size.seconds > args.budget:
         print(
-            f"warning: this proof may not finish in its budget: about {size.schedules:,.0f} "
-            f"schedules (an upper bound, without the reduction) at {size.seconds_per_run * 1000:.2f} "
+            f"warning: this proof may not finish in its budget: {size.described()} "
+            f"(an upper bound, without the reduction) at {size.seconds_per_run * 1000:.2f} "
             f"ms a run is ~{size.seconds:,.0f}s > --budget {args.budget:g}s",
             file=sys.stderr,
         )
@@ -217,7 +217,8 @@ def _run(args: argparse.Namespace, setup: ProveSetup, size: Estimate) -> ProveRe
     def progress(info: dict[str, Any]) -> None:
         # The display shows a bar, the rate and the time left against ``estimate``
         # (Knuth's estimate of the full walk: the reduced walk runs at most that).
-        info["estimate"] = max(round(size.schedules), int(info.get("runs", 0)))
+        if not size.overflows:  # an estimate past a float's range draws no bar
+            info["estimate"] = max(round(size.schedules), int(info.get("runs", 0)))
         line(info)
 
     coverage = Coverage()
@@ -304,7 +305,10 @@ def _result(
     if report.undecided is not None and report.shrunk is None:
         _undecided(result, scenario, variant, setup.config, report.undecided)
     judge_probes(result, scenario, variant, report.probes)
-    if report.complete and report.schedules == 1 and report.max_deviations_seen == 0:
+    # One class is no sign of one schedule: two steps due together that commute are one
+    # class of two. The estimate's runs multiply every draw's options: the first draw with
+    # a second option is on every run, so a product below 2 is a full walk of one run.
+    if report.complete and report.schedules == 1 and size.schedules < 2:
         result["notes"] = [*result.get("notes", []), ONE_SCHEDULE]
     unchecked = (
         args.cross_check and report.cross_checked is None and result["verdict"] == Verdict.OK
