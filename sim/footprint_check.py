@@ -36,6 +36,12 @@ check runs the steps it depends on first and the others after
 (``instant_pulls``), so every pair of steps that could run in either order is
 reversed by some test, wherever its two steps ran.
 
+A step that cancelled the event of another step due in such an instant (a timer's
+cancel or re-arm beside its firing) removed the orders where that step runs first,
+which no run of the walk shows: the check runs the cancelled step just before its
+cancel (``cancelled_pulls``). Under the kernel's rule (``World._disables``) the two
+are dependent and no such instant is taken as commuting, so this finds the rule broken.
+
 The mirror claim is tested too (``delayable_steps``): a step chosen among
 others that the footprints call independent of the steps of its instant run
 after it could have run after them, whether those were due with it or created
@@ -70,6 +76,7 @@ from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.configs import BadInput
 from raceproof.sim.footprint_claims import (
     StepRecord,
+    cancelled_pulls,
     delayable_steps,
     instant_pulls,
     movable_steps,
@@ -262,6 +269,7 @@ class FootprintChecker:
             )
         self._check_delays(steps, keys, at, model_values)
         self._check_instants(steps, keys, at, model_values)
+        self._check_cancels(steps, keys, at, model_values)
         for claim in unnamed_claims(steps) - self.seen:
             self.seen.add(claim)
             self.unverified += 1
@@ -378,6 +386,51 @@ class FootprintChecker:
                 f"({_actor(culprit.key)}, recorded {_show(culprit.footprint)}), which ran "
                 f"before it in an instant the walk took as commuting in every order: "
                 f"{difference}; {_cause(first, second)}"
+            )
+
+    def _check_cancels(
+        self,
+        steps: list[StepRecord],
+        keys: list[str],
+        at: dict[int, int],
+        model_values: list[int],
+    ) -> None:
+        """Run the orders a cancel removed from an instant the walk took as commuting.
+
+        The cancelled step (``cancelled_pulls``) runs just before the step that
+        cancelled it, as it could have: it was due there. Not followed: unverified;
+        the kernel running them in the same order anyway: checked, nothing to compare.
+        """
+        for x, cancelled in cancelled_pulls(steps):
+            canceller = steps[x]
+            assert canceller.key is not None
+            seen = ("cancelled", canceller.key, cancelled)
+            if seen in self.seen:
+                continue
+            self.seen.add(seen)
+            dx = at[x]
+            first = self._own_order(keys, model_values, dx + 1)
+            second = self._follow([*keys[:dx], cancelled, *keys[dx:]], model_values, dx + 2)
+            if not _both_followed(first, second):
+                self.unverified += 1
+                continue
+            assert first is not None and second is not None
+            self.checked += 1
+            pair = [cancelled, canceller.key]
+            if _tail_order(second, pair) != pair:
+                continue  # the kernel ran the cancel first even so: no other order
+            difference = self._difference(first, second)
+            if difference is None:
+                continue
+            if first[0].ambiguous or second[0].ambiguous:  # not checked after all
+                self.checked, self.unverified = self.checked - 1, self.unverified + 1
+                continue
+            raise FootprintMismatch(
+                f"footprints are wrong: step {canceller.key} ({_actor(canceller.key)}, "
+                f"recorded {_show(canceller.footprint)}) cancelled the event of step "
+                f"{cancelled}, due in the same instant, which the walk took as commuting in "
+                f"every order; with {cancelled} first, {difference}: a step that cancels an "
+                f"event is dependent with the step it would have run (World._disables)"
             )
 
     def _instant_culprit(

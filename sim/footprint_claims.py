@@ -5,10 +5,10 @@ skips; what it skipped is implied by each run's steps: a step due beside an
 earlier one and independent of the steps between "could have run first"
 (``movable_steps``), a step chosen among others "could have run later"
 (``delayable_steps``), an instant the walk did not branch on "is the same in every
-order" (``instant_pulls``), and claims across a step with no key, which nothing
-can follow (``unnamed_claims``). ``raceproof.sim.footprint_check`` runs each claim's
-orders and compares them; the soundness generator counts the claims from outside
-with the same functions. Pure functions over ``StepRecord``s: no run, no kernel.
+order" (``instant_pulls``), with the steps cancelled in it (``cancelled_pulls``),
+and claims across a step with no key, which nothing can follow (``unnamed_claims``).
+``raceproof.sim.footprint_check`` runs each claim's orders and compares them; the
+soundness generator counts the claims from outside with the same functions. Pure functions over ``StepRecord``s: no run, no kernel.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ class StepRecord:
     # It is in the rest of an instant the walk took as commuting in every order
     # (``SleepSetSource._close_instant``), from the first draw it did not branch on.
     commutes: bool = False
+    # The keys of the steps of its instant whose events it cancelled (``World.disabled``):
+    # they never ran in this order, and could have run before it.
+    disabled: tuple[str, ...] = ()
 
 
 def _dependent(a: Footprint, b: Footprint) -> bool:
@@ -168,6 +171,24 @@ def _depends_on(steps: Sequence[StepRecord], start: int, v: int) -> set[int]:
         ):
             depends.add(k)
     return depends
+
+
+def cancelled_pulls(steps: Sequence[StepRecord]) -> list[tuple[int, str]]:
+    """``(x, key)``: step ``x``, in an instant the walk took as commuting in every order,
+    cancelled the event of step ``key``, due in that instant.
+
+    The cancelled step never ran in this order, so no other claim names it; but "the
+    same in every order" includes the orders where it runs first, which the cancel
+    removed. Under the kernel's rule (``World._disables``) a cancel is dependent with
+    the step it cancels, so no such instant is taken as commuting: a claim here is that
+    rule broken, and the check runs the removed order to show it.
+    """
+    return [
+        (x, key)
+        for x, step in enumerate(steps)
+        if step.commutes and step.key is not None
+        for key in step.disabled
+    ]
 
 
 def unnamed_claims(steps: Sequence[StepRecord]) -> set[tuple[str | None, ...]]:

@@ -48,7 +48,7 @@ from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.errors import KernelError
 from raceproof.sim.footprint_claims import StepRecord
 from raceproof.sim.state_cache import StateCache, StateSeen, Visit, kernel_fingerprint
-from raceproof.sim.world import ENDS_RUN, SleepBlocked, World
+from raceproof.sim.world import DISABLED, ENDS_RUN, SleepBlocked, World
 
 Footprint = dict[str, bool] | None  # resource -> written; None: dependent on everything
 
@@ -282,6 +282,7 @@ class SleepSetSource(ChoiceSource):
                     at_ms=clock.now_ms if clock is not None else None,
                     ends_run=ends,
                     enabled_by=clock.enabled_by if clock is not None else None,
+                    disabled=tuple(clock.disabled) if clock is not None else (),
                 )
             )
         self._options = None
@@ -293,6 +294,10 @@ class SleepSetSource(ChoiceSource):
             process = key.rsplit("@", 1)[0] if key is not None else None
             logged = len(self.steps) - 1 if self.steps is not None else None
             self._instant.append((process, footprint, self._drew, self._open, logged))
+            for cancelled in self._world.disabled:
+                # The step it cancelled was due in this instant and never runs in this order:
+                # still one of the instant's steps, the one it is dependent with (``World._disables``).
+                self._instant.append((None, {DISABLED + cancelled: True}, False, None, None))
         if self._step_at is not None:
             self.step_footprints[self._step_at] = footprint
             self.step_drew[self._step_at] = self._drew
@@ -321,7 +326,10 @@ class SleepSetSource(ChoiceSource):
         keep their order anyway) and none draws a model-level choice, each of them
         behaves the same in every order and every order is equivalent to the one
         run: the draw is a persistent set of one option, and with the sleep sets
-        still sound (Godefroid's persistent sets with sleep sets). A run cut before
+        still sound (Godefroid's persistent sets with sleep sets). A step the run
+        cancelled in the instant (a timer's firing) is one of its steps too, placed
+        where it was cancelled with the footprint its cancel wrote (``World._disables``):
+        no draw at or before its cancel is marked. A run cut before
         its instant ended (a sleeping step, a bound, the end of the run) never
         closes it, so nothing is marked on a partial view.
         """

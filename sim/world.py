@@ -102,6 +102,7 @@ class World(simpy.Environment):
         self._stepping: str | None = "start"  # the key of the step being processed
         self._named: dict[str, int] = {}  # per naming step: events it triggered so far
         self.enabled_by: str | None = None  # the key of the step that triggered this step's event
+        self.disabled: list[str] = []  # the keys of this instant's steps this step cancelled
         self._shared: Shared | None = None
         # Per schedule draw that left FIFO: the actor that ran and the one it overtook. A
         # search's sources do not ask for it (``ChoiceSource.names_deviations``): the
@@ -172,22 +173,54 @@ class World(simpy.Environment):
         """Take a scheduled, not yet processed event out of the schedule (a cancelled timer).
 
         Nothing is left behind at its instant: no step, no tie, no later end of
-        the run. False if the event was not scheduled. Cancelling counts as
-        touching everything, unless the caller names the ``resource`` that the
-        event's own step writes (a timer whose firing no process waits on).
+        the run. False if the event was not scheduled. What the cancel touches
+        (``_disables``): the ``resource`` the caller names, and the step the event
+        would have run, so that the step is dependent on this one although it
+        never runs in this order.
         """
-        if resource is None:
-            self.touch_all()  # it changes what another process waits on
-        else:
-            self.touch(resource)
+        self._disables(event, resource)
         for table in (self._due, self._queue):
             for position, entry in enumerate(table):
                 if entry[3] is event:
                     del table[position]
                     if table is self._queue:
                         heapify(table)
+                    if entry[0] == self._now and self._footprint is not None:
+                        key = _step_key(event)
+                        if key is not None:  # a step of this instant that will not run
+                            self.disabled.append(key)
                     return True
         return False
+
+    def _disables(self, event: Event, resource: str | None) -> None:
+        """Record what cancelling ``event`` touches: the rule that a step which cancels,
+        disables or re-arms an event is dependent with the step that event would have run.
+
+        That step never runs in this order, so no footprint of it is ever compared
+        with this one: the cancel writes the step's own resource (``step:<key>``,
+        ``DISABLED``), which the step writes when it runs (``_observed_step``). The
+        reduction then walks the order where it runs first; the instant shortcut
+        counts it among the steps of its instant (``SleepSetSource.after_step``), and
+        ``--check-footprints`` runs that order when a walk took them as commuting
+        (``footprint_claims.cancelled_pulls``). An event nobody waits on runs no step:
+        only ``resource`` (everything if none is named: a process may wait on it later).
+        One a process waits on, or one with no step key, changes what another step
+        waits on: everything.
+        """
+        if resource is not None:
+            self.touch(resource)
+        footprint = self._footprint
+        if footprint is None:
+            return
+        if not event.callbacks:
+            if resource is None:
+                footprint[ALL] = True
+            return
+        key = _step_key(event)
+        if key is None or _owner(event) is not None:
+            footprint[ALL] = True
+        else:
+            footprint[DISABLED + key] = True
 
     # -- actors --------------------------------------------------------------
     def node(self, name: str) -> Node:
@@ -523,7 +556,12 @@ class World(simpy.Environment):
         self._stepping = key
         self._named.clear()  # names are per step: an earlier step's counts are never used again
         self.enabled_by = getattr(entry[3], "rp_by", None)
+        if self.disabled:
+            self.disabled.clear()  # the observer copied the last step's (``after_step``)
         self._footprint = footprint = {}
+        if key is not None and _owner(entry[3]) is None:
+            # A step no one process owns (a timer's firing) can be cancelled: see ``_disables``.
+            footprint[DISABLED + key] = True
         try:
             self._process(entry)
         finally:
@@ -589,6 +627,9 @@ class World(simpy.Environment):
 
 _NAME_CHARS = 400  # the longest step key an event is named after (``World._name_event``)
 ALL = "*"  # the footprint entry of a step dependent on every other
+# The prefix of the resource a step no one process owns writes, named by its key, which the
+# step that cancels its event writes too (``World._disables``).
+DISABLED = "step:"
 # The footprint entry of a step whose process raised: the run ends on it, so to the reduction
 # it is dependent on every other step (``SleepSetSource.after_step``); the footprint check
 # still tests moving it earlier by what it touched.

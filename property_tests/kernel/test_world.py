@@ -626,4 +626,5 @@ def test_an_event_no_one_process_owns_is_named_by_the_step_that_triggered_it() -
     assert keyed[0].keys() == keyed[1].keys()
     assert {"/t#3@1!0@event", "/c#2@1!0@event", "/c#2@1!1@event"} <= keyed[0].keys()
     woken = {"r:a": True, "r:b": True, "proc:/a#0": True, "proc:/b#1": True}
+    woken["step:/t#3@1!0@event"] = True  # a step no one process owns: a cancel would write it
     assert keyed[0]["/t#3@1!0@event"] == keyed[1]["/t#3@1!0@event"] == woken

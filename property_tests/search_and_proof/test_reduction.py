@@ -357,6 +357,7 @@ class _Clock:
 
     now_ms: int = 5
     state_fingerprint: None = None
+    disabled: tuple[str, ...] = ()  # no step cancels another's event
 
 
 def _step(source: SleepSetSource, key: str, footprint: dict[str, bool] | None) -> None:
