@@ -11,17 +11,20 @@ with the other events due then are drawn like any other.
 Lateness is a choice: ``late_ms`` options (0 first, the boring one) are drawn
 each time the timer is armed, for timers that a loaded machine runs late.
 
-Footprints (for the proof's reduction): a timer is one resource,
-``timer:<resource>`` (default ``timer:<actor>``; timers sharing a name are
-dependent, which is safe). Arming, cancelling and firing write it and reading
-``active``/``due_ms``/``fired`` reads it, so a cancel and the firing it races
-with are never taken to commute. Cancelling names that resource to
-``World.unschedule`` instead of touching everything: no process waits on a
-timer's event. What the callback spawns is named after the timer and its
-firing count (``World.spawning_as``), so process names do not depend on the
-order of the steps of that instant. The firing itself is named by the timer's
-resource and the count of its arms (``World.arm_key``): the reduction can put it
-to sleep and the footprint check can follow it, as it does a process's step.
+Footprints (for the proof's reduction) are what a step read and wrote of the
+timer's cells (``raceproof.sim.cells``): its armed deadline, ``timer:<resource>``
+(default ``timer:<actor>``; timers sharing a name are dependent, which is safe),
+and its count of firings, ``timer:<resource>.fired``; a debounce adds its count
+of triggers and the start of its burst. Arming, a cancel of an armed timer and
+its firing write the deadline; ``active``/``due_ms`` and a cancel of an idle timer
+read it. Cancelling takes the event out of the schedule with ``World.unschedule``,
+whose rule makes the cancel dependent with the firing it removed, which never
+runs in that order (``World._disables``). What the callback spawns is named after
+the timer and its firing count (``World.spawning_as``), so process names do not
+depend on the order of the steps of that instant. The firing itself is named by
+the timer's resource and the count of its arms (``World.arm_key``): the reduction
+can put it to sleep and the footprint check can follow it, as it does a process's
+step. Every arm writes the deadline, so the arms of one resource keep their order.
 
 One plain ``assert`` stays (a fresh timeout has its callbacks list: it only
 narrows the type, losing it changes no verdict); bad lateness, delays and
@@ -35,12 +38,13 @@ from typing import Any
 
 from simpy.events import Event
 
+from raceproof.sim.cells import Cell, Primitive
 from raceproof.sim.world import World
 
 Callback = Callable[[], Any]
 
 
-class Timer:
+class Timer(Primitive):
     """A one-shot deadline that can be started, re-armed (``start`` again) and cancelled.
 
     ``callback()`` runs at the deadline; if it returns a generator, that runs
@@ -65,24 +69,23 @@ class Timer:
         self.callback = callback
         self.late_ms = tuple(late_ms)
         self.resource = f"timer:{resource or actor}"
-        self._fired = 0
-        self._due_ms: int | None = None
-        self._event: Event | None = None
+        # The armed deadline: its event and when it is due (None when idle).
+        self._armed: Cell[tuple[Event, int] | None] = Cell(world, self.resource, None)
+        self._fired = Cell(world, f"{self.resource}.fired", 0)
+        self.freeze()
 
     @property
     def active(self) -> bool:
-        self.world.touch(self.resource, write=False)
-        return self._event is not None
+        return self._armed.get() is not None
 
     @property
     def fired(self) -> int:
-        self.world.touch(self.resource, write=False)
-        return self._fired
+        return self._fired.get()
 
     @property
     def due_ms(self) -> int | None:
-        self.world.touch(self.resource, write=False)
-        return self._due_ms
+        armed = self._armed.get()
+        return None if armed is None else armed[1]
 
     def start(self, delay_ms: int) -> None:
         """Arm the timer ``delay_ms`` from now, replacing any deadline it had."""
@@ -94,25 +97,25 @@ class Timer:
         assert event.callbacks is not None
         event.callbacks.append(self._fire)
         event.rp_key = self.world.arm_key(self.resource)  # type: ignore[attr-defined]
-        self._event = event
-        self._due_ms = self.world.now_ms + delay_ms + late_ms
+        self._armed.set((event, self.world.now_ms + delay_ms + late_ms))
 
     def cancel(self) -> bool:
         """Disarm; True if a deadline was pending. A cancelled timer never fires."""
-        self.world.touch(self.resource)
-        event, self._event, self._due_ms = self._event, None, None
-        if event is None:
+        armed = self._armed.get()
+        if armed is None:
             return False
-        self.world.unschedule(event, self.resource)
+        self._armed.set(None)
+        self.world.unschedule(armed[0])
         return True
 
     def _fire(self, event: Event) -> None:
-        self.world.touch(self.resource)
-        if event is not self._event:
+        armed = self._armed.get()
+        if armed is None or event is not armed[0]:
             return
-        self._event, self._due_ms = None, None
-        self._fired += 1
-        previous = self.world.spawning_as(f"{self.resource}#{self._fired}")
+        self._armed.set(None)
+        fired = self._fired.get() + 1
+        self._fired.set(fired)
+        previous = self.world.spawning_as(f"{self.resource}#{fired}")
         try:
             result = self.callback()
             if isinstance(result, Generator):
@@ -121,7 +124,7 @@ class Timer:
             self.world.spawning_as(previous)
 
 
-class Debounce:
+class Debounce(Primitive):
     """Runs ``callback`` once ``quiet_ms`` after the last ``trigger()`` of a burst.
 
     Each trigger restarts the quiet period, so a burst of triggers closer than
@@ -149,9 +152,11 @@ class Debounce:
         self.quiet_ms = quiet_ms
         self.max_wait_ms = max_wait_ms
         self.callback = callback
-        self.triggers = 0
-        self._burst_started_ms: int | None = None
         self.timer = Timer(world, actor, self._fire, late_ms=late_ms, resource=resource)
+        self._triggers = Cell(world, f"{self.timer.resource}.triggers", 0)
+        # When the current burst's first trigger came (None between bursts).
+        self._burst_started_ms: Cell[int | None] = Cell(world, f"{self.timer.resource}.burst", None)
+        self.freeze()
 
     @property
     def pending(self) -> bool:
@@ -161,23 +166,27 @@ class Debounce:
     def fired(self) -> int:
         return self.timer.fired
 
+    @property
+    def triggers(self) -> int:
+        return self._triggers.get()
+
     def trigger(self) -> None:
         """Something changed: (re)start the quiet period."""
-        self.world.touch(self.timer.resource)  # the burst's state is the timer's
-        self.triggers += 1
+        self._triggers.set(self._triggers.get() + 1)
         now_ms = self.world.now_ms
-        if self._burst_started_ms is None:
-            self._burst_started_ms = now_ms
+        started_ms = self._burst_started_ms.get()
+        if started_ms is None:
+            started_ms = now_ms
+            self._burst_started_ms.set(started_ms)
         delay_ms = self.quiet_ms
         if self.max_wait_ms is not None:
-            delay_ms = min(delay_ms, self._burst_started_ms + self.max_wait_ms - now_ms)
+            delay_ms = min(delay_ms, started_ms + self.max_wait_ms - now_ms)
         self.timer.start(max(delay_ms, 0))
 
     def cancel(self) -> bool:
-        self.world.touch(self.timer.resource)
-        self._burst_started_ms = None
+        self._burst_started_ms.set(None)
         return self.timer.cancel()
 
     def _fire(self) -> Any:
-        self._burst_started_ms = None
+        self._burst_started_ms.set(None)
         return self.callback()

@@ -291,7 +291,8 @@ def test_a_debounce_past_its_max_wait_fires_at_once() -> None:
     )
     world.touched.clear()
     debounce.trigger()  # at 0: due at 10 (+3 late)
-    assert world.touched[0] == ("timer:d", True)
+    assert ("timer:d.triggers", True) in world.touched  # its cells: the count, the burst's start
+    assert ("timer:d.burst", True) in world.touched and world.touched[-1] == ("timer:d", True)
     world.spawn("t", after(world, 12, debounce.trigger))  # 12 > 0 + max_wait: now
     world.run()
     assert fired == [12]
@@ -332,5 +333,8 @@ def test_a_timer_checks_its_lateness_and_delays_and_cancels_by_its_resource() ->
     assert timer.due_ms == 5 and timer.active
     world.touched.clear()
     assert timer.cancel() is True
-    assert world.touched == [("timer:t", True), ("timer:t", True)]  # its own, and unschedule's
+    assert world.touched == [("timer:t", False), ("timer:t", True)]  # its deadline's cell
     assert timer.due_ms is None
+    world.touched.clear()
+    assert timer.cancel() is False
+    assert world.touched == [("timer:t", False)]  # idle: a cancel only reads the deadline
