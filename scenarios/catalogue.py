@@ -32,6 +32,7 @@ from raceproof.sim import (
     prove,
 )
 from raceproof.sim import configs as validation
+from raceproof.sim.errors import did_you_mean
 from raceproof.sim.explore import Progress
 from raceproof.sim.proof_plan import prove_parallel
 from raceproof.sim.proof_units import single_balance
@@ -99,7 +100,8 @@ class Scenario:
     def check_variant(self, variant: str) -> None:
         if variant not in self.variants:
             raise UnknownName(
-                f"unknown variant {variant!r} of {self.name}; valid: {', '.join(self.variants)}"
+                f"unknown variant {variant!r} of {self.name}"
+                f"{did_you_mean(variant, self.variants)}; valid: {', '.join(self.variants)}"
             )
 
     def config_for(self, purpose: str, overrides: Mapping[str, Any] | None = None) -> Any:
@@ -121,13 +123,15 @@ class Scenario:
         chosen = [c for c in self.checkers if checker_name(c) == name]
         if not chosen:
             valid = ", ".join(checker_name(c) for c in self.checkers)
-            raise UnknownName(f"unknown checker {name!r} of {self.name}; valid: {valid}")
+            near = did_you_mean(name, (checker_name(c) for c in self.checkers))
+            raise UnknownName(f"unknown checker {name!r} of {self.name}{near}; valid: {valid}")
         return chosen
 
     def build_for(self, variant: str, config: Any) -> Callable[[World], None]:
         """The World's build of ``variant`` on ``config`` (footprints declared when promised)."""
 
         def build(world: World) -> None:
+            world.declared_probes = tuple(self.probes)
             if self.declares_footprints:
                 world.declare_footprints()
             self.build(world, variant, config)
@@ -312,6 +316,7 @@ CATALOGUE: dict[str, Scenario] = {}
 # ``--scenarios SPEC``, so the line runs as printed.
 ORIGINS: dict[str, str] = {}
 _loading_origin: list[str] = []
+_REGISTERED = [0]  # successful ``register`` calls (``registrations``)
 
 
 class RegistrationError(ValueError):
@@ -378,7 +383,13 @@ def register(scenario: Scenario | Callable[[], Scenario]) -> Scenario:
         )
     CATALOGUE[scenario.name] = scenario
     ORIGINS.setdefault(scenario.name, origin)
+    _REGISTERED[0] += 1
     return scenario
+
+
+def registrations() -> int:
+    """How many ``register`` calls succeeded so far (a loaded file that made none is said)."""
+    return _REGISTERED[0]
 
 
 def _check_defaults(scenario: Scenario) -> None:
@@ -436,7 +447,8 @@ def get(name: str) -> Scenario:
     scenario = CATALOGUE.get(name)
     if scenario is None:
         raise UnknownName(
-            f"unknown scenario {name!r}; valid: {', '.join(sorted(CATALOGUE))} (a scenario of "
+            f"unknown scenario {name!r}{did_you_mean(name, CATALOGUE)}; "
+            f"valid: {', '.join(sorted(CATALOGUE))}{discovery.empty_entries_said()} (a scenario of "
             f'your own loads from pyproject.toml\'s [tool.raceproof] scenarios = ["FILE.py"], '
             f"or --scenarios FILE.py; in pytest --raceproof-scenarios FILE.py)"
         )

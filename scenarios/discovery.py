@@ -40,6 +40,7 @@ BUILTIN_MODULE = "raceproof.scenarios.library"
 _loaded: set[str] = set()  # keys of what was imported already (resolved files, module names)
 _defaults_loaded = False
 _command_line: list[str] = []  # the --scenarios entries, as the user wrote them
+_registered_nothing: list[str] = []  # entries whose loading registered no scenario
 
 
 class ScenarioLoadError(Exception):
@@ -116,6 +117,7 @@ def _load_entry(entry: str, origin: str, base: Path) -> None:
         folder = str(path.parent)
         if folder not in sys.path:
             sys.path.insert(0, folder)
+        registered = catalogue.registrations()
         with _origin(origin, str(path), str(path)):
             sys.modules[name] = module
             try:
@@ -123,6 +125,8 @@ def _load_entry(entry: str, origin: str, base: Path) -> None:
             except BaseException:
                 del sys.modules[name]
                 raise
+        if catalogue.registrations() == registered:
+            _registered_nothing.append(entry)
         _loaded.add(key)
         return
     key = f"module:{entry}"
@@ -144,8 +148,11 @@ def _load_entry(entry: str, origin: str, base: Path) -> None:
             f"cannot load scenarios from {entry}: no module named {entry!r} "
             f"(looked on sys.path and in {base})"
         )
+    registered = catalogue.registrations()
     with _origin(origin, f"{entry} ({target})", target):
         importlib.import_module(entry)
+    if catalogue.registrations() == registered:
+        _registered_nothing.append(entry)
     _loaded.add(key)
 
 
@@ -215,6 +222,14 @@ def ensure_loaded(command_line: Sequence[str] = ()) -> None:
         load_entry(entry, f"command-line:{entry}")
         if entry not in _command_line:
             _command_line.append(entry)
+
+
+def empty_entries_said() -> str:
+    """For an unknown scenario: the entries loaded that registered none (``; x.py registers no scenario``)."""
+    return "".join(
+        f"; {entry} loaded but registers no scenario (raceproof.register(Scenario(...)))"
+        for entry in _registered_nothing
+    )
 
 
 def command_line_entries() -> list[str]:

@@ -23,9 +23,11 @@ is reported by the pseudo-checker ``model-exception`` as a violation.
 
 from __future__ import annotations
 
+import difflib
 import linecache
 import os
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,7 @@ __all__ = [
     "Nondeterministic",
     "Signalled",
     "contract",
+    "did_you_mean",
     "model_error",
     "said",
 ]
@@ -51,6 +54,12 @@ class KernelError(RuntimeError):
 LIKELY_CAUSES = (
     "likely causes: the global random module, the wall clock, hash or set iteration order, id()"
 )
+
+
+def did_you_mean(name: object, valid: Iterable[str], cutoff: float = 0.6) -> str:
+    """`` (did you mean 'x'?)`` for a near miss of one of ``valid`` (difflib), else nothing."""
+    close = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=cutoff) if name else []
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class Nondeterministic(Exception):

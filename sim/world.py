@@ -36,7 +36,7 @@ from simpy.events import (
 )
 
 from raceproof.sim.choices import ChoiceSource, RandomSource, ReplayMisaligned
-from raceproof.sim.errors import KernelError, Signalled
+from raceproof.sim.errors import KernelError, Signalled, did_you_mean
 from raceproof.sim.history import History, JSONValue
 from raceproof.sim.nodes import Node, hold_paused
 from raceproof.sim.shared import Shared
@@ -112,6 +112,9 @@ class World(simpy.Environment):
         self.nodes: dict[str, Node] = {}  # hosts / JVMs grouping processes (raceproof.sim.nodes)
         self.paused_nodes: list[Node] = []  # nodes in a pause: their processes' events are held
         self.probes: dict[str, int] = {}  # race-window probe -> times reached (see ``reach``)
+        # The scenario's declared probes (``Scenario.build_for`` sets them): ``reach`` of a
+        # name a typo away from one of them is the model's error, not a new probe.
+        self.declared_probes: tuple[str, ...] = ()
         self.op_order_read = False  # a checker reads the order of ops (``visibility``)
         self._due_keys = self._due_actors  # bound once: the schedule draw's lazy actor names
         self._draw_schedule = source.schedule  # bound once: called on nearly every step
@@ -427,6 +430,15 @@ class World(simpy.Environment):
         """
         if not (isinstance(probe, str) and probe):
             raise TypeError(f"World.reach: a probe is named by a non-empty string, got {probe!r}")
+        if probe not in self.probes and probe not in self.declared_probes:
+            # A model shared by scenarios may reach probes another one declares; a name a
+            # typo away from a declared one (difflib, 0.85) is no new probe: the model's error.
+            near = did_you_mean(probe, self.declared_probes, cutoff=0.85)
+            if near:
+                raise ValueError(
+                    f"World.reach({probe!r}): the scenario declares no such probe{near}; "
+                    f"it declares {', '.join(map(repr, self.declared_probes))}"
+                )
         self.probes[probe] = self.probes.get(probe, 0) + 1
 
     def finish(self, reason: str = "finished") -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import re
 import shlex
 import sys
 import traceback
@@ -42,7 +43,7 @@ from raceproof.runs import runner
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.sim import CounterexampleError, ReplayMisaligned, user_files
-from raceproof.sim.errors import Nondeterministic, said
+from raceproof.sim.errors import Nondeterministic, did_you_mean, said
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -69,11 +70,38 @@ class Parser(argparse.ArgumentParser):
     """argparse with a one-line error (and a JSON error object when ``--json`` was given)."""
 
     def error(self, message: str) -> NoReturn:
-        _report_error(f"{message} (see `{self.prog} --help`)", prog=self.prog)
+        _report_error(
+            f"{message}{self._near_miss(message)} (see `{self._help_for()} --help`)", prog=self.prog
+        )
         self.exit(runner.EXIT_USAGE)
+
+    def _near_miss(self, message: str) -> str:
+        """`` (did you mean '--examples'?)`` for an unrecognized option close to one it takes,
+        or a choice close to one of the choices."""
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice is not None:
+            return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        command = self._help_for().removeprefix("raceproof").strip()
+        taken = _COMMANDS.get(command, self)._option_string_actions
+        for word in message.removeprefix("unrecognized arguments:").split():
+            if word.startswith("--") and (near := did_you_mean(word.split("=")[0], taken)):
+                return near
+        return ""
+
+    def _help_for(self) -> str:
+        """The command whose help says more: ``raceproof prove``, not ``raceproof``, for a
+        word the command does not take (the top parser reports those)."""
+        if self.prog != "raceproof":
+            return self.prog
+        named = [word for word in _WORDS if word in _COMMANDS]
+        return f"raceproof {named[0]}" if named else self.prog
 
 
 _JSON_WANTED = [False]
+_WORDS: list[str] = []  # the command line's words (``Parser._help_for``)
+_COMMANDS: dict[str, argparse.ArgumentParser] = {}  # each command's parser, by name
 
 
 def _report_error(
@@ -113,12 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
         module.add(commands)
+    _COMMANDS.update(commands.choices)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     _JSON_WANTED[0] = "--json" in words
+    _WORDS[:] = words
     printed_before = documents_printed()
     with signals.interruptible() as signalled:
         code = _run(words, signalled.received)

@@ -36,6 +36,7 @@ from raceproof.runs import runner
 from raceproof.scenarios.catalogue import Scenario, UnknownName, get
 from raceproof.sim import STRATEGIES, Budget, RunOutcome, explore
 from raceproof.sim.configs import BadInput
+from raceproof.sim.errors import did_you_mean
 from raceproof.sim.exhaustive import UNDECIDED, ProofReport
 from raceproof.sim.explore import MAX_EXAMPLES, SearchReport
 from raceproof.sim.verdicts import ExitCode, GateStatus, Verdict, gate_exit_code
@@ -90,7 +91,10 @@ def profile_named(name: str | None) -> Profile:
     """``name``, else ``$RACEPROOF_PROFILE``, else ``ci``."""
     chosen = name or os.environ.get(PROFILE_ENV) or "ci"
     if chosen not in PROFILES:
-        raise UnknownName(f"unknown raceproof profile {chosen!r}; valid: {', '.join(PROFILES)}")
+        near = did_you_mean(chosen, PROFILES)
+        raise UnknownName(
+            f"unknown raceproof profile {chosen!r}{near}; valid: {', '.join(PROFILES)}"
+        )
     return PROFILES[chosen]
 
 
@@ -194,7 +198,8 @@ class CheckResult:
 def _expected(scenario: Scenario, variant: str, expect: str | None = None) -> Verdict:
     """``expect`` if given (it must be ``ok`` or ``violated``), else what the catalogue says."""
     if expect is not None and expect not in (Verdict.OK, Verdict.VIOLATED):
-        raise UnknownName(f"expect must be 'ok' or 'violated', got {expect!r}")
+        near = did_you_mean(expect, (Verdict.OK, Verdict.VIOLATED))
+        raise UnknownName(f"expect must be 'ok' or 'violated', got {expect!r}{near}")
     if expect is not None:
         return Verdict(expect)
     return Verdict.VIOLATED if variant in scenario.expect_violation else Verdict.OK
@@ -243,7 +248,8 @@ def run_explore(
     scenario = get(name)
     scenario.check_variant(variant)
     if strategy not in STRATEGIES:
-        raise UnknownName(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+        near = did_you_mean(strategy, STRATEGIES)
+        raise UnknownName(f"unknown strategy {strategy!r}{near}; valid: {', '.join(STRATEGIES)}")
     _check_count("examples", examples, low=1, high=MAX_EXAMPLES)
     _check_count("seed", seed, low=0, high=None)
     count = (

@@ -30,12 +30,13 @@ Test ids and JUnit records name the scenario and the variant, with
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -48,6 +49,8 @@ from raceproof.sim.configs import BadInput
 from raceproof.sim.errors import Signalled
 from raceproof.sim.user_files import check_folder
 from raceproof.sim.verdicts import Verdict
+
+T = TypeVar("T")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -186,12 +189,9 @@ class RaceproofGate:
         """``variant`` or the scenario's first; an unknown name fails the test in one line."""
         from raceproof.scenarios.catalogue import get
 
-        try:
-            known = get(scenario)
-            if variant is not None:
-                known.check_variant(variant)
-        except UnknownName as exc:
-            pytest.fail(str(exc), pytrace=False)
+        known = _said_once(lambda: get(scenario), "")
+        if variant is not None:
+            _said_once(lambda: known.check_variant(variant), "")
         return variant or next(iter(known.variants))
 
     def explore(
@@ -209,9 +209,10 @@ class RaceproofGate:
         strategies = (strategy,) if strategy else self.profile.strategies
         results = []
         for name in strategies:
-            try:
-                with _real_interrupts():
-                    found = gate.run_explore(
+            with _real_interrupts():  # examples=-5 or expect="okk" runs nothing: never a pass
+                found = _said_once(
+                    functools.partial(
+                        gate.run_explore,
                         scenario,
                         variant,
                         name,
@@ -220,9 +221,9 @@ class RaceproofGate:
                         examples=examples,
                         seed=seed,
                         out_dir=self.out_dir,
-                    )
-            except BadInput as exc:  # examples=-5 runs nothing: never a pass
-                pytest.fail(f"raceproof.explore: {exc}", pytrace=False)
+                    ),
+                    "raceproof.explore: ",
+                )
             results.append(self._judge(found))
         return results
 
@@ -232,10 +233,23 @@ class RaceproofGate:
         """The bounded proof of ``variant``; fail unless its verdict is ``expect`` (default: the catalogue's)."""
         variant = self._variant(scenario, variant)
         with _real_interrupts():
-            found = gate.run_prove(
-                scenario, variant, self.profile, expect=expect, out_dir=self.out_dir
+            found = _said_once(
+                lambda: gate.run_prove(
+                    scenario, variant, self.profile, expect=expect, out_dir=self.out_dir
+                ),
+                "raceproof.prove: ",
             )
         return self._judge(found)
+
+
+def _said_once(call: Callable[[], T], prefix: str) -> T:
+    """``call()``; a user's bad name or value fails the test in one line, raceproof's frames
+    and the exception it replaced ("During handling ...") left out."""
+    try:
+        return call()
+    except (UnknownName, BadInput) as exc:
+        message = f"{prefix}{exc}"
+    pytest.fail(message, pytrace=False)
 
 
 @pytest.fixture

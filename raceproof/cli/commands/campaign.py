@@ -33,6 +33,7 @@ from raceproof.cli.validation import (
 )
 from raceproof.runs import runner
 from raceproof.sim import STRATEGIES
+from raceproof.sim.errors import did_you_mean
 from raceproof.sim.user_files import ascii_int
 from raceproof.sim.verdicts import Verdict, exit_code_for
 
@@ -95,7 +96,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     strategies = args.strategy or ["random", "hypothesis", "pct"]
     for strategy in strategies:
         if strategy not in STRATEGIES:
-            raise UsageError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+            near = did_you_mean(strategy, STRATEGIES)
+            raise UsageError(f"unknown strategy {strategy!r}{near}; valid: {', '.join(STRATEGIES)}")
     prepare_output_dir(args.out)
     campaign_folder.check_folder(Path(args.out))  # before Spark starts: damaged or foreign
     if getattr(args, "pipeline", None):

@@ -38,6 +38,7 @@ from raceproof.sim import (
     SearchReport,
     explore,
 )
+from raceproof.sim.errors import did_you_mean
 
 MAX_PCT_DEPTH = 1_000  # PCT finds bugs of small depth; a depth past the run's steps means nothing
 
@@ -76,7 +77,8 @@ def _parse(args: argparse.Namespace) -> ExploreRequest:
     config = scenario.config_for("explore", overrides)
     if args.strategy not in SEARCH_STRATEGIES:
         raise UsageError(
-            f"unknown strategy {args.strategy!r}; valid: {', '.join(SEARCH_STRATEGIES)}"
+            f"unknown strategy {args.strategy!r}{did_you_mean(args.strategy, SEARCH_STRATEGIES)}; "
+            f"valid: {', '.join(SEARCH_STRATEGIES)}"
         )
     # --examples alone is an examples-only budget: no wall clock can change its verdict.
     budget_s: float | None = args.budget
