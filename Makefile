@@ -185,4 +185,5 @@ soundness: $(STAMP)
 	RACEPROOF_SOUNDNESS_EXAMPLES=$(SOUNDNESS_EXAMPLES) $(VENV)/bin/pytest -q -p no:cacheprovider \
 		property_tests/search_and_proof/test_soundness.py
 	$(VENV)/bin/python -m property_tests.soundness_slips $(SLIP_EXAMPLES)
+	$(VENV)/bin/python -m property_tests.soundness_coverage
 	$(VENV)/bin/python -m property_tests.sleep_cache_census

@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from hypothesis import strategies as st
 
@@ -249,8 +249,27 @@ class _Parts:
     touched: dict[str, Any]  # the model's own object, named with world.touch("model:m")
 
 
-def build(world: World, spec: Spec) -> None:
+class Drawn(Protocol):
+    """A spec of another generator (``soundness_pairs.PairSpec``): it builds and judges itself."""
+
+    state: bool
+    untracked: bool
+
+    def build(self, world: World) -> None: ...
+
+    def checkers(self) -> list[Callable[[History], CheckerResult]]: ...
+
+    def bounds(self) -> Bounds: ...
+
+
+AnySpec = Spec | Drawn  # what ``soundness_walks`` walks
+
+
+def build(world: World, spec: AnySpec) -> None:
     """The model a spec describes (its footprints declared by the tracked state)."""
+    if not isinstance(spec, Spec):
+        spec.build(world)
+        return
     n = len(spec.actors)
     store = VersionedStore(world, "zk")
     for path in ("/n0", "/n1"):
@@ -535,7 +554,9 @@ def a0_first(history: History) -> CheckerResult | None:
     return None
 
 
-def checkers(spec: Spec) -> list[Callable[[History], CheckerResult]]:
+def checkers(spec: AnySpec) -> list[Callable[[History], CheckerResult]]:
+    if not isinstance(spec, Spec):
+        return spec.checkers()
     found: list[Callable[[History], CheckerResult]] = [final_state] if spec.final_checker else []
     if spec.invariant is not None:
         found.append(invariant_checker(spec.invariant))
@@ -544,14 +565,16 @@ def checkers(spec: Spec) -> list[Callable[[History], CheckerResult]]:
     return found
 
 
-def bounds_of(spec: Spec) -> Bounds:
+def bounds_of(spec: AnySpec) -> Bounds:
     """The spec's bounds: ``BOUNDS``, with its own step bound if it has one."""
+    if not isinstance(spec, Spec):
+        return spec.bounds()
     if spec.max_steps is None:
         return BOUNDS
     return Bounds(max_time_ms=BOUNDS.max_time_ms, max_steps=spec.max_steps)
 
 
-def runner(spec: Spec) -> Runner:
+def runner(spec: AnySpec) -> Runner:
     judged, bounds = checkers(spec), bounds_of(spec)
 
     def run(source: ChoiceSource) -> RunOutcome:

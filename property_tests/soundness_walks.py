@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from property_tests.soundness_models import Spec, bounds_of, build, checkers, runner
+from property_tests.soundness_models import AnySpec, bounds_of, build, checkers, runner
 from raceproof.scenarios.catalogue import Scenario
 from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
 from raceproof.sim import cross_check as cross_check_module
@@ -58,7 +58,7 @@ class Walk:
     probes: set[str]  # the probes some judged run reached
 
 
-def walk(spec: Spec, *, reduction: bool, state_cache: bool = False) -> Walk:
+def walk(spec: AnySpec, *, reduction: bool, state_cache: bool = False) -> Walk:
     """Walk ``spec`` as ``prove`` does, but on through its findings, recording every ending."""
     run = runner(spec)
     endings: set[tuple[Any, ...]] = set()
@@ -87,7 +87,7 @@ def walk(spec: Spec, *, reduction: bool, state_cache: bool = False) -> Walk:
     )
 
 
-def full_walk(spec: Spec) -> Walk:
+def full_walk(spec: AnySpec) -> Walk:
     """The plain walk, every schedule; ``TooBig`` when it does not complete."""
     full = walk(spec, reduction=False)
     if not full.report.complete:
@@ -109,7 +109,7 @@ def _claims(name: str, report: ProofReport, full: Walk) -> list[str]:
     return problems
 
 
-def reduction_problems(spec: Spec, full: Walk | None = None) -> list[str]:
+def reduction_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
     """Reduced walk vs full walk: the same endings, probes and verdict."""
     full = full or full_walk(spec)
     reduced = walk(spec, reduction=True)
@@ -125,7 +125,7 @@ def reduction_problems(spec: Spec, full: Walk | None = None) -> list[str]:
     return problems + _claims("the reduced proof", stopping, full)
 
 
-def state_cache_problems(spec: Spec, full: Walk | None = None) -> list[str]:
+def state_cache_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
     """With the state cache (the spec declares its state): the same final states and verdict."""
     spec = dataclasses.replace(spec, state=True)
     full = full or full_walk(spec)
@@ -147,7 +147,7 @@ def state_cache_problems(spec: Spec, full: Walk | None = None) -> list[str]:
     return problems + _claims("the cached proof", stopping, full)
 
 
-def scenario(spec: Spec) -> Scenario:
+def scenario(spec: AnySpec) -> Scenario:
     """The spec as a scenario (never registered): its ``prove`` is the public API of ``-j``."""
     return Scenario(
         name="soundness-spec",
@@ -180,7 +180,7 @@ def _summary(report: ProofReport) -> dict[str, Any]:
     }
 
 
-def parallel_problems(spec: Spec, full: Walk | None = None) -> list[str]:
+def parallel_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
     """``prove -j 2`` (the scenario's public ``prove``) against the full walk and ``-j 1``.
 
     Beside the verdict: the same schedule count, completeness, probes and pruning as
@@ -272,7 +272,7 @@ def coverage_problems(run: Runner, budget: Budget) -> list[str]:
     return []
 
 
-def checker_problems(spec: Spec, full: Walk | None = None, *, strict: bool = False) -> list[str]:
+def checker_problems(spec: AnySpec, full: Walk | None = None, *, strict: bool = False) -> list[str]:
     """The checkers of soundness: silent on a sound reduction, loud on an unsound one.
 
     Over the whole walk (findings masked so nothing stops it), ``prove
@@ -336,7 +336,7 @@ def _tallied(run: Runner, tally: _Tally) -> Runner:
     return masked(counted)
 
 
-def bound_problems(spec: Spec, full: Walk | None = None) -> list[str]:
+def bound_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
     """Runs cut by a bound are never a pass and never witness a probe (no full walk needed).
 
     The plain walk (findings masked, so every schedule is judged) counts each probe
@@ -369,7 +369,7 @@ def bound_problems(spec: Spec, full: Walk | None = None) -> list[str]:
     return problems
 
 
-MODES: dict[str, Callable[[Spec, Walk | None], list[str]]] = {
+MODES: dict[str, Callable[[AnySpec, Walk | None], list[str]]] = {
     "reduction": reduction_problems,
     "state-cache": state_cache_problems,
     "parallel": parallel_problems,
