@@ -11,12 +11,12 @@ workers or a period of 0 are ``ValueError`` errors, kept under ``python -O``.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from simpy.events import Event, Process
 
+from raceproof.sim.cells import Cell, Primitive
 from raceproof.sim.nodes import Node
 from raceproof.sim.world import ProcessGenerator, World
 
@@ -25,7 +25,7 @@ class QueueEmpty(Exception):
     """``EventQueue.get_nowait`` on an empty queue (as ``asyncio.QueueEmpty``)."""
 
 
-class EventQueue:
+class EventQueue(Primitive):
     """A FIFO of items with blocking ``get`` and non-suspending ``get_nowait``.
 
     ``dedupe``: ``put`` drops an item equal to one already queued (Brooklin's
@@ -38,72 +38,110 @@ class EventQueue:
     wait, and raises ``QueueEmpty`` otherwise: fewer scheduling points, smaller
     proofs. Model the real code: a consumer that awaits only when the queue is
     empty is ``get_nowait`` first, then ``get``.
+
+    Its cells: the items (``queue:<name>``), the takers waiting (``.getters``) and
+    the count of duplicates dropped (``.dropped``).
     """
 
     def __init__(self, world: World, name: str, *, dedupe: bool = False) -> None:
         self.world = world
         self.name = name
         self.dedupe = dedupe
-        self.items: deque[Any] = deque()
-        self.getters: deque[Event] = deque()
-        self.dropped = 0
+        resource = f"queue:{name}"
+        self._items: Cell[tuple[Any, ...]] = Cell(world, resource, ())
+        self._getters: Cell[tuple[Event, ...]] = Cell(world, f"{resource}.getters", ())
+        self._dropped = Cell(world, f"{resource}.dropped", 0)
+        self.freeze()
+
+    @property
+    def items(self) -> tuple[Any, ...]:
+        """The items queued, first first."""
+        return self._items.get()
+
+    @property
+    def getters(self) -> tuple[Event, ...]:
+        """The takers waiting (``get`` events not yet given an item), first first."""
+        return self._getters.get()
+
+    @property
+    def dropped(self) -> int:
+        """How many ``put`` calls ``dedupe`` dropped."""
+        return self._dropped.get()
 
     def put(self, item: Any) -> bool:
         """Queue ``item``; False when it was dropped as a duplicate."""
-        self.world.touch(f"queue:{self.name}")
-        if self.dedupe and item in self.items:
-            self.dropped += 1
+        items = self._items.get()
+        if self.dedupe and item in items:
+            self._dropped.set(self._dropped.get() + 1)
             return False
-        self.items.append(item)
+        self._items.set((*items, item))
         self._dispatch()
         return True
 
     def put_front(self, item: Any) -> None:
-        self.world.touch(f"queue:{self.name}")
-        self.items.appendleft(item)
+        self._items.set((item, *self._items.get()))
         self._dispatch()
 
     def get(self) -> Event:
         """An event whose value is the next item."""
-        self.world.touch(f"queue:{self.name}")
         event = self.world.event()
-        self.getters.append(event)
+        self._getters.set((*self._getters.get(), event))
         self._dispatch()
         return event
 
     def get_nowait(self) -> Any:
         """The next item, taken in this step without suspending; ``QueueEmpty`` if none."""
-        self.world.touch(f"queue:{self.name}")
-        if not self.items:
+        items = self._items.get()
+        if not items:
             raise QueueEmpty(f"queue {self.name} is empty")
-        return self.items.popleft()
+        self._items.set(items[1:])
+        return items[0]
 
     def _dispatch(self) -> None:
-        while self.items and self.getters:
-            self.getters.popleft().succeed(self.items.popleft())
+        """Hand queued items to waiting takers, first to first."""
+        items, getters = self._items.get(), self._getters.get()
+        served = min(len(items), len(getters))
+        if not served:
+            return
+        self._items.set(items[served:])
+        self._getters.set(getters[served:])
+        for getter, item in zip(getters[:served], items[:served], strict=True):
+            getter.succeed(item)
 
     def __len__(self) -> int:
-        self.world.touch(f"queue:{self.name}", write=False)
-        return len(self.items)
+        return len(self._items.get())
 
 
-class Lock:
-    """A mutual-exclusion lock that knows its owner (a lock file, a partition lock)."""
+class Lock(Primitive):
+    """A mutual-exclusion lock that knows its owner (a lock file, a partition lock).
+
+    Its cells: the owner (``lock:<name>``) and the owners waiting, with their events
+    (``.waiters``).
+    """
 
     def __init__(self, world: World, name: str) -> None:
         self.world = world
         self.name = name
-        self.owner: str | None = None
-        self.waiters: deque[tuple[str, Event]] = deque()
+        self._owner: Cell[str | None] = Cell(world, f"lock:{name}", None)
+        self._waiters: Cell[tuple[tuple[str, Event], ...]] = Cell(world, f"lock:{name}.waiters", ())
+        self.freeze()
+
+    @property
+    def owner(self) -> str | None:
+        return self._owner.get()
+
+    @property
+    def waiters(self) -> tuple[tuple[str, Event], ...]:
+        return self._waiters.get()
 
     def try_acquire(self, owner: str) -> bool:
         if not owner:
             raise ValueError("a lock owner needs a name")
-        self.world.touch(f"lock:{self.name}")
-        if self.owner is None:
-            self.owner = owner
+        held = self._owner.get()
+        if held is None:
+            self._owner.set(owner)
             return True
-        return self.owner == owner
+        return held == owner
 
     def acquire(self, owner: str) -> Event:
         """An event that fires once ``owner`` holds the lock."""
@@ -111,29 +149,33 @@ class Lock:
         if self.try_acquire(owner):
             event.succeed(owner)
         else:
-            self.waiters.append((owner, event))
+            self._waiters.set((*self._waiters.get(), (owner, event)))
         return event
 
     def release(self, owner: str) -> None:
-        self.world.touch(f"lock:{self.name}")
-        if self.owner != owner:  # a verdict depends on it: kept under python -O
-            raise ValueError(f"{owner} releases {self.name} held by {self.owner}")
-        self.owner = None
-        if self.waiters:
-            next_owner, event = self.waiters.popleft()
-            self.owner = next_owner
-            event.succeed(next_owner)
+        held = self._owner.get()
+        if held != owner:  # a verdict depends on it: kept under python -O
+            raise ValueError(f"{owner} releases {self.name} held by {held}")
+        waiters = self._waiters.get()
+        if not waiters:
+            self._owner.set(None)
+            return
+        (next_owner, event), rest = waiters[0], waiters[1:]
+        self._waiters.set(rest)
+        self._owner.set(next_owner)
+        event.succeed(next_owner)
 
     @property
     def locked(self) -> bool:
-        self.world.touch(f"lock:{self.name}", write=False)
-        return self.owner is not None
+        return self._owner.get() is not None
 
 
-class Executor:
+class Executor(Primitive):
     """A pool of ``workers`` threads: tasks beyond the pool size wait in FIFO order.
 
-    On a ``node``, its threads pause and crash with that node.
+    On a ``node``, its threads pause and crash with that node. Its cells: the tasks
+    waiting for a thread (``executor:<name>``), the threads busy (``.busy``) and the
+    count of tasks submitted (``.submitted``, which names each task's process).
     """
 
     def __init__(self, world: World, name: str, workers: int, *, node: Node | None = None) -> None:
@@ -143,30 +185,47 @@ class Executor:
         self.node = node
         self.name = name
         self.workers = workers
-        self.busy = 0
-        self.backlog: deque[tuple[str, Callable[[], ProcessGenerator], Event]] = deque()
-        self.submitted = 0
+        resource = f"executor:{name}"
+        self._backlog: Cell[tuple[tuple[str, Callable[[], ProcessGenerator], Event], ...]] = Cell(
+            world, resource, ()
+        )
+        self._busy = Cell(world, f"{resource}.busy", 0)
+        self._submitted = Cell(world, f"{resource}.submitted", 0)
+        self.freeze()
+
+    @property
+    def busy(self) -> int:
+        return self._busy.get()
+
+    @property
+    def submitted(self) -> int:
+        return self._submitted.get()
 
     def submit(self, task: str, body: Callable[[], ProcessGenerator]) -> Event:
         """Run ``body()`` on a worker; the returned event fires with its result."""
         done = self.world.event()
-        self.submitted += 1
-        self.backlog.append((f"{self.name}/{task}#{self.submitted}", body, done))
+        submitted = self._submitted.get() + 1
+        self._submitted.set(submitted)
+        actor = f"{self.name}/{task}#{submitted}"
+        self._backlog.set((*self._backlog.get(), (actor, body, done)))
         self._start_waiting()
         return done
 
     def _start_waiting(self) -> None:
-        self.world.touch(f"executor:{self.name}")
-        while self.backlog and self.busy < self.workers:
-            actor, body, done = self.backlog.popleft()
-            self.busy += 1
+        backlog, busy = self._backlog.get(), self._busy.get()
+        started = min(len(backlog), max(self.workers - busy, 0))
+        if not started:
+            return
+        self._backlog.set(backlog[started:])
+        self._busy.set(busy + started)
+        for actor, body, done in backlog[:started]:
             self.world.spawn(actor, self._run(body, done), node=self.node)
 
     def _run(self, body: Callable[[], ProcessGenerator], done: Event) -> ProcessGenerator:
         try:
             result = yield from body()
         finally:
-            self.busy -= 1
+            self._busy.set(self._busy.get() - 1)
             self._start_waiting()
         done.succeed(result)
 

@@ -25,7 +25,6 @@ ALLOWED: dict[str, int] = {
     "faults.py": 3,
     "fs.py": 12,
     "nodes.py": 3,
-    "primitives.py": 9,
     "runtime.py": 1,
     "session.py": 21,
     "store.py": 22,

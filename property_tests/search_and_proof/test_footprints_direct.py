@@ -27,13 +27,30 @@ def _since(log: TouchLog, start: int) -> list[tuple[str, bool]]:
     return log.touched[start:]
 
 
+def _merged(log: TouchLog, start: int) -> dict[str, bool]:
+    """The entries since ``start`` as a step's footprint: resource -> written."""
+    footprint: dict[str, bool] = {}
+    for resource, write in _since(log, start):
+        footprint[resource] = write or footprint.get(resource, False)
+    return footprint
+
+
 def test_queue_puts_and_takes_are_writes_and_its_length_a_read() -> None:
     world = TouchLog()
     queue = EventQueue(world, "q")
-    for action in (lambda: queue.put(1), lambda: queue.put_front(0), queue.get, queue.get_nowait):
+    put = {"queue:q": True, "queue:q.getters": False}  # the items, and whether a taker waits
+    taken = {"queue:q": True, "queue:q.getters": True}  # a taker waiting, handed an item
+    for action, expected in (
+        (lambda: queue.put(1), put),
+        (lambda: queue.put_front(0), put),
+        (queue.get, taken),
+        (queue.get_nowait, {"queue:q": True}),
+        (queue.get, {"queue:q": False, "queue:q.getters": True}),  # it waits: nothing queued
+        (lambda: queue.put(2), taken),
+    ):
         start = len(world.touched)
         action()
-        assert _since(world, start) == [("queue:q", True)]
+        assert _merged(world, start) == expected
     start = len(world.touched)
     assert len(queue) == 0
     assert _since(world, start) == [("queue:q", False)]
@@ -54,10 +71,13 @@ def test_a_lock_records_itself_on_acquire_and_release_and_reads_it_on_locked() -
     lock = Lock(world, "l")
     start = len(world.touched)
     lock.try_acquire("me")
-    assert _since(world, start) == [("lock:l", True)]
+    assert _merged(world, start) == {"lock:l": True}
+    start = len(world.touched)
+    assert lock.try_acquire("me") and lock.try_acquire("me")  # held already: only reads
+    assert _merged(world, start) == {"lock:l": False}
     start = len(world.touched)
     lock.release("me")
-    assert _since(world, start) == [("lock:l", True)]
+    assert _merged(world, start) == {"lock:l": True, "lock:l.waiters": False}
     start = len(world.touched)
     assert not lock.locked
     assert _since(world, start) == [("lock:l", False)]
