@@ -98,6 +98,7 @@ TIMERS: dict[str, Entry] = {
     "Debounce.pending": ("timer", lambda o, me, t: o.debounce.pending),
     "Debounce.fired": ("timer", lambda o, me, t: o.debounce.fired),
     "Debounce.trigger": ("timer", lambda o, me, t: o.debounce.trigger()),
+    "Debounce.triggers": ("timer", lambda o, me, t: o.debounce.triggers),
     "Debounce.cancel": ("timer", lambda o, me, t: o.debounce.cancel()),
     f"Debounce.{FIRING}": ("timer", lambda o, me, t: None),
 }
@@ -268,6 +269,15 @@ PROTOCOL = (
 )
 
 
+def _owner(cls: type, name: str) -> type:
+    return next(k for k in cls.__mro__ if name in vars(k))
+
+
+# Bases whose members are construction, no operation: ``cells.Primitive``'s ``freeze()`` and
+# the guard (``__setattr__``) that refuses plain state after it.
+CONSTRUCTION = ("Primitive",)
+
+
 def public_operations(cls: type) -> list[str]:
     """``cls``'s public methods and properties, and the container protocol it defines itself."""
     names = [
@@ -279,7 +289,7 @@ def public_operations(cls: type) -> list[str]:
     ]
     ours = [k for k in cls.__mro__ if k.__module__.startswith("raceproof")]
     own = [n for n in PROTOCOL if any(n in vars(k) for k in ours)]
-    return sorted(names + own)
+    return sorted(n for n in names + own if _owner(cls, n).__name__ not in CONSTRUCTION)
 
 
 def operations_of(cls_name: str) -> list[str]:

@@ -161,6 +161,10 @@ CLIENT: dict[str, Entry] = {
         "session",
         lambda o, me, t: o.clients[t.client].lose_connection(PAUSES_MS[t.variant]),
     ),
+    "ZkClient.lose_connection_after_next_send": (
+        "session",
+        lambda o, me, t: o.clients[t.client].lose_connection_after_next_send(PAUSES_MS[t.variant]),
+    ),
     "ZkClient.until_connected": ("session", lambda o, me, t: o.clients[t.client].until_connected()),
     "ZkClient.retrying": ("path", _retrying),
     "ZkClient.expire": ("session", lambda o, me, t: o.clients[t.client].expire()),
