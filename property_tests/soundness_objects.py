@@ -252,7 +252,7 @@ def snapshot(o: Objects) -> str:
             sorted(o.cache.entries.items()),
             (o.timer.fired, o.timer.due_ms, o.debounce.fired, o.debounce.pending),
             (list(o.queue.items), len(o.queue.getters), o.lock.owner, len(o.lock.waiters)),
-            (o.executor.busy, len(o.executor.backlog)),
+            (o.executor.busy, o.executor.submitted),
             (sorted(o.fs.dirs), sorted((p, f.content, f.synced) for p, f in o.fs.files.items())),
             (o.node.up, o.node.paused_until_ms, o.node.clock_offset_ms),
             sorted(((repr(k), v) for k, v in o.d.items())),

@@ -114,11 +114,18 @@ PRIMITIVES: dict[str, Entry] = {
     "EventQueue.get": ("queue", lambda o, me, t: o.queue.get()),
     "EventQueue.get_nowait": ("queue", lambda o, me, t: o.queue.get_nowait()),
     "EventQueue.__len__": ("queue", lambda o, me, t: len(o.queue)),
+    "EventQueue.items": ("queue", lambda o, me, t: o.queue.items),
+    "EventQueue.getters": ("queue", lambda o, me, t: len(o.queue.getters)),
+    "EventQueue.dropped": ("queue", lambda o, me, t: o.queue.dropped),
     "Lock.try_acquire": ("lock", lambda o, me, t: o.lock.try_acquire(f"a{me}")),
     "Lock.acquire": ("lock", lambda o, me, t: o.lock.acquire(f"a{me}")),
     "Lock.release": ("lock", lambda o, me, t: o.lock.release(f"a{me}")),
     "Lock.locked": ("lock", lambda o, me, t: o.lock.locked),
+    "Lock.owner": ("lock", lambda o, me, t: o.lock.owner),
+    "Lock.waiters": ("lock", lambda o, me, t: [owner for owner, _ in o.lock.waiters]),
     "Executor.submit": ("executor", _task),
+    "Executor.busy": ("executor", lambda o, me, t: o.executor.busy),
+    "Executor.submitted": ("executor", lambda o, me, t: o.executor.submitted),
 }
 
 FILES: dict[str, Entry] = {
