@@ -375,6 +375,7 @@ def _worker_signals(setup: Callable[[], None] | None = None) -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STARTING_BLOCKED)  # blocked by ``_start``
     if setup is not None:
         setup()
 
@@ -443,6 +444,20 @@ class _Worker:
     flying: deque[Dispatch] = field(default_factory=deque)
 
 
+# A worker forks with the parent's handlers (the CLI's raise ``Interrupted``): a SIGTERM
+# from ``terminate`` (a budget spent before it started) or a Ctrl-C then raised inside its
+# start-up, with a traceback. So these wait, blocked, until its own handlers are set.
+STARTING_BLOCKED = {signal.SIGINT, signal.SIGTERM}
+
+
+def _start(process: Any) -> None:
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, STARTING_BLOCKED)
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def _on_pool(
     plan: Plan, jobs: int, setup: Callable[[], None] | None, took: Callable[[], None]
 ) -> None:
@@ -458,7 +473,7 @@ def _on_pool(
                 name=f"worker-{index + 1}",
                 daemon=True,
             )
-            process.start()
+            _start(process)
             theirs.close()
             workers.append(_Worker(process, ours))
         _feed(plan, workers, took)
@@ -466,9 +481,13 @@ def _on_pool(
         for worker in workers:
             if worker.process.is_alive():
                 worker.process.terminate()
+        # Then EOF on every pipe before the join: a worker that SIGTERM reached mid-fork,
+        # under the parent's handler, may have lived on to wait for a unit (a join then
+        # waited for ever: `prove --max-schedules 1 -j 2`, about one run in three).
+        for worker in workers:
+            worker.conn.close()
         for worker in workers:
             worker.process.join()
-            worker.conn.close()
 
 
 def _feed(plan: Plan, workers: list[_Worker], took: Callable[[], None]) -> None:

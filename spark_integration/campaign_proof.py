@@ -277,8 +277,13 @@ def proof_row(state: ProofPlan, seconds: float) -> dict[str, Any]:
         row["verdict"], row["complete"] = Verdict.VIOLATED, False
         row.update(found)
         row["counterexample"] = counterexample_name(row)
-    else:
-        row["verdict"], row["complete"] = total.verdict, total.complete
+    else:  # probes judged as ``prove`` judges them: a declared window no run reached
+        verdict, _, notes = get(proof.scenario).judge_probes(
+            proof.variant, total.verdict, total.probes
+        )
+        row["verdict"], row["complete"] = verdict, total.complete
+        if verdict == Verdict.NOT_REACHED:
+            row["error"] = notes[0]
     if total.pruned and found is None:
         bounds = sorted((k, v) for k, v in total.pruned.items() if not k.startswith(UNDECIDED))
         undecided = sorted((k, v) for k, v in total.pruned.items() if k.startswith(UNDECIDED))
