@@ -9,11 +9,13 @@ claim once the claim was judged on it (its full walk completed). It prints, per
 claim, pairs judged / pairs in the table and the time taken, then every problem
 found, and exits 1 below 100 % or on a problem. ``--slice N`` judges every N-th
 pair only (``make test`` judges a slice in
-``property_tests/search_and_proof/test_soundness_pairs.py``).
+``property_tests/search_and_proof/test_soundness_pairs.py``). Its last row is
+issue 45's locality claim (``soundness_locality.py``): the (fault, remote call)
+combinations exercised over ``LOCALITY_SEEDS`` random models of nodes.
 
 ``SHAPES`` are issue 44's four: the first seed at which the generator
-(``soundness_pairs.drawn``, focused on the shape's groups) finds each with its
-fix reverted is ``hunt(shape)``; ``SEEDS`` records them.
+(``soundness_pairs.drawn``, focused on the shape's pairs) finds each with its
+fix reverted is ``hunt(shape)``.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from property_tests.soundness_locality import COMBINATIONS, locality_cover
 from property_tests.soundness_ops import FIRING, PAIRS
 from property_tests.soundness_pairs import PairSpec, drawn, place
-from property_tests.soundness_walks import MODES, TooBig, full_walk
+from property_tests.soundness_walks import MODES, WALK_RUNS, TooBig, full_walk
 from raceproof.reports.terminal import columns_text
 
 Pair = tuple[str, str, str]
 CLAIMS = ("reduction", "state-cache", "parallel", "checkers")
+LOCALITY_SEEDS = 500  # random models of nodes, remote calls and a node fault (issue 45)
 
 
 @dataclass
@@ -46,7 +50,10 @@ class Coverage:
     def percent(self, claim: str) -> float:
         return 100.0 * len(self.judged.get(claim, ())) / self.table
 
+    locality: set[tuple[str, str]] = field(default_factory=set)  # (fault, call) exercised
+
     def complete(self) -> bool:
+        """Every pair of the table judged by every claim."""
         return all(len(self.judged.get(c, ())) == self.table for c in CLAIMS)
 
     def text(self) -> str:
@@ -61,6 +68,15 @@ class Coverage:
                     f"{self.seconds.get(claim, 0.0):.0f}",
                 ]
             )
+        rows.append(
+            [
+                "locality (fault x remote call)",
+                f"{len(self.locality)}",
+                f"{len(COMBINATIONS)}",
+                f"{100.0 * len(self.locality) / len(COMBINATIONS):.1f} %",
+                f"{self.seconds.get('locality', 0.0):.0f}",
+            ]
+        )
         return columns_text(rows, right=(1, 2, 3, 4))
 
 
@@ -119,8 +135,6 @@ SHAPES: dict[str, Callable[[Pair], bool]] = {
     ),
     "4 timer cancel or re-arm vs its own firing": _ops(("cancel", "start", "trigger"), (FIRING,)),
 }
-# Where the generator finds each with its fix reverted (``hunt``; main, 19:40 UTC, unfixed).
-SEEDS: dict[str, int] = {}
 
 
 def hunt(shape: str, seeds: int, *, claim: str = "reduction") -> tuple[int, PairSpec] | None:
@@ -138,19 +152,25 @@ def hunt(shape: str, seeds: int, *, claim: str = "reduction") -> tuple[int, Pair
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m property_tests.soundness_coverage")
     parser.add_argument("--slice", type=int, default=1, help="judge every N-th pair only")
+    parser.add_argument("--locality", type=int, default=LOCALITY_SEEDS, help="models for locality")
     args = parser.parse_args(argv)
     started = time.monotonic()
     coverage = cover(PAIRS[:: args.slice], table=len(PAIRS), progress=True)
+    started_locality = time.process_time()
+    coverage.locality, found = locality_cover(args.locality)
+    coverage.problems += found
+    coverage.seconds["locality"] = time.process_time() - started_locality
     print(coverage.text())
     print(
         f"{len(PAIRS):,} pairs of {len({op for _, a, b in PAIRS for op in (a, b)})} operations; "
         f"{time.monotonic() - started:.0f} s"
     )
     for spec in coverage.too_big:
-        print(f"not judged (its full walk passes {MODES and 'the walk budget'}): {spec}")
+        print(f"not judged (its full walk needs more than {WALK_RUNS:,} runs): {spec}")
     for problem in coverage.problems:
         print(f"PROBLEM {problem}")
-    return 0 if coverage.complete() and not coverage.problems else 1
+    full = coverage.complete() and coverage.locality == set(COMBINATIONS)
+    return 0 if full and not coverage.problems else 1
 
 
 if __name__ == "__main__":
