@@ -250,7 +250,10 @@ def test_the_servers_expiry_of_a_paused_client_reads_the_client_and_is_the_serve
     client_read, client_write = ("zk-client:c1", False), ("zk-client:c1", True)
     assert world.touched == [
         client_read,  # the client's state-change notice reads its listeners (connection lost)
-        ("timer:zk-client:c1:expiry", True),  # the server's timer fires
+        ("timer:zk-client:c1:expiry", False),  # the server's timer fires: its deadline's cell
+        ("timer:zk-client:c1:expiry", True),
+        ("timer:zk-client:c1:expiry.fired", False),  # and its count of firings
+        ("timer:zk-client:c1:expiry.fired", True),
         client_read,  # which session
         ("zk:sessions", True),
         client_write,
