@@ -196,13 +196,16 @@ def _set_up_zookeeper(o: Objects, setup: Setup) -> None:
         o.clients[0].create(EPHEMERAL, "mine", ephemeral=True)
 
 
-def set_watches(o: Objects, setup: Setup, paths: tuple[str, str]) -> None:
-    """Each side's persistent watches on its own path (one through its client, one on the store)."""
+def set_watches(o: Objects, setup: Setup, sides: tuple[tuple[str, str], tuple[str, str]]) -> None:
+    """Each side's persistent watch on its path: through its client for a client's operation
+    (``ZkClient``, ``Transaction``), else on the store, so that each can remove its own."""
     if not setup.watches:
         return
-    for me, path in enumerate(paths):
-        o.clients[me].add_watch(path, o.client_watchers[me], recursive=setup.recursive)
-        o.store.add_watch(path, o.store_watchers[me], recursive=setup.recursive)
+    for me, (op, path) in enumerate(sides):
+        if op.startswith(("ZkClient.", "Transaction.")):
+            o.clients[me].add_watch(path, o.client_watchers[me], recursive=setup.recursive)
+        else:
+            o.store.add_watch(path, o.store_watchers[me], recursive=setup.recursive)
 
 
 def _set_up_the_rest(o: Objects, setup: Setup) -> None:

@@ -121,7 +121,8 @@ def _node_of(world: World, spec: PairSpec, me: int) -> Any:
 def build(world: World, spec: PairSpec) -> None:
     """The pair's model: its objects set up, a0 and a1 at the instant, the observer at the end."""
     o = make(world, spec.setup)
-    set_watches(o, spec.setup, (spec.targets[0].path, spec.targets[1].path))
+    sides = tuple((op, t.path) for op, t in zip(spec.ops, spec.targets, strict=True))
+    set_watches(o, spec.setup, sides)  # type: ignore[arg-type]
     if spec.state:
         world.declare_state(lambda: fingerprint(o))
     if not spec.setup.late:
