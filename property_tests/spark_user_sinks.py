@@ -11,7 +11,10 @@ Each is the built-in windowed count with a real sink behind it and the
 - ``upserting``: the writer upserting each row on its key (``ON CONFLICT
   DO UPDATE``), which a retried batch cannot duplicate;
 - ``parquet``: Spark's own file sink (Parquet, with its ``_spark_metadata``
-  log), read back through that log.
+  log), read back through that log;
+- ``merge_accumulating`` / ``merge_idempotent``: per-customer totals that a
+  ``MERGE`` adds each batch's amounts to (a replay doubles a value, no row), and
+  the same writer skipping a batch id it has merged.
 
 The PostgreSQL connection string comes from ``RACEPROOF_TEST_POSTGRES`` (the
 tests start the server), as a job reads its DSN from its environment.
@@ -23,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from raceproof.spark_integration.pipeline import Row
+from raceproof.spark_integration.pipeline import Pipeline, Record, Row, timestamp
 from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
 
 CONNINFO_ENV = "RACEPROOF_TEST_POSTGRES"
@@ -121,6 +124,89 @@ class ParquetCounts(WindowedCount):
         if not (Path(self.path) / "_spark_metadata").exists():
             return []
         return [self.output(row) for row in spark.read.parquet(self.path).collect()]
+
+
+class MergeTotals(Pipeline):
+    """Each customer's total amount, merged into PostgreSQL by ``foreachBatch`` (issue 48).
+
+    The query passes each record's ``(customer, amount)`` through; the sink adds a
+    batch's amounts to the stored totals with ``MERGE ... SET amount = t.amount +
+    s.amount``. No row is ever stored twice, so a row count sees nothing: a replayed
+    batch changes a value (customer b's 3 becomes 6), which only the sink's content
+    judged against the reference shows. ``idempotent``: the batch id is recorded in the
+    same transaction and a batch id already stored is skipped.
+    """
+
+    schema = "customer STRING, amount BIGINT, ts TIMESTAMP"
+    key_fields = ("customer",)
+    idempotent = False
+
+    def __init__(self) -> None:
+        self.conninfo = os.environ[CONNINFO_ENV]
+        self.name = "postgres-merge-" + ("idempotent" if self.idempotent else "accumulating")
+
+    def records(self, key: str, second: int) -> list[Record]:
+        return [{"customer": key, "amount": second % 3 + 1, "ts": timestamp(second)}]
+
+    def query(self, source: Any) -> Any:
+        return source.select("customer", "amount")
+
+    def expected(self, records: list[Record]) -> list[Row]:
+        totals: dict[str, int] = {}
+        for record in records:
+            totals[record["customer"]] = totals.get(record["customer"], 0) + record["amount"]
+        return [{"customer": c, "amount": n} for c, n in sorted(totals.items())]
+
+    def begin_trial(self, spark: Any, folder: Path) -> None:
+        import psycopg
+
+        with psycopg.connect(self.conninfo, autocommit=True) as db:
+            db.execute("DROP TABLE IF EXISTS totals, merged_batches")
+            db.execute("CREATE TABLE totals (customer TEXT PRIMARY KEY, amount BIGINT)")
+            db.execute("CREATE TABLE merged_batches (batch_id BIGINT PRIMARY KEY)")
+
+    def sink(self, batch: Any, batch_id: int) -> None:
+        import psycopg
+
+        amounts: dict[str, int] = {}
+        for row in batch.collect():
+            amounts[row["customer"]] = amounts.get(row["customer"], 0) + int(row["amount"])
+        with psycopg.connect(self.conninfo) as db:  # one transaction: the totals and the batch id
+            if (
+                self.idempotent
+                and not db.execute(
+                    "INSERT INTO merged_batches VALUES (%s) ON CONFLICT DO NOTHING RETURNING batch_id",
+                    (batch_id,),
+                ).fetchone()
+            ):
+                return  # this batch is merged already: a replay adds nothing
+            with db.cursor() as cursor:
+                cursor.executemany(
+                    "MERGE INTO totals t USING (VALUES (%s, %s::BIGINT)) AS s(customer, amount) "
+                    "ON t.customer = s.customer "
+                    "WHEN MATCHED THEN UPDATE SET amount = t.amount + s.amount "
+                    "WHEN NOT MATCHED THEN INSERT (customer, amount) VALUES (s.customer, s.amount)",
+                    sorted(amounts.items()),
+                )
+
+    def read_output(self, spark: Any) -> list[Row]:
+        import psycopg
+
+        with psycopg.connect(self.conninfo) as db:
+            stored = db.execute("SELECT customer, amount FROM totals ORDER BY customer").fetchall()
+        return [{"customer": c, "amount": n} for c, n in stored]
+
+
+class IdempotentMergeTotals(MergeTotals):
+    idempotent = True
+
+
+def merge_accumulating() -> MergeTotals:
+    return MergeTotals()
+
+
+def merge_idempotent() -> IdempotentMergeTotals:
+    return IdempotentMergeTotals()
 
 
 def appending() -> PostgresCounts:

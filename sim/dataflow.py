@@ -3,7 +3,9 @@
 Ops read:
 - ``pipeline``: ``name``, ``key`` (the names of the fields that identify an
   output row; ``["window", "key"]`` when a history has no such op);
-- ``sink.row``: ``batch``, ``row`` (the emitted row's fields);
+- ``sink.row``: ``batch``, ``row`` (the emitted row's fields), on a real sink
+  ``delivery`` (which call of the sink delivered it: a batch id delivered twice
+  is a replay);
 - ``drain.request``: the moment a drain (stop with everything emitted) began;
 - ``expect.row``: ``row``, a row the reference says the inputs written before
   the drain must give (written right after ``drain.request``);
@@ -61,12 +63,7 @@ def no_duplicate_emission(name: str = "no-duplicate-emission") -> Checker:
             key = row_key(row_of(op), fields)
             first = seen.get(key)
             if first is not None:
-                # Twice within one batch is the query's own output, not a replay: said so.
-                why = (
-                    "twice within that one batch, no replay"
-                    if str(first.get("batch")) == str(op.get("batch"))
-                    else "a replayed batch"
-                )
+                why = _why_again(first, op)
                 return violated(
                     name,
                     op.index,
@@ -77,6 +74,21 @@ def no_duplicate_emission(name: str = "no-duplicate-emission") -> Checker:
         return ok(name)
 
     return check
+
+
+def _why_again(first: Op, again: Op) -> str:
+    """Why a key was emitted twice: a replay, or the query's own output within one batch.
+
+    A real sink's row carries ``delivery`` (which call of the sink delivered it): the same
+    batch id delivered by two calls is that batch replayed (a retry, a restarted process).
+    Without it, the same batch id is taken for one delivery.
+    """
+    batch = again.get("batch")
+    if str(first.get("batch")) != str(batch):
+        return "a replayed batch"
+    if first.get("delivery") is not None and first.get("delivery") != again.get("delivery"):
+        return f"batch {batch} delivered again: a replay of it"
+    return "twice within that one batch, no replay"
 
 
 def drain_emits_every_window(name: str = "drain-completeness") -> Checker:

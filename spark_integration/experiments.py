@@ -1,5 +1,12 @@
 """Fault experiments on real local-mode Spark, judged by the models' own checkers.
 
+Every experiment that drains is judged by what the sink holds against the
+reference for the same input (``drain-completeness``: every expected row,
+with the reference's values), besides ``no-duplicate-emission``, and every
+guard promises both: an effect a replay repeats (a ``MERGE`` that adds a
+batch's amounts again, an ``INSERT``, a counter) is caught wherever a replay
+happens, whether or not it duplicates a row.
+
 Each experiment runs a pipeline (``spark_integration.pipeline``: the user's
 or a built-in one) on stock Spark and, where raceproof offers one, with a
 guard, each in a fresh sandbox. Its outcome is what was measured, never an
@@ -28,6 +35,10 @@ data ones are here:
   ``foreachBatch`` has written (a named point: ``offsets/k`` written,
   ``commits/k`` not; the batch fails there, as a killed driver leaves it),
   restart. Guard: a sink keyed on batch id.
+- ``kill``: the same point as ``stop-before-commit``, reached by a second
+  driver process that is then killed with SIGKILL, JVM and all
+  (``spark_integration.killed``); restart, drain. Judged at the pipeline's own
+  sink. Guard: the pipeline's own sink.
 - ``stop-during-batch-job``: ``query.stop()`` inside batch k's
   ``foreachBatch`` after its first row, and the batch then runs a Spark job
   of its own, which the stop interrupts (the ``StackOverflowError`` finding).
@@ -59,7 +70,7 @@ from raceproof.sim.dataflow import (
     state_matches_inputs,
 )
 from raceproof.sim.verdicts import Verdict
-from raceproof.spark_integration import generated, lifecycle
+from raceproof.spark_integration import generated, killed, lifecycle
 from raceproof.spark_integration.faults import (
     BatchAbandon,
     BatchGate,
@@ -357,6 +368,38 @@ def stop_before_commit(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
         return run.judge(DATA, failing_at_end=failure is not None)
 
 
+def kill_before_commit(spark: Any, pipeline: Pipeline, guarded: bool) -> Trial:
+    """The driver process is killed (SIGKILL) in batch k after its foreachBatch wrote; restart.
+
+    Batch k runs in a second driver of its own (``spark_integration.killed``), held once
+    the user's sink has written and before ``commits/k``, and killed there with its JVM;
+    the command restarts the query on the checkpoint left behind and drains. Judged, as
+    every experiment, by the sink's content against the reference.
+    """
+    with TrialRun(spark, pipeline, keyed_sink=guarded) as run:
+        job = run.job
+        job.add_input([("a", 1), ("b", 2)])
+        job.add_input([("a", 12), ("b", 13)])
+        job.run()
+        job.add_input([("a", 25), ("b", 27)])
+        found = killed.kill_at_point(str(pipeline.loaded_from), run.sandbox, keyed=guarded)
+        k = found["batch"]
+        if k is None:
+            run.note(f"the second driver never reached the kill point: {found.get('said', '')}")
+        else:
+            point = f"batch {k} after its foreachBatch ran (offsets/{k} written, commits/{k} not)"
+            run.recorder.log(
+                "nemesis",
+                "fault.killed",
+                point=point,
+                checked_on_files=bool(found["at_point"]),
+                signal="SIGKILL",
+            )
+            run.note(f"the driver process was killed (SIGKILL) in {point}")
+        failure = job.run() or run.drain()
+        return run.judge(DATA, failing_at_end=failure is not None)
+
+
 def _cleaner(target: Callable[[Sandbox], str]) -> TrialFn:
     def experiment(spark: Any, pipeline: Pipeline, guarded: bool, *, fencing: bool = True) -> Trial:
         with TrialRun(spark, pipeline) as run:
@@ -541,7 +584,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             checkers="no-duplicate-emission, drain-completeness, no-uncaught-error",
             trial=stop_start_race,
             guard=KEYED_SINK,
-            promises=(NO_DUPLICATE,),
+            promises=(NO_DUPLICATE, COMPLETE),
             needs=frozenset({"drain"}),
         ),
         Experiment(
@@ -592,7 +635,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             checkers="no-duplicate-emission, drain-completeness",
             trial=slow_sink_stop,
             guard=KEYED_SINK,
-            promises=(NO_DUPLICATE,),
+            promises=(NO_DUPLICATE, COMPLETE),
             needs=frozenset({"drain", "batch-hook"}),
         ),
         Experiment(
@@ -602,17 +645,27 @@ EXPERIMENTS: dict[str, Experiment] = {
             checkers="no-duplicate-emission, drain-completeness",
             trial=stop_before_commit,
             guard=KEYED_SINK,
-            promises=(NO_DUPLICATE,),
+            promises=(NO_DUPLICATE, COMPLETE),
             needs=frozenset({"drain", "batch-hook"}),
+        ),
+        Experiment(
+            name="kill",
+            fault="the driver process is killed (SIGKILL) in batch k after foreachBatch wrote "
+            "(offsets/k written, commits/k not), restart",
+            checkers="no-duplicate-emission, drain-completeness (at the pipeline's sink)",
+            trial=kill_before_commit,
+            guard=KEYED_SINK,
+            promises=(NO_DUPLICATE, COMPLETE),
+            needs=frozenset({"drain", "own-sink", "spec"}),
         ),
         Experiment(
             name="stop-during-batch-job",
             fault="stop() in batch k's foreachBatch after 1 row, and the batch then runs a "
             "Spark job of its own",
-            checkers="no-uncaught-error, no-duplicate-emission",
+            checkers="no-uncaught-error, no-duplicate-emission, drain-completeness",
             trial=stop_during_batch_job,
             guard="stop only between batches (idle)",
-            promises=("no-uncaught-error", NO_DUPLICATE),
+            promises=("no-uncaught-error", NO_DUPLICATE, COMPLETE),
             needs=frozenset({"drain", "batch-hook"}),
         ),
         Experiment(

@@ -26,7 +26,12 @@ from typing import Any
 
 from raceproof.sim.errors import said
 from raceproof.sim.history import History
-from raceproof.spark_integration.faults import BatchAbandon, BatchGate, TransientSinkFailure
+from raceproof.spark_integration.faults import (
+    BatchAbandon,
+    BatchGate,
+    ProcessStopped,
+    TransientSinkFailure,
+)
 from raceproof.spark_integration.pipeline import (
     Pipeline,
     PipelineRaised,
@@ -119,6 +124,7 @@ class PipelineJob:
         self.transient: TransientSinkFailure | None = None  # the user's sink fails once mid-batch
         self.records_written: list[Record] = []
         self.user_raised: UserRaised | None = None  # what the user's sink raised, whole
+        self.injected: str | None = None  # the fault raceproof raised in a batch, said as its own
         self._rows_logged = 0
         self._batch_files_logged: set[str] = set()
         self._batches_logged: set[int] = set()
@@ -251,8 +257,12 @@ class PipelineJob:
         if gate is not None:
             gate.at(batch_id, 0)  # offsets/<batch_id> is written, commits/<batch_id> is not
         collected = batch.collect()
+        delivery = self._next_delivery()
         rows = [
-            json.dumps({"batch": batch_id, "row": self.pipeline.output(row)}, sort_keys=True)
+            json.dumps(
+                {"batch": batch_id, "delivery": delivery, "row": self.pipeline.output(row)},
+                sort_keys=True,
+            )
             for row in collected
         ]
         if self.keyed_sink:
@@ -301,13 +311,32 @@ class PipelineJob:
                 rows_written=len(collected) // 2,
                 rows=len(collected),
             )
-            raise transient.failure()
+            raise self._injected(transient.failure())
         if self.after_rows is not None:
             self.after_rows(batch, batch_id, len(rows))
         # What checkpoint fencing compares with: the last batch the sink committed.
         self.sandbox.inside("sink/last_batch").write_text(str(batch_id))
         if self.abandon is not None:
-            self.abandon.after(batch_id, len(rows), self.sandbox)  # may raise ProcessStopped
+            try:
+                self.abandon.after(batch_id, len(rows), self.sandbox)
+            except ProcessStopped as stopped:
+                raise self._injected(stopped) from None
+
+    def _injected(self, fault: Exception) -> Exception:
+        """``fault``, raised by raceproof in the batch, remembered so the query's failure is
+        said as raceproof's injected fault, not as Spark's wrapper of an unknown error."""
+        self.injected = (
+            f"raceproof's injected fault: {str(fault).removeprefix('raceproof fault: ')}"
+        )
+        return fault
+
+    def _next_delivery(self) -> int:
+        """This call of the sink's number in the trial (in the sandbox, so a second driver
+        process counts on): a batch id delivered by two calls was replayed."""
+        counter = self.sandbox.inside("sink") / "deliveries"
+        number = int(counter.read_text()) + 1 if counter.exists() else 1
+        counter.write_text(str(number))
+        return number
 
     def start(self, *, available_now: bool = False, client: str = "driver") -> Any:
         frame = self._query()
@@ -355,7 +384,9 @@ class PipelineJob:
         except Exception as exc:  # a StreamingQueryException: the query died and said so
             cause = self.user_raised.message if self.user_raised else short_error(exc)
             frames = self.user_raised.frames if self.user_raised else ""
-            self.user_raised = None
+            if self.injected is not None and self.user_raised is None:
+                cause = self.injected
+            self.user_raised, self.injected = None, None
             self.recorder.log(
                 "spark", "query.failed", run=str(query.runId), error=cause, frames=frames
             )
@@ -402,12 +433,12 @@ class PipelineJob:
         if not self.judges_store:
             return
         fields = self.pipeline.key_fields
-        deliveries: dict[tuple[str, ...], list[int]] = {}
+        deliveries: dict[tuple[str, ...], list[tuple[int, Any]]] = {}
         delivered: list[tuple[int, dict[str, Any]]] = []
         for op in self.recorder.history.of_kind("batch.row"):
             row = dict(op.get("row") or {})
             key = tuple(str(row.get(f)) for f in fields)
-            deliveries.setdefault(key, []).append(int(op.get("batch")))
+            deliveries.setdefault(key, []).append((int(op.get("batch")), op.get("delivery")))
             delivered.append((int(op.get("batch")), row))
         if self.pipeline.reads_own_output():
             stored = calling_user("read_output(spark)", self.pipeline.read_output, self.spark)
@@ -427,8 +458,10 @@ class PipelineJob:
             copy = seen.get(key, 0)
             seen[key] = copy + 1
             batches = deliveries.get(key, [])
-            batch = batches[min(copy, len(batches) - 1)] if batches else -1
-            self.recorder.log("sink", "sink.row", batch=batch, row=row, stored=True)
+            batch, delivery = batches[min(copy, len(batches) - 1)] if batches else (-1, None)
+            self.recorder.log(
+                "sink", "sink.row", batch=batch, delivery=delivery, row=row, stored=True
+            )
 
     def capture_state(self) -> None:
         """Each committed batch's state store rows, through Spark's state data source."""

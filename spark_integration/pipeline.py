@@ -45,6 +45,7 @@ experiments need ``complete_after_drain``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -178,6 +179,10 @@ class Pipeline:
     # The event-time column of an input record (what the watermark is on): a ``schema`` column.
     event_time: str = "ts"
 
+    # The ``--pipeline`` spec this pipeline was loaded by (set by ``load_pipeline``): what a
+    # second driver process loads it by (the ``kill`` experiment). ``None``: made in-process.
+    loaded_from: str | None = None
+
     # More than one file source (a join reading two streams): their names. Each record goes to
     # the source ``source_of(record)`` names, and ``query`` is given a dict name -> DataFrame.
     sources: tuple[str, ...] = ()
@@ -292,6 +297,8 @@ class Pipeline:
             has.add("drain")
         if self.max_lateness_s is not None:
             has.add("lateness")
+        if self.loaded_from is not None:
+            has.add("spec")
         if not self.writes_own_stream():
             has.add("batch-hook")  # raceproof's foreachBatch, where the batch-level faults act
             if self.reads_own_output() and type(self).sink is not Pipeline.sink:
@@ -345,6 +352,8 @@ def load_pipeline(spec: str) -> Pipeline:
             f"--pipeline {spec!r}: stored_as = {pipeline.stored_as!r}; expected one of "
             + ", ".join(STORE_RULES)
         )
+    with contextlib.suppress(AttributeError, TypeError):  # a class with __slots__ keeps None
+        pipeline.loaded_from = spec
     from raceproof.spark_integration import preflight  # it builds on this module
 
     preflight.check(pipeline, spec)  # all that needs no Spark, before a session starts

@@ -34,6 +34,7 @@ NEEDS = {
     "drain": "complete_after_drain = True",
     "batch-hook": "raceproof's foreachBatch (it writes through write_stream)",
     "own-sink": "a sink(batch, batch_id) of its own, read back by read_output",
+    "spec": "to be loaded by a --pipeline spec (a second driver process loads it)",
 }
 
 

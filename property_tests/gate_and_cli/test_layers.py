@@ -59,6 +59,11 @@ KNOWN: dict[tuple[str, str], str] = {
         "raceproof.runs",
     ): "a campaign's manifest stamps raceproof's version and commit (runs.runner)",
     (
+        "spark_integration/killed.py",
+        "raceproof.runs",
+    ): "the kill experiment's second driver is a child spawned and killed as every child is "
+    "(runs.processes: its own session, dies with the command)",
+    (
         "spark_integration/campaign_cells.py",
         "raceproof.runs",
     ): "a cell writes its counterexample file through runs.runner",

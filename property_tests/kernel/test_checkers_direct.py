@@ -96,6 +96,23 @@ def test_a_repeated_row_is_caught_where_it_repeats(
     )
 
 
+@given(st.integers(0, 50), st.booleans())
+def test_a_batch_delivered_twice_is_called_a_replay_and_one_delivery_is_not(
+    batch: int, replayed: bool
+) -> None:
+    """A real sink's rows carry the sink call that delivered them (``delivery``)."""
+    history = _history(True)
+    row = {"window": "w", "key": "a", "count": 1}
+    history.append(0, "sink", "sink.row", batch=batch, delivery=3, row=row)
+    again = history.append(
+        1, "sink", "sink.row", batch=batch, delivery=4 if replayed else 3, row=row
+    )
+    verdict = no_duplicate_emission()(history)
+    assert verdict.op_index == again.index
+    why = f"batch {batch} delivered again: a replay of it" if replayed else "no replay"
+    assert verdict.message.endswith(why), verdict.message
+
+
 @given(st.booleans())
 def test_the_same_key_in_another_window_is_not_a_duplicate(declared: bool) -> None:
     history = _history(declared)

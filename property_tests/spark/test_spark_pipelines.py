@@ -81,8 +81,8 @@ def test_a_users_pipeline_from_a_file_runs_through_every_experiment(
     module.write_text(textwrap.dedent(USER_PIPELINE))
     code, result = _spark_check(capsys, "--pipeline", f"{module}:make")
     rows = {row["experiment"]: row for row in result["experiments"]}
-    # No lateness declared (generated-input), no sink of its own (transient-sink-failure).
-    assert set(rows) == set(EXPERIMENTS) - {"generated-input", "transient-sink-failure"}
+    # No lateness declared (generated-input), no sink of its own (transient-sink-failure, kill).
+    assert set(rows) == set(EXPERIMENTS) - {"generated-input", "transient-sink-failure", "kill"}
     assert any("never fed late data" in line for line in result["unjudged"])
     assert all(row["scenario"] == "user-upper-counts" for row in rows.values())
     broken = {name: row["broken_promises"] for name, row in rows.items() if row["broken_promises"]}

@@ -12,14 +12,11 @@ under the same faults.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from property_tests import spark_user_sinks
-from property_tests.postgres_server import running_postgres
 from raceproof.cli.main import main
 from raceproof.spark_integration.experiments import EXPERIMENTS
 from raceproof.spark_integration.job import PipelineJob, Recorder
@@ -29,20 +26,6 @@ from raceproof.spark_integration.sandbox import Sandbox
 pytestmark = pytest.mark.xdist_group("spark")
 
 SINKS = "property_tests.spark_user_sinks"
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    with running_postgres() as conninfo:
-        saved = os.environ.get(spark_user_sinks.CONNINFO_ENV)
-        os.environ[spark_user_sinks.CONNINFO_ENV] = conninfo
-        try:
-            yield conninfo
-        finally:
-            if saved is None:
-                os.environ.pop(spark_user_sinks.CONNINFO_ENV, None)
-            else:
-                os.environ[spark_user_sinks.CONNINFO_ENV] = saved
 
 
 def _stored(trial: Any) -> list[dict[str, Any]]:
@@ -108,6 +91,9 @@ def test_a_transient_sink_failure_catches_a_plain_insert_and_passes_an_upsert(
     assert plain.checker == "no-duplicate-emission", plain.message
     (failed,) = plain.history.of_kind("fault.sink-raised")
     assert f"emitted again in batch {failed.get('batch')}" in plain.message  # the retried batch
+    assert "delivered again: a replay of it" in plain.message, plain.message  # called a replay
+    said = f"raceproof's injected fault: the sink failed in batch {failed.get('batch')}"
+    assert any(said in note for note in plain.notes), plain.notes  # named as raceproof's
     stored = _stored(plain)
     assert len(stored) > len({(r["window"], r["key"]) for r in stored})  # what PostgreSQL holds
     upsert = EXPERIMENTS["transient-sink-failure"].trial(spark, spark_user_sinks.upserting(), False)
