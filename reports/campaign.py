@@ -139,6 +139,7 @@ def failed_expectations(rows: Sequence[Row]) -> list[Row]:
                 whys.append(
                     f"proof {proof['verdict']} (complete={proof['complete']}), expected {expected}"
                 )
+        whys += _pipeline_whys([r for r in cells if r["kind"] == "pipeline"])
         if whys:
             failed.append(
                 {
@@ -151,6 +152,22 @@ def failed_expectations(rows: Sequence[Row]) -> list[Row]:
                 }
             )
     return failed
+
+
+def _pipeline_whys(cells: Sequence[Row]) -> list[str]:
+    """A pipeline experiment's cells that are not ``ok``: each the gate's, so each a failed
+    expectation (a guard that broke its promise, a pipeline wrong with no fault, a cell not
+    judged); the crashed ones are counted with the other crashes."""
+    whys = []
+    for verdict in (Verdict.VIOLATED, Verdict.INCONCLUSIVE):
+        chosen = [r for r in cells if r["verdict"] == verdict]
+        if chosen:
+            first = chosen[0]
+            said = first["checker"] or first.get("finding") or ""
+            whys.append(
+                f"{verdict} in {len(chosen)} of {len(cells)} cells (first {first['cell']}: {said})"
+            )
+    return whys
 
 
 def proofs(rows: Sequence[Row]) -> list[Row]:
@@ -415,14 +432,21 @@ def _changes(data: dict[str, Any]) -> Table:
 
 
 def _tables(data: dict[str, Any]) -> list[Table]:
-    """(title, header, rows, note) of every section; Markdown and HTML render the same tables."""
+    """(title, header, rows, note) of every section that has something to say; Markdown and
+    HTML render the same tables. A section with no row is left out, but for the failed
+    expectations ("none") and the changes against a baseline ("no change"), and for the
+    proofs' note in a campaign that searched (it says how to ask for proofs)."""
+    searched = bool(data["detection"])
     sections = [_detection(data), _failed(data), _counterexamples(data), _proofs(data)]
     sections.append(_determinism(data))
     if data.get("pipeline_cells"):
         sections.insert(0, _pipeline_section(data["pipeline_cells"]))
     if data["baseline"] is not None:
         sections.append(_changes(data))
-    return sections
+    always = {"Failed expectations", f"Changes against {data['baseline']}"}
+    if searched:
+        always.add("Proofs (merged from balanced units)")
+    return [section for section in sections if section[2] or section[0] in always]
 
 
 def _pipeline_section(cells: list[dict[str, Any]]) -> tuple[str, list[str], list[list[str]], str]:

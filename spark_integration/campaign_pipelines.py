@@ -1,6 +1,6 @@
-"""``raceproof campaign --pipeline SPEC``: pipeline × experiment × seed on real Spark, into the campaign's Parquet layout.
+"""``raceproof campaign --pipeline SPEC ...``: pipeline × experiment × seed on real Spark, into the campaign's Parquet layout.
 
-A user's pipeline (or a built-in one) runs through its applicable fault
+Each pipeline given (``--pipeline`` repeats; one Spark session for them all) runs through its applicable fault
 experiments once per seed, and each (pipeline, experiment, seed) becomes one
 row of the same ``DIR/results/`` Parquet table a model campaign writes
 (``campaign_cells.COLUMNS``), so ``raceproof report DIR`` and ``--baseline``
@@ -15,6 +15,8 @@ refuses a SparkSession inside a task), so the cells run one after another in
 the driver, the Spark session doing the parallel work inside each trial.
 The pipeline's baseline trial (no fault) runs first: a pipeline that raises
 or is wrong without faults gets one ``baseline`` row and no experiment rows.
+An experiment asked for by name that a pipeline lacks what it needs for is a
+row too, ``not applicable`` (verdict ``inconclusive``), never a silent gap.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,49 +60,42 @@ def _row(pipeline: str, experiment: str, seed: int, verdict: str) -> dict[str, A
 
 
 def run(
-    spec: str,
+    specs: str | Sequence[str],
     out: Path,
     seeds: Sequence[int],
     experiments: Sequence[str] = (),
     say: Say | None = None,
     spark: Any = None,
 ) -> Summary:
-    """Run the grid, skipping the cells ``out`` holds; the summary of this run.
+    """Run the grid of every pipeline in ``specs``, skipping the cells ``out`` holds.
 
-    The steps, top down: resolve the pipeline and its experiments, open the
-    folder and the session, then the baseline and (if it holds) every
-    (experiment, seed) cell, the manifest rewritten as each finishes.
+    The steps, top down: resolve every pipeline and its experiments (bad input before
+    Spark starts), open the folder and one session for them all, then per pipeline the
+    baseline and (if it holds) every (experiment, seed) cell, and a ``not applicable``
+    row for each experiment asked for that the pipeline lacks what it needs for; the
+    manifest rewritten as each cell finishes.
     """
     from raceproof.spark_integration import session
     from raceproof.spark_integration.pipeline import PipelineError, settings_of
 
     tell = say or (lambda _text: None)
-    pipeline, names = _resolve(spec, out, experiments)
+    plans = _resolve_all([specs] if isinstance(specs, str) else list(specs), out, experiments)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     done = {str(r["cell"]) for r in read_rows(out)} if (out / RESULTS).exists() else set()
-    cells = [(name, seed) for name in names for seed in seeds]
-    summary = Summary(cells=len(cells) + 1, master="local[2] (driver)", parallelism=1)
-    options = _options(pipeline.name, names, seeds, master=summary.master, out=out)
+    total = sum(1 + len(plan.names) * len(seeds) + len(plan.lacking) for plan in plans)
+    summary = Summary(cells=total, master="local[2] (driver)", parallelism=1)
+    options = _options(plans, seeds, master=summary.master, out=out)
     try:
-        settings = settings_of([pipeline])
+        settings = settings_of([plan.pipeline for plan in plans])
     except PipelineError as exc:
         raise CampaignError(str(exc)) from None
     spark = spark if spark is not None else session.spark_session(settings)
     write_manifest(out, options, summary)  # a campaign.json from the start: report reads it
+    grid = Grid(spark=spark, out=out, done=done, summary=summary, options=options, tell=tell)
     try:
-        if _baseline(spark, pipeline, out, done, summary, tell) == Verdict.OK:
-            for number, (name, seed) in enumerate(cells, 1):
-                if f"pipeline/{pipeline.name}/{name}/{seed}" in done:
-                    summary.already_done += 1
-                    continue
-                tell(f"[{number}/{len(cells)}] {pipeline.name}: {name}, seed {seed} ...")
-                row = _cell(spark, pipeline, name, seed)
-                write_rows(spark, out, [finish_row(row, Verdict.OK)])
-                summary.ran += 1
-                summary.count(row["verdict"])
-                summary.seconds = round(time.monotonic() - started, 1)
-                write_manifest(out, options, summary)  # as each cell finishes
+        for plan in plans:
+            grid.pipeline(plan, seeds, started)
     except KeyboardInterrupt as exc:  # the command's signal handling says what was kept
         summary.interrupted = True
         summary.interrupted_by = getattr(exc, "name", "SIGINT")
@@ -112,30 +108,101 @@ def run(
     return summary
 
 
-def _resolve(spec: str, out: Path, experiments: Sequence[str]) -> tuple[Any, list[str]]:
-    """The pipeline ``spec`` names and its applicable experiments (those asked for); bad input refused."""
-    from raceproof.spark_integration.experiments import applicable
+@dataclass
+class Plan:
+    """One pipeline of the campaign: its applicable experiments asked for, and those it lacks
+    what they need for (asked for by name: each gets a ``not applicable`` row)."""
+
+    pipeline: Any
+    names: list[str]
+    lacking: list[str]
+
+
+@dataclass
+class Grid:
+    """What every cell of a campaign writes into: the session, the folder, the summary."""
+
+    spark: Any
+    out: Path
+    done: set[str]
+    summary: Summary
+    options: Options
+    tell: Say
+
+    def pipeline(self, plan: Plan, seeds: Sequence[int], started: float) -> None:
+        """One pipeline's rows: the baseline, then its cells if the baseline holds."""
+        pipeline, summary = plan.pipeline, self.summary
+        for name in plan.lacking:
+            self.write(_not_applicable(pipeline, name), started)
+        cells = [(name, seed) for name in plan.names for seed in seeds]
+        if _baseline(self.spark, pipeline, self.out, self.done, summary, self.tell) != Verdict.OK:
+            return
+        for number, (name, seed) in enumerate(cells, 1):
+            if f"pipeline/{pipeline.name}/{name}/{seed}" in self.done:
+                summary.already_done += 1
+                continue
+            self.tell(f"[{number}/{len(cells)}] {pipeline.name}: {name}, seed {seed} ...")
+            self.write(_cell(self.spark, pipeline, name, seed), started)
+
+    def write(self, row: dict[str, Any], started: float) -> None:
+        """Append one finished cell's row; count it; rewrite the manifest."""
+        if row["cell"] in self.done:
+            self.summary.already_done += 1
+            return
+        write_rows(self.spark, self.out, [finish_row(row, Verdict.OK)])
+        self.summary.ran += 1
+        self.summary.count(row["verdict"])
+        self.summary.seconds = round(time.monotonic() - started, 1)
+        write_manifest(self.out, self.options, self.summary)  # as each cell finishes
+
+
+def _not_applicable(pipeline: Any, name: str) -> dict[str, Any]:
+    """The row of an experiment asked for that ``pipeline`` lacks what it needs for."""
+    from raceproof.spark_integration.results import lacks
+
+    row = _row(pipeline.name, name, 0, Verdict.INCONCLUSIVE)
+    row["finding"] = f"not applicable: {name} needs {lacks(pipeline, name)}"
+    row["seconds"] = 0.0
+    return row
+
+
+def _resolve_all(specs: list[str], out: Path, experiments: Sequence[str]) -> list[Plan]:
+    """Every pipeline ``specs`` names, with its experiments; bad input refused before Spark."""
+    from raceproof.spark_integration.experiments import EXPERIMENTS, applicable
     from raceproof.spark_integration.pipeline import PipelineError, resolve
 
     if out.exists() and not out.is_dir():
         raise CampaignError(f"--out {out} is not a folder")
-    try:
-        pipeline = resolve(spec)
-    except PipelineError as exc:
-        raise CampaignError(str(exc)) from None
-    names = [n for n in applicable(pipeline) if not experiments or n in experiments]
-    if not names:
-        raise CampaignError(f"no experiment of {', '.join(experiments)} applies to {pipeline.name}")
-    return pipeline, names
+    unknown = [name for name in experiments if name not in EXPERIMENTS]
+    if unknown:
+        raise CampaignError(f"unknown experiment {unknown[0]!r}; valid: {', '.join(EXPERIMENTS)}")
+    plans: list[Plan] = []
+    for spec in specs:
+        try:
+            pipeline = resolve(spec)
+        except PipelineError as exc:
+            raise CampaignError(str(exc)) from None
+        if any(plan.pipeline.name == pipeline.name for plan in plans):
+            raise CampaignError(
+                f"two --pipeline give the pipeline name {pipeline.name!r}: a campaign's cells "
+                "are named by it (give each pipeline its own name)"
+            )
+        fits = applicable(pipeline)
+        names = [n for n in fits if not experiments or n in experiments]
+        lacking = [n for n in dict.fromkeys(experiments) if n not in fits]
+        plans.append(Plan(pipeline=pipeline, names=names, lacking=lacking))
+    if not any(plan.names for plan in plans):
+        named = ", ".join(plan.pipeline.name for plan in plans)
+        raise CampaignError(f"no experiment of {', '.join(experiments)} applies to {named}")
+    return plans
 
 
-def _options(
-    pipeline: str, names: Sequence[str], seeds: Sequence[int], *, master: str, out: Path
-) -> Options:
+def _options(plans: list[Plan], seeds: Sequence[int], *, master: str, out: Path) -> Options:
     """The manifest's options: the model campaign's fields, as a pipeline grid fills them."""
+    names = [n for plan in plans for n in [*plan.names, *plan.lacking]]
     return Options(
-        scenarios=(pipeline,),
-        variants=tuple(names),
+        scenarios=tuple(plan.pipeline.name for plan in plans),
+        variants=tuple(dict.fromkeys(names)),
         strategies=("fault-experiment",),
         seeds=tuple(seeds),
         examples=1,

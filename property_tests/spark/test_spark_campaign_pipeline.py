@@ -105,3 +105,33 @@ def test_a_pipeline_campaign_refuses_an_unloadable_pipeline(
 ) -> None:
     code = main(["campaign", "--pipeline", "no_such_module_xyz:make", "--out", str(tmp_path / "c")])
     assert code == 2 and "cannot import no_such_module_xyz" in capsys.readouterr().err
+
+
+def test_a_campaign_over_two_pipelines_judges_both_and_rows_every_cell_asked_for(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 48: the second --pipeline used to replace the first, silently (exit 0)."""
+    job = tmp_path / "my_job.py"
+    job.write_text(USER_JOB)
+    out = tmp_path / "two"
+    argv = ["campaign", "--pipeline", "windowed-count", "--pipeline", f"{job}:make"]
+    argv += ["--experiment", "drain", "--experiment", "transient-sink-failure"]
+    code = main([*argv, "--seeds", "1", "--out", str(out), "--json"])
+    result = json.loads(capsys.readouterr().out)
+    rows = {r["cell"]: r for r in read_rows(out)}
+    for name in ("windowed-count", "my-counts"):
+        assert rows[f"pipeline/{name}/baseline/0"]["verdict"] == "ok", rows
+        judged = rows[f"pipeline/{name}/drain/0"]
+        assert judged["verdict"] == "ok" and judged["finding"].startswith("stock Spark:"), judged
+        # Asked for, and needing a sink of its own: a row that says so, never a gap or a pass.
+        lacking = rows[f"pipeline/{name}/transient-sink-failure/0"]
+        assert lacking["verdict"] == "inconclusive", lacking
+        assert lacking["finding"].startswith("not applicable: transient-sink-failure needs")
+    assert len(rows) == 6 and result["rows"] == 6
+    assert code == 3 and result["verdict"] == "inconclusive", result  # the two not applicable
+    assert main(["report", str(out), "--json"]) == 0
+    capsys.readouterr()
+    markdown = (out / "report.md").read_text()
+    assert "| windowed-count | drain | 0 | ok |" in markdown, markdown
+    assert "| my-counts | drain | 0 | ok |" in markdown, markdown
+    assert "| my-counts | transient-sink-failure | 0 | inconclusive |" in markdown, markdown

@@ -215,7 +215,8 @@ def _pipeline_campaign_interrupted(args: argparse.Namespace, exc: signals.Interr
 
 
 def pipeline_campaign(args: argparse.Namespace) -> int:
-    """``campaign --pipeline SPEC``: pipeline × experiment × seed, rows in the same Parquet layout."""
+    """``campaign --pipeline SPEC ...``: pipeline × experiment × seed, rows in the same Parquet
+    layout; every pipeline given, on one Spark session."""
     from raceproof.cli.commands.spark_check import SparkRequest, SparkResult, render
     from raceproof.spark_integration import campaign, campaign_pipelines
     from raceproof.spark_integration.pipeline import (
@@ -225,8 +226,10 @@ def pipeline_campaign(args: argparse.Namespace) -> int:
         resolve,
     )
 
+    specs = [args.pipeline] if isinstance(args.pipeline, str) else list(args.pipeline)
     try:  # the factory and all that needs no Spark, before a session starts (as spark-check)
-        resolve(args.pipeline)
+        for spec in specs:
+            resolve(spec)
     except PipelineError as exc:
         raise UsageError(str(exc)) from None
     except PipelineRaised as exc:  # the user's code raised: verdict error, exit 4
@@ -235,7 +238,7 @@ def pipeline_campaign(args: argparse.Namespace) -> int:
     try:
         with _refusals_are_usage_errors(status):
             summary = campaign_pipelines.run(
-                args.pipeline,
+                specs,
                 Path(args.out),
                 _seeds(args),
                 args.experiment or (),
@@ -353,20 +356,7 @@ def _add_campaign(commands: Any) -> None:
         "  raceproof campaign --scenario coordinator-async-append --seeds 5 --prove --out out/c2\n"
         "  raceproof report out/c1 --baseline out/c0",
     )
-    sub.add_argument(
-        "--pipeline",
-        type=non_empty,
-        metavar="MODULE:FACTORY",
-        help="run a Spark pipeline's fault experiments (pipeline × experiment × seed) instead "
-        "of the scenarios: MODULE:FACTORY, FILE.py:FACTORY or a built-in pipeline's name",
-    )
-    sub.add_argument(
-        "--experiment",
-        type=non_empty,
-        action="append",
-        metavar="NAME",
-        help="with --pipeline: only this experiment (repeatable)",
-    )
+    _add_pipeline_options(sub)
     sub.add_argument(
         "--scenario", type=non_empty, action="append", help="only this scenario (repeatable)"
     )
@@ -410,6 +400,26 @@ def _add_campaign(commands: Any) -> None:
         type=int_in(0, MAX_CROSS_CHECK),
         default=3,
         help="cells re-run in the driver to check determinism (default 3)",
+    )
+
+
+def _add_pipeline_options(sub: Any) -> None:
+    """``campaign --pipeline`` (repeatable) and the experiments it runs."""
+    sub.add_argument(
+        "--pipeline",
+        type=non_empty,
+        action="append",
+        metavar="MODULE:FACTORY",
+        help="run a Spark pipeline's fault experiments (pipeline × experiment × seed) instead "
+        "of the scenarios: MODULE:FACTORY, FILE.py:FACTORY or a built-in pipeline's name "
+        "(repeatable: every pipeline given, on one Spark session)",
+    )
+    sub.add_argument(
+        "--experiment",
+        type=non_empty,
+        action="append",
+        metavar="NAME",
+        help="with --pipeline: only this experiment (repeatable)",
     )
 
 

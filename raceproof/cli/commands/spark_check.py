@@ -17,6 +17,7 @@ raceproof".
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,9 +76,22 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
     except PipelineRaised as exc:  # the factory raised: the user's code, verdict error
         return render(args, SparkResult(SparkRequest([], [], []), error=exc))
     steps = len(request.plan) + len(request.pipelines) + 1
+    lines = args.json and len(request.pipelines) > 1
     with StatusLine("spark-check", not args.json, total=steps, says_start=True) as say:
-        result = run_request(request, say)
+        result = run_request(request, say, judged=judged_line if lines else None)
     return render(args, result)
+
+
+def judged_line(spec: str, rows: list[dict[str, Any]]) -> None:
+    """``--json`` over several pipelines: one JSON line per pipeline as soon as it is judged,
+    before the final document, so a time limit that kills the command keeps what was judged."""
+    verdicts = {str(row["verdict"]) for row in rows}
+    worst = next(
+        (v for v in (Verdict.VIOLATED, Verdict.ERROR, Verdict.INCONCLUSIVE) if v in verdicts),
+        Verdict.OK,
+    )
+    print_json({"judged": spec, "verdict": worst, "experiments": rows})
+    sys.stdout.flush()
 
 
 def parse_request(args: argparse.Namespace) -> SparkRequest:
@@ -139,8 +153,11 @@ def parse_request(args: argparse.Namespace) -> SparkRequest:
     )
 
 
-def run_request(request: SparkRequest, say: Any) -> SparkResult:
-    """Each pipeline's baseline, then its experiments, on one local Spark session."""
+def run_request(request: SparkRequest, say: Any, judged: Any = None) -> SparkResult:
+    """Each pipeline's baseline, then its experiments, on one local Spark session.
+
+    ``judged(spec, rows)``, if given, is called with each pipeline's rows once its last
+    experiment is judged (or its baseline failed), in the order they run."""
     from raceproof.spark_integration.experiments import baseline
     from raceproof.spark_integration.pipeline import PipelineRaised
     from raceproof.spark_integration.results import not_applicable_row, run_experiment, unjudged
@@ -166,6 +183,8 @@ def run_request(request: SparkRequest, say: Any) -> SparkResult:
         raise UsageError(f"cannot run spark-check: {exc}") from None
     result.session_s = round(time.monotonic() - started, 1)
     baselines: dict[str, dict[str, Any]] = {}
+    last_of = {spec: number for number, (spec, _, _) in enumerate(request.plan, 1)}
+    first_of = {spec: number for number, (spec, _, _) in reversed(list(enumerate(request.plan, 1)))}
     try:
         for number, (spec, pipeline, name) in enumerate(request.plan, 1):
             if spec not in baselines:
@@ -174,6 +193,8 @@ def run_request(request: SparkRequest, say: Any) -> SparkResult:
                 if base["verdict"] != Verdict.OK:
                     result.rows.append(baseline_row(spec, pipeline.name, base))
             if baselines[spec]["verdict"] != Verdict.OK:
+                if judged is not None and number == first_of[spec]:
+                    judged(spec, [r for r in result.rows if r["pipeline"] == spec])
                 continue  # a wrong pipeline: no fault experiment can say anything about it
             say(progress(request, number, pipeline.name, name))
             row = run_experiment(
@@ -187,6 +208,8 @@ def run_request(request: SparkRequest, say: Any) -> SparkResult:
             )
             row["pipeline"] = spec
             result.rows.append(row)
+            if judged is not None and number == last_of.get(spec):
+                judged(spec, [r for r in result.rows if r["pipeline"] == spec])
     except KeyboardInterrupt as exc:
         result.interrupt = exc
     except PipelineRaised as exc:
