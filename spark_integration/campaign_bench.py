@@ -5,7 +5,8 @@ ways: in this process, one cell after another (the baseline); as a campaign on
 ``local[1]``; and as a campaign on ``local[2]``. Each Spark session is started
 and warmed up (one job that imports raceproof in a Python worker) before the
 clock starts, so the figures are steady-state cells per second, not JVM
-start-up. Printed, never asserted: the machine is shared, so the load average
+start-up; the start-up is its own figure (``{master}_session_start_s``: the
+session's start, which every Spark command pays once). Printed, never asserted: the machine is shared, so the load average
 is printed beside them.
 
 ``--cluster`` starts a standalone cluster on 127.0.0.1 with one 1-core
@@ -84,7 +85,9 @@ def figures(
     result["in_process_cells_per_s"] = round(len(cells) / in_process_s, 2)
     for master in ("local[1]", "local[2]"):
         say(f"{master}: a warmed-up session, then the campaign")
+        began = time.perf_counter()
         spark = campaign_session(master, "raceproof-campaign-bench")
+        result[f"{master}_session_start_s"] = round(time.perf_counter() - began, 1)
         try:
             _warm_up(spark)
             with tempfile.TemporaryDirectory(prefix="raceproof-campaign-bench-") as out:

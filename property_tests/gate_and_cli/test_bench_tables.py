@@ -138,6 +138,8 @@ def _campaign_figures() -> dict[str, Any]:
         "in_process_cells_per_s": 12.5,
         "local[1]_cells_per_s": 3.25,
         "local[2]_cells_per_s": 5.75,
+        "local[1]_session_start_s": 14.2,
+        "local[2]_session_start_s": 13.5,
         "scaling_local2_over_local1": 1.77,
         "overhead_ms_per_cell_local1_vs_in_process": 227.7,
         "load_after": "1.5 / 1.1",
@@ -151,6 +153,8 @@ def test_the_campaign_table_shows_each_way_of_running_the_cells() -> None:
     assert _row(text, "local[2]") == ["local[2]", "5.75"]
     assert _row(text, "local[2] / local[1]") == ["local[2] / local[1]", "x1.77"]
     assert _row(text, "overhead per cell, local[1] against in-process (ms)")[1] == "+227.7"
+    assert _row(text, "local[1] session start (s, once per command)")[-1] == "14.2"
+    assert _row(text, "local[2] session start (s, once per command)")[-1] == "13.5"
 
 
 def test_the_cluster_table_shows_each_cluster_beside_the_in_process_walk() -> None:

@@ -91,6 +91,17 @@ def test_pyspark_is_the_spark_extra_and_the_suite_installs_it() -> None:
         assert {"pyspark", "pyarrow"} <= names, extra
 
 
+def test_pandas_is_pinned_to_what_pyspark_supports_in_both_spark_extras() -> None:
+    """PySpark 4.3.0 warns on pandas >= 3.0.0 and needs >= 2.2.0; pyspark[sql] gives the floor only."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for extra in ("spark", "dev"):
+        (pin,) = [d for d in extras[extra] if re.split(r"[<>=\[]", d)[0] == "pandas"]
+        bounds = set(pin.removeprefix("pandas").replace(" ", "").split(","))
+        assert bounds == {">=2.2", "<3"}, (extra, pin)
+
+
 @pytest.mark.parametrize(
     ("argv", "missing"),
     [

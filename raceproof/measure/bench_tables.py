@@ -492,6 +492,10 @@ def campaign_tables(result: dict[str, Any]) -> list[FigureTable]:
     for how in ("in_process", "local[1]", "local[2]"):
         if f"{how}_cells_per_s" in result:
             table.add_row(how.replace("_", "-"), number(result[f"{how}_cells_per_s"], 2))
+    for master in ("local[1]", "local[2]"):  # what a command pays once, before any cell
+        if f"{master}_session_start_s" in result:
+            start = number(result[f"{master}_session_start_s"], 1)
+            table.add_row(f"{master} session start (s, once per command)", start)
     if "scaling_local2_over_local1" in result:
         table.add_row("local[2] / local[1]", f"x{number(result['scaling_local2_over_local1'], 2)}")
         table.add_row(
