@@ -141,6 +141,8 @@ def baseline(spark: Any, pipeline: Pipeline) -> Trial:
         if failure is not None:
             run.note(f"the query failed with no fault injected: {failure}")
         trial = run.judge(DATA)
+        if trial.verdict == Verdict.VIOLATED and run.sentinel_missed:
+            trial.message = f"{trial.message}; {run.sentinel_missed}"  # the sentinel's, likely
         if failure is not None and trial.verdict == Verdict.OK:
             trial.verdict, trial.message = "raised", "; ".join(run.notes)
         return trial

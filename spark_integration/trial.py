@@ -72,6 +72,29 @@ def stale_sink(pipeline: Pipeline, spark: Any) -> None:
         )
 
 
+def sentinel_missed(pipeline: Pipeline) -> str:
+    """What to tell when the drain's sentinel records reach only some of the pipeline's sources.
+
+    Under Spark's default ``multipleWatermarkPolicy=min`` the global watermark is the least
+    of the sources': a source the sentinel never reaches holds it back, the drain flushes
+    nothing, and the pipeline looks wrong when its sentinel is. Empty when it reaches all.
+    """
+    if not pipeline.sources:
+        return ""
+    records = pipeline.sentinel_records()
+    reached = {str(calling_user("source_of(record)", pipeline.source_of, r)) for r in records}
+    missed = [name for name in pipeline.sources if name not in reached]
+    if not missed:
+        return ""
+    call = f"records({pipeline.sentinel_key!r}, {pipeline.sentinel_second})"
+    return (
+        f"the drain's sentinel reached no record of source {', '.join(missed)} ({call} gave "
+        f"records for {', '.join(sorted(reached)) or 'no source'} only): under Spark's default "
+        "multipleWatermarkPolicy=min that source's watermark holds every other back, so the "
+        f"drain flushes nothing; make {call} give a record for every source"
+    )
+
+
 class TrialRun:
     """``with TrialRun(spark) as run:`` a fresh sandbox, recorder and job; ``run.judge(...)`` at the end."""
 
@@ -88,6 +111,7 @@ class TrialRun:
             keyed_sink=keyed_sink,
         )
         self.notes: list[str] = []
+        self.sentinel_missed = ""  # what the drain's sentinel did not reach, said (a source)
         self.started = time.monotonic()
         self._log_offset = session.jvm_log_offset()
         own = self.sandbox.inside("own-sink")
@@ -123,6 +147,7 @@ class TrialRun:
 
     def drain(self) -> str | None:
         """The drain procedure: a sentinel past every open window, then AvailableNow."""
+        self.sentinel_missed = sentinel_missed(self.pipeline)
         self.job.request_drain("sentinel+AvailableNow")
         self.job.add_input(
             [(self.pipeline.sentinel_key, self.pipeline.sentinel_second)], sentinel=True
