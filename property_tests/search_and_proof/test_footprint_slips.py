@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from property_tests.soundness_slips import unrecorded
 from raceproof.sim import Bounds, Budget, ChoiceSource, RunOutcome, World, execute, prove, violated
 from raceproof.sim.checkers import CheckerResult, checker
 from raceproof.sim.footprint_check import FootprintMismatch
@@ -42,23 +43,8 @@ from raceproof.sim.world import ProcessGenerator
 BOUNDS = Bounds(max_time_ms=10_000, max_steps=300)
 
 
-@contextlib.contextmanager
-def queue_take_recorded_as_read() -> Iterator[None]:
-    original = EventQueue.get
-
-    def get(self: EventQueue) -> object:
-        self.items, self.getters  # noqa: B018  # recorded: reads of the queue's cells
-        footprint, self.world._footprint = self.world._footprint, None  # the slip: no writes
-        try:
-            return original(self)
-        finally:
-            self.world._footprint = footprint
-
-    EventQueue.get = get  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        EventQueue.get = original  # type: ignore[method-assign]
+def queue_take_recorded_as_read() -> contextlib.AbstractContextManager[None]:
+    return unrecorded(EventQueue, "get", lambda queue: (queue.items, queue.getters))
 
 
 @contextlib.contextmanager
@@ -90,22 +76,8 @@ def touch_dropped(resource: str) -> Iterator[None]:
         World.touch = original  # type: ignore[method-assign]
 
 
-@contextlib.contextmanager
-def release_recording_nothing() -> Iterator[None]:
-    original = Lock.release
-
-    def release(self: Lock, owner: str) -> None:
-        footprint, self.world._footprint = self.world._footprint, None  # the slip
-        try:
-            original(self, owner)
-        finally:
-            self.world._footprint = footprint
-
-    Lock.release = release  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        Lock.release = original  # type: ignore[method-assign]
+def release_recording_nothing() -> contextlib.AbstractContextManager[None]:
+    return unrecorded(Lock, "release")
 
 
 @checker
