@@ -16,9 +16,12 @@ for the state cache.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from simpy import Event
 
 from raceproof.sim import (
     Actor,
@@ -38,7 +41,9 @@ from raceproof.sim import (
     World,
     ZkClient,
 )
+from raceproof.sim.cells import Cell, CellMap
 from raceproof.sim.store import WatchEvent
+from raceproof.sim.world import _step_key
 
 INSTANT_MS = 1  # the pair's instant: both operations, and the timer's firing, are due then
 END_MS = 20  # the observer reads the final state and ends the run
@@ -244,20 +249,40 @@ def _set_up_timed(o: Objects, setup: Setup) -> None:
         o.executor.submit("busy", task)
 
 
+def _znodes(o: Objects, path: str = "/") -> list[tuple[str, Any, int, bool]]:
+    """Every znode below ``path``, with its data and its version."""
+    found = []
+    for name in o.store.children(path):
+        child = f"{path.rstrip('/')}/{name}"
+        data, version = o.store.get(child)
+        found.append((child, data, version))
+        found += _znodes(o, child)
+    return found  # type: ignore[return-value]
+
+
+def _files(o: Objects, path: str = "/") -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for name in o.fs.listdir(path):
+        child = f"{path.rstrip('/')}/{name}"
+        found.append((child, None if o.fs.isdir(child) else o.fs.read(child)))
+        if o.fs.isdir(child):
+            found += _files(o, child)
+    return found
+
+
 def snapshot(o: Objects) -> str:
-    """The final state, every object read (the observer's step)."""
-    store = o.store
-    nodes = sorted((p, n.data, n.version, n.ephemeral_session) for p, n in store.nodes.items())
+    """The final state, every object read through its public operations (the observer's step)."""
+    world = o.world
     return repr(
         (
-            nodes,
-            [c.state for c in o.clients],
-            sorted(o.cache.entries.items()),
+            _znodes(o),
+            [(c.state, c.live) for c in o.clients],
+            [o.cache.get(p) for p in ("/a/b", "/a/e0")],
             (o.timer.fired, o.timer.due_ms, o.debounce.fired, o.debounce.pending),
-            (list(o.queue.items), len(o.queue.getters), o.lock.owner, len(o.lock.waiters)),
+            (o.queue.items, len(o.queue.getters), o.lock.owner, len(o.lock.waiters)),
             (o.executor.busy, o.executor.submitted),
-            (sorted(o.fs.dirs), sorted((p, f.content, f.synced) for p, f in o.fs.files.items())),
-            (o.node.up, o.node.paused_until_ms, o.node.clock_offset_ms),
+            _files(o),
+            (o.node.up, o.node.paused, o.node.now_ms - world.now_ms, o.worker.alive),
             sorted(((repr(k), v) for k, v in o.d.items())),
             sorted(map(repr, o.s)),
             o.c.value,
@@ -266,32 +291,54 @@ def snapshot(o: Objects) -> str:
     )
 
 
-def fingerprint(o: Objects) -> str:
-    """The model's state for the state cache: the objects and what the future reads of them.
+def deep_state(value: Any, seen: set[int] | None = None) -> Any:
+    """``value`` as plain data, whatever the primitive keeps inside (cells, lists, events).
 
-    Beyond ``snapshot``: the store's sessions and watch tables, each client's held
-    events and persistent watches, the lock's waiters, the queue's takers, the
-    node's incarnation and the ops logged so far (as a multiset: the checkers read
-    them, and two orders of commuting steps log the same). The kernel adds every
-    pending event.
+    For the state fingerprint: finer than the state is safe (the cache prunes less),
+    coarser is not. Cells by their values, events by the step they resume, processes
+    by their identity, callables by name, other objects by their attributes (each
+    once: a cycle ends in the type's name); the World is left out (the kernel adds
+    its pending events itself).
     """
-    store, world = o.store, o.world
-    watches = [
-        sorted((p, len(w)) for p, w in table.items())
-        for table in (store.data_watches, store.child_watches, store.persistent_watches)
-    ]
+    seen = set() if seen is None else seen
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (World, type)):
+        return type(value).__name__
+    if isinstance(value, (Cell, CellMap)):
+        return deep_state(value.peek(), seen)
+    if isinstance(value, Event):
+        return getattr(value, "rp_id", None) or _step_key(value) or type(value).__name__
+    if isinstance(value, dict):
+        return sorted((repr(deep_state(k, seen)), deep_state(v, seen)) for k, v in value.items())
+    if isinstance(value, (list, tuple, deque)):
+        return [deep_state(v, seen) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(repr(deep_state(v, seen)) for v in value)
+    if id(value) in seen:
+        return type(value).__name__
+    seen.add(id(value))
+    if callable(value) and not hasattr(value, "__slots__"):
+        return getattr(value, "__qualname__", type(value).__name__)
+    slots = [n for k in type(value).__mro__ for n in getattr(k, "__slots__", ())]
+    fields = {
+        **{n: getattr(value, n) for n in slots if hasattr(value, n)},
+        **getattr(value, "__dict__", {}),
+    }
+    return (type(value).__name__, deep_state(fields, seen))
+
+
+def fingerprint(o: Objects) -> str:
+    """The model's state for the state cache: every object's inside and the ops logged so far.
+
+    The objects as ``deep_state`` sees them (so a primitive's internals may move
+    to cells without this function knowing), and the ops logged so far as a
+    multiset (the checkers read them; two orders of commuting steps log the same).
+    The kernel adds every pending event.
+    """
     logged = sorted(
-        (op.time_ms, op.actor, op.kind, repr(sorted(op.fields.items()))) for op in world.history.ops
+        (op.time_ms, op.actor, op.kind, repr(sorted(op.fields.items())))
+        for op in o.world.history.ops
     )
-    clients = [(c.state, c.session, len(c._held), len(c._persistent)) for c in o.clients]
-    return repr(
-        (
-            snapshot(o),
-            sorted(store.sessions.items()),
-            watches,
-            clients,
-            [owner for owner, _ in o.lock.waiters],
-            (o.node.incarnation, sorted(o.fs.files)),
-            logged,
-        )
-    )
+    inside = {name: deep_state(value) for name, value in vars(o).items() if name != "world"}
+    return repr((inside, logged))

@@ -1,23 +1,60 @@
-"""Every pair of operations, generated: the operation table is the API, and a slice of its pairs holds (issue 44 item 2).
+"""Every pair of operations, generated (issue 44 item 2), and the generator's locality claim (issue 45 item 1).
 
 ``property_tests/soundness_ops.py`` is the table of every public operation of
 every kernel primitive and tracked container; ``soundness_pairs.py`` places
 each pair of operations at one instant on related objects and
 ``soundness_coverage.py`` judges them by every claim of the soundness
 generator (``make soundness``: all of them, with the coverage table). Here:
-the table holds every public operation (found by introspection) and nothing
-else, every class ``import raceproof`` exports is either in it or named as
-no primitive, the relations are drawn, and a slice of the pairs is judged by
-every claim.
+
+- the table holds every public operation (found by introspection) and nothing
+  else, every class ``import raceproof`` exports is either in it or named as no
+  primitive, the relations the issue names are drawn, and a slice of the pairs
+  is judged by every claim;
+- issue 44's four shapes, found from named seeds, both ways where the fix has
+  landed (``SEEDS``): with the fix reverted the generator's focused hunt
+  (``soundness_coverage.hunt``) finds the shape at its seed and at no earlier
+  one, with the fix the pair at that seed is silent. The seeds were first found
+  on main before the fixes (d361861) and are the same with the fixes reverted:
+  1. equal keys (``1``, ``1.0``, ``True``) named by ``repr``: seed 6 (a set's
+     ``add(True)`` against ``remove(1)``); fix 7bb11b4 (``cells.key_part``);
+  2. a recursive watch against a create below it: seed 184 (the store's
+     ``remove_watch`` of a recursive watch on ``/a`` against
+     ``ZkClient.ensure_path("/a/b/c")``), unfixed on main when written (cells);
+  3. a session's end against its ephemeral's parent's child list: seed 2
+     (``store.children("/a")`` against ``expire_session`` of ``/a/e0``'s owner),
+     unfixed on main when written (cells);
+  4. a timer's cancel or re-arm at its own firing: seed 0 (``Debounce.cancel``
+     against its own firing, armed after the actors start); fix 8ecaa06
+     (``World.unschedule`` writes the step it removed);
+- the locality claim (``soundness_locality.py``): random models of nodes making
+  remote calls (``ZkClient.request``, ``ZkClient.retrying``, ``remote.call``)
+  with one node fault; on the kernel (effects at the receiver, a182063) no call
+  is delayed and every (fault, call) combination is exercised; with the slip
+  ``applied_by_the_caller`` (each call applied in the caller's step after the
+  latency, as before a182063) the claim fails.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
+
+import pytest
+
 import raceproof
-from property_tests.soundness_coverage import CLAIMS, SHAPES, cover, drawn
+from property_tests.soundness_coverage import CLAIMS, SHAPES, cover, drawn, hunt, judge
+from property_tests.soundness_locality import (
+    COMBINATIONS,
+    locality_cover,
+    locality_problems,
+    locality_spec,
+)
 from property_tests.soundness_ops import CLASSES, FIRING, PAIRS, TABLE, public_operations
 from property_tests.soundness_pairs import place
-from raceproof.sim import ReplaySource, World
+from property_tests.soundness_walks import patched
+from raceproof.sim import ReplaySource, World, ZkClient, cells, shared
+from raceproof.sim import remote as remote_calls
 
 # What ``import raceproof`` exports that is no primitive a step operates on, and why.
 NOT_OPERATED = {
@@ -102,3 +139,113 @@ def test_a_slice_of_the_pairs_holds_every_claim() -> None:
     assert coverage.too_big == []
     assert all(len(coverage.judged[claim]) == len(sliced) for claim in CLAIMS)
     assert coverage.complete()
+
+
+# -- issue 44's four shapes ---------------------------------------------------------------
+SEEDS = {
+    "1 equal keys": 6,
+    "2 recursive watch vs a descendant's create": 184,
+    "3 session end vs the parent's child list": 2,
+    "4 timer cancel or re-arm vs its own firing": 0,
+}
+
+
+def _by_repr(key: object) -> str:
+    return f"[{key!r}]"
+
+
+@contextlib.contextmanager
+def keys_by_repr() -> Iterator[None]:
+    """Shape 1's slip: a key named by its ``repr`` (``1``, ``1.0`` and ``True`` three resources)."""
+    with patched(shared, "key_part", _by_repr), patched(cells, "key_part", _by_repr):
+        yield
+
+
+def _disables(self: World, event: object, resource: str | None) -> None:
+    if resource is not None:
+        self.touch(resource)
+
+
+@contextlib.contextmanager
+def cancel_records_nothing() -> Iterator[None]:
+    """Shape 4's slip: a cancel records nothing of the step it removed (as before 8ecaa06)."""
+    with patched(World, "_disables", _disables):
+        yield
+
+
+FIXED: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
+    "1 equal keys": keys_by_repr,
+    "4 timer cancel or re-arm vs its own firing": cancel_records_nothing,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(FIXED))
+def test_the_generator_finds_the_shape_at_its_seed_with_the_fix_reverted(shape: str) -> None:
+    seed = SEEDS[shape]
+    with FIXED[shape]():
+        found = hunt(shape, seed + 1)
+    assert found is not None and found[0] == seed
+
+
+@pytest.mark.parametrize("shape", sorted(FIXED))
+def test_the_pair_at_the_seed_is_silent_with_the_fix(shape: str) -> None:
+    spec = drawn(SEEDS[shape], SHAPES[shape])
+    assert judge(spec, ("reduction",)) == {"reduction": []}
+
+
+@pytest.mark.parametrize("shape", sorted(SEEDS))
+def test_the_seed_draws_a_pair_of_the_shape(shape: str) -> None:
+    spec = drawn(SEEDS[shape], SHAPES[shape])
+    assert SHAPES[shape]((spec.group, *spec.ops))
+
+
+# -- issue 45: the locality claim -----------------------------------------------------------
+LOCALITY_MODELS = 60  # about 0.1 s of CPU
+
+
+def _request(self: ZkClient, operation: Callable[[], Any]) -> Generator[Any, Any, Any]:
+    one_way = self.world.source.choose(f"{self.name}.latency", self.latency_ms)
+    yield self.world.sleep(one_way)
+    result = operation()  # in the caller's step: held while the caller's node is paused
+    yield self.world.sleep(one_way)
+    return result
+
+
+def _retrying(
+    self: ZkClient, round_trip_ms: int, operation: Callable[[], Any] | None = None
+) -> Generator[Any, Any, Any]:
+    yield self.world.sleep(round_trip_ms)
+    return None if operation is None else operation()
+
+
+def _call(world: Any, operation: Callable[[], Any], *, one_way_ms: int, **_: Any) -> Any:
+    yield world.sleep(one_way_ms)
+    result = operation()
+    yield world.sleep(one_way_ms)
+    return result
+
+
+@contextlib.contextmanager
+def applied_by_the_caller() -> Iterator[None]:
+    """The slip: every remote call applies its operation in the caller's own step."""
+    with (
+        patched(ZkClient, "request", _request),
+        patched(ZkClient, "retrying", _retrying),
+        patched(remote_calls, "call", _call),
+    ):
+        yield
+
+
+def test_no_fault_of_a_node_delays_an_effect_elsewhere() -> None:
+    exercised, problems = locality_cover(LOCALITY_MODELS)
+    assert problems == []
+    assert exercised == set(COMBINATIONS)
+
+
+def test_the_claim_fails_when_the_caller_applies_its_own_remote_calls() -> None:
+    with applied_by_the_caller():
+        _, problems = locality_cover(LOCALITY_MODELS)
+    assert problems, "the caller-side apply went unnoticed"
+    assert any("its own node's pause" in p for p in problems)
+    first = next(s for s in range(LOCALITY_MODELS) if "pause" in str(locality_spec(s)))
+    assert locality_problems(locality_spec(first)).problems == []  # silent without the slip
