@@ -5,7 +5,8 @@ it, holding one session, as a ZooKeeper or kazoo client does:
 
 - its ephemeral nodes, its watches and its writes die with the session: the
   server removes the session's watches when it expires (they never fire), a
-  delivery in flight to an expired or closed session is dropped, and a
+  delivery in flight to an expired session is dropped (one to a session the
+  client closed arrives: the server sent it before the close's reply), and a
   request (``request``) whose session has gone is not applied;
 - it tells its listeners ``disconnected``, ``connected`` (reconnected),
   ``expired`` and ``closed`` (kazoo's SUSPENDED / CONNECTED / LOST), each
@@ -121,6 +122,9 @@ class _SessionWatcher:
     def __call__(self, event: WatchEvent) -> None:
         client = self.client
         client.world.touch(client.resource, write=False)  # reads its state
+        if self.session in client._closed:  # sent before the close's reply: it arrives
+            self.callback(event)
+            return
         if client.session != self.session or not client.store.session_live(self.session):
             return  # the session died while the notification was on its way
         if client.state == "disconnected":
@@ -162,6 +166,7 @@ class ZkClient:
         self.state: SessionState = "connected"
         self.listeners: list[SessionListener] = []
         self._held: list[tuple[_SessionWatcher, WatchEvent]] = []
+        self._closed: set[int] = set()  # sessions it closed itself (``close``)
         self._persistent: list[tuple[str, Watcher, _SessionWatcher]] = []
         self._expiry = Timer(
             world, f"{store.name}-server", self._server_expires, resource=f"{self.resource}:expiry"
@@ -362,11 +367,18 @@ class ZkClient:
             self._set_state("expired")
 
     def close(self) -> None:
-        """Close the session: its ephemeral nodes go now, its watches never fire."""
+        """Close the session: its ephemeral nodes go now, and its watches end.
+
+        As a real server does, the close deletes the ephemerals before it drops
+        the session's watches, and the client reads every notification sent
+        before the close's reply: its own watches see its ephemerals go, and
+        deliveries on their way arrive. Later changes reach none of its watches.
+        """
         self.world.touch(self.resource)
         if self.live:
             self._expiry.cancel()
-            self.store.expire_session(self.session)
+            self._closed.add(self.session)
+            self.store.expire_session(self.session, closing=True)
         self._held = []
         self._set_state("closed")
         waiting, self._waiting = self._waiting, []

@@ -65,6 +65,10 @@ class BadArguments(StoreError):
     """A request ZooKeeper refuses outright, such as deleting the root (BadArgumentsException)."""
 
 
+class NoChildrenForEphemerals(StoreError):
+    """A create under an ephemeral node: ephemerals have no children (NoChildrenForEphemeralsException)."""
+
+
 class ConnectionLoss(StoreError):
     """The client is disconnected: the request was not sent (ZooKeeper's ConnectionLossException)."""
 
@@ -203,21 +207,28 @@ class VersionedStore:
         self.sessions[session] = True
         return session
 
-    def expire_session(self, session: int) -> list[str]:
+    def expire_session(self, session: int, *, closing: bool = False) -> list[str]:
         """Expire ``session``: its ephemeral nodes vanish (watches fire). Returns their paths.
 
         Watches the session set (watchers with a ``session`` attribute, as a
-        ``ZkClient`` registers them) are removed first: they never fire.
+        ``ZkClient`` registers them) are removed first: they never fire. With
+        ``closing`` the client closes the session over its own connection, and
+        the server deletes the ephemerals before it drops that connection's
+        watches: the session's own watches see its ephemerals go (ZooKeeper
+        3.8.0, found by the conformance test).
         """
         if session not in self.sessions:
             raise ValueError(f"unknown session {session}")
         self.world.touch(f"{self.name}:sessions")
         self.sessions[session] = False
-        self._drop_watches_of(session)  # its watchers read the sessions table when they fire
+        if not closing:
+            self._drop_watches_of(session)  # its watchers read the sessions table when they fire
         owned = sorted(p for p, n in self.nodes.items() if n.ephemeral_session == session)
         for path in owned:
             self._touch("write", path)
             self._remove(path)
+        if closing:
+            self._drop_watches_of(session)
         return owned
 
     def session_live(self, session: int) -> bool:
@@ -340,6 +351,8 @@ class VersionedStore:
             raise NoNode(parent)
         if path in self.nodes:
             raise NodeExists(path)
+        if self.nodes[parent].ephemeral_session is not None:
+            raise NoChildrenForEphemerals(parent)
         node = Node(copy_json(data), 0, ephemeral_session)
         self.nodes[path] = node
         self.nodes[parent].cversion += 1

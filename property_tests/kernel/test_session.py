@@ -16,6 +16,7 @@ from raceproof.sim import (
     FaultPlan,
     KeyedReplaySource,
     Nemesis,
+    NoChildrenForEphemerals,
     RandomSource,
     ReplaySource,
     SessionEvent,
@@ -26,7 +27,7 @@ from raceproof.sim import (
     maybe_expire_session,
     pause_with_session,
 )
-from raceproof.sim.store import BadVersion
+from raceproof.sim.store import BadVersion, TransactionFailed
 
 
 def fifo_world() -> World:
@@ -405,3 +406,41 @@ def test_a_client_checks_its_settings() -> None:
     for bad in ({"session_timeout_ms": 0}, {"latency_ms": ()}, {"notice_ms": ()}):
         with pytest.raises(ValueError):
             ZkClient(world, store, "c", **bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("end", "heard"), [("close", ["deleted /p/e", "children /p"]), ("expire", [])]
+)
+def test_closing_a_session_tells_its_own_watches_its_ephemerals_went(
+    end: str, heard: list[str]
+) -> None:
+    """A real server deletes a closing session's ephemerals before it drops the session's
+    watches, and sends those notifications before the close's reply (the conformance test
+    found it on ZooKeeper 3.8.0). An expiry drops the watches first: they hear nothing."""
+    world = fifo_world()
+    store = VersionedStore(world, watch_delay_ms=(5,))
+    store.create("/p")
+    client, other = ZkClient(world, store, "c1"), ZkClient(world, store, "c2")
+    seen: list[str] = []
+    client.create("/p/e", 1, ephemeral=True)
+    client.get("/p/e", watch=lambda e: seen.append(f"{e.kind} {e.path}"))
+    client.add_watch("/p", lambda e: seen.append(f"{e.kind} {e.path}"))
+    getattr(client, end)()
+    world.run_to_end()
+    assert seen == heard
+    other.create("/p/later")  # after the close: none of its watches hears it
+    world.run_to_end()
+    assert seen == heard
+
+
+def test_an_ephemeral_node_has_no_children() -> None:
+    world = fifo_world()
+    store = VersionedStore(world)
+    client = ZkClient(world, store, "c1")
+    client.create("/e", 1, ephemeral=True)
+    with pytest.raises(NoChildrenForEphemerals, match=r"^/e$"):
+        client.create("/e/child")
+    with pytest.raises(TransactionFailed) as failed:
+        client.transaction().create("/f").create("/e/s-", sequential=True).commit()
+    assert isinstance(failed.value.error, NoChildrenForEphemerals) and failed.value.index == 1
+    assert store.children("/") == ["e"] and store.nodes["/"].cversion == 1

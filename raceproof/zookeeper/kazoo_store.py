@@ -22,6 +22,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import (
     BadArgumentsError,
     BadVersionError,
+    NoChildrenForEphemeralsError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -33,6 +34,7 @@ from raceproof.sim import BadVersion, NodeExists, NoNode
 from raceproof.sim.history import JSONValue
 from raceproof.sim.store import (
     BadArguments,
+    NoChildrenForEphemerals,
     NotEmpty,
     StoreError,
     Transaction,
@@ -42,12 +44,14 @@ from raceproof.sim.store import (
     WatchEvent,
 )
 
-_ERRORS: dict[type[Exception], type[StoreError]] = {
+# kazoo's errors as the kernel's (also the conformance test's real sessions)
+ERRORS: dict[type[Exception], type[StoreError]] = {
     NoNodeError: NoNode,
     NodeExistsError: NodeExists,
     BadVersionError: BadVersion,
     NotEmptyError: NotEmpty,
     BadArgumentsError: BadArguments,
+    NoChildrenForEphemeralsError: NoChildrenForEphemerals,
 }
 
 
@@ -141,7 +145,7 @@ class KazooStore:
             if isinstance(result, Exception) and not isinstance(
                 result, RolledBackError | RuntimeInconsistency
             ):
-                error = _ERRORS.get(type(result), StoreError)(op.path)
+                error = ERRORS.get(type(result), StoreError)(op.path)
                 raise TransactionFailed(index, op, error)
         if any(isinstance(result, Exception) for result in results):
             raise StoreError(f"the transaction was rolled back without a failing op: {results!r}")
