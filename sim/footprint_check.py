@@ -70,10 +70,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.configs import BadInput
+from raceproof.sim.footprint_blame import blame
 from raceproof.sim.footprint_claims import (
     StepRecord,
     cancelled_pulls,
@@ -261,11 +262,13 @@ class FootprintChecker:
                 k, difference = self._culprit(keys, model_values, first, di, dj, difference)
             culprit = steps[named[k]]
             assert culprit.key is not None
-            raise FootprintMismatch(
+            self._wrong(
                 f"footprints are wrong: step {b.key} ({_actor(b.key)}, recorded "
                 f"{_show(b.footprint)}) does not commute with step {culprit.key} "
-                f"({_actor(culprit.key)}, recorded {_show(culprit.footprint)}): {difference}; "
-                f"{_cause(first, second)}"
+                f"({_actor(culprit.key)}, recorded {_show(culprit.footprint)}): {difference}",
+                (first, second),
+                (keys, model_values),
+                (b.key, culprit.key),
             )
         self._check_delays(steps, keys, at, model_values)
         self._check_instants(steps, keys, at, model_values)
@@ -324,11 +327,14 @@ class FootprintChecker:
                         culprit, difference = steps[k], found
                         break
             assert culprit.key is not None
-            raise FootprintMismatch(
+            self._wrong(
                 f"footprints are wrong: step {late.key} ({_actor(late.key)}, recorded "
                 f"{_show(late.footprint)}) does not commute with step {culprit.key} "
                 f"({_actor(culprit.key)}, recorded {_show(culprit.footprint)}), which ran "
-                f"after it: {difference}; {_cause(first, second)}"
+                f"after it: {difference}",
+                (first, second),
+                (keys, model_values),
+                (late.key, culprit.key),
             )
 
     def _check_instants(
@@ -380,12 +386,15 @@ class FootprintChecker:
                 steps, keys, model_values, first, (q, v, order), difference
             )
             assert late.key is not None and culprit.key is not None
-            raise FootprintMismatch(
+            self._wrong(
                 f"footprints are wrong: step {late.key} ({_actor(late.key)}, recorded "
                 f"{_show(late.footprint)}) does not commute with step {culprit.key} "
                 f"({_actor(culprit.key)}, recorded {_show(culprit.footprint)}), which ran "
                 f"before it in an instant the walk took as commuting in every order: "
-                f"{difference}; {_cause(first, second)}"
+                f"{difference}",
+                (first, second),
+                (keys, model_values),
+                (late.key, culprit.key),
             )
 
     def _check_cancels(
@@ -432,6 +441,26 @@ class FootprintChecker:
                 f"every order; with {cancelled} first, {difference}: a step that cancels an "
                 f"event is dependent with the step it would have run (World._disables)"
             )
+
+    def _wrong(
+        self,
+        said: str,
+        runs: tuple[_Followed, _Followed],
+        order: tuple[list[str], list[int]],
+        pair: tuple[str, str],
+    ) -> NoReturn:
+        """Report a pair that does not commute: the model's mistake, or raceproof's bug.
+
+        When the runs point at nothing of the model's (an invariant's or a checker's
+        reads), ``footprint_blame`` tells whether the missing footprint is a kernel
+        primitive's (exit 70, naming the two operations) or may be the model's.
+        """
+        cause = _cause(*runs)
+        if cause == SHARED_UNTRACKED:
+            keys, model_values = order
+            source = KeyFollowingSource(keys, model_values, len(keys), run_on=self._cut)
+            blame(self.run, source, pair, said)
+        raise FootprintMismatch(f"{said}; {cause}")
 
     def _instant_culprit(
         self,
@@ -622,7 +651,10 @@ def _cause(
                 f"order: it reads the order of ops of different actors (mark it with "
                 f"raceproof.reads_op_order)"
             )
-    return "they share an object no footprint records (track it, or world.touch it)"
+    return SHARED_UNTRACKED
+
+
+SHARED_UNTRACKED = "they share an object no footprint records (track it, or world.touch it)"
 
 
 def _show(footprint: Footprint) -> str:
