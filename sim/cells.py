@@ -339,7 +339,7 @@ class Primitive:
 
 # Kernel classes a primitive may hold a reference to though they are not (yet) on cells:
 # each one's own state is its owner's obligation. Only shrinks (issue 44).
-REFERENCES: tuple[str, ...] = ("Node",)
+REFERENCES: tuple[str, ...] = ()
 
 
 def _reference_ok(value: Any) -> bool:

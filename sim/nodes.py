@@ -35,9 +35,11 @@ Misuse (a negative pause, a node crashing itself, a restart of a node that
 is up) raises ``ValueError`` / ``RuntimeError`` naming the call: it is the
 model's error (the verdict ``error``), not the kernel's.
 
-Footprints: a pause, a crash and a restart touch everything (they change
-what other processes can wait on); a step whose event is held reads the
-node's resource ``node:<name>``.
+Footprints: the node's state is in cells (``raceproof.sim.cells``): its wall
+clock's offset (``node:<name>``), its processes, its pause, its incarnation,
+whether it is up and its hooks. A pause, a crash and a restart touch everything
+besides (they change what other processes can wait on); a step whose event is
+held, or could have been, reads the node's pause.
 """
 
 from __future__ import annotations
@@ -48,13 +50,15 @@ from typing import TYPE_CHECKING, Any
 import simpy
 from simpy.events import NORMAL, Event, Process
 
+from raceproof.sim.cells import Cell, Primitive
+
 if TYPE_CHECKING:
     from raceproof.sim.world import World
 
 NODE_CRASH = "node-crash"  # the cause of the Interrupt a node's crash throws into its processes
 
 
-class Node:
+class Node(Primitive):
     """A host or a JVM: the processes on it pause, crash and read their clock together."""
 
     def __init__(self, world: World, name: str) -> None:
@@ -63,17 +67,45 @@ class Node:
         self.world = world
         self.name = name
         self.resource = f"node:{name}"
-        self.processes: list[Process] = []
-        self.paused_until_ms = 0
-        self.clock_offset_ms = 0
-        self.incarnation = 1
-        self.up = True
-        self._start_hooks: list[Callable[[], None]] = []
-        self._crash_hooks: list[Callable[[], None]] = []
-        self._pause_hooks: list[Callable[[int], None]] = []
+        self._clock_offset_ms = Cell(world, self.resource, 0)  # the wall clock's jumps so far
+        self._processes: Cell[tuple[Process, ...]] = Cell(world, f"{self.resource}.processes", ())
+        self._paused_until_ms = Cell(world, f"{self.resource}.paused", 0)
+        self._incarnation = Cell(world, f"{self.resource}.incarnation", 1)
+        self._up = Cell(world, f"{self.resource}.up", True)
+        self._start_hooks: Cell[tuple[Callable[[], None], ...]] = Cell(
+            world, f"{self.resource}.on-start", ()
+        )
+        self._crash_hooks: Cell[tuple[Callable[[], None], ...]] = Cell(
+            world, f"{self.resource}.on-crash", ()
+        )
+        self._pause_hooks: Cell[tuple[Callable[[int], None], ...]] = Cell(
+            world, f"{self.resource}.on-pause", ()
+        )
+        self.freeze()
 
     def __repr__(self) -> str:
         return f"Node({self.name!r})"
+
+    @property
+    def processes(self) -> tuple[Process, ...]:
+        """The processes spawned on the node since it last started (some may have ended)."""
+        return self._processes.get()
+
+    @property
+    def paused_until_ms(self) -> int:
+        return self._paused_until_ms.get()
+
+    @property
+    def clock_offset_ms(self) -> int:
+        return self._clock_offset_ms.get()
+
+    @property
+    def incarnation(self) -> int:
+        return self._incarnation.get()
+
+    @property
+    def up(self) -> bool:
+        return self._up.get()
 
     # -- processes ---------------------------------------------------------------
     def spawn(
@@ -84,11 +116,11 @@ class Node:
 
     def adopt(self, process: Process) -> None:
         """Record ``process`` as one of this node's (``World.spawn`` calls it)."""
-        if not self.up:
+        if not self._up.get():
             raise RuntimeError(f"spawn on node {self.name!r} while it is crashed: restart it first")
         process.rp_node = self  # type: ignore[attr-defined]
-        self.processes = [p for p in self.processes if p.is_alive]
-        self.processes.append(process)
+        live = tuple(p for p in self._processes.get() if p.is_alive)
+        self._processes.set((*live, process))
 
     def guard(self, generator: Generator[Event, Any, Any]) -> Generator[Event, Any, Any]:
         """Run ``generator`` so that the node's crash ends it quietly."""
@@ -101,11 +133,11 @@ class Node:
 
     def on_start(self, hook: Callable[[], None]) -> None:
         """``hook()`` runs at every ``restart`` (start the node's processes again)."""
-        self._start_hooks.append(hook)
+        self._start_hooks.set((*self._start_hooks.get(), hook))
 
     def on_crash(self, hook: Callable[[], None]) -> None:
         """``hook()`` runs at every ``crash`` (forget the node's in-memory state)."""
-        self._crash_hooks.append(hook)
+        self._crash_hooks.set((*self._crash_hooks.get(), hook))
 
     def on_pause(self, hook: Callable[[int], None]) -> None:
         """``hook(until_ms)`` runs at every ``pause``: what the node's threads stop doing stops.
@@ -114,12 +146,12 @@ class Node:
         it: its heartbeats stop with the JVM, so the connection drops until the
         pause ends and a pause past the session timeout expires the session.
         """
-        self._pause_hooks.append(hook)
+        self._pause_hooks.set((*self._pause_hooks.get(), hook))
 
     # -- faults ------------------------------------------------------------------
     @property
     def paused(self) -> bool:
-        return self.paused_until_ms > self.world.now_ms
+        return self._paused_until_ms.get() > self.world.now_ms
 
     def pause(self, duration_ms: int) -> None:
         """A stop-the-world pause: none of the node's processes steps for ``duration_ms``."""
@@ -127,17 +159,18 @@ class Node:
             raise ValueError(f"Node.pause({duration_ms!r}): a duration is an int >= 0 ms")
         self.world.touch_all()
         until_ms = self.world.now_ms + duration_ms
+        paused_until_ms = self._paused_until_ms.get()
         self.world.log(
             self.name,
             "node.paused",
             duration_ms=duration_ms,
-            until_ms=max(until_ms, self.paused_until_ms),
+            until_ms=max(until_ms, paused_until_ms),
         )
-        if until_ms > self.paused_until_ms and duration_ms > 0:  # pause(0) is no pause
-            self.paused_until_ms = until_ms
+        if until_ms > paused_until_ms and duration_ms > 0:  # pause(0) is no pause
+            self._paused_until_ms.set(until_ms)
             if self not in self.world.paused_nodes:
                 self.world.paused_nodes.append(self)
-            for hook in self._pause_hooks:  # only a pause that ends later changes anything
+            for hook in self._pause_hooks.get():  # only a pause that ends later changes anything
                 hook(until_ms)
 
     def crash(self) -> None:
@@ -151,42 +184,41 @@ class Node:
                 "(the nemesis, another node)"
             )
         world.touch_all()
-        world.log(self.name, "node.crashed", incarnation=self.incarnation)
-        self.up = False
-        self.paused_until_ms = 0
-        for process in self.processes:
+        world.log(self.name, "node.crashed", incarnation=self._incarnation.get())
+        self._up.set(False)
+        self._paused_until_ms.set(0)
+        processes = self._processes.get()
+        self._processes.set(())
+        for process in processes:
             if process.is_alive:
                 process.interrupt(NODE_CRASH)
-        self.processes = []
-        for hook in self._crash_hooks:
+        for hook in self._crash_hooks.get():
             hook()
 
     def restart(self) -> None:
         """The node comes back as a new incarnation and runs its start hooks."""
-        if self.up:
+        if self._up.get():
             raise RuntimeError(f"Node.restart() of {self.name!r}, which is up: crash it first")
         self.world.touch_all()
-        self.up = True
-        self.incarnation += 1
-        self.world.log(self.name, "node.restarted", incarnation=self.incarnation)
-        for hook in self._start_hooks:
+        self._up.set(True)
+        incarnation = self._incarnation.get() + 1
+        self._incarnation.set(incarnation)
+        self.world.log(self.name, "node.restarted", incarnation=incarnation)
+        for hook in self._start_hooks.get():
             hook()
 
     def jump_clock(self, delta_ms: int) -> None:
         """The node's wall clock moves by ``delta_ms`` (NTP step, VM migration); sleeps do not."""
         if not isinstance(delta_ms, int):
             raise ValueError(f"Node.jump_clock({delta_ms!r}): a jump is an int of ms")
-        self.world.touch(self.resource)
-        self.clock_offset_ms += delta_ms
-        self.world.log(
-            self.name, "node.clock-jump", delta_ms=delta_ms, offset_ms=self.clock_offset_ms
-        )
+        offset_ms = self._clock_offset_ms.get() + delta_ms
+        self._clock_offset_ms.set(offset_ms)
+        self.world.log(self.name, "node.clock-jump", delta_ms=delta_ms, offset_ms=offset_ms)
 
     @property
     def now_ms(self) -> int:
         """The node's wall clock: virtual time plus every jump so far."""
-        self.world.touch(self.resource, write=False)
-        return self.world.now_ms + self.clock_offset_ms
+        return self.world.now_ms + self._clock_offset_ms.get()
 
 
 def hold_paused(world: World, event: Event, callbacks: list[Any]) -> list[Any]:
@@ -197,7 +229,7 @@ def hold_paused(world: World, event: Event, callbacks: list[Any]) -> list[Any]:
     becomes the copy, so an interrupt (a crash) still finds it.
     """
     now = world.now_ms
-    paused = [node for node in world.paused_nodes if node.paused_until_ms > now]
+    paused = [node for node in world.paused_nodes if node.paused]
     world.paused_nodes[:] = paused
     if not paused:
         return callbacks
@@ -206,12 +238,11 @@ def hold_paused(world: World, event: Event, callbacks: list[Any]) -> list[Any]:
     for callback in callbacks:
         owner = getattr(callback, "__self__", None)
         node = getattr(owner, "rp_node", None) if isinstance(owner, Process) else None
-        if node is not None and node.paused_until_ms > now:
+        if node is not None and node.paused:  # a read of its pause, the step's footprint
             held.setdefault(node, []).append(callback)
         else:
             kept.append(callback)
     for node, waiting in held.items():
-        world.touch(node.resource, write=False)
         copy = Event(world)
         copy._ok = event._ok
         copy._value = event._value
@@ -220,5 +251,5 @@ def hold_paused(world: World, event: Event, callbacks: list[Any]) -> list[Any]:
             event._defused = True  # the copy carries the failure
         for callback in waiting:
             callback.__self__._target = copy
-        world.schedule(copy, NORMAL, node.paused_until_ms - now)
+        world.schedule(copy, NORMAL, node._paused_until_ms.get() - now)
     return kept

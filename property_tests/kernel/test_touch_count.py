@@ -24,7 +24,6 @@ MECHANISM = {"cells.py", "world.py"}
 ALLOWED: dict[str, int] = {
     "faults.py": 3,
     "fs.py": 12,
-    "nodes.py": 3,
     "runtime.py": 1,
     "session.py": 21,
     "store.py": 22,
