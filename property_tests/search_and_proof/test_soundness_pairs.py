@@ -64,7 +64,8 @@ NOT_OPERATED = {
     ),
     "errors": (
         "BadArguments BadInput BadVersion BoundHit ConnectionLoss CounterexampleError "
-        "DiskWriteError FsError Nondeterministic NoNode NodeExists NotEmpty QueueEmpty RegistrationError "
+        "DiskWriteError FsError Nondeterministic NoChildrenForEphemerals NoNode NodeExists NotEmpty "
+        "QueueEmpty RegistrationError "
         "ReplayMisaligned ScenarioLoadError SessionExpired StoreError TransactionFailed"
     ),
     "choice sources (the walk's, not a model's)": (
