@@ -85,6 +85,14 @@ class Estimate:
             return "an estimated more than 1.8e308 schedules (the estimate overflows a float)"
         return f"about {self.schedules:,.0f} schedules"
 
+    def described_seconds(self) -> str:
+        """The full walk's time as text (``~1,234s``), labelled as past counting if it is."""
+        return (
+            "beyond counting (the estimate overflows)"
+            if self.overflows
+            else f"~{self.seconds:,.0f}s"
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The figures, rounded; ``null`` for an estimate that overflows (JSON has no infinity)."""
         return {

@@ -140,6 +140,8 @@ def test_prove_estimate_labels_an_estimate_that_overflows(folder: Path) -> None:
     text = prove(folder, "many-picks", "holds", "--estimate")
     assert text.returncode == 0, text.stderr
     assert "an estimated more than 1.8e308 schedules" in text.stdout
+    assert "beyond counting (the estimate overflows) on one core" in text.stdout
+    assert "infs" not in text.stdout
 
 
 WARNING = "no two events were ever due at the same virtual ms"

@@ -72,7 +72,7 @@ def _report_estimate(
     print(
         f"{scenario} / {variant}: {size.described()} in the full walk "
         f"(Knuth's estimator over {size.samples} random runs), {size.seconds_per_run * 1000:.2f} "
-        f"ms a run: ~{size.seconds:,.0f}s on one core; the full walk "
+        f"ms a run: {size.described_seconds()} on one core; the full walk "
         f"{'fits' if fits else 'may not fit'} the budget of {args.budget:g}s"
     )
     print(f"  upper bound: {ESTIMATE_LABEL}; prove itself reports the real size")
@@ -201,7 +201,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
         print(
             f"warning: this proof may not finish in its budget: {size.described()} "
             f"(an upper bound, without the reduction) at {size.seconds_per_run * 1000:.2f} "
-            f"ms a run is ~{size.seconds:,.0f}s > --budget {args.budget:g}s",
+            f"ms a run is {size.described_seconds()} > --budget {args.budget:g}s",
             file=sys.stderr,
         )
     proof = _run(args, setup, size)
