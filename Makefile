@@ -6,7 +6,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-optimized lint docs bench clean zookeeper browser postgres mutation fuzz soundness signals
+.PHONY: demo system-parts test test-optimized lint docs bench clean zookeeper browser postgres mutation fuzz soundness signals
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -69,15 +69,15 @@ browser:
 		mkdir -p .cache/mermaid && npm install --silent --no-audit --no-fund --prefix .cache/mermaid mermaid@$(MERMAID_VERSION); \
 	fi
 
-# The gate over the built-in catalogue (examples-only budgets: no verdict depends on speed),
-# simulated: no root, no apt, no ZooKeeper. Then how to call `raceproof` from anywhere.
+# How to call `raceproof` from anywhere (said first: the gate takes a while), then the gate
+# over the built-in catalogue (examples-only budgets: no verdict depends on speed),
+# simulated: no root, no apt, no ZooKeeper.
 demo: $(CORE_STAMP)
-	@$(VENV)/bin/raceproof check -j 2; status=$$?; \
-	echo; \
-	echo "raceproof is installed in $(CURDIR)/$(VENV)/bin. To call it as 'raceproof':"; \
+	@echo "raceproof is installed in $(CURDIR)/$(VENV)/bin. To call it as 'raceproof':"; \
 	echo "  source $(CURDIR)/$(VENV)/bin/activate      # this shell only"; \
 	echo "  export PATH=\"$(CURDIR)/$(VENV)/bin:\$$PATH\"   # or add this line to ~/.profile"; \
-	exit $$status
+	echo; \
+	$(VENV)/bin/raceproof check -j 2
 
 # mypy reads the package as it is installed: `raceproof.sim` is the folder `sim/`, and so on.
 TYPECHECK := $(VENV)/typecheck
@@ -106,7 +106,21 @@ OPTIMIZED_TESTS := property_tests/gate_and_cli/test_bad_input.py property_tests/
 	property_tests/gate_and_cli/test_catalogue.py property_tests/gate_and_cli/test_gate.py property_tests/gate_and_cli/test_optimized.py \
 	property_tests/gate_and_cli/test_hostile_world.py
 
-test: lint browser docs zookeeper postgres
+# Before the long installs (the venv, then Chromium and the rest): the system parts that are
+# missing, and whether this user can install them (root, apt-get), said at once.
+system-parts:
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	[ -f .cache/mermaid/node_modules/mermaid/dist/mermaid.min.js ] || command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	[ -f /usr/share/java/postgresql.jar ] || missing="$$missing libpostgresql-jdbc-java"; \
+	if [ -n "$$missing" ] && { [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; }; then \
+		echo "make test: Debian's$$missing missing; install as root first (sudo apt-get install -y$$missing, or sudo make test)"; \
+		exit 1; \
+	fi
+
+test: system-parts lint browser docs zookeeper postgres
 	$(VENV)/bin/pytest -n auto --dist loadgroup -q
 	$(MAKE) test-optimized
 

@@ -147,6 +147,11 @@ def load(path: Path) -> Counterexample:
         raise CounterexampleError(f"{path}: {exc}") from None
     if decoded != [c.value for c in choices]:
         raise CounterexampleError(f"{path}: blob {blob[:60]!r} does not match the choices")
+    counted = raw.get("deviations", deviations(decoded))  # a count, the choices' own
+    if not _is_count(counted) or counted != deviations(decoded):
+        raise CounterexampleError(
+            f"{path}: field 'deviations' is {counted!r}, its choices hold {deviations(decoded)}"
+        )
     timeline = _field(raw, "timeline", list, path)
     try:
         history = History(op_from_json(op) for op in timeline)

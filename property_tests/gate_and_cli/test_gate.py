@@ -168,14 +168,18 @@ def test_register_is_one_call_or_a_decorator_and_refuses_duplicates() -> None:
 
 def test_the_wheel_installs_raceproof_as_its_only_top_level_package(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(tmp_path), str(ROOT)],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
+    # No packaging warning (the templates were data of no listed package: 40 lines of them).
+    said = done.stdout + done.stderr
+    assert "_Warning" not in said and "absent from the `packages`" not in said
     (wheel,) = tmp_path.glob("raceproof-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
+    assert "raceproof/reports/templates/timeline.html.j2" in names
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"raceproof"}
     for module in (

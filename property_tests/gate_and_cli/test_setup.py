@@ -50,6 +50,41 @@ def test_make_demo_pulls_no_system_package_and_says_how_to_reach_raceproof() -> 
     assert f"source {ROOT}/.venv/bin/activate" in recipe
     assert f'export PATH=\\"{ROOT}/.venv/bin:\\$PATH\\"' in recipe
     assert prerequisites("test") >= SYSTEM_TARGETS  # what CI (as root) needs, still installed
+    # The PATH line first (the gate takes minutes), then the gate.
+    assert recipe.index("export PATH=") < recipe.index(".venv/bin/raceproof check -j 2")
+
+
+def test_make_test_says_the_missing_system_parts_before_any_install(tmp_path: Path) -> None:
+    """As another user (an ``id`` saying 1000), with chromium missing: one line, nothing run."""
+    text = (ROOT / "Makefile").read_text()
+    first = re.search(r"^test:(.*)$", text, flags=re.MULTILINE)
+    assert first is not None and first.group(1).split()[0] == "system-parts"
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "id").write_text("#!/bin/sh\necho 1000\n")
+    (fake / "id").chmod(0o755)
+    # Only the tools the recipe calls, chromium not among them: it is missing here.
+    for tool in ("sh", "ls", "command", "make", "npm"):
+        found = subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True, text=True)
+        if found.stdout.startswith("/"):
+            (fake / tool).symlink_to(found.stdout.strip())
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-C", str(ROOT), "system-parts"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "pip install" not in done.stdout  # the target installs nothing itself
+    done = subprocess.run(
+        [str(fake / "make"), "--no-print-directory", "-C", str(ROOT), "system-parts"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": str(fake)},
+        timeout=60,
+    )
+    assert done.returncode != 0, done.stdout + done.stderr
+    said = done.stdout.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith("make test: Debian's") and "chromium" in said[0]
 
 
 def test_an_apt_step_as_another_user_names_the_package_and_stops(tmp_path: Path) -> None:

@@ -171,6 +171,7 @@ def test_database_replay_that_is_not_reached_never_passes(project: Path) -> None
     raw["choices"].append(["reader7.db-read", 2, 1])  # a reader this configuration never starts
     values = [c[2] for c in raw["choices"]]
     raw["blob"] = f"{len(values)}:" + ",".join(f"{i}={v}" for i, v in enumerate(values) if v)
+    raw["deviations"] = sum(1 for v in values if v)  # the file stays true to its choices
     (project / path).write_text(json.dumps(raw))
     done = run(project, "pytest", str(path.parent), "-p", "no:cacheprovider", "-q")
     assert done.returncode == 1, done.stdout[-3000:]

@@ -6,6 +6,7 @@ one worker only, and the Spark tests share one worker's session. With pytest 9.2
 pytest-xdist 3.8.0 the groups were silently ignored (xdist rewrites ``item._nodeid``, pytest 9.2
 reads ``item._id``: pytest-dev/pytest-xdist#1386), so both workers paid for the newcomer and
 the Spark tests were spread; nothing failed. pyproject's ``dev`` extra pins ``pytest<9.2``.
+The grouped tests use a module fixture, as the newcomer's do: it must be set up once.
 
 The test runs a small suite of its own in a subprocess, with the installed pytest and xdist,
 on two workers: eight tests in one group, collected first, and eight without. Each test writes
@@ -34,9 +35,13 @@ def _record(kind: str, index: int) -> None:
     worker = os.environ["PYTEST_XDIST_WORKER"]
     Path(f"ran-{{kind}}-{{index}}").write_text(worker)
 
+@pytest.fixture(scope="module")
+def expensive() -> None:  # as the newcomer's make demo: once per worker that uses it
+    Path(f"set-up-on-{{os.environ['PYTEST_XDIST_WORKER']}}").write_text("")
+
 @pytest.mark.xdist_group("together")
 @pytest.mark.parametrize("index", range({GROUPED}))
-def test_grouped(index: int) -> None:
+def test_grouped(index: int, expensive: None) -> None:
     _record("grouped", index)
 
 @pytest.mark.parametrize("index", range({FREE}))
@@ -68,3 +73,5 @@ def test_a_group_runs_on_one_worker_and_the_rest_on_both(tmp_path: Path) -> None
     free = workers_of(tmp_path, "free")
     assert sorted(grouped) == list(range(GROUPED)) and sorted(free) == list(range(FREE))
     assert len(set(grouped.values())) == 1, f"the group was spread over workers: {grouped}"
+    # The group's module fixture was set up once, on the group's worker.
+    assert [p.name for p in tmp_path.glob("set-up-on-*")] == [f"set-up-on-{grouped[0]}"]

@@ -94,6 +94,8 @@ def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
     """An integer option in ``[low, high]``."""
 
     def parse(text: str) -> int:
+        if text[:1] == "+":  # `-j +2`: a count has no sign
+            raise argparse.ArgumentTypeError(f"must be an integer without a sign, got {text!r}")
         try:
             value = ascii_int(text, "integer")
         except BadInput:

@@ -143,6 +143,7 @@ class CheckResult:
     # Distinct schedules: a proof's complete schedules (its ``examples`` are its runs, as
     # ``prove --json`` has them); a search's examples (the schema's ``schedules``).
     schedules: int = 0
+    unsaved: str | None = None  # why its counterexample could not be written (a full disk)
 
     @property
     def status(self) -> GateStatus:
@@ -167,15 +168,22 @@ class CheckResult:
         }[self.status]
         return f"{text} {self.seconds:.1f}s{mark}"
 
-    def explain(self) -> str:
-        """Why this result is not the expected one, with everything needed to look into it."""
-        how = "proof" if self.kind == "prove" else f"{self.kind} search, seed {self.seed}"
-        counted = (
-            f"{self.schedules} schedules" if self.kind == "prove" else f"{self.examples} examples"
-        )
+    @property
+    def how(self) -> str:
+        """``random search, seed 0, 12 examples`` or ``proof, 46 schedules``."""
+        if self.kind == "prove":
+            return f"proof, {self.schedules} schedules"
+        return f"{self.kind} search, seed {self.seed}, {self.examples} examples"
+
+    def explain(self, told_by: CheckResult | None = None) -> str:
+        """Why this result is not the expected one, with everything needed to look into it.
+
+        ``told_by``: another result of the same scenario and variant whose explanation
+        already holds the shrunk timeline; this one then names it instead of a second copy.
+        """
         lines = [
             f"{self.scenario} / {self.variant}: expected {self.expected}, got {self.verdict} "
-            f"({how}, {counted})"
+            f"({self.how})"
         ]
         lines += [f"  {note}" for note in self.notes]
         if self.probes:
@@ -183,7 +191,9 @@ class CheckResult:
                 "  probes reached: "
                 + ", ".join(f"{name!r} {count}" for name, count in self.probes.items())
             )
-        if self.run_text:
+        if self.run_text and told_by is not None:
+            lines.append(f"shrunk timeline: as {told_by.how} found it (printed once)")
+        elif self.run_text:
             lines += ["shrunk timeline:", self.run_text]
         if self.repro:
             lines.append(f"repro: {self.repro}")
@@ -221,9 +231,13 @@ def _found(
         return  # no counterexample file: an error is not a violation to replay
     result.run_text = outcome_text(shrunk, f"== {scenario.name} / {result.variant}")
     if out_dir is not None and result.status != GateStatus.PASS:
-        path = runner.save_counterexample(
-            out_dir, scenario, result.variant, config, shrunk, result.kind
-        )
+        try:
+            path = runner.save_counterexample(
+                out_dir, scenario, result.variant, config, shrunk, result.kind
+            )
+        except runner.WRITE_FAILURES as exc:  # the check's verdict stands; ``check`` warns
+            result.unsaved = runner.unsaved(f"the counterexample in {out_dir}", exc)
+            return
         result.counterexample = str(path)
 
 
@@ -471,6 +485,37 @@ def table(results: Sequence[CheckResult], profile: Profile) -> str:
     return columns_text(lines)
 
 
+def told_once(results: Sequence[CheckResult]) -> list[tuple[CheckResult, CheckResult | None]]:
+    """Each failing result and the one whose explanation tells its timeline (None: itself).
+
+    A broken fix is found by every strategy and the proof: its story is told once, by
+    the first result of its scenario, variant and verdict, and the others name that one.
+    """
+    first: dict[tuple[str, str, str], CheckResult] = {}
+    told: list[tuple[CheckResult, CheckResult | None]] = []
+    for result in results:
+        if result.status == GateStatus.PASS:
+            continue
+        key = (result.scenario, result.variant, str(result.verdict))
+        teller = first.setdefault(key, result) if result.run_text else None
+        told.append((result, None if teller is result else teller))
+    return told
+
+
+def stories(results: Sequence[CheckResult]) -> list[str]:
+    """The failing results' explanations for the terminal, each timeline once, with the
+    strategies that found it listed under it."""
+    blocks: list[str] = []
+    told = told_once(results)
+    for result, teller in told:
+        if teller is not None:
+            continue
+        others = [r.how for r, t in told if t is result]
+        also = f"\nalso found by: {'; '.join(others)}" if others else ""
+        blocks.append(result.explain() + also)
+    return blocks
+
+
 def junit(results: Sequence[CheckResult], seconds: float) -> str:
     """A JUnit XML report: one test case per expectation, named scenario / variant / kind."""
     suite = ET.Element(
@@ -481,6 +526,7 @@ def junit(results: Sequence[CheckResult], seconds: float) -> str:
         errors=str(sum(r.status == GateStatus.INCONCLUSIVE for r in results)),
         time=f"{seconds:.3f}",
     )
+    tellers = {id(r): teller for r, teller in told_once(results)}
     for r in results:
         case = ET.SubElement(
             suite,
@@ -496,7 +542,7 @@ def junit(results: Sequence[CheckResult], seconds: float) -> str:
         if r.status in (GateStatus.FAIL, GateStatus.ERROR):
             ET.SubElement(
                 case, "failure", message=f"expected {r.expected}, got {r.verdict}"
-            ).text = r.explain()
+            ).text = r.explain(tellers.get(id(r)))
         elif r.status == GateStatus.INCONCLUSIVE:
             # JUnit's <error> element (not a verdict): an undecided result is neither pass nor fail
             ET.SubElement(case, "error", message=r.verdict).text = r.explain()  # not a verdict

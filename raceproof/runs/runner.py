@@ -22,6 +22,8 @@ from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import Scenario, config_to_json
 from raceproof.sim import Counterexample, RunOutcome, deviations, encode_blob
 from raceproof.sim import repro as repro_files
+from raceproof.sim.configs import BadInput
+from raceproof.sim.errors import said
 from raceproof.sim.verdicts import ExitCode
 
 # The exit codes and the verdict -> exit code mapping live in raceproof.sim.verdicts; these
@@ -172,6 +174,23 @@ def save_counterexample(
     return path
 
 
+# What a write that fails after the search raises: the system's error, or the one line
+# ``raceproof.sim.user_files`` made of it (a full disk, a file-size limit, a folder gone).
+WRITE_FAILURES = (OSError, BadInput)
+
+
+def unsaved(what: str, exc: BaseException) -> str:
+    """The one-line warning of a result printed but not saved: the verdict's exit stays."""
+    return f"the result above is not saved: could not write {what}: {said(exc)}"
+
+
+def warn_unsaved(*warnings: str | None) -> None:
+    """Each warning of a failed write, one line on stderr, after the result."""
+    for warning in warnings:
+        if warning:
+            print(f"raceproof: warning: {warning}", file=sys.stderr)
+
+
 NOT_SAVED = (
     "not saved (--out DIR saves it; --out counterexamples puts it in the pytest regression folder)"
 )
@@ -203,14 +222,17 @@ def attach_counterexample(
     if out_dir is None:
         result["counterexample"] = None
         return
+    path = out_dir / "?"
     try:
         path = save_counterexample(out_dir, scenario, variant, config, outcome, strategy)
         reports = write_reports(path, scenario, variant, config, outcome, result["repro"])
-    except OSError as exc:
-        # The folder was checked before the search; if it failed since, the result still prints.
+    except WRITE_FAILURES as exc:
+        # The folder was checked before the search; if it failed since (a full disk), the
+        # result still prints, then this warning (``emit``); no file of the three is left.
+        for written in (path, path.with_suffix(".md"), path.with_suffix(".html")):
+            written.unlink(missing_ok=True)
         result["counterexample"] = None
-        result["write_error"] = f"could not write the counterexample in {out_dir}: {exc}"
-        print(f"raceproof: warning: {result['write_error']}", file=sys.stderr)
+        result["write_error"] = unsaved(f"the counterexample in {out_dir}", exc)
         return
     result["counterexample"] = str(path)
     result.update(reports)

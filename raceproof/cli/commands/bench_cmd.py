@@ -20,6 +20,7 @@ from raceproof.cli.commands.common import (
     add_command,
     print_json,
     refuse_contradictions,
+    refuse_orphans,
     scenario_and_variant,
 )
 from raceproof.cli.validation import int_in, non_empty, positive_seconds
@@ -30,12 +31,16 @@ if TYPE_CHECKING:
     from raceproof.measure import bench_tables
 
 # The modes of ``bench`` (each "instead" of the others): two at once mean nothing.
-_MODES = ("campaign", "cluster", "swarm_table", "proofs")
+_MODES = ("campaign", "cluster", "swarm_table", "check_plan", "growth", "proofs")
 CONTRADICTIONS = tuple(
     (first, second, "each is a bench of its own; run them one at a time")
     for i, first in enumerate(_MODES)
     for second in _MODES[i + 1 :]
 )
+
+
+# Options that only mean something beside another (exit 2 naming both).
+NEEDS = (("knob", "growth", "it names the configuration field --growth grows"),)
 
 
 def _knob(text: str) -> str:
@@ -62,7 +67,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from raceproof.measure import bench_tables
 
     refuse_contradictions(args, CONTRADICTIONS)
+    refuse_orphans(args, NEEDS)
     mode = _mode(args)
+    if mode == "growth" and args.knob:
+        _check_knob(args)  # a field the configuration lacks is refused before any work
     stream = None if args.json else bench_tables.Stream(bench_tables.TABLES[mode], _line)
     return render(args, stream, run_bench(args, mode, stream))
 
@@ -195,6 +203,18 @@ def _cluster(args: argparse.Namespace, say: Any, into: dict[str, Any]) -> dict[s
     return campaign_bench.cluster_figures(
         scenario_name, variant, repeats=args.alternations, progress=say, into=into
     )
+
+
+def _check_knob(args: argparse.Namespace) -> None:
+    """``--knob NAME=V1,V2``: every value set on the scenario's proof configuration, now."""
+    from raceproof.measure import bench
+    from raceproof.scenarios.catalogue import get
+
+    name = args.scenario or bench.GROWTH[0]
+    scenario = scenario_and_variant(args)[0] if args.scenario else get(name)
+    knob, _, raw = args.knob.partition("=")
+    for value in raw.split(","):
+        scenario.config_for("prove", {knob: int(value)})  # BadInput names the field
 
 
 def _growth(args: argparse.Namespace, bench: Any, say: Any, into: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from raceproof.cli import signals
-from raceproof.cli.commands.common import StatusLine, add_command, print_json
+from raceproof.cli.commands.common import StatusLine, UsageError, add_command, print_json
 from raceproof.cli.validation import (
     MAX_EXAMPLES,
     int_in,
@@ -41,7 +41,7 @@ from raceproof.gate import parts
 from raceproof.runs import processes, runner
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import ORIGINS, all_scenarios, get
-from raceproof.sim.verdicts import ExitCode, GateStatus
+from raceproof.sim.verdicts import ExitCode
 
 
 def _init_worker(entries: list[str], parent_pid: int) -> None:
@@ -57,7 +57,7 @@ def _init_worker(entries: list[str], parent_pid: int) -> None:
 
 
 def _run(
-    task: parts.Task, profile: gate.Profile, out_dir: Path
+    task: parts.Task, profile: gate.Profile, out_dir: Path | None
 ) -> parts.PartResult | parts.UnitDone:
     return parts.run_task(task, profile, out_dir)
 
@@ -110,7 +110,7 @@ class CheckRequest:
     profile: gate.Profile
     plan: list[parts.Part]
     checks: int
-    out_dir: Path
+    out_dir: Path | None  # only with --out: the regression folder is explore's and the fixture's
     junit_path: Path | None
 
 
@@ -129,9 +129,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _parse(args: argparse.Namespace) -> CheckRequest:
+    if args.all and args.names:
+        raise UsageError(
+            f"--all and the names {', '.join(args.names)} contradict each other: --all checks "
+            "every scenario, the names only those; give one"
+        )
     profile = gate.profile_named(args.profile or "ci")
     scenarios = [get(name) for name in args.names] if args.names else _default_scenarios(args)
-    out_dir = prepare_output_dir(args.out)
+    out_dir = prepare_output_dir(args.out) if args.out is not None else None
     junit_path = prepare_output_file(args.junit, "--junit") if args.junit is not None else None
     plan = parts.parts_for(scenarios, profile, args.examples)
     return CheckRequest(
@@ -146,7 +151,8 @@ def _parse(args: argparse.Namespace) -> CheckRequest:
 def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
     """Every part, in this process or over ``-j`` workers; a signal keeps those finished."""
     plan, profile, out_dir = request.plan, request.profile, request.out_dir
-    say = StatusLine("check", not args.json, total=len(plan))
+    say = StatusLine("check", not args.json, total=len(plan), quiet=True)
+    parts_left = {(p.scenario, p.variant, p.kind): p.parts for p in plan}
     started = time.monotonic()
     finished: list[parts.PartResult] = []
 
@@ -166,9 +172,14 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
         said = result.check.cell if result.check is not None else ""
         if result.search is not None:
             said = f"{result.search.verdict}@{result.search.examples}"
+        check = (part.scenario, part.variant, part.kind)
+        parts_left[check] -= 1
+        last = parts_left[check] == 0  # a CI log gets one line per check: its last part's
         say(
             f"[{len(finished)}/{len(plan)}] {part.scenario} / {part.variant} {part.kind} "
-            f"(part {part.index + 1}/{part.parts}): {said}"
+            + (f"done ({part.parts} parts)" if last else f"(part {part.index + 1}/{part.parts})")
+            + f": {said}",
+            summary=last,
         )
 
     try:
@@ -218,17 +229,30 @@ def _render(args: argparse.Namespace, request: CheckRequest, run: CheckRun) -> i
         return _interrupted(args, profile, results, request.checks, run.interrupted, run.started)
     seconds = round(time.monotonic() - run.started, 1)
     code = gate.exit_code(results)
-    if request.junit_path is not None:
-        runner.repro_files.write_atomically(request.junit_path, gate.junit(results, seconds))
     if args.json:
         print_json(_document(profile, results, seconds=seconds, code=code))
-        return code
+    else:
+        _print_results(profile, results, seconds, code)
+    # Written after the result is printed: a failed write (a full disk) is a warning after
+    # it, one line, and the exit stays the verdict's.
+    unsaved = sorted({r.unsaved for r in results if r.unsaved})
+    if request.junit_path is not None:
+        try:
+            runner.repro_files.write_atomically(request.junit_path, gate.junit(results, seconds))
+        except runner.WRITE_FAILURES as exc:
+            unsaved.append(runner.unsaved(f"--junit {request.junit_path}", exc))
+    runner.warn_unsaved("; ".join(unsaved))
+    return code
+
+
+def _print_results(
+    profile: gate.Profile, results: list[gate.CheckResult], seconds: float, code: ExitCode
+) -> None:
     print(gate.table(results, profile))
     if any(r.probes for r in results):
         print("rN: examples (or schedules) that reached the least-reached race-window probe")
-    for result in results:
-        if result.status != GateStatus.PASS:
-            print("\n" + result.explain())
+    for story in gate.stories(results):  # each timeline once, its finders listed
+        print("\n" + story)
     verdict = {
         ExitCode.OK: "every expectation holds",
         ExitCode.VIOLATED: "SOME EXPECTATIONS FAILED",
@@ -237,7 +261,6 @@ def _render(args: argparse.Namespace, request: CheckRequest, run: CheckRun) -> i
         "was never reached (nothing failed)",
     }[code]
     print(f"\n{verdict}: {len(results)} checks, profile {profile.name}, {seconds}s")
-    return code
 
 
 def _document(
@@ -314,6 +337,7 @@ def add(commands: Any) -> None:
     sub.add_argument(
         "--out",
         type=non_empty,
-        default="counterexamples",
-        help="folder for the counterexamples of unexpected violations",
+        default=None,
+        help="save the counterexamples of unexpected violations in this folder "
+        "(default: nothing is written)",
     )

@@ -60,6 +60,16 @@ def refuse_contradictions(args: argparse.Namespace, rules: Sequence[tuple[str, s
             )
 
 
+def refuse_orphans(args: argparse.Namespace, rules: Sequence[tuple[str, str, str]]) -> None:
+    """Exit 2 when an option that only means something beside another came without it.
+
+    Each rule is ``(dest, needed_dest, why)``: ``--knob`` without ``--growth`` sets nothing.
+    """
+    for first, needed, why in rules:
+        if given(args, first) and not given(args, needed):
+            raise UsageError(f"{option_name(first)} needs {option_name(needed)}: {why}")
+
+
 # -- output helpers -----------------------------------------------------------------
 _DOCUMENTS_PRINTED = [0]
 
@@ -95,6 +105,7 @@ def emit(args: argparse.Namespace, result: dict[str, Any], human: Callable[[], N
         print_json(result)
     else:
         human()
+    runner.warn_unsaved(result.get("write_error"))  # after the result, never instead of it
     word = result.get("verdict")
     if word not in set(Verdict):
         print(
@@ -245,24 +256,34 @@ class StatusLine:
 
     On a terminal: one ``Progress`` line with the latest step, how many steps are
     done (against ``total`` when known), the rate and the time left. Elsewhere
-    (a CI log): each step as one line on stderr. Nothing with ``--json``.
+    (a CI log): each step as one line on stderr, or with ``quiet`` (``check``) only the
+    ``summary`` lines, one per check. Nothing with ``--json``.
     As a context manager, the line goes when the block ends, however it ends.
     """
 
     def __init__(
-        self, label: str, enabled: bool, *, total: int | None = None, says_start: bool = False
+        self,
+        label: str,
+        enabled: bool,
+        *,
+        total: int | None = None,
+        says_start: bool = False,
+        quiet: bool = False,
     ) -> None:
         self.enabled = enabled
+        self.quiet = quiet
         self.progress = Progress(label, enabled, total=total, count_key="done")
         self.steps = 0
         # A step announced as it starts ("[3/10] drain ...") is done only when the next one is.
         self.says_start = says_start
 
-    def __call__(self, line: str) -> None:
+    def __call__(self, line: str, *, summary: bool = False) -> None:
+        """A step; off a terminal it is printed unless ``quiet`` and not a ``summary``."""
         if not self.enabled:
             return
         if not self.progress.enabled:
-            print(line, file=sys.stderr, flush=True)
+            if summary or not self.quiet:
+                print(line, file=sys.stderr, flush=True)
             return
         self.progress({"done": self.steps if self.says_start else self.steps + 1})
         self.steps += 1

@@ -127,6 +127,11 @@ CONTRADICTIONS = (
         "check_state_cache",
         "--estimate only samples the proof's size and runs no proof to check",
     ),
+    (
+        "state_cache",
+        "check_state_cache",
+        "--check-state-cache runs the state cache and checks it; give one",
+    ),
 )
 
 

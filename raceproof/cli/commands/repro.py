@@ -236,9 +236,9 @@ def _print_real(args: argparse.Namespace, result: dict[str, Any]) -> None:
 def _write_history(result: dict[str, Any], path: Path, history: History, option: str) -> None:
     try:
         repro_files.write_atomically(path, history.to_jsonl())
-    except OSError as exc:  # checked before the run; if it failed since, still print the result
-        result["write_error"] = f"could not write {option} {path}: {exc}"
-        print(f"raceproof: warning: {result['write_error']}", file=sys.stderr)
+    except runner.WRITE_FAILURES as exc:  # checked before the run; a full disk since: warn
+        said = runner.unsaved(f"{option} {path}", exc)
+        result["write_error"] = "; ".join(filter(None, (result.get("write_error"), said)))
 
 
 def run_real_backend(
