@@ -206,7 +206,11 @@ FAULTS: dict[str, Entry] = {
     "Actor.crash": ("actor", lambda o, me, t: o.worker.crash()),
     "Actor.pause": ("actor", lambda o, me, t: o.worker.pause(PAUSES_MS[t.variant])),
     "Actor.stall_thread": ("actor", lambda o, me, t: o.worker.stall_thread(PAUSES_MS[t.variant])),
+    "Actor.process": ("actor", lambda o, me, t: o.worker.process is None),
+    "Actor.incarnation": ("actor", lambda o, me, t: o.worker.incarnation),
+    "Actor.paused_until_ms": ("actor", lambda o, me, t: o.worker.paused_until_ms),
     "Nemesis.strikes": ("nemesis", lambda o, me, t: o.nemesis.strikes("drop", "a0->a1")),
+    "Nemesis.fired": ("nemesis", lambda o, me, t: o.nemesis.fired),
     "Network.send": (
         "nemesis",
         lambda o, me, t: o.network.send(f"a{me}", "a1", f"m{me}", _delivered(o, me)),

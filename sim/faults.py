@@ -35,12 +35,13 @@ the call.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import simpy
 from simpy.events import Event, Process
 
+from raceproof.sim.cells import Cell, Primitive
 from raceproof.sim.configs import require
 from raceproof.sim.errors import KernelError
 from raceproof.sim.nodes import NODE_CRASH, Node
@@ -83,13 +84,22 @@ class FaultPlan:
         return {"kinds": sorted(self.kinds), "max_faults": self.max_faults, "p": self.p}
 
 
-@dataclass
-class Nemesis:
-    """Decides, by draws, whether a fault strikes at each point the model offers one."""
+class Nemesis(Primitive):
+    """Decides, by draws, whether a fault strikes at each point the model offers one.
 
-    world: World
-    plan: FaultPlan = field(default_factory=FaultPlan)
-    fired: int = 0
+    Its one cell, ``nemesis``, counts the faults fired so far: shared by every
+    actor, since a fault that fires leaves one fewer for the others.
+    """
+
+    def __init__(self, world: World, plan: FaultPlan | None = None, fired: int = 0) -> None:
+        self.world = world
+        self.plan = FaultPlan() if plan is None else plan
+        self._fired = Cell(world, "nemesis", fired)
+        self.freeze()
+
+    @property
+    def fired(self) -> int:
+        return self._fired.get()
 
     def strikes(self, kind: str, target: str) -> bool:
         """True if a ``kind`` fault strikes ``target`` now. No draw if it cannot."""
@@ -97,12 +107,12 @@ class Nemesis:
             raise ValueError(f"Nemesis.strikes: unknown fault kind {kind}")
         if kind not in self.plan.kinds:
             return False
-        self.world.touch("nemesis")  # the count of faults fired is shared by every actor
-        if self.fired >= self.plan.max_faults:
+        fired = self._fired.get()
+        if fired >= self.plan.max_faults:
             return False
         if not self.world.source.draw_bool(f"fault.{kind}.{target}", self.plan.p):
             return False
-        self.fired += 1
+        self._fired.set(fired + 1)
         self.world.log("nemesis", f"fault.{kind}", target=target)
         return True
 
@@ -134,10 +144,25 @@ class Actor:
         self.name = name
         self.interleave = interleave
         self.node = node
-        self.process: Process | None = None
-        self.incarnation = 0
-        self.paused_until_ms = 0
-        self._pausing = False  # sitting out a pause inside ``wait``
+        # Its state, in cells (a subclass's own state is the model's: ``world.shared``).
+        resource = f"actor:{name}"
+        self._process: Cell[Process | None] = Cell(world, resource, None)
+        self._incarnation = Cell(world, f"{resource}.incarnation", 0)
+        self._paused_until_ms = Cell(world, f"{resource}.paused", 0)
+        self._pausing = Cell(world, f"{resource}.pausing", False)  # sitting one out in ``wait``
+
+    @property
+    def process(self) -> Process | None:
+        """The process of its current incarnation (None before the first ``start``)."""
+        return self._process.get()
+
+    @property
+    def incarnation(self) -> int:
+        return self._incarnation.get()
+
+    @property
+    def paused_until_ms(self) -> int:
+        return self._paused_until_ms.get()
 
     def main(self) -> ProcessGenerator:
         raise NotImplementedError
@@ -147,11 +172,10 @@ class Actor:
         """Forget in-memory state; overridden by actors that have some."""
 
     def start(self) -> None:
-        self.world.touch(f"actor:{self.name}")
-        self.incarnation += 1
-        self.paused_until_ms = 0
-        self.process = self.world.spawn(
-            self.name, self._guarded(), interleave=self.interleave, node=self.node
+        self._incarnation.set(self._incarnation.get() + 1)
+        self._paused_until_ms.set(0)
+        self._process.set(
+            self.world.spawn(self.name, self._guarded(), interleave=self.interleave, node=self.node)
         )
 
     def _guarded(self) -> ProcessGenerator:
@@ -163,13 +187,13 @@ class Actor:
                     f"unexpected interrupt {interrupt.cause!r} of actor {self.name!r}: only "
                     "a crash ends an actor; pauses are sat out in `yield from self.wait(event)`"
                 ) from None
-            self.world.log(self.name, "actor.crashed", incarnation=self.incarnation)
+            self.world.log(self.name, "actor.crashed", incarnation=self._incarnation.get())
             self.on_crash()
 
     @property
     def alive(self) -> bool:
-        self.world.touch(f"actor:{self.name}", write=False)
-        return self.process is not None and self.world.alive(self.process)
+        process = self._process.get()
+        return process is not None and self.world.alive(process)
 
     def wait(self, event: Event) -> ProcessGenerator:
         """Wait for ``event``, sitting out any pause that arrives meanwhile (or was taken)."""
@@ -185,28 +209,29 @@ class Actor:
 
     def _sit_out_pause(self) -> ProcessGenerator:
         """Sleep until the pause ends; a pause arriving meanwhile only moves the end."""
-        self._pausing = True
+        self._pausing.set(True)
         try:
-            while self.world.now_ms < self.paused_until_ms:
+            while self.world.now_ms < (until_ms := self._paused_until_ms.get()):
                 try:
-                    yield self.world.sleep(self.paused_until_ms - self.world.now_ms)
+                    yield self.world.sleep(until_ms - self.world.now_ms)
                 except simpy.Interrupt as interrupt:
                     cause = interrupt.cause
                     if not (isinstance(cause, tuple) and cause[0] == "pause"):
                         raise
         finally:
-            self._pausing = False
+            self._pausing.set(False)
 
     def crash(self) -> None:
         if self.alive:
-            if self.process is None:
+            process = self._process.get()
+            if process is None:
                 raise KernelError(f"{self.name} is alive without a process")
-            if self.world.active_process is self.process:
+            if self.world.active_process is process:
                 raise RuntimeError(
                     f"Actor.crash() of {self.name!r} called from its own process: crash an "
                     "actor from outside it (crash_and_restart from the nemesis)"
                 )
-            self.process.interrupt("crash")
+            process.interrupt("crash")
 
     def pause(self, duration_ms: int) -> None:
         """Stall this one thread for ``duration_ms`` (see the class docstring)."""
@@ -214,14 +239,16 @@ class Actor:
             raise ValueError(f"Actor.pause({duration_ms!r}) of {self.name!r}: an int >= 0 ms")
         if not self.alive:
             return
-        if self.process is None:
+        process = self._process.get()
+        if process is None:
             raise KernelError(f"{self.name} is alive without a process")
         self.world.log(self.name, "actor.paused", duration_ms=duration_ms)
-        self.paused_until_ms = max(self.paused_until_ms, self.world.now_ms + duration_ms)
-        if self.world.active_process is self.process:
+        until_ms = max(self._paused_until_ms.get(), self.world.now_ms + duration_ms)
+        self._paused_until_ms.set(until_ms)
+        if self.world.active_process is process:
             return  # its own call: the pause is taken at its next ``wait``
-        if not self._pausing:  # already sitting one out: the new end is enough
-            self.process.interrupt(("pause", duration_ms))
+        if not self._pausing.get():  # already sitting one out: the new end is enough
+            process.interrupt(("pause", duration_ms))
 
     stall_thread = pause
 

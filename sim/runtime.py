@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol, TypeVar
 
+from raceproof.sim.cells import record
 from raceproof.sim.history import JSONValue
 from raceproof.sim.nodes import Node
 from raceproof.sim.primitives import EventQueue, Executor
@@ -87,8 +88,11 @@ class SimRuntime:
         self.world.log(actor, "checkpoint", point=point, **fields)
 
     def touch(self, resource: str, write: bool = True) -> None:
-        """Name the model's own shared state this step reads or writes (``World.touch``)."""
-        self.world.touch(resource, write)
+        """Name the model's own shared state this step reads or writes (``World.touch``).
+
+        The model's footprint, recorded through the one mechanism (``cells.record``).
+        """
+        record(self.world, resource, write=write)
 
     def reach(self, probe: str) -> None:
         """A race-window probe (``World.reach``): counted beside the history, no op."""
