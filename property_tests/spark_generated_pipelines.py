@@ -229,3 +229,48 @@ class TwoSourceJoin(StreamJoin):
 
 def two_source_join() -> TwoSourceJoin:
     return TwoSourceJoin()
+
+
+class TwoSourceUnion(WindowedCount):
+    """Per-key counts in 10 s windows over the union of two file sources, each with its own
+    10 s watermark (keys a and b are read from ``left``, c and the probe's from ``right``;
+    the drain's sentinel from both, so each source's watermark passes every window)."""
+
+    name = "two-source-union"
+    schema = "key STRING, ts TIMESTAMP, source STRING"
+    sources = ("left", "right")
+
+    def records(self, key: str, second: int) -> list[Record]:
+        ts = timestamp(second)
+        if key == self.sentinel_key:
+            return [{"key": key, "ts": ts, "source": name} for name in self.sources]
+        return [{"key": key, "ts": ts, "source": "left" if key in ("a", "b") else "right"}]
+
+    def query(self, source: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        left = source["left"].withWatermark("ts", f"{WATERMARK_S} seconds")
+        right = source["right"].withWatermark("ts", f"{WATERMARK_S} seconds")
+        counted = left.unionByName(right).groupBy(F.window("ts", "10 seconds"), "key").count()
+        return counted.select(F.col("window.start").alias("window"), "key", "count")
+
+    def expected(self, records: list[Record]) -> list[Row]:
+        return super().expected([{"key": r["key"], "ts": r["ts"]} for r in records])
+
+
+class MaxPolicyUnion(TwoSourceUnion):
+    """The same union with ``multipleWatermarkPolicy=max``: the greatest source watermark drops
+    a lagging source's records that its own 10 s lateness must keep."""
+
+    name = "max-policy-union"
+
+    def spark_conf(self) -> dict[str, str]:
+        return {"spark.sql.streaming.multipleWatermarkPolicy": "max"}
+
+
+def two_source_union() -> TwoSourceUnion:
+    return TwoSourceUnion()
+
+
+def max_policy_union() -> MaxPolicyUnion:
+    return MaxPolicyUnion()

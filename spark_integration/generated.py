@@ -80,7 +80,12 @@ def _one_record(key: str, second: int) -> tuple[int, int, bool]:
 
 
 def draw_script(
-    seed: int, lateness_s: int, *, batches: int = BATCHES, timing: Timing | None = None
+    seed: int,
+    lateness_s: int,
+    *,
+    batches: int = BATCHES,
+    timing: Timing | None = None,
+    routes: Callable[[str], str] | None = None,
 ) -> Script:
     """Batches of events: on time, late at each level, duplicated, out of order, with a probe.
 
@@ -89,7 +94,9 @@ def draw_script(
     at ``second``, which does). One drawn batch is a stall (no record newer than the newest
     so far); the next holds the probe, the earliest event that gives a row and whose state
     the declared lateness still keeps open: a watermark shorter than the lateness drops
-    it, since Spark filters by the previous batch's watermark.
+    it, since Spark filters by the previous batch's watermark. ``routes(key)``: the source
+    a key's records are read from, for a pipeline of several sources; three more batches then
+    make one source lag the other (``_lag_batches``).
     """
     span = timing or _one_record
     source = RandomSource(seed)
@@ -113,7 +120,36 @@ def draw_script(
             events.append(_probe(newest, lateness_s, span))
         script.append(events)  # drawn order: out of event-time order within and across batches
         older, newest = newest, max([newest, *(span(k, second)[1] for k, second in events)])
+    if routes is not None:
+        script += _lag_batches(script, lateness_s, routes, span)
     return script
+
+
+def _lag_batches(
+    script: Script, lateness_s: int, routes: Callable[[str], str], span: Timing
+) -> Script:
+    """Three batches that make one source lag another, for a pipeline of several sources.
+
+    The first two move one source's event time far ahead (past the other's newest by the
+    lateness and two steps; two batches, since Spark filters late rows by the watermark of
+    the batch before the one before); the third brings the lagging source's own newest
+    event again: as late as nothing behind its own stream, so it must be kept. Spark's default
+    policy (the least watermark of the sources) keeps it; ``multipleWatermarkPolicy=max``
+    (the greatest) drops it. No batches when every key goes to one source.
+    """
+    by_source: dict[str, list[str]] = {}
+    for key in (*KEYS, PROBE_KEY):
+        by_source.setdefault(routes(key), []).append(key)
+    if len(by_source) < 2:
+        return []
+    (ahead, *_), (behind, *_) = list(by_source.values())[:2]
+    seconds = [
+        span(k, s)[1] for batch in script for k, s in batch if k in by_source[routes(behind)]
+    ]
+    slow = max(seconds, default=STEP_S)
+    newest = max((span(k, s)[1] for batch in script for k, s in batch), default=slow)
+    far = newest + lateness_s + 2 * STEP_S
+    return [[(ahead, far)], [(ahead, far + 1)], [(behind, slow)]]
 
 
 def _drawn(
@@ -152,25 +188,39 @@ def kept(
 ) -> tuple[list[Record], list[Record]]:
     """(must keep, may drop): whether a record's state is final under the watermark of its batch.
 
-    The watermark is the newest event time of every earlier batch minus ``delay_s``: the
-    largest one Spark may filter late rows by (it uses the previous batch's, which is never
-    larger), so what this keeps Spark must keep.
+    The watermark a record is judged by is its own source's: the newest event time of that
+    source in every earlier batch minus ``delay_s`` (the declared lateness is each source's:
+    a record as late as that behind its own stream must be kept, whatever another source
+    did); a source with no data yet is judged by the least watermark of the others (Spark's
+    default ``multipleWatermarkPolicy=min`` counts only sources with data). That is the
+    largest watermark Spark's default policy may filter by (it uses the previous batch's),
+    so what this keeps Spark must keep; ``multipleWatermarkPolicy=max`` drops more, and is
+    caught when one source lags another (``draw_script``'s lag batches).
     """
     result: list[Record] = []
     late: list[Record] = []
-    newest: int | None = None
+    newest: dict[str, int] = {}  # each source's newest event second so far
     for records in batches:
-        watermark = None if newest is None else newest - delay_s
+        marks = {name: second - delay_s for name, second in newest.items()}
+        least = min(marks.values(), default=None)
         for record in records:
             final = calling_user("final_at(record)", pipeline.final_at, record)
+            watermark = marks.get(source_name(pipeline, record), least)
             if watermark is None or final > watermark:
                 result.append(record)
             else:
                 late.append(record)
-        seconds = [pipeline.event_second(r) for r in records]
-        if seconds:
-            newest = max([*([newest] if newest is not None else []), *seconds])
+        for record in records:
+            name, second = source_name(pipeline, record), pipeline.event_second(record)
+            newest[name] = max(newest.get(name, second), second)
     return result, late
+
+
+def source_name(pipeline: Pipeline, record: Record) -> str:
+    """The source a record is read from (``""`` for a pipeline of one source)."""
+    if not pipeline.sources:
+        return ""
+    return str(calling_user("source_of(record)", pipeline.source_of, record))
 
 
 MAX_OUTPUTS = 16384  # reference calls at most: beyond it the list of legal outputs is incomplete
@@ -403,7 +453,8 @@ def generated_input(
     judged against every output Spark's watermark semantics allow."""
     lateness = int(pipeline.max_lateness_s or 0)
     if script is None:
-        script = draw_script(seed, lateness, timing=partial(_event_timing, pipeline))
+        routes = partial(_route, pipeline) if len(pipeline.sources) > 1 else None
+        script = draw_script(seed, lateness, timing=partial(_event_timing, pipeline), routes=routes)
     with TrialRun(spark, pipeline) as run:
         run.recorder.log("driver", "input.seed", seed=seed)
         trial_input(run, script)
@@ -426,6 +477,12 @@ def generated_input(
         )
         checks = [within_watermark_reference()]
         return run.judge(checks, failing_at_end=failure is not None)
+
+
+def _route(pipeline: Pipeline, key: str) -> str:
+    """The source the records of ``key`` go to (its first record's, at the script's first second)."""
+    records = calling_user("records(key, second)", pipeline.records, key, STEP_S)
+    return source_name(pipeline, records[0]) if records else ""
 
 
 def _event_timing(pipeline: Pipeline, key: str, second: int) -> tuple[int, int, bool]:
