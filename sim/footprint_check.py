@@ -74,7 +74,7 @@ from typing import Any, NoReturn
 
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.configs import BadInput
-from raceproof.sim.footprint_blame import blame
+from raceproof.sim.footprint_blame import FootprintBug, blame
 from raceproof.sim.footprint_claims import (
     StepRecord,
     cancelled_pulls,
@@ -409,6 +409,7 @@ class FootprintChecker:
         The cancelled step (``cancelled_pulls``) runs just before the step that
         cancelled it, as it could have: it was due there. Not followed: unverified;
         the kernel running them in the same order anyway: checked, nothing to compare.
+        A difference is the kernel's rule broken, never the model's: ``FootprintBug``.
         """
         for x, cancelled in cancelled_pulls(steps):
             canceller = steps[x]
@@ -434,12 +435,13 @@ class FootprintChecker:
             if first[0].ambiguous or second[0].ambiguous:  # not checked after all
                 self.checked, self.unverified = self.checked - 1, self.unverified + 1
                 continue
-            raise FootprintMismatch(
+            raise FootprintBug(  # the kernel's rule, whatever the model recorded: exit 70
                 f"footprints are wrong: step {canceller.key} ({_actor(canceller.key)}, "
                 f"recorded {_show(canceller.footprint)}) cancelled the event of step "
                 f"{cancelled}, due in the same instant, which the walk took as commuting in "
-                f"every order; with {cancelled} first, {difference}: a step that cancels an "
-                f"event is dependent with the step it would have run (World._disables)"
+                f"every order; with {cancelled} first, {difference}. This is raceproof's bug, "
+                f"not your model's: a step that cancels an event is dependent with the step it "
+                f"would have run (World._disables)"
             )
 
     def _wrong(
