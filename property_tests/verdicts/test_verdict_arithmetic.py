@@ -23,6 +23,7 @@ message says how).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -215,7 +216,7 @@ def test_j1_j2_and_the_rounds_agree_with_a_plain_recomputation(toy: Toy, size: s
     # Violating orders are kept apart from undecided ones: a run the checker violates is
     # a violation whatever another checker would say, and this model has one checker.
     apart = tuple(order for order in toy.undecided if order not in toy.violating)
-    toy = Toy(toy.actors, toy.violating, apart, toy.reach_q, toy.exempt_q)
+    toy = dataclasses.replace(toy, undecided=apart)
     budget = 1 if size == "one" else 1000
     with registered(toy) as scenario:
         check_walk(toy, budget, walk_locally(scenario, budget, jobs=1), "-j 1")
