@@ -513,10 +513,12 @@ def fingerprint(parts: _Parts, spec: Spec) -> str:
             parts.lock.owner,
             list(parts.queue.items),
             [_step_key(event) for event in parts.queue.getters],
-            sorted((p, n.data, n.version, n.ephemeral_session) for p, n in store.nodes.items()),
-            sorted(store.sessions.items()),
-            sorted((p, len(w)) for p, w in store.data_watches.items()),
-            [(c.state, c.session, len(c._held)) for c in parts.clients],
+            sorted(
+                (p, n.data, n.version, n.ephemeral_session) for p, n in store.nodes.peek().items()
+            ),
+            sorted(store.sessions.peek().items()),
+            sorted((p, len(w)) for p, w in store.data_watches.peek().items()),
+            [(c.state, c.session, len(c._held.peek())) for c in parts.clients],
             [(t._fired, t._due_ms) for t in parts.timers],
             sorted(
                 (name, node.up, node.paused_until_ms > world.now_ms, node.clock_offset_ms)

@@ -45,7 +45,8 @@ values go back.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -146,15 +147,25 @@ def _real_name(x: float | Fraction | Decimal) -> str | None:
     return f"{_int_name(exact.numerator)}/{_int_name(exact.denominator)}"
 
 
+# Types whose every instance is a fine cell value (no container to change in place, not a
+# loose dataclass): decided once per type, then one look-up per write.
+_LEAF_OK: set[type] = {str, int, bool, float, type(None), frozenset, bytes}
+
+
 def _refuse_mutable(value: Any, where: str) -> None:
     """A plain mutable container (or non-frozen dataclass) cannot be a cell's value."""
-    if isinstance(value, (list, dict, set, bytearray)):
-        raise KernelError(f"{where}: a cell holds immutable values, got a {type(value).__name__}")
+    kind = type(value)
+    if kind in _LEAF_OK:
+        return
     if isinstance(value, tuple):
         for item in value:
             _refuse_mutable(item, where)
-    elif _loose_dataclass(value):
-        raise KernelError(f"{where}: a cell holds frozen dataclasses, got {type(value).__name__}")
+        return
+    if isinstance(value, (list, dict, set, bytearray)):
+        raise KernelError(f"{where}: a cell holds immutable values, got a {kind.__name__}")
+    if _loose_dataclass(value):
+        raise KernelError(f"{where}: a cell holds frozen dataclasses, got {kind.__name__}")
+    _LEAF_OK.add(kind)
 
 
 def _loose_dataclass(value: Any) -> bool:
@@ -234,7 +245,7 @@ class Cell(Generic[T]):
 class CellMap(Generic[K, V]):
     """A sparse map of cells, one resource per key (``resource[key]``); no iteration."""
 
-    __slots__ = ("_data", "_journal", "_world", "resource")
+    __slots__ = ("_data", "_journal", "_names", "_world", "resource")
     __iter__ = None  # no iteration (``__getitem__`` would otherwise make one): no read of every key
 
     def __init__(
@@ -247,12 +258,18 @@ class CellMap(Generic[K, V]):
     ) -> None:
         self._world, self.resource, self._journal = world, resource, journal
         self._data: dict[K, V] = {}
+        # Each key's resource, computed once: equal keys share one name (``key_part``), so a
+        # dict keyed by the key (by equality, as ``_data`` is) is a faithful memo of it.
+        self._names: dict[Any, str] = {}
         for key, value in (initial or {}).items():
             _refuse_mutable(value, self.resource)
             self._data[key] = value
 
     def _name(self, key: Any) -> str:
-        return f"{self.resource}{key_part(key)}"
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = f"{self.resource}{key_part(key)}"
+        return name
 
     def get(self, key: K, default: V | None = None) -> V | None:
         record(self._world, self._name(key), write=False)
@@ -302,7 +319,30 @@ class CellMap(Generic[K, V]):
         return f"CellMap({self.resource}, {self._data!r})"
 
 
-_CELLS = (Cell, CellMap, Journal)
+class Scratch(Generic[T]):
+    """A value that never outlives one call: ``with scratch.using(v):`` sets it, then puts it back.
+
+    Not shared state (between steps it is always at rest), so not recorded:
+    for a flag a primitive raises while it runs a callback (a request being
+    applied at the server). A value still set when the step ends would be a
+    leak, and ``using`` makes that impossible.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, rest: T) -> None:
+        self.value = rest
+
+    @contextmanager
+    def using(self, value: T) -> Iterator[None]:
+        rest, self.value = self.value, value
+        try:
+            yield
+        finally:
+            self.value = rest
+
+
+_CELLS = (Cell, CellMap, Journal, Scratch)
 _SCALARS = (str, int, float, bool, bytes, type(None), frozenset, range)
 
 

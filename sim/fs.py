@@ -10,8 +10,9 @@ original one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from raceproof.sim.cells import Cell, CellMap, Primitive
 from raceproof.sim.history import JSONValue
 from raceproof.sim.world import World
 
@@ -24,7 +25,7 @@ class DiskWriteError(FsError):
     """An injected write failure (disk full, I/O error)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class FileEntry:
     content: JSONValue
     mtime_ms: int
@@ -32,7 +33,7 @@ class FileEntry:
     ever_synced: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class DirEntry:
     mtime_ms: int
     generation: int
@@ -44,21 +45,51 @@ def _parent(path: str) -> str:
     return path.rsplit("/", 1)[0] or "/"
 
 
-class FileSystem:
-    """One host's disk. ``fail_writes``: each write draws whether it fails (a fault)."""
+def _join(directory: str, name: str) -> str:
+    return f"{directory.rstrip('/')}/{name}"
+
+
+class FileSystem(Primitive):
+    """One host's disk. ``fail_writes``: each write draws whether it fails (a fault).
+
+    Its state is in cells (``raceproof.sim.cells``): each directory and each
+    file is a resource of its own, and so is each directory's list of entry
+    names (what ``listdir`` reads and adding or removing an entry writes).
+    """
 
     def __init__(self, world: World, name: str = "fs", *, fail_writes: bool = False) -> None:
         self.world = world
         self.name = name
         self.fail_writes = fail_writes
-        self.dirs: dict[str, DirEntry] = {"/": DirEntry(0, 0)}
-        self.files: dict[str, FileEntry] = {}
-        self._generations = 0
+        self.dirs: CellMap[str, DirEntry] = CellMap(world, f"{name}:dir", {"/": DirEntry(0, 0)})
+        self.files: CellMap[str, FileEntry] = CellMap(world, f"{name}:file")
+        self.listing: CellMap[str, tuple[str, ...]] = CellMap(world, f"{name}:entries", {"/": ()})
+        self._generations = Cell(world, f"{name}:generations", 0)
+        self.freeze()
+
+    def _list(self, path: str) -> None:
+        """``path`` is an entry of its parent now; the parent's mtime moves."""
+        parent, name = _parent(path), path.rsplit("/", 1)[1]
+        names = self.listing[parent]
+        if name not in names:
+            self.listing[parent] = tuple(sorted((*names, name)))
+        self._touched(parent)
+
+    def _unlist(self, path: str, *, touch: bool = True) -> None:
+        """``path`` is gone (unless a file and a directory shared its name); mtime moves if ``touch``."""
+        parent, name = _parent(path), path.rsplit("/", 1)[1]
+        if path not in self.files and path not in self.dirs:
+            self.listing[parent] = tuple(n for n in self.listing[parent] if n != name)
+        if touch:
+            self._touched(parent)
+
+    def _touched(self, directory: str) -> None:
+        entry = self.dirs[directory]
+        self.dirs[directory] = DirEntry(self.world.now_ms, entry.generation)
 
     # -- directories -----------------------------------------------------------
     def mkdir(self, path: str, *, parents: bool = True) -> bool:
         """Create ``path`` (and parents); False if it already existed."""
-        self.world.touch(self.name)
         if path in self.dirs:
             return False
         parent = _parent(path)
@@ -66,61 +97,56 @@ class FileSystem:
             if not parents:
                 raise FsError(f"no such directory {parent}")
             self.mkdir(parent)
-        self._generations += 1
-        now = self.world.now_ms
-        self.dirs[path] = DirEntry(now, self._generations)
-        self.dirs[parent].mtime_ms = now
+        generation = self._generations.get() + 1
+        self._generations.set(generation)
+        self.dirs[path] = DirEntry(self.world.now_ms, generation)
+        self.listing[path] = self.listing.get(path) or ()  # a file of that name keeps no entries
+        self._list(path)
         return True
 
     def isdir(self, path: str) -> bool:
-        self.world.touch(self.name, write=False)
         return path in self.dirs
 
     def generation(self, path: str) -> int | None:
-        self.world.touch(self.name, write=False)
         entry = self.dirs.get(path)
         return None if entry is None else entry.generation
 
     def mtime_ms(self, path: str) -> int:
-        self.world.touch(self.name, write=False)
-        if path in self.dirs:
-            return self.dirs[path].mtime_ms
-        if path in self.files:
-            return self.files[path].mtime_ms
-        raise FsError(f"no such file or directory {path}")
+        entry = self.dirs.get(path) or self.files.get(path)
+        if entry is None:
+            raise FsError(f"no such file or directory {path}")
+        return entry.mtime_ms
 
     def listdir(self, path: str) -> list[str]:
         """Entry names, sorted."""
-        self.world.touch(self.name, write=False)
         if path not in self.dirs:
             raise FsError(f"no such directory {path}")
-        prefix = path.rstrip("/") + "/"
-        names = {
-            p[len(prefix) :].partition("/")[0]
-            for p in [*self.dirs, *self.files]
-            if p.startswith(prefix) and p != path
-        }
-        return sorted(names)
+        return list(self.listing[path])
 
     def rmtree(self, path: str) -> None:
-        self.world.touch(self.name)
         if path == "/":
             raise FsError("the root directory cannot be removed")
         if path not in self.dirs:
             raise FsError(f"no such directory {path}")
-        prefix = path + "/"  # directory names never end with "/" (see _parent)
-        for p in sorted(self.files):
-            if p.startswith(prefix):
-                del self.files[p]
-        for p in sorted(self.dirs):
-            if p == path or p.startswith(prefix):
-                del self.dirs[p]
-        self.dirs[_parent(path)].mtime_ms = self.world.now_ms
+        self._remove_below(path)
+        self.dirs.pop(path)
+        self.listing.pop(path)
+        self._unlist(path)
+
+    def _remove_below(self, directory: str) -> None:
+        """Remove every file and directory under ``directory`` (not itself)."""
+        for name in self.listing[directory]:
+            path = _join(directory, name)
+            if path in self.files:
+                self.files.pop(path)
+            if path in self.dirs:
+                self._remove_below(path)
+                self.dirs.pop(path)
+                self.listing.pop(path)
 
     # -- files ---------------------------------------------------------------
     def write(self, path: str, content: JSONValue, *, sync: bool = False) -> None:
         """Write a whole file (creating it). Raises DiskWriteError when a fault fires."""
-        self.world.touch(self.name)
         parent = _parent(path)
         if parent not in self.dirs:
             raise FsError(f"no such directory {parent}")
@@ -130,41 +156,42 @@ class FileSystem:
         now = self.world.now_ms
         entry = self.files.get(path)
         if entry is None:
-            entry = FileEntry(content, now)
-            self.files[path] = entry
-            self.dirs[parent].mtime_ms = now
+            self.files[path] = FileEntry(content, now)
+            self._list(path)
         else:
-            entry.content, entry.mtime_ms = content, now
+            self.files[path] = FileEntry(content, now, entry.synced, entry.ever_synced)
         if sync:
             self.fsync(path)
 
     def fsync(self, path: str) -> None:
-        self.world.touch(self.name)
         entry = self.files[path]
-        entry.synced, entry.ever_synced = entry.content, True
+        self.files[path] = replace(entry, synced=entry.content, ever_synced=True)
 
     def read(self, path: str) -> JSONValue:
-        self.world.touch(self.name, write=False)
         entry = self.files.get(path)
         if entry is None:
             raise FsError(f"no such file {path}")
         return entry.content
 
     def exists(self, path: str) -> bool:
-        self.world.touch(self.name, write=False)
         return path in self.files or path in self.dirs
 
     def remove(self, path: str) -> None:
-        self.world.touch(self.name)
         del self.files[path]
-        self.dirs[_parent(path)].mtime_ms = self.world.now_ms
+        self._unlist(path)
 
     def crash(self) -> None:
         """Lose every write that was not fsynced (files never synced vanish)."""
-        self.world.touch(self.name)
-        for path in sorted(self.files):
-            entry = self.files[path]
-            if not entry.ever_synced:
-                del self.files[path]
-            else:
-                entry.content = entry.synced
+        self._crash_below("/")
+
+    def _crash_below(self, directory: str) -> None:
+        for name in self.listing[directory]:
+            path = _join(directory, name)
+            entry = self.files.get(path)
+            if entry is not None and not entry.ever_synced:
+                self.files.pop(path)
+                self._unlist(path, touch=False)
+            elif entry is not None:
+                self.files[path] = replace(entry, content=entry.synced)
+            if path in self.dirs:
+                self._crash_below(path)

@@ -56,16 +56,16 @@ Every decision is a draw: request latencies (``latency_ms``), how late the
 client notices a change of its connection (``notice_ms``), and the store's
 watch delays. Choice 0 of each is the boring one (its first option).
 
-Footprints (for the proof's reduction): the client's own state (connection
-state, session id, held deliveries, persistent watches, listeners) is one
-resource, ``<store>-client:<name>``, written by every change of state and by
-a watch delivery it holds (while disconnected), read by every request and
-every other watch delivery; whether
-the session is live is the store's ``<store>:sessions`` (written by opening,
-expiring and closing sessions). The server's expiry clock is a ``Timer`` of
-its own resource, so one client's expiry commutes with other clients' steps
-that touch neither its session table entry nor its znodes. Ephemeral nodes
-die in the expiring step, which writes each of their paths.
+Footprints (for the proof's reduction): the client keeps its state in cells
+(``raceproof.sim.cells``), one per field, named ``<store>-client:<name>.<field>``
+(its connection state, session id, held deliveries, persistent watches,
+listeners, connections broken so far, blocked and queued actors): a step's
+footprint is the fields it read and wrote. Whether the session is live is
+the store's ``<store>:session[<id>]``, written by expiring and closing it.
+The server's expiry clock is a ``Timer`` of its own resource, so one client's
+expiry commutes with other clients' steps that touch neither its session's
+entry nor its znodes. Ephemeral nodes die in the expiring step, which writes
+each of their paths and their parents' child lists.
 
 No plain ``assert``: an unknown session state is a ``KernelError``; bad
 settings, a negative pause and renewing a live session are ``ValueError`` errors.
@@ -79,7 +79,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from simpy.events import Event, Process
 
-from raceproof.sim.cells import Cell
+from raceproof.sim.cells import Cell, Primitive, Scratch
 from raceproof.sim.errors import contract
 from raceproof.sim.history import JSONValue
 from raceproof.sim.nodes import Node
@@ -111,30 +111,29 @@ class SessionEvent:
 SessionListener = Callable[[SessionEvent], Any]
 
 
-class _SessionWatcher:
+class _SessionWatcher(Primitive):
     """A watcher registered by a client: the store drops it with its session."""
 
     def __init__(self, client: ZkClient, callback: Watcher) -> None:
         self.client = client
         self.callback = callback
         self.session = client.session
+        self.freeze()
 
     def __call__(self, event: WatchEvent) -> None:
         client = self.client
-        client.world.touch(client.resource, write=False)  # reads its state
-        if self.session in client._closed:  # sent before the close's reply: it arrives
+        if self.session in client._closed.get():  # sent before the close's reply: it arrives
             self.callback(event)
             return
         if client.session != self.session or not client.store.session_live(self.session):
             return  # the session died while the notification was on its way
-        if client.state == "disconnected":
-            client.world.touch(client.resource)  # holds the event: writes the client's state
-            client._held.append((self, event))
+        if client.state == "disconnected":  # held until it reconnects
+            client._held.set((*client._held.get(), (self, event)))
             return
         self.callback(event)
 
 
-class ZkClient:
+class ZkClient(Primitive):
     """One process's ZooKeeper handle with one session on ``store``."""
 
     def __init__(
@@ -160,30 +159,41 @@ class ZkClient:
         self.session_timeout_ms = session_timeout_ms
         self.latency_ms = tuple(latency_ms)
         self.notice_ms = tuple(notice_ms)
-        self.resource = f"{store.name}-client:{name}"
-        world.touch(self.resource)
-        self.session = store.open_session()
-        self.state: SessionState = "connected"
-        self.listeners: list[SessionListener] = []
-        self._held: list[tuple[_SessionWatcher, WatchEvent]] = []
-        self._closed: set[int] = set()  # sessions it closed itself (``close``)
-        self._persistent: list[tuple[str, Watcher, _SessionWatcher]] = []
-        self._expiry = Timer(
-            world, f"{store.name}-server", self._server_expires, resource=f"{self.resource}:expiry"
+        self.resource = resource = f"{store.name}-client:{name}"
+        self._session = Cell(world, f"{resource}.session", store.open_session())
+        self._state: Cell[SessionState] = Cell(world, f"{resource}.state", "connected")
+        self._listeners: Cell[tuple[SessionListener, ...]] = Cell(
+            world, f"{resource}.listeners", ()
         )
-        self._last_tell: Process | None = None
-        self._reconnect_at_ms = 0  # the end of the latest pause or connection loss
-        # Connections broken so far (a request on the wire of a broken one is lost): a cell of
-        # the client's own resource, so reading it records a read of the client's state.
-        self._connection = Cell(world, self.resource, 0)
-        self._waiting: list[Event] = []  # actors blocked until the client reconnects
+        # Watch deliveries that arrived while disconnected, in order.
+        self._held: Cell[tuple[tuple[_SessionWatcher, WatchEvent], ...]] = Cell(
+            world, f"{resource}.held", ()
+        )
+        # Sessions it closed itself (``close``): their deliveries on the way arrive.
+        self._closed: Cell[frozenset[int]] = Cell(world, f"{resource}.closed", frozenset())
+        self._persistent: Cell[tuple[tuple[str, Watcher, _SessionWatcher], ...]] = Cell(
+            world, f"{resource}.persistent", ()
+        )
+        self._expiry = Timer(
+            world, f"{store.name}-server", self._server_expires, resource=f"{resource}:expiry"
+        )
+        self._last_tell: Cell[Process | None] = Cell(world, f"{resource}.last-tell", None)
+        # The end of the latest pause or connection loss.
+        self._reconnect_at_ms = Cell(world, f"{resource}.reconnect-at", 0)
+        # Connections broken so far (a request on the wire of a broken one is lost).
+        self._connection = Cell(world, f"{resource}.connection", 0)
+        # Actors blocked until the client reconnects.
+        self._waiting: Cell[tuple[Event, ...]] = Cell(world, f"{resource}.waiting", ())
         # Requests made while reconnecting: each waits for True (send it) or False (failed).
-        self._queued: Cell[tuple[Event, ...]] = Cell(world, f"{self.resource}.queued", ())
+        self._queued: Cell[tuple[Event, ...]] = Cell(world, f"{resource}.queued", ())
         self.reconnect_attempt_ms = reconnect_attempt_ms
-        self._cut_ms = Cell(world, f"{self.resource}.cut", 0)  # a loss to follow the next send
-        self._serving = False  # True while a request of this client is applied at the server
+        self._cut_ms = Cell(world, f"{resource}.cut", 0)  # a loss to follow the next send
+        # True while a request of this client is applied at the server (within that step).
+        self._serving: Scratch[bool] = Scratch(False)
         self.node = node
-        self._dead = False  # its node crashed: the connection never comes back
+        # Its node crashed: the connection never comes back.
+        self._dead = Cell(world, f"{resource}.dead", False)
+        self.freeze()
         if node is not None:
             node.on_pause(self._node_paused)
             node.on_crash(self._node_crashed)
@@ -195,7 +205,7 @@ class ZkClient:
         because the client's JVM stopped): a request already on the wire is
         applied at the server and its reply waits for the node.
         """
-        if self.state in ("connected", "disconnected") and not self._dead:
+        if self.state in ("connected", "disconnected") and not self._dead.get():
             self._disconnect_for(until_ms - self.world.now_ms, broken=False)  # the node logged
 
     def _node_crashed(self) -> None:
@@ -204,11 +214,10 @@ class ZkClient:
         Nobody is told (the listeners died with the node); the server expires
         the session ``session_timeout_ms`` later, and its ephemerals with it.
         """
-        self.world.touch(self.resource)
-        self._dead = True
-        self._held = []
+        self._dead.set(True)
+        self._drop_held()
         if self.state == "connected":  # requests already on the wire still arrive
-            self.state = "disconnected"
+            self._state.set("disconnected")
             self._expiry.start(self.session_timeout_ms)
 
     def _spawn(self, actor: str, generator: Generator[Event, Any, None]) -> Process:
@@ -218,21 +227,44 @@ class ZkClient:
 
     # -- the session -------------------------------------------------------------
     @property
+    def session(self) -> int:
+        """The session this client holds now (a new one after ``renew``)."""
+        return self._session.get()
+
+    @property
+    def state(self) -> SessionState:
+        """The client's view of its connection: connected, disconnected, expired or closed."""
+        return self._state.get()
+
+    @property
+    def listeners(self) -> tuple[SessionListener, ...]:
+        return self._listeners.get()
+
+    @property
     def connected(self) -> bool:
         """The client's view: connected, with a session it believes live."""
-        self.world.touch(self.resource, write=False)
         return self.state == "connected"
 
     @property
     def live(self) -> bool:
         """The server's truth: the session exists (not expired, not closed)."""
-        self.world.touch(self.resource, write=False)
         return self.store.session_live(self.session)
 
     def add_listener(self, listener: SessionListener) -> None:
         """``listener(SessionEvent)`` on every change of connection state, in order."""
-        self.world.touch(self.resource)
-        self.listeners.append(listener)
+        self._listeners.set((*self._listeners.get(), listener))
+
+    def _drop_held(self) -> None:
+        if self._held.get():
+            self._held.set(())
+
+    def _wake_waiting(self) -> None:
+        """Wake the actors blocked until the client reconnects (or closes)."""
+        waiting = self._waiting.get()
+        if waiting:
+            self._waiting.set(())
+        for waiter in waiting:
+            waiter.succeed()
 
     def disconnect(self, *, broken: bool = True) -> None:
         """The connection drops (a partition, a paused process): the server's expiry clock starts.
@@ -240,7 +272,6 @@ class ZkClient:
         ``broken=False``: the client stops hearing the server but the socket
         stays open (its node paused), so requests on the wire still arrive.
         """
-        self.world.touch(self.resource)
         if self.state != "connected":
             return
         if broken:
@@ -250,21 +281,19 @@ class ZkClient:
 
     def reconnect(self) -> None:
         """The connection is back: ``connected`` if the session survived, else ``expired``."""
-        self.world.touch(self.resource)
         if self.state != "disconnected":
             return
-        waiting, self._waiting = self._waiting, []
-        for waiter in waiting:
-            waiter.succeed()
+        self._wake_waiting()
         self._release_queued(sent=True)
         if self.live:
             self._expiry.cancel()
             self._set_state("connected")
-            held, self._held = self._held, []
+            held = self._held.get()
             if held:
-                self._spawn(f"{self.name}-watch", self._deliver_held(held))
+                self._held.set(())
+                self._spawn(f"{self.name}-watch", self._deliver_held(list(held)))
         else:
-            self._held = []
+            self._drop_held()
             self._set_state("expired")
 
     def pause(self, duration_ms: int) -> None:
@@ -304,8 +333,7 @@ class ZkClient:
         """Every ``reconnect_attempt_ms`` while the loss lasts, an attempt fails: cleanup()."""
         while True:
             yield self.world.sleep(self.reconnect_attempt_ms)
-            self._connection.get()  # reads the client's state
-            if self.state != "disconnected" or self.world.now_ms >= self._reconnect_at_ms:
+            if self.state != "disconnected" or self.world.now_ms >= self._reconnect_at_ms.get():
                 return
             self._release_queued(sent=False)
 
@@ -319,7 +347,8 @@ class ZkClient:
 
     def _disconnect_for(self, duration_ms: int, *, broken: bool = True) -> None:
         self.disconnect(broken=broken)
-        self._reconnect_at_ms = max(self._reconnect_at_ms, self.world.now_ms + duration_ms)
+        until = max(self._reconnect_at_ms.get(), self.world.now_ms + duration_ms)
+        self._reconnect_at_ms.set(until)
         self.world.spawn(f"{self.name}-resume", self._resume_after(duration_ms))
 
     def until_connected(self) -> Generator[Event, Any, None]:
@@ -327,12 +356,10 @@ class ZkClient:
 
         Raises ``SessionExpired`` if the client comes back to an expired or closed session.
         """
-        self.world.touch(self.resource, write=False)
         while self.state == "disconnected":
             waiter = self.world.event()
-            self._waiting.append(waiter)
+            self._waiting.set((*self._waiting.get(), waiter))
             yield waiter
-            self.world.touch(self.resource, write=False)
         if self.state != "connected":
             raise SessionExpired(f"{self.name}: session {self.session} is {self.state}")
 
@@ -358,7 +385,6 @@ class ZkClient:
 
     def expire(self) -> None:
         """The server expires the session now (the ``session-expiry`` fault)."""
-        self.world.touch(self.resource)
         if not self.live:
             return
         self._expiry.cancel()
@@ -374,35 +400,33 @@ class ZkClient:
         before the close's reply: its own watches see its ephemerals go, and
         deliveries on their way arrive. Later changes reach none of its watches.
         """
-        self.world.touch(self.resource)
         if self.live:
             self._expiry.cancel()
-            self._closed.add(self.session)
+            self._closed.set(self._closed.get() | {self.session})
             self.store.expire_session(self.session, closing=True)
-        self._held = []
+        self._drop_held()
         self._set_state("closed")
-        waiting, self._waiting = self._waiting, []
-        for waiter in waiting:  # they wake to a closed session: SessionExpired
-            waiter.succeed()
+        self._wake_waiting()  # they wake to a closed session: SessionExpired
         self._release_queued(sent=True)  # and so do the queued requests
 
     def renew(self) -> None:
         """After ``expired``: a new session (as kazoo does after LOST); ephemerals must be re-created."""
-        self.world.touch(self.resource)
         if self.state not in ("expired", "closed"):
             raise ValueError(f"{self.name} renews a {self.state} session")
-        self.session = self.store.open_session()
-        self._persistent = []
+        self._session.set(self.store.open_session())
+        if self._persistent.get():
+            self._persistent.set(())
         self._set_state("connected")
 
     def _server_expires(self) -> None:
-        self.world.touch(self.resource, write=False)  # which session
         self.world.log(f"{self.store.name}-server", "zk.session-expired", session=self.session)
         self.store.expire_session(self.session)
 
     def _resume_after(self, duration_ms: int) -> Generator[Event, Any, None]:
         yield self.world.sleep(duration_ms)
-        if self.world.now_ms >= self._reconnect_at_ms and not self._dead:  # a later loss: longer
+        if (
+            self.world.now_ms >= self._reconnect_at_ms.get() and not self._dead.get()
+        ):  # a later loss: longer
             self.reconnect()
 
     def _deliver_held(
@@ -410,18 +434,18 @@ class ZkClient:
     ) -> Generator[Event, Any, None]:
         """The notifications that arrived while disconnected, in the order they arrived."""
         yield self.world.sleep(0)
-        self.world.touch(self.resource)
         for watcher, event in held:
             watcher(event)
 
     def _set_state(self, state: SessionState) -> None:
         contract(state in get_args(SessionState), f"unknown session state {state!r}")
-        self.world.touch(self.resource)
-        self.state = state
+        self._state.set(state)
         notice_ms = self.world.source.choose(f"{self.name}.notice", self.notice_ms)
         event = SessionEvent(state, self.session)
-        previous = self._last_tell
-        self._last_tell = self._spawn(f"{self.name}-events", self._tell(event, notice_ms, previous))
+        previous = self._last_tell.get()
+        self._last_tell.set(
+            self._spawn(f"{self.name}-events", self._tell(event, notice_ms, previous))
+        )
 
     def _tell(
         self, event: SessionEvent, notice_ms: int, previous: Process | None
@@ -433,22 +457,21 @@ class ZkClient:
         # Logged when the client's code hears of it, ``notice_ms`` after the change (the
         # server's own ``zk.session-expired`` is logged when it expires the session).
         self.world.log(self.name, "zk.session", state=event.state, session=event.session)
-        self.world.touch(self.resource, write=False)  # the listeners
-        for listener in list(self.listeners):
+        for listener in self.listeners:
             result = listener(event)
             if isinstance(result, Generator):
                 yield from result
 
     # -- requests ------------------------------------------------------------------
     def _require(self) -> None:
-        self.world.touch(self.resource, write=False)
-        if self._serving:  # at the server: the session's truth, not the client's view
+        if self._serving.value:  # at the server: the session's truth, not the client's view
             if not self.store.session_live(self.session):
                 raise SessionExpired(f"{self.name}: session {self.session} is gone")
             return
-        if self.state == "disconnected":
+        state = self.state
+        if state == "disconnected":
             raise ConnectionLoss(f"{self.name} is disconnected")
-        if self.state != "connected" or not self.live:
+        if state != "connected" or not self.live:
             raise SessionExpired(f"{self.name}: session {self.session} is {self.state}")
 
     def request(self, operation: Callable[[], T]) -> Generator[Event, Any, T]:
@@ -471,8 +494,8 @@ class ZkClient:
         self, operation: Callable[[], T], out_ms: int, back_ms: int
     ) -> Generator[Event, Any, T]:
         yield from hold_send(self.world)  # a request its paused node has not sent waits
-        drops = self._connection.get()  # reads the client's state
-        while self.state == "disconnected" and not self._dead:
+        drops = self._connection.get()
+        while self.state == "disconnected" and not self._dead.get():
             waiter = self.world.event()
             self._queued.set((*self._queued.get(), waiter))
             if not (yield waiter):
@@ -504,11 +527,8 @@ class ZkClient:
             raise ConnectionLoss(f"{self.name} lost the reply: the operation was {applied}")
 
     def _at_server(self, operation: Callable[[], T]) -> T:
-        self._serving = True
-        try:
+        with self._serving.using(True):
             return operation()
-        finally:
-            self._serving = False
 
     def _broken_since(self, drops: int) -> ConnectionLoss | None:
         """At the server: the connection a request went on broke before it arrived."""
@@ -546,18 +566,17 @@ class ZkClient:
     def add_watch(self, path: str, callback: Watcher, *, recursive: bool = False) -> None:
         """A persistent (or persistent-recursive) watch that dies with the session."""
         self._require()
-        self.world.touch(self.resource)
         watcher = _SessionWatcher(self, callback)
-        self._persistent.append((path, callback, watcher))
+        self._persistent.set((*self._persistent.get(), (path, callback, watcher)))
         self.store.add_watch(path, watcher, recursive=recursive)
 
     def remove_watch(self, path: str, callback: Watcher) -> bool:
         """Remove the watch ``add_watch(path, callback)`` set; False if there is none."""
         self._require()
-        self.world.touch(self.resource)
-        for entry in self._persistent:
+        entries = self._persistent.get()
+        for entry in entries:
             if entry[0] == path and entry[1] is callback:
-                self._persistent.remove(entry)
+                self._persistent.set(tuple(e for e in entries if e is not entry))
                 return self.store.remove_watch(path, entry[2])
         return False
 

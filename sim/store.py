@@ -10,9 +10,13 @@ would wait, or uses a session-bound ``ZkClient`` (``sim/session.py``). Watch
 notifications arrive after a delay drawn from the run's choice source, so
 "the watch fired late" is a schedule like any other.
 
-Every operation names what it touches through one method, ``_touch(mode,
-path)``; ``on_touch`` (if set) sees each access, so a reduction can record a
-step's footprint.
+Footprints (for the proof's reduction) come from the store's cells
+(``raceproof.sim.cells``): each znode (``<store>:node['/a']``), its child list
+(``<store>:children['/a']``), each session's entry and its ephemerals, the
+one-shot and persistent watch tables per path, the listeners. A step's
+footprint is what it read and wrote of them: a create reads the watch tables
+of every ancestor (a recursive watch there fires), a session's end writes the
+child lists its ephemerals leave.
 
 The cache is a client-side view that learns about changes late: either after
 a drawn lag (``auto_refresh``) or only when the model refreshes it explicitly
@@ -26,12 +30,14 @@ lists are ``ValueError`` errors naming the call.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from simpy.events import Process
 
+from raceproof.sim.cells import Cell, CellMap, Journal, Primitive
 from raceproof.sim.errors import contract
 from raceproof.sim.history import JSONValue, copy_json
 from raceproof.sim.world import ProcessGenerator, World
@@ -85,7 +91,7 @@ class TransactionFailed(StoreError):
         self.error = error
 
 
-@dataclass
+@dataclass(frozen=True)
 class Node:
     data: JSONValue
     version: int
@@ -103,7 +109,6 @@ class WatchEvent:
 
 
 Watcher = Callable[[WatchEvent], None]
-TouchHook = Callable[[str, str], None]  # (mode "read"/"write", "<store>:<path>")
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,11 @@ class Transaction:
 Listener = Callable[[str, "Node | None"], None]
 
 
+def _name(path: str) -> str:
+    """The last component of ``path``: its name in its parent's child list."""
+    return path.rsplit("/", 1)[1]
+
+
 def _parent(path: str) -> str:
     if not (path.startswith("/") and (path == "/" or not path.endswith("/"))):
         raise ValueError(f"bad path {path!r}")
@@ -171,7 +181,7 @@ def _parent(path: str) -> str:
     return head or "/"
 
 
-class VersionedStore:
+class VersionedStore(Primitive):
     """ZooKeeper-like znodes: ``create``, ``get``, ``set``/``delete`` with expected versions."""
 
     def __init__(
@@ -182,28 +192,36 @@ class VersionedStore:
         self.world = world
         self.name = name
         self.watch_delay_ms = tuple(watch_delay_ms)
-        self.nodes: dict[str, Node] = {"/": Node(None, 0, None)}
-        self.data_watches: dict[str, list[Watcher]] = {}
-        self.child_watches: dict[str, list[Watcher]] = {}
-        self.persistent_watches: dict[str, list[tuple[Watcher, bool]]] = {}  # (watcher, recursive)
-        self.listeners: list[Listener] = []
-        self.sessions: dict[int, bool] = {}
-        self.on_touch: TouchHook | None = None
-        self._next_session = 1
-        self._deferred: list[Callable[[], None]] | None = None  # notifications of a multi-op
-        self._last_delivery: dict[Watcher, Process] = {}  # of each persistent watch
+        self._journal = Journal()  # a multi-op's undo and its deferred notifications
+        self.nodes: CellMap[str, Node] = self._cells("node", {"/": Node(None, 0, None)})
+        self.child_lists: CellMap[str, tuple[str, ...]] = self._cells("children", {"/": ()})
+        self.ephemerals: CellMap[int, tuple[str, ...]] = self._cells("ephemerals")
+        self.sessions: CellMap[int, bool] = self._cells("session")
+        self.data_watches: CellMap[str, tuple[Watcher, ...]] = self._cells("data-watches")
+        self.child_watches: CellMap[str, tuple[Watcher, ...]] = self._cells("child-watches")
+        # path -> (watcher, recursive) of each ``add_watch`` there
+        self.persistent_watches: CellMap[str, tuple[tuple[Watcher, bool], ...]] = self._cells(
+            "persistent-watches"
+        )
+        self.listeners: Cell[tuple[Listener, ...]] = Cell(world, f"{name}:listeners", ())
+        self._next_session = Cell(world, f"{name}:sessions", 1)
+        # The latest delivery to each persistent watcher: (watcher, process) pairs.
+        self._deliveries: Cell[tuple[tuple[Watcher, Process], ...]] = Cell(
+            world, f"{name}:deliveries", ()
+        )
+        self.freeze()
 
-    def _touch(self, mode: str, path: str) -> None:
-        """The one place every operation names the znode it reads or writes."""
-        self.world.touch(f"{self.name}:{path}", write=mode == "write")  # the proof's footprints
-        if self.on_touch is not None:
-            self.on_touch(mode, f"{self.name}:{path}")
+    def _cells(self, what: str, initial: dict[Any, Any] | None = None) -> CellMap[Any, Any]:
+        return CellMap(self.world, f"{self.name}:{what}", initial, journal=self._journal)
+
+    def add_listener(self, listener: Listener) -> None:
+        """``listener(path, node)`` on every change, ``node`` None for a deletion."""
+        self.listeners.set((*self.listeners.get(), listener))
 
     # -- sessions ------------------------------------------------------------
     def open_session(self) -> int:
-        self.world.touch(f"{self.name}:sessions")
-        session = self._next_session
-        self._next_session += 1
+        session = self._next_session.get()
+        self._next_session.set(session + 1)
         self.sessions[session] = True
         return session
 
@@ -211,83 +229,86 @@ class VersionedStore:
         """Expire ``session``: its ephemeral nodes vanish (watches fire). Returns their paths.
 
         Watches the session set (watchers with a ``session`` attribute, as a
-        ``ZkClient`` registers them) are removed first: they never fire. With
+        ``ZkClient`` registers them) never fire from now on: a firing skips
+        them (``_live``), reading the session's entry this expiry writes. With
         ``closing`` the client closes the session over its own connection, and
         the server deletes the ephemerals before it drops that connection's
         watches: the session's own watches see its ephemerals go (ZooKeeper
-        3.8.0, found by the conformance test).
+        3.8.0, found by the conformance test), so the entry is written after.
         """
         if session not in self.sessions:
             raise ValueError(f"unknown session {session}")
-        self.world.touch(f"{self.name}:sessions")
-        self.sessions[session] = False
         if not closing:
-            self._drop_watches_of(session)  # its watchers read the sessions table when they fire
-        owned = sorted(p for p, n in self.nodes.items() if n.ephemeral_session == session)
+            self.sessions[session] = False
+        owned = self.ephemerals.pop(session, ())
         for path in owned:
-            self._touch("write", path)
             self._remove(path)
         if closing:
-            self._drop_watches_of(session)
-        return owned
+            self.sessions[session] = False
+        return list(owned)
 
     def session_live(self, session: int) -> bool:
         """True while the server holds ``session`` (not expired, not closed)."""
-        self.world.touch(f"{self.name}:sessions", write=False)
-        return self.sessions.get(session, False)
+        return bool(self.sessions.get(session, False))
 
-    def _drop_watches_of(self, session: int) -> None:
-        def keep(watcher: Watcher) -> bool:
-            return getattr(watcher, "session", None) != session
+    def _live(self, watcher: Watcher) -> bool:
+        """The watcher's session, if it has one, has not ended: else it never fires."""
+        session = getattr(watcher, "session", None)
+        return session is None or self.sessions.get(session) is not False
 
-        for table in (self.data_watches, self.child_watches):
-            for path in sorted(table):
-                table[path] = [w for w in table[path] if keep(w)]
-                if not table[path]:
-                    del table[path]
-        for path in sorted(self.persistent_watches):
-            kept = [(w, r) for w, r in self.persistent_watches[path] if keep(w)]
-            if kept:
-                self.persistent_watches[path] = kept
-            else:
-                del self.persistent_watches[path]
+    def live_watches(self) -> dict[str, dict[str, list[Any]]]:
+        """The watches that can still fire, per table and path; unrecorded (tests, reports).
+
+        ``{"data": {path: [watcher]}, "child": ..., "persistent": {path: [(watcher, recursive)]}}``:
+        a watch whose session ended is left out, as the server removed it.
+        """
+        sessions = self.sessions.peek()
+
+        def live(watcher: Watcher) -> bool:
+            return sessions.get(getattr(watcher, "session", None)) is not False
+
+        tables = {"data": self.data_watches, "child": self.child_watches}
+        found = {
+            kind: {p: [w for w in ws if live(w)] for p, ws in table.peek().items()}
+            for kind, table in tables.items()
+        }
+        found["persistent"] = {
+            p: [(w, r) for w, r in ws if live(w)]
+            for p, ws in self.persistent_watches.peek().items()
+        }
+        return {kind: {p: ws for p, ws in table.items() if ws} for kind, table in found.items()}
 
     def _check_session(self, session: int | None) -> None:
-        if session is None:
-            self.world.touch(f"{self.name}:sessions", write=False)  # as if it looked
-        elif not self.session_live(session):
+        if session is not None and not self.session_live(session):
             raise SessionExpired(f"session {session} has expired")
 
     # -- reads ---------------------------------------------------------------
     def exists(self, path: str, watch: Watcher | None = None) -> bool:
-        self._touch("write" if watch is not None else "read", path)
         if watch is not None:
-            self.data_watches.setdefault(path, []).append(watch)
+            self._add(self.data_watches, path, watch)
         return path in self.nodes
 
     def get(self, path: str, watch: Watcher | None = None) -> tuple[JSONValue, int]:
         """(data, version); NoNode if absent. A copy: callers cannot alias the store."""
-        self._touch("write" if watch is not None else "read", path)
         node = self.nodes.get(path)
         if node is None:
             raise NoNode(path)
         if watch is not None:
-            self.data_watches.setdefault(path, []).append(watch)
+            self._add(self.data_watches, path, watch)
         return copy_json(node.data), node.version
 
     def children(self, path: str, watch: Watcher | None = None) -> list[str]:
-        """Child names, sorted (never in dict or directory-listing order)."""
-        self._touch("write" if watch is not None else "read", path)
-        if path not in self.nodes:
+        """Child names, sorted (never in dict or directory-listing order): the node's child list."""
+        names = self.child_lists.get(path)
+        if names is None:
             raise NoNode(path)
         if watch is not None:
-            self.child_watches.setdefault(path, []).append(watch)
-        prefix = path.rstrip("/") + "/"
-        return sorted(
-            p[len(prefix) :]
-            for p in self.nodes
-            if p != path and p.startswith(prefix) and "/" not in p[len(prefix) :]
-        )  # p != path: the root "/" is not its own child
+            self._add(self.child_watches, path, watch)
+        return list(names)
+
+    @staticmethod
+    def _add(table: CellMap[str, tuple[Any, ...]], path: str, entry: Any) -> None:
+        table[path] = (*(table.get(path) or ()), entry)
 
     def watch(self, path: str, callback: Watcher) -> None:
         """A persistent watch on ``path`` (kazoo's DataWatch): re-armed each time it fires.
@@ -313,20 +334,18 @@ class VersionedStore:
         changing. ``path`` need not exist. Each firing is one delivery with a
         drawn delay; changes meanwhile are each delivered, in order of firing.
         """
-        self._touch("write", path)  # the watch table
-        self.persistent_watches.setdefault(path, []).append((watcher, recursive))
+        self._add(self.persistent_watches, path, (watcher, recursive))
 
     def remove_watch(self, path: str, watcher: Watcher) -> bool:
         """Remove a watch ``add_watch`` set; False if there was none."""
-        self._touch("write", path)
-        entries = self.persistent_watches.get(path, [])
-        kept = [(w, r) for w, r in entries if w is not watcher]
-        if len(kept) == len(entries):
+        entries = self.persistent_watches.get(path) or ()
+        kept = tuple((w, r) for w, r in entries if w is not watcher)
+        if len(kept) == len(entries) or not self._live(watcher):
             return False
         if kept:
             self.persistent_watches[path] = kept
         else:
-            del self.persistent_watches[path]
+            self.persistent_watches.pop(path)
         return True
 
     # -- writes --------------------------------------------------------------
@@ -343,19 +362,23 @@ class VersionedStore:
         the created path is returned."""
         self._check_session(ephemeral_session)
         parent = _parent(f"{path}0" if sequential else path)
-        if sequential and parent in self.nodes:
-            path = f"{path}{self.nodes[parent].cversion:010d}"
-        self._touch("write", path)
-        self._touch("write", parent)
-        if parent not in self.nodes:
+        above = self.nodes.get(parent)
+        if above is None:
             raise NoNode(parent)
+        if sequential:
+            path = f"{path}{above.cversion:010d}"
         if path in self.nodes:
             raise NodeExists(path)
-        if self.nodes[parent].ephemeral_session is not None:
+        if above.ephemeral_session is not None:
             raise NoChildrenForEphemerals(parent)
         node = Node(copy_json(data), 0, ephemeral_session)
         self.nodes[path] = node
-        self.nodes[parent].cversion += 1
+        self.child_lists[path] = ()
+        self.nodes[parent] = dataclasses.replace(above, cversion=above.cversion + 1)
+        self.child_lists[parent] = tuple(sorted((*self.child_lists[parent], _name(path))))
+        if ephemeral_session is not None:
+            owned = self.ephemerals.get(ephemeral_session) or ()
+            self.ephemerals[ephemeral_session] = tuple(sorted((*owned, path)))
         self._notify(path, node, "created")
         self._children_changed(parent)
         return path
@@ -370,44 +393,46 @@ class VersionedStore:
 
     def set(self, path: str, data: JSONValue, version: int = -1) -> int:
         """Overwrite the node; with ``version`` >= 0 only if that is its version. New version."""
-        self._touch("write", path)
-        node = self.nodes.get(path)
-        if node is None:
-            raise NoNode(path)
-        if version >= 0 and node.version != version:
-            raise BadVersion(f"{path}: expected version {version}, found {node.version}")
-        node.data = copy_json(data)
-        node.version += 1
+        node = self._at_version(path, version)
+        node = Node(copy_json(data), node.version + 1, node.ephemeral_session, node.cversion)
+        self.nodes[path] = node
         self._notify(path, node, "changed")
         return node.version
 
     def delete(self, path: str, version: int = -1) -> None:
         if path == "/":  # ZooKeeper's PrepRequestProcessor refuses the root as a special path
             raise BadArguments("the root znode cannot be deleted")
-        self._touch("write", path)
-        self._touch("write", _parent(path))
+        _parent(path)
+        node = self._at_version(path, version)
+        if self.child_lists[path]:
+            raise NotEmpty(path)
+        owner = node.ephemeral_session
+        if owner is not None:
+            self.ephemerals[owner] = tuple(p for p in self.ephemerals[owner] if p != path)
+        self._remove(path)
+
+    def _at_version(self, path: str, version: int) -> Node:
+        """The node at ``path``: NoNode if absent, BadVersion unless ``version`` is -1 or matches."""
         node = self.nodes.get(path)
         if node is None:
             raise NoNode(path)
         if version >= 0 and node.version != version:
             raise BadVersion(f"{path}: expected version {version}, found {node.version}")
-        if self.children(path):
-            raise NotEmpty(path)
-        self._remove(path)
+        return node
 
     def _remove(self, path: str) -> None:
-        del self.nodes[path]
+        """Remove the node: its own cells, and its name from the parent's child list."""
+        parent = _parent(path)
+        self.nodes.pop(path)
+        self.child_lists.pop(path)
+        name = _name(path)
+        self.child_lists[parent] = tuple(n for n in self.child_lists[parent] if n != name)
         self._notify(path, None, "deleted")
-        self._children_changed(_parent(path))
+        self._children_changed(parent)
 
     def check(self, path: str, version: int = -1) -> None:
         """A multi-op's ``check``: NoNode if absent, BadVersion unless ``version`` is -1 or matches."""
-        self._touch("read", path)
-        node = self.nodes.get(path)
-        if node is None:
-            raise NoNode(path)
-        if version >= 0 and node.version != version:
-            raise BadVersion(f"{path}: expected version {version}, found {node.version}")
+        self._at_version(path, version)
 
     # -- multi-op ----------------------------------------------------------------
     def transaction(self) -> Transaction:
@@ -417,24 +442,23 @@ class VersionedStore:
         """Apply ``ops`` all or nothing (ZooKeeper's ``multi``); results in op order.
 
         The ops run in order against the store; if one fails, every change is
-        rolled back, no watch fires, nothing is drawn, and TransactionFailed
-        names the op. Otherwise the watches fire as the ops would have fired
-        them one by one. ``session`` owns the ephemeral nodes it creates.
+        rolled back (the journal puts the cells' values back), no watch fires,
+        nothing is drawn, and TransactionFailed names the op. Otherwise the
+        watches fire as the ops would have fired them one by one. ``session``
+        owns the ephemeral nodes it creates.
         """
-        contract(self._deferred is None, "a multi-op cannot nest")
-        saved = {p: dataclasses.replace(n) for p, n in self.nodes.items()}
-        self._deferred = []
+        contract(not self._journal.active, "a multi-op cannot nest")
+        self._journal.begin()
         results: list[JSONValue] = []
         try:
             for index, op in enumerate(ops):
                 try:
                     results.append(self._apply(op, session))
                 except StoreError as error:
-                    self.nodes = saved
+                    self._journal.rollback()
                     raise TransactionFailed(index, op, error) from None
-            deferred = self._deferred
         finally:
-            self._deferred = None
+            deferred = self._journal.end()
         for notification in deferred:
             notification()
         return results
@@ -455,45 +479,53 @@ class VersionedStore:
 
     # -- notification ----------------------------------------------------------
     def _notify(self, path: str, node: Node | None, kind: str) -> None:
-        if self._deferred is not None:
-            frozen = None if node is None else dataclasses.replace(node)
-            self._deferred.append(lambda: self._notify(path, frozen, kind))
+        if self._journal.active:
+            self._journal.after.append(lambda: self._notify(path, node, kind))
             return
-        for listener in list(self.listeners):
+        for listener in self.listeners.get():
             listener(path, node)
         self._fire(self.data_watches, path, kind)
         if kind == "deleted":
             self._fire(self.child_watches, path, "deleted")
-        if self.persistent_watches:
-            self._fire_persistent(path, kind)
+        self._fire_persistent(path, kind)
 
     def _children_changed(self, parent: str) -> None:
-        if self._deferred is not None:
-            self._deferred.append(lambda: self._children_changed(parent))
+        if self._journal.active:
+            self._journal.after.append(lambda: self._children_changed(parent))
             return
         self._fire(self.child_watches, parent, "children")
-        for watcher, recursive in list(self.persistent_watches.get(parent, ())):
-            if not recursive:
+        for watcher, recursive in self.persistent_watches.get(parent) or ():
+            if not recursive and self._live(watcher):
                 self._send(watcher, WatchEvent("children", parent), in_order=True)
 
     def _fire_persistent(self, path: str, kind: str) -> None:
-        """Persistent watches on ``path`` and recursive ones on its ancestors, nearest first."""
+        """Persistent watches on ``path`` and recursive ones on its ancestors, nearest first.
+
+        Reads every ancestor's table: an ``add_watch`` or ``remove_watch`` there
+        changes what fires.
+        """
         chosen: list[Watcher] = []
         at = path
         while True:
-            for watcher, recursive in self.persistent_watches.get(at, ()):
+            for watcher, recursive in self.persistent_watches.get(at) or ():
                 if (recursive or at == path) and not any(w is watcher for w in chosen):
                     chosen.append(watcher)
             if at == "/":
                 break
             at = _parent(at)
         for watcher in chosen:
-            self._send(watcher, WatchEvent(kind, path), in_order=True)
+            if self._live(watcher):
+                self._send(watcher, WatchEvent(kind, path), in_order=True)
 
-    def _fire(self, table: dict[str, list[Watcher]], path: str, kind: str) -> None:
-        watchers = table.pop(path, [])
+    def _fire(self, table: CellMap[str, tuple[Watcher, ...]], path: str, kind: str) -> None:
+        """One-shot watches on ``path`` fire once: the entry goes (a write only when there is one)."""
+        watchers = table.get(path)
+        if not watchers:
+            return
+        table.pop(path)
         for watcher in watchers:
-            self._send(watcher, WatchEvent(kind, path))
+            if self._live(watcher):
+                self._send(watcher, WatchEvent(kind, path))
 
     def _send(self, watcher: Watcher, event: WatchEvent, *, in_order: bool = False) -> None:
         """Deliver ``event`` after a drawn delay; ``in_order``: never before the watcher's earlier ones.
@@ -503,12 +535,16 @@ class VersionedStore:
         queue behind each other; a one-shot watch fires once and needs no queue.
         """
         delay_ms = self.world.source.choose(f"{self.name}.watch-delay", self.watch_delay_ms)
-        previous = self._last_delivery.get(watcher) if in_order else None
+        if not in_order:
+            self.world.spawn(f"{self.name}-watch", self._deliver(watcher, event, delay_ms))
+            return
+        latest = self._deliveries.get()
+        previous = next((p for w, p in latest if w == watcher), None)  # as a dict keyed by it
         process = self.world.spawn(
             f"{self.name}-watch", self._deliver(watcher, event, delay_ms, previous)
         )
-        if in_order:
-            self._last_delivery[watcher] = process
+        others = tuple((w, p) for w, p in latest if w != watcher)
+        self._deliveries.set((*others, (watcher, process)))
 
     def _deliver(
         self, watcher: Watcher, event: WatchEvent, delay_ms: int, previous: Process | None = None
@@ -523,13 +559,14 @@ class VersionedStore:
         watcher(event)
 
 
-class LaggingCache:
+class LaggingCache(Primitive):
     """A view of the store's nodes under ``prefix`` that may be stale.
 
     ``auto_refresh``: each change reaches the cache after a lag drawn from
     ``lag_ms`` (never going back to an older version). Otherwise the cache
     changes only through ``refresh`` and ``invalidate_all``, and a miss loads
-    the node lazily, as Brooklin's datastream cache does.
+    the node lazily, as Brooklin's datastream cache does. Its entries are one
+    cell (``<name>``): a refresh or an invalidation replaces them all.
     """
 
     def __init__(
@@ -549,9 +586,25 @@ class LaggingCache:
         self.prefix = prefix.rstrip("/") + "/"
         self.name = name
         self.lag_ms = tuple(lag_ms)
-        self.entries: dict[str, tuple[JSONValue, int]] = {}
+        self._entries: Cell[Mapping[str, tuple[JSONValue, int]]] = Cell(
+            world, name, MappingProxyType({})
+        )
+        self.freeze()
         if auto_refresh:
-            store.listeners.append(self._on_change)
+            store.add_listener(self._on_change)
+
+    @property
+    def entries(self) -> Mapping[str, tuple[JSONValue, int]]:
+        """The cached (data, version) of each path, read-only (a read of the cache)."""
+        return self._entries.get()
+
+    def _put(self, path: str, value: tuple[JSONValue, int] | None) -> None:
+        entries = dict(self._entries.get())
+        if value is None:
+            entries.pop(path, None)
+        else:
+            entries[path] = value
+        self._entries.set(MappingProxyType(entries))
 
     def _on_change(self, path: str, node: Node | None) -> None:
         if not path.startswith(self.prefix):
@@ -565,36 +618,34 @@ class LaggingCache:
         self, path: str, value: tuple[JSONValue, int] | None, lag_ms: int
     ) -> ProcessGenerator:
         yield self.world.sleep(lag_ms)
-        self.world.touch(self.name)
-        if value is None:
-            self.entries.pop(path, None)
-            return
         current = self.entries.get(path)
-        if current is None or current[1] < value[1]:
-            self.entries[path] = value
+        if value is None:
+            if current is not None:
+                self._put(path, None)
+        elif current is None or current[1] < value[1]:
+            self._put(path, value)
 
     def get(self, path: str) -> tuple[JSONValue, int] | None:
         """The cached (data, version), loading a miss from the store; None if absent there."""
         if not path.startswith(self.prefix):
             raise ValueError(f"{path} is outside {self.prefix}")
-        self.world.touch(self.name)
         cached = self.entries.get(path)
         if cached is None:
             try:
                 cached = self.store.get(path)
             except NoNode:
                 return None
-            self.entries[path] = cached
+            self._put(path, cached)
         return copy_json(cached[0]), cached[1]
 
     def refresh(self) -> None:
-        """Reload every node under the prefix from the store, now."""
-        self.world.touch(self.name)
-        self.entries = {}
+        """Reload every node under the prefix from the store, now (emptied if the prefix is gone)."""
+        self.invalidate_all()
+        entries = {}
         for name in self.store.children(self.prefix.rstrip("/")):
             path = self.prefix + name
-            self.entries[path] = self.store.get(path)
+            entries[path] = self.store.get(path)
+        self._entries.set(MappingProxyType(entries))
 
     def invalidate_all(self) -> None:
-        self.world.touch(self.name)
-        self.entries = {}
+        self._entries.set(MappingProxyType({}))

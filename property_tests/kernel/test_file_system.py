@@ -87,16 +87,32 @@ def test_the_file_system_keeps_posix_shapes_and_declares_reads_and_writes() -> N
         fs.mtime_ms("/a/h")
     with pytest.raises(FsError, match=r"^no such directory /z$"):
         fs.write("/z/f", 1)
-    reads = {write for key, write in seen if key == "disk"}
-    assert reads == {True, False}
+    assert {write for _, write in seen} == {True, False}
+    assert all(key.startswith("disk:") for key, _ in seen)  # every entry is one of its cells
     before = len(seen)
     for look in (fs.read, fs.exists, fs.isdir, fs.listdir, fs.mtime_ms, fs.generation):
         look("/a/g" if look == fs.read else "/a")
-    assert seen[before:] == [("disk", False)] * 6
-    fs.remove("/a/g")
-    fs.rmtree("/a")
-    assert seen[-2:] == [("disk", True)] * 2
-    assert {key for key, _ in seen} == {"disk"}
+    a, a_file = ("disk:dir['/a']", False), ("disk:file['/a']", False)
+    listing = ("disk:entries['/a']", False)
+    assert seen[before:] == [("disk:file['/a/g']", False), a_file, a, a, a, listing, a, a]
+    before = len(seen)
+    fs.remove("/a/g")  # the file, the parent's entries and its mtime
+    assert {key for key, write in seen[before:] if write} == {
+        "disk:file['/a/g']",
+        "disk:entries['/a']",
+        "disk:dir['/a']",
+    }
+    before = len(seen)
+    fs.rmtree("/a")  # everything below it, and the root's entries and mtime
+    assert {key for key, write in seen[before:] if write} == {
+        "disk:file['/a/b/f']",
+        "disk:dir['/a/b']",
+        "disk:entries['/a/b']",
+        "disk:dir['/a']",
+        "disk:entries['/a']",
+        "disk:entries['/']",
+        "disk:dir['/']",
+    }
     assert fs.listdir("/") == ["ab"] and not fs.exists("/a/b/f")
     fs.mkdir("/dX/eX")  # a name ending in the characters a mutant might strip
     fs.mkdir("/d")

@@ -15,12 +15,14 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kazoo.client import KazooClient
 
+from property_tests.touch_log import TouchLog
 from raceproof.sim import (
     BadVersion,
     RandomSource,
@@ -270,26 +272,45 @@ def test_a_real_transaction_rolls_back_and_names_the_failing_op(real_store: Kazo
     ]
 
 
-def test_every_store_access_names_its_path_once_through_the_touch_hook() -> None:
-    store = VersionedStore(World(ReplaySource([], strict=False)))
-    touched: list[tuple[str, str]] = []
-    store.on_touch = lambda mode, path: touched.append((mode, path))
-    store.create("/a", 0)
-    store.get("/a")
-    store.children("/")
-    store.transaction().check("/a", 0).set_data("/a", 1).commit()
-    store.delete("/a")
-    assert touched == [
-        ("write", "zk:/a"),
-        ("write", "zk:/"),
-        ("read", "zk:/a"),
-        ("read", "zk:/"),
-        ("read", "zk:/a"),
-        ("write", "zk:/a"),
-        ("write", "zk:/a"),
-        ("write", "zk:/"),
-        ("read", "zk:/a"),
-    ]
+def _footprint(world: TouchLog, operation: Any) -> dict[str, bool]:
+    """What ``operation`` read (False) and wrote (True), as a step's footprint merges it."""
+    world.touched.clear()
+    operation()
+    merged: dict[str, bool] = {}
+    for resource, write in world.touched:
+        merged[resource] = write or merged.get(resource, False)
+    return merged
+
+
+def test_every_store_operation_records_what_it_read_and_wrote_through_its_cells() -> None:
+    world = TouchLog()
+    store = VersionedStore(world)
+    node, kids = "zk:node['{}']".format, "zk:children['{}']".format
+    fires = {"zk:listeners": False, "zk:data-watches['/a']": False}
+    above = {"zk:persistent-watches['/a']": False, "zk:persistent-watches['/']": False}
+    parent = {"zk:child-watches['/']": False}  # the parent's child watches fire
+    assert _footprint(world, lambda: store.create("/a", 0)) == {
+        node("/"): True,  # its cversion
+        node("/a"): True,
+        kids("/a"): True,
+        kids("/"): True,
+        **fires,
+        **above,
+        **parent,
+    }
+    assert _footprint(world, lambda: store.get("/a")) == {node("/a"): False}
+    assert _footprint(world, lambda: store.children("/")) == {kids("/"): False}
+    tx = store.transaction().check("/a", 0).set_data("/a", 1)
+    assert _footprint(world, tx.commit) == {node("/a"): True, **fires, **above}
+    assert _footprint(world, lambda: store.delete("/a")) == {
+        node("/a"): True,
+        kids("/a"): True,
+        kids("/"): True,
+        **fires,
+        "zk:child-watches['/a']": False,
+        **above,
+        **parent,
+    }
 
 
 # -- persistent watches on the real ZooKeeper, through its own command line ----------------

@@ -351,9 +351,14 @@ def test_a_disk_write_fault_is_drawn_at_five_percent_and_names_the_file() -> Non
     assert str(failed.value) == "/d/f"
     assert world.source.asked == [("disk.write-fails", 2, 0.05)]  # type: ignore[attr-defined]
     assert not fs.exists("/d/f")
+    fs.write("/d/g", 2)  # the replay is exhausted: no failure, never synced
     world.touched.clear()
-    fs.crash()
-    assert world.touched[0] == ("disk", True)
+    fs.crash()  # reads every directory's entries, writes what it loses
+    assert world.touched[0] == ("disk:entries['/']", False)
+    assert {key for key, write in world.touched if write} == {
+        "disk:file['/d/g']",
+        "disk:entries['/d']",
+    }
 
 
 def test_a_queue_keeps_duplicates_unless_asked_to_drop_them() -> None:
@@ -373,14 +378,23 @@ def test_a_cache_copies_what_it_hands_out_and_keeps_a_stale_view_until_refreshed
     assert cache.prefix == "/jobX/"
     world.touched.clear()
     cache.refresh()
-    assert world.touched[0] == ("view", True)
+    assert world.touched[0] == ("view", True)  # emptied first, then filled
+    assert world.touched[-1] == ("view", True)
     store.set("/jobX/a", {"rows": [2]})
     got = cache.get("/jobX/a")
     assert got == ({"rows": [1]}, 0)  # stale: refreshed before the write
     assert got is not None
     got[0]["rows"].append(99)  # the caller's copy only
+    world.touched.clear()
     assert cache.get("/jobX/a") == ({"rows": [1]}, 0)
-    assert world.touched[-1] == ("view", True)
+    assert world.touched == [("view", False)]  # a hit only reads the cache
+    world.touched.clear()
+    assert (
+        cache.get("/jobX/b") is None and ("view", True) not in world.touched
+    )  # a miss absent there
+    store.create("/jobX/c", 3)
+    world.touched.clear()
+    assert cache.get("/jobX/c") == (3, 0) and world.touched[-1] == ("view", True)  # a miss loaded
     with pytest.raises(ValueError, match=r"^lag_ms needs at least one option(\n|$)"):
         LaggingCache(world, store, "/jobX", lag_ms=())
 

@@ -301,20 +301,22 @@ def test_a_session_client_closes_and_reports_its_footprints() -> None:
     states: list[str] = []
     world.touched.clear()
     client.add_listener(lambda e: states.append(e.state))
-    assert world.touched == [(client.resource, True)]
+    listeners = f"{client.resource}.listeners"
+    assert world.touched == [(listeners, False), (listeners, True)]
     client.create("/e", 1, ephemeral=True)
 
     def ask() -> Generator[Any, Any, None]:
         world.touched.clear()
         result = yield from client.request(lambda: store.get("/e"))
         assert result == (1, 0)
-        assert world.touched[-1] == (client.resource, False)
+        assert world.touched[-1] == (f"{client.resource}.connection", False)  # was it cut?
 
     world.spawn("asker", ask())
     world.run()
     world.touched.clear()
     client.close()
-    assert world.touched[0] == (client.resource, True)
+    assert world.touched[0] == (f"{client.resource}.session", False)
+    assert (f"{client.resource}.state", True) in world.touched
     assert client.state == "closed" and not store.exists("/e")
     world.run()
     assert states == ["closed"]
@@ -329,7 +331,7 @@ def test_a_watch_in_flight_when_its_session_dies_is_dropped_and_no_watch_is_none
     client = ZkClient(world, store, "c1")
     seen: list[str] = []
     assert client.exists("/p") is False  # no watcher: nothing registered
-    assert store.data_watches == {}
+    assert store.data_watches.peek() == {}
     client.exists("/p", watch=lambda e: seen.append(e.kind))
     store.create("/p", 0)  # notification due at 5 ms
     world.spawn("killer", after(world, 1, client.expire))
@@ -369,9 +371,11 @@ def test_a_session_clients_creates_and_watches_take_their_defaults() -> None:
     client.exists("/e", watch=lambda e: seen.append(f"c1 {e.kind} {e.path}"))
     world.touched.clear()
     client.expire()  # the server drops c1's watches and its ephemeral /e
-    assert world.touched[:2] == [(client.resource, True), (client.resource, False)]
-    assert (f"{store.name}:sessions", True) in world.touched
-    assert (f"{store.name}:/e", True) in world.touched
+    session = (f"{client.resource}.session", False)
+    assert world.touched[:2] == [session, (f"{store.name}:session[{client.session}]", False)]
+    assert (f"{store.name}:session[{client.session}]", True) in world.touched
+    assert (f"{store.name}:node['/e']", True) in world.touched
+    assert (f"{store.name}:children['/']", True) in world.touched  # the parent's child list
     assert store.exists("/plain") and not store.exists("/e")
     other.create("/plain/child", 1)
     world.run()

@@ -67,7 +67,7 @@ def test_the_default_cache_name_labels_its_draws() -> None:
     store = VersionedStore(world)
     store.ensure_path("/ds")
     assert LaggingCache(world, store, "/ds", auto_refresh=False).lag_ms == (0,)
-    assert not store.listeners
+    assert not store.listeners.peek()
     cache = LaggingCache(world, store, "/ds", lag_ms=(0, 0))  # two options: a recorded draw
     assert cache.name == "cache"
 
@@ -221,7 +221,7 @@ def test_store_watches_transactions_and_caches_in_their_less_used_forms() -> Non
     assert cache.get("/c/x") == ("x", 0)
     world.touched.clear()
     cache.invalidate_all()
-    assert cache.entries == {} and world.touched == [("view", True)]
+    assert world.touched == [("view", True)] and cache.entries == {}
 
 
 def test_a_session_client_removes_watches_deletes_and_checks_through_its_session() -> None:

@@ -72,9 +72,11 @@ def test_the_watches_an_expired_session_set_are_removed_and_never_fire() -> None
     store.add_watch("/p", other, recursive=True)
     store.add_watch("/q", mine)
     store.expire_session(first)
-    assert store.data_watches == {"/a": [other, plain]}
-    assert store.child_watches == {"/p": [other]}
-    assert store.persistent_watches == {"/p": [(other, True)]}
+    assert store.live_watches() == {
+        "data": {"/a": [other, plain]},
+        "child": {"/p": [other]},
+        "persistent": {"/p": [(other, True)]},
+    }
     store.create("/a")
     store.create("/p/c")
     world.run()
@@ -109,9 +111,9 @@ def test_a_multi_ops_changes_are_heard_after_it_each_with_the_node_as_it_changed
 
     def listener(path: str, node: Any) -> None:
         state = None if node is None else (node.data, node.version, node.ephemeral_session)
-        heard.append((path, state, store.nodes["/a"].version))  # /a as it is when heard
+        heard.append((path, state, store.nodes.peek()["/a"].version))  # /a as it is when heard
 
-    store.listeners.append(listener)
+    store.add_listener(listener)
     events: list[tuple[int, str, str]] = []
 
     def watcher(event: WatchEvent) -> None:
@@ -191,12 +193,14 @@ def test_the_store_copies_nested_data_in_and_out() -> None:
 
 
 def test_exists_reads_its_node_unless_it_sets_a_watch() -> None:
-    _, store = _store()
-    touched: list[tuple[str, str]] = []
-    store.on_touch = lambda mode, resource: touched.append((mode, resource))
+    world = TouchLog()
+    store = VersionedStore(world)
     store.exists("/x")
+    assert world.touched == [("zk:node['/x']", False)]
+    world.touched.clear()
     store.exists("/x", watch=lambda event: None)
-    assert touched == [("read", "zk:/x"), ("write", "zk:/x")]
+    table = "zk:data-watches['/x']"  # the watch table: read, then written with the new watch
+    assert world.touched == [(table, False), (table, True), ("zk:node['/x']", False)]
 
 
 @given(
@@ -247,21 +251,31 @@ def test_the_servers_expiry_of_a_paused_client_reads_the_client_and_is_the_serve
     client.pause(5)  # longer than the timeout: the server expires the session at 1 ms
     world.touched.clear()
     world.run()
-    client_read, client_write = ("zk-client:c1", False), ("zk-client:c1", True)
+    field = "zk-client:c1.{}".format
     assert world.touched == [
-        client_read,  # the client's state-change notice reads its listeners (connection lost)
-        ("timer:zk-client:c1:expiry", False),  # the server's timer fires: its deadline's cell
+        (field("listeners"), False),  # the notice of the lost connection reads the listeners
+        ("timer:zk-client:c1:expiry", False),  # the server's timer fires (its cells)
         ("timer:zk-client:c1:expiry", True),
-        ("timer:zk-client:c1:expiry.fired", False),  # and its count of firings
+        ("timer:zk-client:c1:expiry.fired", False),
         ("timer:zk-client:c1:expiry.fired", True),
-        client_read,  # which session
-        ("zk:sessions", True),
-        client_write,
-        ("zk-client:c1.queued", False),  # the client resumes: no request queued to release
-        client_read,
-        ("zk:sessions", False),  # and finds the session expired
-        client_write,
-        client_read,  # and tells its listeners
+        (field("session"), False),  # which session (logged)
+        (field("session"), False),  # (expired)
+        ("zk:session[1]", False),  # the server expires it
+        ("zk:session[1]", True),
+        ("zk:ephemerals[1]", True),  # and its ephemerals (none)
+        (field("reconnect-at"), False),  # the client resumes: no later loss
+        (field("dead"), False),
+        (field("state"), False),  # disconnected: reconnect
+        (field("waiting"), False),  # no actor blocked,
+        (field("queued"), False),  # no request queued
+        (field("session"), False),
+        ("zk:session[1]", False),  # and finds the session expired
+        (field("held"), False),
+        (field("state"), True),
+        (field("session"), False),
+        (field("last-tell"), False),  # the notice queues behind the one before
+        (field("last-tell"), True),
+        (field("listeners"), False),  # and tells its listeners
     ]
     assert [(op.actor, op.kind) for op in world.history.ops] == [
         ("c1", "zk.paused"),
@@ -352,11 +366,12 @@ def test_removing_one_persistent_watch_leaves_the_others_on_the_path() -> None:
     store.add_watch("/w", second)
     world.touched.clear()
     assert store.remove_watch("/w", first) is True
-    assert world.touched == [(f"{store.name}:/w", True)]
+    table = f"{store.name}:persistent-watches['/w']"
+    assert world.touched == [(table, False), (table, True)]
     store.create("/w", 0)
     world.run()
     assert seen == ["second created"]
-    assert store.remove_watch("/w", second) is True and "/w" not in store.persistent_watches
+    assert store.remove_watch("/w", second) is True and "/w" not in store.persistent_watches.peek()
 
 
 def test_store_errors_name_the_node_and_versions_from_zero_are_checked() -> None:
@@ -395,7 +410,13 @@ def test_children_are_the_direct_ones_sorted_and_a_watch_makes_the_read_a_write(
     world.touched.clear()
     store.children("/a")
     store.children("/a", watch=lambda e: None)
-    assert world.touched == [("zk:/a", False), ("zk:/a", True)]
+    children, watches = "zk:children['/a']", "zk:child-watches['/a']"
+    assert world.touched == [
+        (children, False),
+        (children, False),
+        (watches, False),
+        (watches, True),
+    ]
 
 
 def test_a_multi_op_applies_every_argument_and_rolls_back_ephemerals_and_sequences() -> None:
@@ -414,13 +435,13 @@ def test_a_multi_op_applies_every_argument_and_rolls_back_ephemerals_and_sequenc
     )
     assert results == ["/q/s-0000000000", "/q/e", 1, None]
     assert store.get("/q/s-0000000000") == ("one", 0) and store.get("/q") == ("q2", 1)
-    assert store.nodes["/q/e"].ephemeral_session == session
+    assert store.nodes.peek()["/q/e"].ephemeral_session == session
     with pytest.raises(TransactionFailed):
         store.multi(
             [TxOp("create", "/q/s-", "two", sequential=True), TxOp("delete", "/q", version=0)],
             session=session,
         )
-    assert store.nodes["/q/e"].ephemeral_session == session  # rolled back intact
+    assert store.nodes.peek()["/q/e"].ephemeral_session == session  # rolled back intact
     # /q has had two children created: its sequence goes on from 2, as ZooKeeper's cversion does.
     assert store.create("/q/s-", "three", sequential=True) == "/q/s-0000000002"
     store.multi([TxOp("delete", "/q/s-0000000002", version=0)])
@@ -436,10 +457,10 @@ def test_a_multi_op_cannot_start_inside_another() -> None:
     world = World(ReplaySource([], strict=False))
     store = VersionedStore(world)
     heard: list[bool] = []
-    store.listeners.append(lambda path, node: heard.append(store._deferred is None))
+    store.add_listener(lambda path, node: heard.append(not store._journal.active))
     store.multi([TxOp("create", "/m", 1)])
     assert heard == [True]  # the listener ran once the multi-op was over
-    store._deferred = []  # as if inside one
+    store._journal.begin()  # as if inside one
     with pytest.raises(KernelError, match=r"^a multi-op cannot nest(\n|$)"):
         store.multi([TxOp("check", "/")])
 
@@ -467,19 +488,23 @@ def test_each_client_and_store_operation_records_exactly_its_footprint() -> None
     store = VersionedStore(world)
     store.create("/x", 0)
     client = ZkClient(world, store, "c1")
-    x, table = ("zk:/x", True), ("zk:sessions", False)
-    read_x = ("zk:/x", False)
-    # A request reads the client's state (connected?) and, through ``live``, the session table.
-    asks = [(client.resource, False), (client.resource, False), table]
+    node, table = "zk:node['/x']", ("zk:session[1]", False)
+    x, read_x = (node, True), (node, False)
+    # A call reads the client's state (connected?) and, through ``live``, its session's entry.
+    asks = [(f"{client.resource}.state", False), (f"{client.resource}.session", False), table]
+    data_watch = [("zk:data-watches['/x']", False), ("zk:data-watches['/x']", True)]
+    persistent = [("zk:persistent-watches['/x']", False), ("zk:persistent-watches['/x']", True)]
+    fires = [("zk:listeners", False), ("zk:data-watches['/x']", False)]
+    above = [("zk:persistent-watches['/x']", False), ("zk:persistent-watches['/']", False)]
     cases: list[tuple[Any, list[tuple[str, bool]]]] = [
         (lambda: client.get("/x"), [*asks, read_x]),
         (lambda: client.exists("/x"), [*asks, read_x]),
-        (lambda: client.children("/x"), [*asks, read_x]),
-        (lambda: client.set("/x", 1), [*asks, x]),
+        (lambda: client.children("/x"), [*asks, ("zk:children['/x']", False)]),
+        (lambda: client.set("/x", 1), [*asks, read_x, x, *fires, *above]),
         (lambda: client.check("/x"), [*asks, read_x]),
-        (lambda: store.session_live(client.session), [table]),
-        (lambda: store.add_watch("/x", lambda e: None), [x]),
-        (lambda: store.get("/x", watch=lambda e: None), [x]),
+        (lambda: store.session_live(client.session), asks[1:]),  # client.session is a read
+        (lambda: store.add_watch("/x", lambda e: None), persistent),
+        (lambda: store.get("/x", watch=lambda e: None), [read_x, *data_watch]),
     ]
     for operation, footprint in cases:
         world.touched.clear()

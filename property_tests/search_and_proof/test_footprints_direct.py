@@ -88,11 +88,15 @@ def test_a_file_write_is_a_write_and_a_file_read_a_read() -> None:
     fs = FileSystem(world, "disk")
     fs.mkdir("/d")
     start = len(world.touched)
-    fs.write("/d/f", 1)
-    assert _since(world, start) and all(entry == ("disk", True) for entry in _since(world, start))
+    fs.write("/d/f", 1)  # a new file: the file, the folder's entries and its mtime
+    written = {resource for resource, write in _since(world, start) if write}
+    assert written == {"disk:file['/d/f']", "disk:entries['/d']", "disk:dir['/d']"}
+    start = len(world.touched)
+    fs.write("/d/f", 2)  # a rewrite: the file alone
+    assert {resource for resource, write in _since(world, start) if write} == {"disk:file['/d/f']"}
     start = len(world.touched)
     fs.read("/d/f")
-    assert _since(world, start) == [("disk", False)]
+    assert _since(world, start) == [("disk:file['/d/f']", False)]
 
 
 def test_tracked_state_records_keys_fields_and_membership() -> None:
@@ -248,10 +252,11 @@ def test_a_watch_delivery_reads_the_client_and_writes_it_only_when_it_holds_the_
         start = len(world.touched)
         world.run_to_end()
         assert bool(seen) is not disconnected  # held while disconnected
-        return [entry for entry in world.touched[start:] if entry[0] == client.resource]
+        return [e for e in world.touched[start:] if e[0].startswith(f"{client.resource}.")]
 
-    assert deliver(False) == [("zk-client:c", False)]
-    assert ("zk-client:c", True) in deliver(True)
+    delivered = deliver(False)
+    assert delivered and not any(write for _, write in delivered)  # reads only
+    assert ("zk-client:c.held", True) in deliver(True)
 
 
 def test_a_step_is_never_delayed_past_a_step_it_triggered() -> None:

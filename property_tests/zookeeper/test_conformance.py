@@ -118,7 +118,7 @@ class SimSide:
     def tree(self) -> dict[str, tuple[Any, int, int | None]]:
         return {
             path: (node.data, node.version, self._slot_of(node.ephemeral_session))
-            for path, node in self.store.nodes.items()
+            for path, node in self.store.nodes.peek().items()
             if path != "/"
         }
 
@@ -180,7 +180,7 @@ class Conformance(RuleBasedStateMachine):
     # -- what the generator leaves out (documented modelling choices) ------------------
     def _pending_child_watches(self, slot: int) -> list[str]:
         session = self.sim.clients[slot].session
-        table = self.sim.store.child_watches
+        table = self.sim.store.live_watches()["child"]
         return [p for p, ws in table.items() if any(w.session == session for w in ws)]
 
     def clashes(self, slot: int, path: str, kind: str) -> bool:
@@ -213,10 +213,10 @@ class Conformance(RuleBasedStateMachine):
         missed; the simulation delivers what fired meanwhile (an open difference,
         ``docs/reference/kernel-primitives.md``). The generator leaves it out.
         """
-        store = self.sim.store
+        live = self.sim.store.live_watches()
         for slot in (i for i, lost in enumerate(self.lost) if lost):
             session = self.sim.clients[slot].session
-            tables = [store.data_watches, store.child_watches]
+            tables = [live["data"], live["child"]]
             if self.persistent[slot] or any(
                 w.session == session for t in tables for ws in t.values() for w in ws
             ):
