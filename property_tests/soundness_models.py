@@ -519,7 +519,7 @@ def fingerprint(parts: _Parts, spec: Spec) -> str:
             sorted(store.sessions.peek().items()),
             sorted((p, len(w)) for p, w in store.data_watches.peek().items()),
             [(c.state, c.session, len(c._held.peek())) for c in parts.clients],
-            [(t._fired, t._due_ms) for t in parts.timers],
+            [(t._fired.peek(), t._armed.peek() and t._armed.peek()[1]) for t in parts.timers],
             sorted(
                 (name, node.up, node.paused_until_ms > world.now_ms, node.clock_offset_ms)
                 for name, node in world.nodes.items()

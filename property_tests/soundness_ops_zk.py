@@ -35,6 +35,16 @@ def _watch(o: Objects, me: int, t: Target) -> Callable[[WatchEvent], None] | Non
     return notified
 
 
+def _store_listener(o: Objects, me: int) -> Callable[[str, Any], None]:
+    """A store listener of actor ``me``: it logs each change it hears, so the order shows."""
+    world = o.world
+
+    def heard(path: str, node: Any) -> None:
+        world.log(f"o{me}", "listener", path=path, gone=node is None)
+
+    return heard
+
+
 def _version(t: Target) -> int:
     return 0 if t.variant else -1  # variant 1: the node's first version, expected
 
@@ -53,6 +63,10 @@ STORE: dict[str, Entry] = {
     "VersionedStore.session_live": (
         "session",
         lambda o, me, t: o.store.session_live(o.clients[t.client].session),
+    ),
+    "VersionedStore.add_listener": (
+        "path",
+        lambda o, me, t: o.store.add_listener(_store_listener(o, me)),
     ),
     "VersionedStore.exists": ("path", lambda o, me, t: o.store.exists(t.path, _watch(o, me, t))),
     "VersionedStore.get": ("path", lambda o, me, t: o.store.get(t.path, _watch(o, me, t))),
@@ -150,6 +164,9 @@ def _listener(o: Objects, me: int, t: Target) -> None:
 CLIENT: dict[str, Entry] = {
     "ZkClient.connected": ("session", lambda o, me, t: o.clients[t.client].connected),
     "ZkClient.live": ("session", lambda o, me, t: o.clients[t.client].live),
+    "ZkClient.state": ("session", lambda o, me, t: o.clients[t.client].state),
+    "ZkClient.session": ("session", lambda o, me, t: o.clients[t.client].session),
+    "ZkClient.listeners": ("session", lambda o, me, t: len(o.clients[t.client].listeners)),
     "ZkClient.add_listener": ("session", _listener),
     "ZkClient.disconnect": ("session", lambda o, me, t: o.clients[t.client].disconnect()),
     "ZkClient.reconnect": ("session", lambda o, me, t: o.clients[t.client].reconnect()),
@@ -230,6 +247,7 @@ def _cached(o: Objects, t: Target) -> Any:
 
 CACHE: dict[str, Entry] = {
     "LaggingCache.get": ("path", lambda o, me, t: _cached(o, t)),
+    "LaggingCache.entries": ("path", lambda o, me, t: sorted(o.cache.entries)),
     "LaggingCache.refresh": ("path", lambda o, me, t: o.cache.refresh()),
     "LaggingCache.invalidate_all": ("path", lambda o, me, t: o.cache.invalidate_all()),
 }

@@ -256,28 +256,6 @@ class VersionedStore(Primitive):
         session = getattr(watcher, "session", None)
         return session is None or self.sessions.get(session) is not False
 
-    def live_watches(self) -> dict[str, dict[str, list[Any]]]:
-        """The watches that can still fire, per table and path; unrecorded (tests, reports).
-
-        ``{"data": {path: [watcher]}, "child": ..., "persistent": {path: [(watcher, recursive)]}}``:
-        a watch whose session ended is left out, as the server removed it.
-        """
-        sessions = self.sessions.peek()
-
-        def live(watcher: Watcher) -> bool:
-            return sessions.get(getattr(watcher, "session", None)) is not False
-
-        tables = {"data": self.data_watches, "child": self.child_watches}
-        found = {
-            kind: {p: [w for w in ws if live(w)] for p, ws in table.peek().items()}
-            for kind, table in tables.items()
-        }
-        found["persistent"] = {
-            p: [(w, r) for w, r in ws if live(w)]
-            for p, ws in self.persistent_watches.peek().items()
-        }
-        return {kind: {p: ws for p, ws in table.items() if ws} for kind, table in found.items()}
-
     def _check_session(self, session: int | None) -> None:
         if session is not None and not self.session_live(session):
             raise SessionExpired(f"session {session} has expired")
@@ -557,6 +535,29 @@ class VersionedStore(Primitive):
             # its original (``errors``).
             yield previous
         watcher(event)
+
+
+def live_watches(store: VersionedStore) -> dict[str, dict[str, list[Any]]]:
+    """The watches that can still fire, per table and path; unrecorded: for tests and reports.
+
+    ``{"data": {path: [watcher]}, "child": ..., "persistent": {path: [(watcher, recursive)]}}``:
+    a watch whose session ended is left out, as the server removed it. Not a
+    model's operation: it reads the store's cells without recording them.
+    """
+    sessions = store.sessions.peek()
+
+    def live(watcher: Watcher) -> bool:
+        return sessions.get(getattr(watcher, "session", None)) is not False
+
+    tables = {"data": store.data_watches, "child": store.child_watches}
+    found = {
+        kind: {p: [w for w in ws if live(w)] for p, ws in table.peek().items()}
+        for kind, table in tables.items()
+    }
+    found["persistent"] = {
+        p: [(w, r) for w, r in ws if live(w)] for p, ws in store.persistent_watches.peek().items()
+    }
+    return {kind: {p: ws for p, ws in table.items() if ws} for kind, table in found.items()}
 
 
 class LaggingCache(Primitive):

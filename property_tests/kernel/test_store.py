@@ -32,7 +32,7 @@ from raceproof.sim import (
     ZkClient,
 )
 from raceproof.sim.errors import KernelError
-from raceproof.sim.store import BadVersion, NotEmpty, TransactionFailed
+from raceproof.sim.store import BadVersion, NotEmpty, TransactionFailed, live_watches
 
 
 def _store(
@@ -72,7 +72,7 @@ def test_the_watches_an_expired_session_set_are_removed_and_never_fire() -> None
     store.add_watch("/p", other, recursive=True)
     store.add_watch("/q", mine)
     store.expire_session(first)
-    assert store.live_watches() == {
+    assert live_watches(store) == {
         "data": {"/a": [other, plain]},
         "child": {"/p": [other]},
         "persistent": {"/p": [(other, True)]},

@@ -45,7 +45,7 @@ from kazoo.client import KazooClient
 
 from property_tests.zookeeper.real_sessions import Notification, RealSession
 from raceproof.sim import ReplaySource, VersionedStore, World, ZkClient
-from raceproof.sim.store import StoreError, TransactionFailed, TxOp, WatchEvent
+from raceproof.sim.store import StoreError, TransactionFailed, TxOp, WatchEvent, live_watches
 from raceproof.zookeeper import ZooKeeperServer
 
 SESSIONS = 3
@@ -180,7 +180,7 @@ class Conformance(RuleBasedStateMachine):
     # -- what the generator leaves out (documented modelling choices) ------------------
     def _pending_child_watches(self, slot: int) -> list[str]:
         session = self.sim.clients[slot].session
-        table = self.sim.store.live_watches()["child"]
+        table = live_watches(self.sim.store)["child"]
         return [p for p, ws in table.items() if any(w.session == session for w in ws)]
 
     def clashes(self, slot: int, path: str, kind: str) -> bool:
@@ -213,7 +213,7 @@ class Conformance(RuleBasedStateMachine):
         missed; the simulation delivers what fired meanwhile (an open difference,
         ``docs/reference/kernel-primitives.md``). The generator leaves it out.
         """
-        live = self.sim.store.live_watches()
+        live = live_watches(self.sim.store)
         for slot in (i for i, lost in enumerate(self.lost) if lost):
             session = self.sim.clients[slot].session
             tables = [live["data"], live["child"]]
