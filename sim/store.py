@@ -544,13 +544,13 @@ def live_watches(store: VersionedStore) -> dict[str, dict[str, list[Any]]]:
     a watch whose session ended is left out, as the server removed it. Not a
     model's operation: it reads the store's cells without recording them.
     """
-    sessions = store.sessions.peek()
+    sessions: dict[Any, bool] = store.sessions.peek()
 
     def live(watcher: Watcher) -> bool:
         return sessions.get(getattr(watcher, "session", None)) is not False
 
     tables = {"data": store.data_watches, "child": store.child_watches}
-    found = {
+    found: dict[str, dict[str, list[Any]]] = {
         kind: {p: [w for w in ws if live(w)] for p, ws in table.peek().items()}
         for kind, table in tables.items()
     }
