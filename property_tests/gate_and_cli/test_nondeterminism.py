@@ -54,7 +54,7 @@ def options() -> int:
 
 def build(world, variant, config):
     def worker():
-        yield world.sleep(world.source.choose("worker.delay", range(options())))
+        yield world.sleep(world.source.choose("worker.delay", range(options())) % 2)
         world.log("worker", "done")
 
     def named(name):
@@ -149,3 +149,19 @@ def test_hash_order_is_caught_between_processes(tmp_path: Path) -> None:
     steady = run(tmp_path, *argv, "--scenarios", model(tmp_path, "steady"))
     assert steady.returncode == 1, steady.stderr  # the same runs agree: only the race
     assert '"same": true' in steady.stdout
+
+
+def test_the_fixture_names_a_nondeterministic_model_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "test_gate.py").write_text(
+        "def test_gate(raceproof):\n"
+        "    raceproof.explore('hostile', expect='violated', strategy='random', examples=5)\n"
+    )
+    for cause, code in (("clock", 1), ("steady", 0)):
+        argv = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_gate.py"]
+        argv += ["--raceproof-scenarios", model(tmp_path, cause)]
+        done = subprocess.run(
+            [sys.executable, *argv], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == code, done.stdout[-3000:]
+        assert ("the model is not deterministic" in done.stdout) == (cause == "clock")
+        assert "Traceback" not in done.stdout and "bug in raceproof" not in done.stdout

@@ -45,8 +45,9 @@ from raceproof.runs import counterexamples
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.sim import CounterexampleError
+from raceproof.sim.choices import ReplayMisaligned
 from raceproof.sim.configs import BadInput
-from raceproof.sim.errors import Signalled
+from raceproof.sim.errors import Nondeterministic, Signalled
 from raceproof.sim.user_files import check_folder
 from raceproof.sim.verdicts import Verdict
 
@@ -247,8 +248,10 @@ def _said_once(call: Callable[[], T], prefix: str) -> T:
     and the exception it replaced ("During handling ...") left out."""
     try:
         return call()
-    except (UnknownName, BadInput) as exc:
+    except (UnknownName, BadInput, Nondeterministic) as exc:  # the user's, said in one line
         message = f"{prefix}{exc}"
+    except ReplayMisaligned as exc:
+        message = f"{prefix}{exc.as_nondeterminism()}"
     pytest.fail(message, pytrace=False)
 
 
