@@ -32,7 +32,8 @@ containers). Values are immutable (a frozen dataclass, a tuple): a change is a
 new value set into the cell, never an object changed in place.
 
 The guard: a ``Primitive`` is frozen after ``freeze()`` -- rebinding an
-attribute is a ``KernelError`` (exit 70, raceproof's bug) -- and ``freeze``
+attribute is a ``KernelError`` (exit 70, raceproof's bug) when the kernel's
+code does it, an ``AttributeError`` (the model's error) when a model does -- and ``freeze``
 refuses an attribute that holds plain mutable state (a list, dict, set, a
 non-frozen dataclass), so a primitive cannot change state outside its cells.
 A cell refuses a mutable container as its value for the same reason.
@@ -45,6 +46,7 @@ values go back.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
@@ -360,10 +362,13 @@ class Primitive:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if self.__frozen:
-            raise KernelError(
-                f"{type(self).__name__}.{name} set after construction: "
-                "a primitive's state changes only through its cells"
-            )
+            said = f"{type(self).__name__}.{name} set after construction: "
+            said += "a primitive's state changes only through its cells"
+            # Whose mistake: the kernel's own code (raceproof's bug, exit 70), or the model's,
+            # which set it from outside (its error, exit 4: DESIGN.md principle 14).
+            if sys._getframe(1).f_globals.get("__name__", "").startswith("raceproof.sim"):
+                raise KernelError(said)
+            raise AttributeError(f"{said} (the model's code set it)")
         object.__setattr__(self, name, value)
 
     def freeze(self) -> None:

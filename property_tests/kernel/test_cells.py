@@ -113,10 +113,13 @@ class Gate(Primitive):
 
 def test_a_frozen_primitive_refuses_a_new_attribute_value() -> None:
     gate = Gate(TouchLog())
-    with pytest.raises(KernelError, match=r"Gate\.holder set after construction"):
-        gate.holder = Cell(gate.world, "other", 1)
-    with pytest.raises(KernelError):
+    with pytest.raises(AttributeError, match=r"Gate\.holder set after construction.*model's"):
+        gate.holder = Cell(gate.world, "other", 1)  # from a model's (here a test's) code
+    with pytest.raises(AttributeError):
         gate.fresh = 1  # type: ignore[attr-defined]
+    kernel = {"__name__": "raceproof.sim.imagined", "gate": gate}
+    with pytest.raises(KernelError, match=r"Gate\.holder set after construction"):
+        exec("gate.holder = None", kernel)  # the same from the kernel's own code: its bug
 
 
 @pytest.mark.parametrize("extra", [[], {}, set(), Loose(1), (1, [])])
@@ -162,8 +165,8 @@ def test_every_kernel_primitive_keeps_its_state_in_cells_but_the_listed_ones() -
     assert set(stateful) - on_cells == NOT_YET_ON_CELLS
 
 
-def test_a_run_whose_model_changes_a_primitive_outside_its_cells_fails_as_raceproofs_bug() -> None:
-    """The guard in a run: a step that rebinds a primitive's state is a KernelError (exit 70)."""
+def test_a_run_whose_model_changes_a_primitive_outside_its_cells_is_the_models_error() -> None:
+    """The guard in a run: a model step that rebinds a primitive's state is the verdict error."""
     from raceproof.sim import ReplaySource, VersionedStore, execute
 
     def build(world: World) -> None:
@@ -176,5 +179,6 @@ def test_a_run_whose_model_changes_a_primitive_outside_its_cells_fails_as_racepr
 
         world.spawn("actor", actor())
 
-    with pytest.raises(KernelError, match=r"VersionedStore\.nodes set after construction"):
-        execute(build, ReplaySource([], strict=False), [])
+    outcome = execute(build, ReplaySource([], strict=False), [])
+    assert outcome.status == "error"
+    assert "VersionedStore.nodes set after construction" in str(outcome.error)
