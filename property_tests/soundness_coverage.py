@@ -121,7 +121,10 @@ def cover(pairs: list[Pair], *, table: int | None = None, progress: bool = False
             continue
         spec, full = placed
         for claim in CLAIMS:
-            problems = MODES[claim](spec, full)
+            try:
+                problems = MODES[claim](spec, full)
+            except Exception as error:  # a claim that crashes is a problem, named
+                problems = [f"the claim raised {type(error).__name__}: {error}"]
             coverage.judged.setdefault(claim, set()).add(pair)
             coverage.problems += [f"{claim}: {spec}: {p}" for p in problems]
             now = _cpu()

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from hypothesis import strategies as st
 
+from property_tests.soundness_objects import deep_state
 from raceproof.sim import (
     Bounds,
     CheckerResult,
@@ -57,7 +58,7 @@ from raceproof.sim import (
 )
 from raceproof.sim.outcome import Runner
 from raceproof.sim.store import StoreError, TransactionFailed
-from raceproof.sim.world import ProcessGenerator, _step_key
+from raceproof.sim.world import ProcessGenerator
 
 # Ops an actor's script is made of; each is one step, after a scheduling point of its own.
 TRACKED = (
@@ -497,38 +498,23 @@ def snapshot(parts: _Parts) -> str:
 def fingerprint(parts: _Parts, spec: Spec) -> str:
     """The model's state for the state cache: everything the future and the checkers read.
 
-    Besides the objects: the queue's waiting takers (whose step they will run), the
-    store's sessions and watches, the nodes, the hooks still armed, the probes
-    reached so far and which actor logged first (the order checker reads it). The
-    kernel adds every pending event.
+    Every object as ``soundness_objects.deep_state`` sees it (its cells, its waiting
+    takers, sessions and watches, whatever a primitive keeps inside: it names none of
+    their internals, which moved to cells one by one), the nodes, the time, the hooks
+    still armed, the probes reached so far and which actor logged first (the order
+    checker reads it). The kernel adds every pending event.
     """
-    world, store = parts.world, parts.store
+    world = parts.world
     first = next((op.actor for op in world.history.ops if op.kind == "op"), None)
+    inside = {name: deep_state(value) for name, value in vars(parts).items() if name != "world"}
     return repr(
         (
-            sorted(parts.d._data.items()),
-            sorted(parts.s._data),
-            parts.c._value,
-            sorted(parts.r._fields.items()),
-            parts.lock.owner,
-            list(parts.queue.items),
-            [_step_key(event) for event in parts.queue.getters],
-            sorted(
-                (p, n.data, n.version, n.ephemeral_session) for p, n in store.nodes.peek().items()
-            ),
-            sorted(store.sessions.peek().items()),
-            sorted((p, len(w)) for p, w in store.data_watches.peek().items()),
-            [(c.state, c.session, len(c._held.peek())) for c in parts.clients],
-            [(t._fired.peek(), t._armed.peek() and t._armed.peek()[1]) for t in parts.timers],
-            sorted(
-                (name, node.up, node.paused_until_ms > world.now_ms, node.clock_offset_ms)
-                for name, node in world.nodes.items()
-            ),
+            inside,
+            deep_state(dict(world.nodes)),
+            world.now_ms,  # a node's pause is held until a time, a paused node reads it
             len(world.after_step),
             sorted(world.probes.items()),
             first if spec.order_checker else None,
-            parts.plain["v"],
-            parts.touched["v"],
         )
     )
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FunctionType, MethodType
 from typing import Any
 
 from simpy import Event
@@ -291,41 +292,55 @@ def snapshot(o: Objects) -> str:
     )
 
 
-def deep_state(value: Any, seen: set[int] | None = None) -> Any:
+def _plain(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def deep_state(value: Any, seen: dict[int, str] | None = None, at: str = "") -> Any:
     """``value`` as plain data, whatever the primitive keeps inside (cells, lists, events).
 
-    For the state fingerprint: finer than the state is safe (the cache prunes less),
-    coarser is not. Cells by their values, events by the step they resume, processes
-    by their identity, callables by name, other objects by their attributes (each
-    once: a cycle ends in the type's name); the World is left out (the kernel adds
-    its pending events itself).
+    For a state fingerprint: finer than the state is safe (the cache prunes less),
+    coarser is not. Cells by their values, events by the step they resume,
+    processes by their identity, functions by name and what they closed over,
+    bound methods by their object, other objects by their attributes; an object
+    met again (a cycle, a shared reference) by where it was first met (``@at``),
+    so two states differ whenever what they hold differs. The World is left out
+    (the kernel adds its pending events itself).
     """
-    seen = set() if seen is None else seen
+    seen = {} if seen is None else seen
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (World, type)):
         return type(value).__name__
     if isinstance(value, (Cell, CellMap)):
-        return deep_state(value.peek(), seen)
+        return deep_state(value.peek(), seen, at)
     if isinstance(value, Event):
         return getattr(value, "rp_id", None) or _step_key(value) or type(value).__name__
     if isinstance(value, dict):
-        return sorted((repr(deep_state(k, seen)), deep_state(v, seen)) for k, v in value.items())
+        pairs = [(deep_state(k, seen, f"{at}<{i}>"), v) for i, (k, v) in enumerate(value.items())]
+        if all(_plain(k) for k in value):  # by key; else in insertion order (finer: safe)
+            pairs.sort(key=lambda kv: repr(kv[0]))
+        return [(repr(k), deep_state(v, seen, f"{at}[{k!r}]")) for k, v in pairs]
     if isinstance(value, (list, tuple, deque)):
-        return [deep_state(v, seen) for v in value]
+        return [deep_state(v, seen, f"{at}.{i}") for i, v in enumerate(value)]
     if isinstance(value, (set, frozenset)):
-        return sorted(repr(deep_state(v, seen)) for v in value)
+        return sorted(repr(deep_state(v, seen, f"{at}{{}}")) for v in value)
     if id(value) in seen:
-        return type(value).__name__
-    seen.add(id(value))
-    if callable(value) and not hasattr(value, "__slots__"):
-        return getattr(value, "__qualname__", type(value).__name__)
+        return f"@{seen[id(value)]}"
+    seen[id(value)] = at
+    if isinstance(value, FunctionType):
+        closed = [c.cell_contents for c in value.__closure__ or () if c.cell_contents is not value]
+        return (value.__qualname__, deep_state(closed, seen, f"{at}()"))
+    if isinstance(value, MethodType):
+        return (value.__func__.__qualname__, deep_state(value.__self__, seen, f"{at}.self"))
     slots = [n for k in type(value).__mro__ for n in getattr(k, "__slots__", ())]
     fields = {
         **{n: getattr(value, n) for n in slots if hasattr(value, n)},
         **getattr(value, "__dict__", {}),
     }
-    return (type(value).__name__, deep_state(fields, seen))
+    return (type(value).__name__, deep_state(fields, seen, at))
 
 
 def fingerprint(o: Objects) -> str:

@@ -26,6 +26,7 @@ from raceproof.sim import cross_check as cross_check_module
 from raceproof.sim.configs import BadInput
 from raceproof.sim.exhaustive import ProofReport
 from raceproof.sim.explore import explore_random
+from raceproof.sim.footprint_blame import FootprintBug
 from raceproof.sim.footprint_claims import (
     StepRecord,
     delayable_steps,
@@ -218,10 +219,12 @@ def masked(run: Runner) -> Runner:
 
 
 def _raised(check: Callable[[], ProofReport]) -> tuple[ProofReport | None, str | None]:
+    """The check's report, or what it reported instead: bad input ("track it", exit 2) or
+    a kernel primitive's footprint named as raceproof's bug (``FootprintBug``, exit 70)."""
     try:
         return check(), None
-    except BadInput as mismatch:
-        return None, str(mismatch)
+    except (BadInput, FootprintBug) as mismatch:
+        return None, f"{type(mismatch).__name__}: {mismatch}"
 
 
 def claims_of(steps: list[StepRecord]) -> set[tuple[str | None, ...]]:
