@@ -10,19 +10,22 @@ generator (``make soundness``: all of them, with the coverage table). Here:
   else, every class ``import raceproof`` exports is either in it or named as no
   primitive, the relations the issue names are drawn, and a slice of the pairs
   is judged by every claim;
-- issue 44's four shapes, found from named seeds, both ways where the fix has
-  landed (``SEEDS``): with the fix reverted the generator's focused hunt
+- issue 44's four shapes, found from named seeds, both ways (``SEEDS``): with
+  the fix reverted (a slip planted here) the generator's focused hunt
   (``soundness_coverage.hunt``) finds the shape at its seed and at no earlier
-  one, with the fix the pair at that seed is silent. The seeds were first found
-  on main before the fixes (d361861) and are the same with the fixes reverted:
+  one, with the fix the pair at that seed is silent. On main before the fixes
+  (d361861, with the pair placement of 0a9f34c) the hunts found 1 at seed 6, 2 at
+  184, 3 at 2 and 4 at 0; with each fix reverted on today's kernel:
   1. equal keys (``1``, ``1.0``, ``True``) named by ``repr``: seed 6 (a set's
      ``add(True)`` against ``remove(1)``); fix 7bb11b4 (``cells.key_part``);
   2. a recursive watch against a create below it: seed 184 (the store's
      ``remove_watch`` of a recursive watch on ``/a`` against
-     ``ZkClient.ensure_path("/a/b/c")``), unfixed on main when written (cells);
-  3. a session's end against its ephemeral's parent's child list: seed 2
-     (``store.children("/a")`` against ``expire_session`` of ``/a/e0``'s owner),
-     unfixed on main when written (cells);
+     ``ZkClient.ensure_path("/a/b/c")``); fix e84bcf7 (a write reads every
+     ancestor's persistent watches);
+  3. a session's end against its ephemeral's parent's child list: seed 0
+     (``ZkClient.expire`` against ``ZkClient.children("/a")``; seed 2's
+     ``expire_session`` against the store's ``children`` shows it too); fix
+     e84bcf7 (the removal writes the parent's child list);
   4. a timer's cancel or re-arm at its own firing: seed 0 (``Debounce.cancel``
      against its own firing, armed after the actors start); fix 8ecaa06
      (``World.unschedule`` writes the step it removed);
@@ -52,9 +55,11 @@ from property_tests.soundness_locality import (
 )
 from property_tests.soundness_ops import CLASSES, FIRING, PAIRS, TABLE, public_operations
 from property_tests.soundness_pairs import place
+from property_tests.soundness_slips import mutant
 from property_tests.soundness_walks import patched
 from raceproof.sim import ReplaySource, World, ZkClient, cells, shared
 from raceproof.sim import remote as remote_calls
+from raceproof.sim.store import VersionedStore
 
 # What ``import raceproof`` exports that is no primitive a step operates on, and why.
 NOT_OPERATED = {
@@ -143,10 +148,11 @@ def test_a_slice_of_the_pairs_holds_every_claim() -> None:
 
 
 # -- issue 44's four shapes ---------------------------------------------------------------
+# The first seed at which the hunt finds each shape with its fix reverted (the slips below).
 SEEDS = {
     "1 equal keys": 6,
     "2 recursive watch vs a descendant's create": 184,
-    "3 session end vs the parent's child list": 2,
+    "3 session end vs the parent's child list": 0,
     "4 timer cancel or re-arm vs its own firing": 0,
 }
 
@@ -174,8 +180,32 @@ def cancel_records_nothing() -> Iterator[None]:
         yield
 
 
+def ancestors_watches_unread() -> contextlib.AbstractContextManager[None]:
+    """Shape 2's slip: a write reads its own path's persistent watches, not its ancestors'."""
+    return mutant(
+        VersionedStore,
+        "_fire_persistent",
+        "for watcher, recursive in self.persistent_watches.get(at) or ():",
+        "for watcher, recursive in (self.persistent_watches.get(at) if at == path "
+        "else self.persistent_watches.peek().get(at)) or ():",
+    )
+
+
+def child_list_unwritten() -> contextlib.AbstractContextManager[None]:
+    """Shape 3's slip: a removal changes its parent's child list without recording it."""
+    return mutant(
+        VersionedStore,
+        "_remove",
+        "self.child_lists[parent] = tuple(n for n in self.child_lists[parent] if n != name)",
+        "self.child_lists._data[parent] = "
+        "tuple(n for n in self.child_lists._data[parent] if n != name)",
+    )
+
+
 FIXED: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     "1 equal keys": keys_by_repr,
+    "2 recursive watch vs a descendant's create": ancestors_watches_unread,
+    "3 session end vs the parent's child list": child_list_unwritten,
     "4 timer cancel or re-arm vs its own firing": cancel_records_nothing,
 }
 
