@@ -157,8 +157,8 @@ SLIPS: dict[str, Slip] = {
         lambda: mutant(
             shared.TrackedSet,
             "discard",
-            "self._world.touch(self._element(element))\n    if element in self._data:",
-            "if element in self._data:\n        self._world.touch(self._element(element))",
+            "record(self._world, self._element(element), write=True)\n    if element in self._data:",
+            "if element in self._data:\n        record(self._world, self._element(element), write=True)",
         ),
         "reduction",
         False,
