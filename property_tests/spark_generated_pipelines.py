@@ -274,3 +274,66 @@ def two_source_union() -> TwoSourceUnion:
 
 def max_policy_union() -> MaxPolicyUnion:
     return MaxPolicyUnion()
+
+
+def _spark_sessions(seconds: list[int]) -> list[tuple[int, int]]:
+    """(start, events) of Spark's session windows over ``seconds``: an event starts a window
+    [t, t + GAP_S), and overlapping windows merge (an event less than GAP_S after the last)."""
+    found: list[list[int]] = []
+    for second in sorted(seconds):
+        if found and second < found[-1][1] + GAP_S:
+            found[-1][1] = second
+            found[-1][2] += 1
+        else:
+            found.append([second, second, 1])
+    return [(start, events) for start, _, events in found]
+
+
+class SessionWindowCounts(Pipeline):
+    """Events per ``session_window`` (a 10 s gap) and key, with a 10 s watermark.
+
+    A record's session can end no sooner than its own second plus the gap, so that is
+    where the watermark makes its state final (``final_at``)."""
+
+    name = "session-window-counts"
+    key_fields = ("key", "session_start")
+    max_lateness_s = WATERMARK_S
+    watermark_s = WATERMARK_S
+
+    def final_at(self, record: Record) -> int:
+        return self.event_second(record) + GAP_S
+
+    def query(self, source: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        counted = (
+            source.withWatermark("ts", f"{self.watermark_s} seconds")
+            .groupBy(F.session_window("ts", f"{GAP_S} seconds"), "key")
+            .count()
+        )
+        return counted.select("key", F.col("session_window.start").alias("session_start"), "count")
+
+    def expected(self, records: list[Record]) -> list[Row]:
+        by_key: dict[str, list[int]] = {}
+        for record in records:
+            by_key.setdefault(str(record["key"]), []).append(second_of(str(record["ts"])))
+        return [
+            {"key": key, "session_start": timestamp(start), "count": events}
+            for key, seconds in sorted(by_key.items())
+            for start, events in _spark_sessions(seconds)
+        ]
+
+
+class ShortSessionWatermark(SessionWindowCounts):
+    """The same sessions with a 2 s watermark: shorter than the 10 s of declared lateness."""
+
+    name = "short-session-watermark"
+    watermark_s = 2
+
+
+def session_window_counts() -> SessionWindowCounts:
+    return SessionWindowCounts()
+
+
+def short_session_watermark() -> ShortSessionWatermark:
+    return ShortSessionWatermark()

@@ -174,9 +174,19 @@ def _drawn(
     return key, clock + source.draw_int("skew", 0, STEP_S - 1)
 
 
+PROBE_REACH_S = 60  # how far before the lateness the probe looks: a window's size, a session's gap
+
+
 def _probe(newest: int, lateness_s: int, span: Timing) -> Event:
-    """The earliest event the declared lateness keeps open after a stall: late, yet must be kept."""
-    for second in range(max(1, newest - lateness_s), newest + 1):
+    """The earliest event the declared lateness keeps open after a stall: late, yet must be kept.
+
+    Its state is final at ``final_at``, which may lie past its own second (a window's end, a
+    session's end: its second plus the gap), so the earliest such event can be more than the
+    lateness behind: a session record ``lateness + gap - 1`` seconds behind the newest is
+    still open. The search starts ``PROBE_REACH_S`` before the lateness (it started at the
+    lateness, which missed a session window whose watermark was shorter than its gap needs).
+    """
+    for second in range(max(1, newest - lateness_s - PROBE_REACH_S), newest + 1):
         final, _, gives_rows = span(PROBE_KEY, second)
         if final > newest - lateness_s and gives_rows:
             return PROBE_KEY, second
