@@ -44,6 +44,7 @@ from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import UnknownName
 from raceproof.sim import CounterexampleError, ReplayMisaligned, user_files
 from raceproof.sim.errors import Nondeterministic, did_you_mean, said
+from raceproof.sim.verdicts import Verdict
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -193,7 +194,7 @@ def _run(words: list[str], received: list[int]) -> int:
         # A replay of the model's own run that went otherwise (every replay of a file or of
         # a user's blob says its own error first): the user's model, the verdict error.
         said_ = exc if isinstance(exc, Nondeterministic) else exc.as_nondeterminism()
-        _report_error(str(said_), verdict="error", nondeterministic=True)
+        _report_error(str(said_), verdict=Verdict.ERROR, nondeterministic=True)
         return runner.EXIT_ERROR
     except signals.Interrupted as exc:  # a real signal outside a search's own handling
         name = signals.signal_name(exc)
