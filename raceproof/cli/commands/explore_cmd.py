@@ -192,7 +192,8 @@ def _render(args: argparse.Namespace, request: ExploreRequest, done: ExploreResu
             )
             story = outcome_story(scenario, variant, request.config, report.shrunk, title)
             print_outcome(report.shrunk, title, story)
-            print(f"counterexample: {result['counterexample']}")
+            saved = result["counterexample"] or "not saved (the warning below says why)"
+            print(f"counterexample: {saved}")
             print_reports(result)
             print(f"repro: {result['repro']}")
         else:
