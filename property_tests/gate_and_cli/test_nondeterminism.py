@@ -54,8 +54,9 @@ def options() -> int:
 
 def build(world, variant, config):
     def worker():
-        yield world.sleep(world.source.choose("worker.delay", range(options())) % 2)
-        world.log("worker", "done")
+        n = options()
+        yield world.sleep(world.source.choose("worker.delay", range(n)) % 2)
+        world.log("worker", "done", options=n)  # what the cause changed shows in the history
 
     def named(name):
         yield world.sleep(1)
