@@ -119,8 +119,9 @@ class Node(Primitive):
         if not self._up.get():
             raise RuntimeError(f"spawn on node {self.name!r} while it is crashed: restart it first")
         process.rp_node = self  # type: ignore[attr-defined]
-        live = tuple(p for p in self._processes.get() if p.is_alive)
-        self._processes.set((*live, process))
+        # Every process since the node last started, ended ones too: which have ended is
+        # read only by a crash (it touches everything), never by a spawn.
+        self._processes.set((*self._processes.get(), process))
 
     def guard(self, generator: Generator[Event, Any, Any]) -> Generator[Event, Any, Any]:
         """Run ``generator`` so that the node's crash ends it quietly."""
