@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from raceproof.models.brooklin.leader_jvm import (
     LEADER_CLIENT,
     LEADER_NODE,
+    RECONNECT_ATTEMPT_MS,
     SESSION_TIMEOUT_MS,
     ClientLink,
     JvmFaults,
@@ -23,6 +25,7 @@ from raceproof.models.brooklin.leader_jvm import (
     LeaderLink,
     NoLeaderFaults,
     PlainLink,
+    ServerLink,
 )
 from raceproof.models.brooklin.model import (
     ASSIGN,
@@ -40,7 +43,6 @@ from raceproof.models.brooklin.model import (
     Leader,
     Store,
     entity_op,
-    rtt,
     store_update,
     stream_path,
 )
@@ -59,6 +61,7 @@ from raceproof.sim.configs import require
 class Follower:
     rt: Runtime
     zk: Store
+    link: LeaderLink
     index: int
     config: BrooklinConfig
     running: set[str] = field(default_factory=set)
@@ -103,7 +106,7 @@ class Follower:
         yield self.rt.sleep(
             self.rt.choose(f"{self.name}.notify-delay", self.config.follower_notify_ms)
         )
-        data, _ = self.zk.get(f"{ASSIGN}/{self.name}")
+        data, _ = yield from self.link.call(lambda: self.zk.get(f"{ASSIGN}/{self.name}"))
         assigned = set(data)
         self.rt.touch(self.resource)
         removed = sorted(self.running - assigned)
@@ -134,52 +137,63 @@ class Follower:
             self.rt.log(self.name, "claim.timeout", streams=removed)
             return
         for name in removed:
-            token = f"{TOKENS}/{name}/{self.name}"
-            if self.zk.exists(token):
-                self.zk.delete(token)
-                self.rt.log(self.name, "token.claim", entity=name)
+            yield from self.link.call(partial(self._claim_at_server, name))
+
+    def _claim_at_server(self, name: str) -> None:
+        """``claimAssignmentTokensForDatastreams``: delete this follower's token, if issued."""
+        token = f"{TOKENS}/{name}/{self.name}"
+        if self.zk.exists(token):
+            self.zk.delete(token)
+            self.rt.log(self.name, "token.claim", entity=name)
 
 
 def rest_stop(
-    rt: Runtime, zk: Store, host: str, name: str, config: BrooklinConfig
+    rt: Runtime, zk: Store, link: LeaderLink, host: str, name: str, config: BrooklinConfig
 ) -> Generator[Any, Any, bool]:
     """``DatastreamResources.stop`` (force=false)."""
-    yield rtt(rt, config)
-    data, version = zk.get(stream_path(name))
+    data, version = yield from link.call(lambda: zk.get(stream_path(name)))
     status = data["status"]
     entity_op(rt, host, "stop.request", [name], entity=name, status=status)
     if status == STOPPED:
         rt.log(host, "stop.ack", entity=name)  # "already in STOPPED state"
         return True
     if status in (READY, PAUSED):
-        yield from store_update(rt, zk, config, host, name, {**data, "status": STOPPING}, version)
+        yield from store_update(rt, zk, link, host, name, {**data, "status": STOPPING}, version)
     elif status == STOPPING:  # rewrite it as it is and notify the leader again
         rt.log(host, "stop.renotify", entity=name)
-        yield from store_update(rt, zk, config, host, name, dict(data), version)
+        yield from store_update(rt, zk, link, host, name, dict(data), version)
     else:
         rt.log(host, "stop.rejected", entity=name, status=status)
         return False
-    stopped = yield from poll_until(
-        rt,
-        lambda: zk.get(stream_path(name))[0]["status"] == STOPPED,
-        config.stop_poll_ms,
-        config.stop_timeout_ms,
-    )
+    stopped = yield from poll_status(rt, zk, link, name, config)
     rt.log(host, "stop.ack" if stopped else "stop.timeout", entity=name)
     return stopped
 
 
+def poll_status(
+    rt: Runtime, zk: Store, link: LeaderLink, name: str, config: BrooklinConfig
+) -> Generator[Any, Any, bool]:
+    """``PollUtils.poll``: read ZooKeeper now and every second until STOPPED, up to 90 s."""
+    start_ms = rt.now_ms()
+    while True:
+        data, _ = yield from link.call(lambda: zk.get(stream_path(name)))
+        if data["status"] == STOPPED:
+            return True
+        if rt.now_ms() - start_ms >= config.stop_timeout_ms:
+            return False
+        yield rt.sleep(config.stop_poll_ms)
+
+
 def rest_resume(
-    rt: Runtime, zk: Store, host: str, name: str, config: BrooklinConfig
+    rt: Runtime, zk: Store, link: LeaderLink, host: str, name: str
 ) -> Generator[Any, Any, bool]:
     """``DatastreamResources.resume`` (force=false)."""
-    yield rtt(rt, config)
-    data, version = zk.get(stream_path(name))
+    data, version = yield from link.call(lambda: zk.get(stream_path(name)))
     if data["status"] not in (STOPPED, PAUSED):
         rt.log(host, "resume.rejected", entity=name, status=data["status"])
         return False
     rt.checkpoint(host, "resume.decided", entity=name)
-    yield from store_update(rt, zk, config, host, name, {**data, "status": READY}, version)
+    yield from store_update(rt, zk, link, host, name, {**data, "status": READY}, version)
     rt.checkpoint(host, "resume.written", entity=name)
     entity_op(rt, host, "resume.ack", [name], entity=name)
     return True
@@ -202,7 +216,9 @@ class Cluster:
     variant: str
     config: BrooklinConfig
     leader_side: LeaderSide | None = None  # default: the shared runtime and store, no faults
+    link: LeaderLink | None = None  # the other hosts' calls (default: a sleep, then the call)
     leader: Leader = field(init=False)
+    calls: LeaderLink = field(init=False)  # ``link``, or the plain one
     followers: list[Follower] = field(init=False)
     clients_done: int = 0
 
@@ -223,8 +239,9 @@ class Cluster:
             faults=side.faults,
             peek=self.zk,
         )
+        self.calls = self.link or PlainLink(self.rt, self.config.zk_rtt_ms)
         self.followers = [
-            Follower(rt=self.rt, zk=self.zk, index=f, config=self.config)
+            Follower(rt=self.rt, zk=self.zk, link=self.calls, index=f, config=self.config)
             for f in range(self.config.followers)
         ]
 
@@ -260,17 +277,19 @@ class Cluster:
     def client(self, name: str, start_ms: int) -> Gen:
         """The caller's usual behaviour: stop, wait for it, then resume on another host."""
         yield self.rt.sleep(start_ms)
-        stopped = yield from rest_stop(self.rt, self.zk, "rest@host1", name, self.config)
+        stopped = yield from rest_stop(
+            self.rt, self.zk, self.calls, "rest@host1", name, self.config
+        )
         if stopped and name in self.config.resumed:
             yield self.rt.sleep(self.rt.choose(f"client-{name}.think", self.config.resume_think_ms))
-            yield from rest_resume(self.rt, self.zk, "rest@host2", name, self.config)
+            yield from rest_resume(self.rt, self.zk, self.calls, "rest@host2", name)
         self.rt.touch(CLIENTS)
         self.clients_done += 1
 
     def second_stop(self, name: str, start_ms: int) -> Gen:
         """Another caller stops the same stream again (a retry, or a second user)."""
         yield self.rt.sleep(start_ms)
-        yield from rest_stop(self.rt, self.zk, "rest@host3", name, self.config)
+        yield from rest_stop(self.rt, self.zk, self.calls, "rest@host3", name, self.config)
         self.rt.touch(CLIENTS)
         self.clients_done += 1
 
@@ -301,13 +320,25 @@ def build(world: World, variant: str, config: BrooklinConfig) -> None:
     """
     store = VersionedStore(world)
     jvm = world.node(LEADER_NODE)
-    client = ZkClient(world, store, LEADER_CLIENT, session_timeout_ms=SESSION_TIMEOUT_MS)
-    link = ClientLink(client, config.zk_rtt_ms)
+    client = ZkClient(
+        world,
+        store,
+        LEADER_CLIENT,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        latency_ms=(config.zk_rtt_ms // 2,),  # each way: half the (even) round trip
+        reconnect_attempt_ms=RECONNECT_ATTEMPT_MS,
+    )
+    link = ClientLink(client)
     side = LeaderSide(
         rt=SimRuntime(world, node=jvm), zk=client, link=link, faults=JvmFaults(jvm, link)
     )
     cluster = Cluster(
-        rt=SimRuntime(world), zk=store, variant=variant, config=config, leader_side=side
+        rt=SimRuntime(world),
+        zk=store,
+        variant=variant,
+        config=config,
+        leader_side=side,
+        link=ServerLink(world, config.zk_rtt_ms),
     )
     cluster.install()
     cluster.start()

@@ -61,8 +61,9 @@ and ``status.write`` ops, so each step logging one writes ``brooklin:ops:<entity
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from raceproof.models.brooklin.leader_jvm import (
@@ -101,12 +102,16 @@ VARIANTS = {
     "(stream, STOPPING version) is processed once; a failed one is re-triggered",
 }
 
-# The race windows' probes. The lost resume needs a decision to mark a stream STOPPED that
-# another writer can make stale: before #974, a decision taken on a cached object older than
-# ZooKeeper's copy; under #974, a decision taken while another stop task also holds the stream
-# (two tasks deciding around one STOPPING; a fault between their writes lets a resume in).
-STALE_MARK_WINDOW = "a stop task decided on a cached copy older than ZooKeeper's"
+# The race windows' probes (issue 45: each where its window opens, not before). The lost
+# resume needs a write of STOPPED that lands on something the writer did not decide on: before
+# #974, a decision taken on a copy older than ZooKeeper's (the stale cache); under #974, a
+# setData that met BadVersion, after which updateDataSerialized writes STOPPED over whatever it
+# reads again (fix-conditional-write re-decides there instead).
+STALE_MARK_WINDOW = "a stop task decided on a copy older than ZooKeeper's"
+# Coarse, and the ones the scenario declares: the narrow two above are reached by too few runs
+# of a search of the search configuration for a fix's search to count as having opened them.
 SHARED_MARK_WINDOW = "a stop task decided on a stream another stop task holds"
+WRITE_CONFLICT_WINDOW = "a stop task's STOPPED write met BadVersion: a write landed after its read"
 # The redundant stop: an assignment finds a STOPPING stream (at the version a stop task was
 # already given) and would hand it to another stop task; fix-stop-dedupe's guard sits after it.
 STOP_AGAIN_WINDOW = "an assignment found a stop already handed to a stop task"
@@ -160,6 +165,10 @@ class BrooklinConfig:
     zk_rtt_ms: int = 2  # one ZooKeeper request and its response
     gc_pause_ms: tuple[int, ...] = (0, 1_000)  # fault: the whole leader JVM paused mid-mark
     zk_connection_loss_ms: tuple[int, ...] = (0, 10_000)  # fault: the leader's client, < 30 s
+    # Where a stop task has decided and not yet written, the faults above are drawn: at the
+    # decision; after updateDataSerialized's first readData reply, before its setData; the same
+    # after a BadVersion (fix-conditional-write writes right after deciding: "decided" only).
+    fault_points: tuple[str, ...] = ("decided", "write", "retry")
     handler_ms: int = 5
     stop_poll_ms: int = 1_000
     stop_timeout_ms: int = 90_000
@@ -177,6 +186,10 @@ class BrooklinConfig:
         require(self.streams, "streams must name at least one stream")
         require(set(self.resumed) <= set(self.streams), "resumed streams must be streams")
         require(set(self.restopped) <= set(self.streams), "restopped streams must be streams")
+        require(
+            set(self.fault_points) <= {"decided", "write", "retry"},
+            "fault_points are among decided, write, retry",
+        )
         for name in (
             "stop_gap_ms",
             "resume_think_ms",
@@ -188,7 +201,10 @@ class BrooklinConfig:
         ):
             options = getattr(self, name)
             require(options and all(d >= 0 for d in options), f"{name} needs delays >= 0")
-        require(self.zk_rtt_ms >= 0, "zk_rtt_ms must be >= 0")
+        require(
+            self.zk_rtt_ms >= 0 and self.zk_rtt_ms % 2 == 0,
+            "zk_rtt_ms must be an even number >= 0 (a request's two one-way halves)",
+        )
 
 
 def entity_op(rt: Runtime, actor: str, kind: str, entities: Sequence[str], **fields: Any) -> None:
@@ -225,6 +241,7 @@ Snapshot = list[Datastream]
 def write_status(
     rt: Runtime,
     zk: Store,
+    link: LeaderLink,
     actor: str,
     name: str,
     data: dict[str, JSONValue],
@@ -232,50 +249,66 @@ def write_status(
     version_read: int | None,
     expected_version: int = -1,
     conditional: bool | None = None,
-) -> int:
+) -> Generator[Any, Any, int]:
     """One setData of a whole datastream object; logs the transition it really made.
 
+    The op is logged where the write takes effect: at the server, when the
+    request arrives (``link.call``), with the writer as its actor.
     ``version_read`` is the version the writer decided on; ``conditional`` says
     whether the write was conditional on that decision (default: a version given).
     """
-    before, _ = zk.get(stream_path(name))
-    new_version = zk.set(stream_path(name), dict(data), expected_version)
-    entity_op(
-        rt,
-        actor,
-        "status.write",
-        [name],
-        entity=name,
-        to=data["status"],
-        version_read=version_read,
-        version_overwritten=new_version - 1,
-        conditional=expected_version >= 0 if conditional is None else conditional,
-        **{"from": before["status"]},
-    )
-    return new_version
 
+    payload = dict(data)  # serialized when the request leaves
 
-def rtt(rt: Runtime, config: BrooklinConfig) -> Any:
-    return rt.sleep(config.zk_rtt_ms)
+    def at_server() -> int:
+        before, _ = zk.get(stream_path(name))
+        new_version = zk.set(stream_path(name), dict(payload), expected_version)
+        entity_op(
+            rt,
+            actor,
+            "status.write",
+            [name],
+            entity=name,
+            to=payload["status"],
+            version_read=version_read,
+            version_overwritten=new_version - 1,
+            conditional=expected_version >= 0 if conditional is None else conditional,
+            **{"from": before["status"]},
+        )
+        return new_version
+
+    return (yield from link.call(at_server))
 
 
 def update_datastream(
-    rt: Runtime, zk: Store, link: LeaderLink, actor: str, ds: Datastream, version_read: int
+    rt: Runtime,
+    zk: Store,
+    link: LeaderLink,
+    actor: str,
+    ds: Datastream,
+    version_read: int,
+    before_write: Callable[[bool], None],
 ) -> Generator[Any, Any, bool]:
-    """``ZkAdapter.updateDatastream``: exists, then ``updateDataSerialized(path, old -> data)``."""
-    yield from link.round_trip()
-    if not zk.exists(stream_path(ds.name)):
+    """``ZkAdapter.updateDatastream``: exists, then ``updateDataSerialized(path, old -> data)``.
+
+    ``before_write(retry)`` runs after each readData reply and before its
+    setData leaves (``retry``: after a BadVersion): where a fault drawn there acts.
+    """
+    path = stream_path(ds.name)
+    if not (yield from link.call(lambda: zk.exists(path))):
         return False
+    retry = False
     while True:
-        yield from link.round_trip()
-        _, version = zk.get(stream_path(ds.name))
-        yield from link.round_trip()
+        _, version = yield from link.call(lambda: zk.get(path))
+        before_write(retry)
+        retry = True
         rt.touch(DATASTREAMS, write=False)  # ds.data, shared with the cache
         rt.checkpoint(actor, "mark.write", entity=ds.name)
         try:
-            write_status(
+            yield from write_status(
                 rt,
                 zk,
+                link,
                 actor,
                 ds.name,
                 ds.data,
@@ -285,27 +318,24 @@ def update_datastream(
             )
             return True
         except BadVersion:  # the updater ignores the old data: the retry writes the same
+            rt.reach(WRITE_CONFLICT_WINDOW)
             rt.log(actor, "write.retry", entity=ds.name, expected_version=version)
 
 
 def store_update(
     rt: Runtime,
     zk: Store,
-    config: BrooklinConfig,
+    link: LeaderLink,
     host: str,
     name: str,
     data: dict[str, JSONValue],
     version_read: int,
 ) -> Gen:
     """``ZookeeperBackedDatastreamStore.updateDatastream(key, ds, notifyLeader=true)``."""
-    yield rtt(rt, config)  # getDatastream: the stream must exist
-    zk.get(stream_path(name))
-    yield rtt(rt, config)  # writeData(path, json): version -1
-    write_status(rt, zk, host, name, data, version_read=version_read)
-    yield rtt(rt, config)  # notifyLeaderOfDataChange: updateDataSerialized on /dms
-    count, _ = zk.get(NOTIFY)
-    yield rtt(rt, config)
-    zk.set(NOTIFY, int(count) + 1)
+    yield from link.call(lambda: zk.get(stream_path(name)))  # getDatastream: it must exist
+    yield from write_status(rt, zk, link, host, name, data, version_read=version_read)  # -1
+    count, _ = yield from link.call(lambda: zk.get(NOTIFY))  # notifyLeaderOfDataChange:
+    yield from link.call(lambda: zk.set(NOTIFY, int(count) + 1))  # updateDataSerialized on /dms
 
 
 class DatastreamCache:
@@ -316,18 +346,18 @@ class DatastreamCache:
     is what the cache shows from then on.
     """
 
-    def __init__(self, rt: Runtime, zk: Store, link: LeaderLink) -> None:
+    def __init__(self, rt: Runtime, zk: Store, link: LeaderLink, names: Sequence[str]) -> None:
         self.rt, self.zk, self.link = rt, zk, link
+        self.names = sorted(names)  # the child watch's list: no stream is created or deleted
         self.objects: dict[str, Datastream] = {}
 
     def _read(self, name: str) -> Generator[Any, Any, Datastream | None]:
         """``getDatastreamFromZk``: exists, then readData."""
-        yield from self.link.round_trip()
-        if not self.zk.exists(stream_path(name)):
+        path = stream_path(name)
+        if not (yield from self.link.call(lambda: self.zk.exists(path))):
             return None
-        yield from self.link.round_trip()
         try:
-            data, version = self.zk.get(stream_path(name))
+            data, version = yield from self.link.call(lambda: self.zk.get(path))
         except NoNode:
             return None
         return Datastream(name, dict(data), version)
@@ -344,15 +374,13 @@ class DatastreamCache:
         return ds
 
     def refresh(self) -> Gen:
-        yield from self.link.round_trip()
-        for name in self.zk.children(DMS):
+        for name in (yield from self.link.call(lambda: self.zk.children(DMS))):
             yield from self.get(name, flush=True)
 
     def with_status(self, *statuses: str) -> Generator[Any, Any, Snapshot]:
         """``fetchDatastreamGroupsWithStatus``: the cached objects (``getAllDatastreams(false)``)."""
         found = []
-        yield from self.link.ready()
-        for name in self.zk.children(DMS):  # the child watch keeps the names fresh
+        for name in self.names:  # the child watch keeps the names fresh (no call)
             ds = yield from self.get(name)
             self.rt.touch(DATASTREAMS, write=False)
             if ds is not None and ds.status in statuses:
@@ -384,7 +412,9 @@ class Leader:
     def __post_init__(self) -> None:
         self.queue = self.rt.queue("leader-events", dedupe=True)
         self.zk_events = self.rt.queue("leader-zk-events")
-        self.cache = DatastreamCache(self.rt, self.zk, self.link)
+        self.cache = DatastreamCache(
+            rt=self.rt, zk=self.zk, link=self.link, names=self.config.streams
+        )
         self.pool = self.rt.executor("stop-pool", self.config.executor_workers)
 
     def start(self) -> None:
@@ -463,7 +493,6 @@ class Leader:
         if self.variant == "fix-stop-dedupe":
             stopping = [ds for ds in stopping if (ds.name, ds.version) not in self.handled]
             self.handled.update((ds.name, ds.version) for ds in stopping)
-        previous = {f: self._assignment(f) for f in range(config.followers)}
         new = {
             f: [
                 n
@@ -474,14 +503,10 @@ class Leader:
         }
         names = [ds.name for ds in stopping]
         self.rt.log("leader", "assign", stopping=names, assignable=sorted(assignable))
-        if config.tokens_enabled and stopping:
-            for name in names:
-                for f in range(config.followers):
-                    if name in previous[f] and not self.zk.exists(f"{TOKENS}/{name}/follower{f}"):
-                        self.zk.ensure_path(f"{TOKENS}/{name}")
-                        self.zk.create(f"{TOKENS}/{name}/follower{f}")
-                        self.rt.log("leader", "token.issue", entity=name, follower=f"follower{f}")
-            self._write_assignment(previous, new)
+        tokens = names if config.tokens_enabled else []
+        yield from self.link.call(lambda: self._assign_at_server(new, tokens))
+        if tokens:
+            self.rt.touch(LEADER)  # running_tasks, tasks_started, holding
             self.running_tasks += 1
             self.tasks_started += 1
             actor = f"stop-task{self.tasks_started}"
@@ -490,11 +515,26 @@ class Leader:
             self.rt.log("leader", "stop-task.submit", task=actor, streams=names)
             entity_op(self.rt, actor, "stop.process", names, streams=names)
             self.pool.submit("stop", lambda: self.stop_task(actor, stopping))
-        else:
-            self._write_assignment(previous, new)
-            if stopping:
-                entity_op(self.rt, "leader", "stop.process", names, streams=names)
-                yield from self.mark_stopped("leader", stopping, set())
+        elif stopping:
+            entity_op(self.rt, "leader", "stop.process", names, streams=names)
+            yield from self.mark_stopped("leader", stopping, set())
+
+    def _assign_at_server(self, new: dict[int, list[str]], tokens: Sequence[str]) -> None:
+        """``updateAllAssignmentsAndIssueTokens`` (``ZkAdapter.java`` 752-816), applied at the server.
+
+        It reads the current assignment, issues a token to each follower holding a
+        task of a stopping stream and writes the new assignment: many calls in the
+        code, one request here (so no leader fault splits them; they are not on
+        the lost resume's path).
+        """
+        previous = {f: self._assignment(f) for f in sorted(new)}
+        for name in tokens:
+            for f in sorted(new):
+                if name in previous[f] and not self.zk.exists(f"{TOKENS}/{name}/follower{f}"):
+                    self.zk.ensure_path(f"{TOKENS}/{name}")
+                    self.zk.create(f"{TOKENS}/{name}/follower{f}")
+                    self.rt.log("leader", "token.issue", entity=name, follower=f"follower{f}")
+        self._write_assignment(previous, new)
 
     def _assignment(self, follower: int) -> list[str]:
         data, _ = self.zk.get(f"{ASSIGN}/follower{follower}")
@@ -506,12 +546,22 @@ class Leader:
                 self.zk.set(f"{ASSIGN}/follower{f}", new[f])
                 self.rt.log("leader", "assignment.write", follower=f"follower{f}", tasks=new[f])
 
-    def _unclaimed(self, names: Sequence[str]) -> list[str]:
-        return [
+    def _revoke_at_server(self, names: Sequence[str]) -> list[str]:
+        """The streams whose tokens are still unclaimed, their tokens deleted (revoked)."""
+        failed = [
             n
-            for n in names
+            for n in sorted(names)
             if self.zk.exists(f"{TOKENS}/{n}") and self.zk.children(f"{TOKENS}/{n}")
         ]
+        for name in failed:
+            for token in self.zk.children(f"{TOKENS}/{name}"):
+                self.zk.delete(f"{TOKENS}/{name}/{token}")
+        return failed
+
+    def _count_tokens(self, name: str) -> int:
+        """``countChildren`` of the stream's token path (0 if it has none)."""
+        path = f"{TOKENS}/{name}"
+        return len(self.zk.children(path)) if self.zk.exists(path) else 0
 
     def stop_task(self, actor: str, snapshot: Snapshot) -> Gen:
         """waitForStopToPropagateAndMarkDatastreamsStopped, on a pool thread (1571-1609).
@@ -561,34 +611,43 @@ class Leader:
         while True:
             unclaimed = 0
             for name in names:
-                yield from self.link.round_trip()
-                path = f"{TOKENS}/{name}"
-                unclaimed += len(self.zk.children(path)) if self.zk.exists(path) else 0
+                unclaimed += yield from self.link.call(partial(self._count_tokens, name))
             if not unclaimed or self.rt.now_ms() - start_ms >= self.config.token_timeout_ms:
                 break
             yield self.rt.sleep(self.config.token_poll_ms)
         if not unclaimed:
             return set()
-        failed = set(self._unclaimed(names))
-        for name in sorted(failed):
-            for token in self.zk.children(f"{TOKENS}/{name}"):
-                self.zk.delete(f"{TOKENS}/{name}/{token}")
-        self.rt.log(actor, "tokens.unclaimed", streams=sorted(failed))
-        return failed
+        failed = yield from self.link.call(lambda: self._revoke_at_server(names))
+        self.rt.log(actor, "tokens.unclaimed", streams=failed)
+        return set(failed)
 
-    def stall(self, actor: str, name: str) -> None:
+    def stall_before_set(self, actor: str, name: str, retry: bool) -> None:
+        """``updateDataSerialized``'s place: after a readData reply, before its setData leaves."""
+        self.stall(actor, name, "retry" if retry else "write")
+
+    def stall(self, actor: str, name: str, point: str = "decided") -> None:
         """The drawn faults, where a stop task has decided and not yet written (``leader_jvm``).
 
-        A GC pause stops the whole leader JVM from the task's next yield; a
-        connection loss drops the leader's client with the task's next call (its
-        write's first) on the wire, which then fails with ``ZkTimeout``, as does
-        any other leader call in flight; calls made during the loss wait for it.
+        Drawn at each of the configuration's ``fault_points``: at the decision
+        (``decided``) and, in ``updateDataSerialized``, after its first readData
+        reply and before that setData leaves (``write``), and the same after a
+        BadVersion (``retry``); the labels end ``.<actor>``, ``.<actor>.write``,
+        ``.<actor>.retry``. A GC pause stops the whole leader JVM from
+        the task's next step: its next request waits for the pause's end, and
+        requests other leader threads already sent are applied meanwhile. A
+        connection loss drops the leader's client just after the task's next
+        request leaves, which then fails with ``ZkTimeout`` (never applied), as
+        does every leader request on the wire and every one made during the loss
+        (failed at the next failed reconnect attempt).
         """
+        if point not in self.config.fault_points:
+            return
+        suffix = "" if point == "decided" else f".{point}"
         for kind, options, act in (
             ("gc-pause", self.config.gc_pause_ms, self.faults.gc_pause),
             ("zk-connection-loss", self.config.zk_connection_loss_ms, self.faults.lose_connection),
         ):
-            duration_ms = self.rt.choose(f"fault.{kind}.{actor}", options)
+            duration_ms = self.rt.choose(f"fault.{kind}.{actor}{suffix}", options)
             if duration_ms:
                 self.rt.log(actor, f"fault.{kind}", entity=name, duration_ms=duration_ms)
                 act(duration_ms)
@@ -633,7 +692,13 @@ class Leader:
                 self.set_stopped(actor, ds)
                 self.stall(actor, ds.name)
                 success &= yield from update_datastream(
-                    self.rt, self.zk, self.link, actor, ds, cached[ds.name].version
+                    self.rt,
+                    self.zk,
+                    self.link,
+                    actor,
+                    ds,
+                    cached[ds.name].version,
+                    partial(self.stall_before_set, actor, ds.name),
                 )
             return success
         for ds in may_mark:
@@ -653,25 +718,36 @@ class Leader:
                 self.stall(actor, ds.name)
                 if self.variant == "fix-zk-lookup":
                     success &= yield from update_datastream(
-                        self.rt, self.zk, self.link, actor, fresh, fresh.version
-                    )
-                    break
-                yield from self.link.round_trip()  # setData(path, data, version read)
-                self.rt.touch(DATASTREAMS, write=False)  # fresh.data, shared with the cache
-                self.rt.checkpoint(actor, "mark.write", entity=ds.name)
-                try:
-                    write_status(
                         self.rt,
                         self.zk,
+                        self.link,
                         actor,
-                        ds.name,
-                        fresh.data,
-                        version_read=fresh.version,
-                        expected_version=fresh.version,
+                        fresh,
+                        fresh.version,
+                        partial(self.stall_before_set, actor, ds.name),
                     )
                     break
-                except BadVersion:
-                    self.rt.log(
-                        actor, "write.conflict", entity=ds.name, expected_version=fresh.version
-                    )
+                if (yield from self.write_conditional(actor, fresh)):
+                    break
         return success
+
+    def write_conditional(self, actor: str, fresh: Datastream) -> Generator[Any, Any, bool]:
+        """fix-conditional-write: setData with the version read; False on BadVersion (read again)."""
+        self.rt.touch(DATASTREAMS, write=False)  # fresh.data, shared with the cache
+        self.rt.checkpoint(actor, "mark.write", entity=fresh.name)
+        try:  # setData(path, data, version read)
+            yield from write_status(
+                self.rt,
+                self.zk,
+                self.link,
+                actor,
+                fresh.name,
+                fresh.data,
+                version_read=fresh.version,
+                expected_version=fresh.version,
+            )
+            return True
+        except BadVersion:  # it reads again and decides again
+            self.rt.reach(WRITE_CONFLICT_WINDOW)
+            self.rt.log(actor, "write.conflict", entity=fresh.name, expected_version=fresh.version)
+            return False

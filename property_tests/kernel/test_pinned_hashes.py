@@ -16,7 +16,11 @@ current-run DrainMessage reaches the head of its queue (a ``drain.mode`` op), no
 ``process_ms`` later when it is processed. Later in issue 33 every Brooklin row moved:
 each token poll costs a ``countChildren`` round trip per stream (every stop task's
 timing shifts), a connection loss fails the stop task's cut call instead of retrying it,
-and the proof configuration has stops 10 s apart and 1 s pauses.
+and the proof configuration has stops 10 s apart and 1 s pauses. Issue 45 moved every
+Brooklin row again: each ZooKeeper call is a request applied at the server half a round
+trip after it leaves (a write lands 1 ms earlier and its op is logged then), the assignment's
+calls are one request, the REST status poll and the followers' reads are requests too, and
+the faults are also drawn before each setData of ``updateDataSerialized``.
 """
 
 from __future__ import annotations
@@ -28,41 +32,41 @@ from raceproof.sim import RandomSource, ReplaySource
 
 # (scenario, variant) -> (FIFO search config, FIFO proof config, RandomSource(7) search config)
 PINNED: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("brooklin-double-stop", "buggy"): ("032c06757e547e94", "032c06757e547e94", "86e4c14f0d4ac2e1"),
+    ("brooklin-double-stop", "buggy"): ("b9cc245c714a307d", "b9cc245c714a307d", "2e557b205841e584"),
     ("brooklin-double-stop", "fix-zk-lookup"): (
-        "acbd047c9d39df9e",
-        "acbd047c9d39df9e",
-        "351f00566b4acaff",
+        "d8b69c533dbca840",
+        "d8b69c533dbca840",
+        "8368c27f64670a0f",
     ),
     ("brooklin-double-stop", "fix-conditional-write"): (
-        "1bbbf749fc9024df",
-        "1bbbf749fc9024df",
-        "65c3af31db1b2fe5",
+        "e3e99d2fd0d89a61",
+        "e3e99d2fd0d89a61",
+        "2b5a70bd4acd9cb7",
     ),
     ("brooklin-double-stop", "fix-stop-dedupe"): (
-        "34574c77390a914e",
-        "34574c77390a914e",
-        "f96d5119a6c93d59",
+        "53d94d72de1865bc",
+        "53d94d72de1865bc",
+        "e8995da34c21f85a",
     ),
     ("brooklin-redundant-stop", "buggy"): (
-        "032c06757e547e94",
-        "032c06757e547e94",
-        "86e4c14f0d4ac2e1",
+        "b9cc245c714a307d",
+        "b9cc245c714a307d",
+        "2e557b205841e584",
     ),
     ("brooklin-redundant-stop", "fix-zk-lookup"): (
-        "acbd047c9d39df9e",
-        "acbd047c9d39df9e",
-        "351f00566b4acaff",
+        "d8b69c533dbca840",
+        "d8b69c533dbca840",
+        "8368c27f64670a0f",
     ),
     ("brooklin-redundant-stop", "fix-conditional-write"): (
-        "1bbbf749fc9024df",
-        "1bbbf749fc9024df",
-        "65c3af31db1b2fe5",
+        "e3e99d2fd0d89a61",
+        "e3e99d2fd0d89a61",
+        "2b5a70bd4acd9cb7",
     ),
     ("brooklin-redundant-stop", "fix-stop-dedupe"): (
-        "34574c77390a914e",
-        "34574c77390a914e",
-        "f96d5119a6c93d59",
+        "53d94d72de1865bc",
+        "53d94d72de1865bc",
+        "e8995da34c21f85a",
     ),
     ("coordinator-async-append", "sync-assumption"): (
         "e5ada81a1c87ddb6",

@@ -20,7 +20,6 @@ import pytest
 from raceproof.cli.main import main
 from raceproof.models.brooklin.model import (
     SHARED_MARK_WINDOW,
-    STALE_MARK_WINDOW,
     STOP_AGAIN_WINDOW,
 )
 from raceproof.models.kafka_streams.state_dir import DELETE_WINDOW
@@ -54,7 +53,12 @@ def test_every_violation_a_search_finds_passed_through_a_probe(
     judged = scenario.probes_for(variant)
     for strategy in STRATEGIES:
         # The gate's ci profile: seed 0, examples only (raceproof.gate.expectations).
-        report = explore(scenario.runner(variant, scenario.config), strategy, 0, Budget(200))
+        report = explore(
+            scenario.runner(variant, scenario.config),
+            strategy,
+            0,
+            Budget(scenario.default_examples),
+        )
         assert report.verdict == Verdict.VIOLATED, f"{scenario.name}/{variant} {strategy}"
         assert report.found is not None and report.shrunk is not None
         for outcome in (report.found, report.shrunk):
@@ -69,7 +73,7 @@ def test_every_violation_a_search_finds_passed_through_a_probe(
 
 def test_every_builtin_scenario_declares_a_probe_and_each_is_placed_in_the_model() -> None:
     placed = {
-        "brooklin-double-stop": {STOP_AGAIN_WINDOW, STALE_MARK_WINDOW, SHARED_MARK_WINDOW},
+        "brooklin-double-stop": {STOP_AGAIN_WINDOW, SHARED_MARK_WINDOW},
         "brooklin-redundant-stop": {STOP_AGAIN_WINDOW},
         "streams-checkpoint-resurrection": {DELETE_WINDOW},
         "samza-drain": {DRAIN_WINDOW, EARLY_DRAIN_WINDOW},
@@ -89,9 +93,10 @@ def test_list_shows_each_scenarios_probes_and_its_declared_unreachable_ones(
     assert f"    probe: {DRAIN_WINDOW}\n        unreachable on kill: " in samza
     assert f"    probe: {EARLY_DRAIN_WINDOW}\n" in samza
     brooklin = out[out.index("brooklin-double-stop:") : out.index("brooklin-redundant-stop:")]
-    assert brooklin.count(f"probe: {STALE_MARK_WINDOW}") == 1
-    for variant in ("fix-zk-lookup", "fix-conditional-write", "fix-stop-dedupe"):
-        assert f"        unreachable on {variant}: " in brooklin
+    assert brooklin.count(f"probe: {SHARED_MARK_WINDOW}") == 1
+    assert brooklin.count("        unreachable on fix-stop-dedupe: ") == 1
+    for variant in ("fix-zk-lookup", "fix-conditional-write"):  # judged by both
+        assert f"        unreachable on {variant}: " not in brooklin
     assert main(["list", "--json"]) == 0
     listed = {s["scenario"]: s for s in json.loads(capsys.readouterr().out)["scenarios"]}
     assert listed["samza-drain"]["probes"] == [DRAIN_WINDOW, EARLY_DRAIN_WINDOW]

@@ -259,8 +259,8 @@ def test_units_walk_the_soundness_generators_models_as_the_sequential_walk(
     ("scenario", "variant", "runs"),
     [
         ("streams-checkpoint-resurrection", "fix-load-after-lock", 1024),
-        ("brooklin-double-stop", "fix-stop-dedupe", 766),
-        ("brooklin-double-stop", "fix-conditional-write", 1584),
+        ("brooklin-double-stop", "fix-stop-dedupe", 4752),
+        ("brooklin-double-stop", "fix-conditional-write", 1389),
     ],
 )
 def test_the_plan_of_a_proof_of_a_thousand_runs_allows_twelve_on_sixteen_workers(

@@ -30,17 +30,18 @@ from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
 
 # name -> overrides of the proof configuration (each full walk: at most a few hundred schedules)
 SMALL: dict[str, dict[str, Any]] = {
-    # Stops 10.333 s apart: with the proof configuration's 10 s the two stop tasks' polls meet
-    # and the full walk is over 20,000 schedules.
+    # One stream (issue 45: with every call a request in two halves, two streams' full walk is
+    # over 20,000 schedules even with stops 10.333 s apart and no pause); 1 s pauses at the
+    # decision and before updateDataSerialized's setData.
     "brooklin-double-stop": {
-        "stop_gap_ms": (10_333,),
-        "gc_pause_ms": (0,),
+        "streams": ("A",),
         "resume_think_ms": (8_000,),
         "leader_notify_ms": (3_000,),
+        "fault_points": ("decided", "write"),
     },
     # The same model with other checkers: a smaller walk suffices.
     "brooklin-redundant-stop": {
-        "stop_gap_ms": (10_333,),
+        "streams": ("A",),
         "gc_pause_ms": (0,),
         "resume_think_ms": (8_000,),
         "task_stop_ms": (500,),

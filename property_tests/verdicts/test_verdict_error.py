@@ -342,8 +342,8 @@ def test_brooklin_double_stop_results_carry_its_probe(
     )
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["verdict"] == "ok"
-    # Every declared probe is counted; the stale-cache one is declared unreachable on this fix,
-    # and the two it is judged by are reached by some of the 30 examples and missed by others.
+    # Every declared probe is counted; this fix is judged by both, and each is reached by
+    # some of the 30 examples and missed by others.
     from raceproof.models.brooklin.model import (
         SHARED_MARK_WINDOW,
         STALE_MARK_WINDOW,
@@ -351,12 +351,11 @@ def test_brooklin_double_stop_results_carry_its_probe(
     )
 
     probes = result["probes"]
-    assert set(probes) == {STALE_MARK_WINDOW, SHARED_MARK_WINDOW, STOP_AGAIN_WINDOW}
-    assert probes[STALE_MARK_WINDOW] == 0
+    assert {SHARED_MARK_WINDOW, STOP_AGAIN_WINDOW} <= set(probes)
     assert 0 < probes[SHARED_MARK_WINDOW] < 30 and 0 < probes[STOP_AGAIN_WINDOW] < 30
     from raceproof.gate import expectations as gate
 
     found = gate.run_explore(
-        "brooklin-double-stop", "buggy", "random", gate.PROFILES["ci"], examples=200
+        "brooklin-double-stop", "buggy", "random", gate.PROFILES["ci"], examples=600
     )
     assert found.status == "pass" and found.to_json()["probes"][STALE_MARK_WINDOW] >= 1
