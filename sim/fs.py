@@ -159,7 +159,7 @@ class FileSystem(Primitive):
             self.files[path] = FileEntry(content, now)
             self._list(path)
         else:
-            self.files[path] = FileEntry(content, now, entry.synced, entry.ever_synced)
+            self.files[path] = replace(entry, content=content, mtime_ms=now)
         if sync:
             self.fsync(path)
 

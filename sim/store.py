@@ -372,7 +372,7 @@ class VersionedStore(Primitive):
     def set(self, path: str, data: JSONValue, version: int = -1) -> int:
         """Overwrite the node; with ``version`` >= 0 only if that is its version. New version."""
         node = self._at_version(path, version)
-        node = Node(copy_json(data), node.version + 1, node.ephemeral_session, node.cversion)
+        node = dataclasses.replace(node, data=copy_json(data), version=node.version + 1)
         self.nodes[path] = node
         self._notify(path, node, "changed")
         return node.version
