@@ -348,6 +348,11 @@ def register(scenario: Scenario | Callable[[], Scenario]) -> Scenario:
         scenario = made
     if not scenario.name or not isinstance(scenario.name, str):
         raise RegistrationError("a scenario needs a non-empty name")
+    if not isinstance(scenario.variants, Mapping):
+        raise RegistrationError(
+            f"scenario {scenario.name}: variants must map each variant's name to what it is "
+            f"(a dict), got {type(scenario.variants).__name__}"
+        )
     if not scenario.variants:
         raise RegistrationError(f"scenario {scenario.name} has no variants")
     for purpose in ("config", "prove_config"):

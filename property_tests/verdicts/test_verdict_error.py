@@ -312,6 +312,7 @@ def test_a_probe_unreachable_by_design_is_named_with_its_reason_and_not_judged()
         assert scenario.judge_probes("buggy", verdict, {})[0] == verdict
     for bad in (
         {"probes": "one-string"},
+        {"variants": ("buggy", "fix-cas")},  # names without what each is: `list` needs the map
         {"unreachable_probes": {"fix-cas": {"undeclared": "why"}}},
         {"unreachable_probes": {"fix-cas": {_COUNTER_WINDOW: " "}}},
         {"unreachable_probes": {"no-such-variant": {_COUNTER_WINDOW: "why"}}},
