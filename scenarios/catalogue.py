@@ -70,6 +70,9 @@ class Scenario:
     # The model keeps the footprint contract of World.declare_footprints, so proofs may
     # skip schedules that only reorder commuting steps (the partial-order reduction).
     declares_footprints: bool = False
+    # Interchangeable actors (``raceproof.sim.symmetry``): config -> their names, each a name or
+    # a tuple of the names that belong to it; the state cache counts their permutations once.
+    symmetric: Callable[[Any], Sequence[str | Sequence[str]]] | None = None
     default_examples: int = 10_000
     default_budget_s: float = 60.0
     notes: Mapping[str, str] = field(default_factory=dict)
@@ -134,6 +137,8 @@ class Scenario:
             world.declared_probes = tuple(self.probes)
             if self.declares_footprints:
                 world.declare_footprints()
+            if self.symmetric is not None:
+                world.declare_symmetric(*self.symmetric(config))
             self.build(world, variant, config)
 
         return build
@@ -290,6 +295,7 @@ class Scenario:
             "prove_max_deviations": self.prove_max_deviations,
             "prove_max_branch": self.prove_max_branch,
             "declares_footprints": self.declares_footprints,
+            "symmetric": self.symmetric is not None,
             "probes": list(self.probes),
             "unreachable_probes": {v: dict(p) for v, p in self.unreachable_probes.items()},
             "violation_exceptions": [k.__qualname__ for k in self.violation_exceptions],

@@ -48,6 +48,9 @@ LOST_UPDATE = register(
         # Clients share only the store; the observer waits on their `finished` events
         # through all_of (a step that counts as touching everything); the checker counts.
         declares_footprints=True,
+        # The clients run the same code on the same counter: a state and its image with two
+        # clients exchanged are one (the state cache's symmetry).
+        symmetric=counter.clients,
         # Where the race window opens (world.reach in the model): an ok that never got there is not.
         probes=(COUNTER_WINDOW,),
         default_examples=2_000,

@@ -270,7 +270,8 @@ class ProofWalk:
             walk = last
             while walk is not None:
                 if walk.visit is not None:
-                    walk.visit[0].endings.add(ending(outcome, walk.visit[1]))
+                    visit = walk.visit[0]
+                    visit.endings.add(ending(outcome, walk.visit[1], visit.seen))
                 walk = walk.parent
         self.deepest = max(self.deepest, start.depth)
         if self.checker is not None and source.steps is not None:

@@ -47,7 +47,7 @@ from raceproof.sim.cells import ANY_KEY
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.errors import KernelError
 from raceproof.sim.footprint_claims import StepRecord
-from raceproof.sim.state_cache import StateCache, StateSeen, Visit, kernel_fingerprint
+from raceproof.sim.state_cache import StateCache, StateSeen, Visit, kernel_state
 from raceproof.sim.world import DISABLED, ENDS_RUN, SleepBlocked, World
 
 Footprint = dict[str, bool] | None  # resource -> written; None: dependent on everything
@@ -224,15 +224,15 @@ class SleepSetSource(ChoiceSource):
         """Cut the run here if the state cache covers this state (``StateSeen``)."""
         if self.cache is None:
             raise KernelError("a state look-up without a state cache")
-        fingerprint = kernel_fingerprint(world, model)
-        if fingerprint is None:
+        seen = kernel_state(world, model)  # canonical over the declared symmetric actors
+        if seen is None:
             return
-        sleep = frozenset(self.sleep)
-        covering, new = self.cache.look_up(fingerprint, sleep, self.depth)
+        fingerprint, sleep = seen.fingerprint, frozenset(map(seen.rename, self.sleep))
+        covering, new = self.cache.look_up(fingerprint, sleep, self.depth, seen)
         if covering is not None and not self.cache.check:
             raise StateSeen(fingerprint)
         if new is None:  # the debug mode: walk it anyway, compare when it is done
-            new = Visit(sleep, self.depth)
+            new = Visit(sleep, self.depth, seen=seen)
             if covering is not None and covering.sleep == sleep:
                 self.compare_at[index] = covering
         self.visit_at[index] = (new, len(world.history), fingerprint)

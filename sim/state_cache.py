@@ -25,6 +25,12 @@ first visit's (compared when both had the same sleep set), else
 shard under ``prove -j``), so with a cache the counts of ``-j N`` may differ
 from ``-j 1``; the verdict does not.
 
+With symmetric actors declared (``raceproof.sim.symmetry``) the fingerprint is
+that of a canonical representative under their permutations, the sleep set is
+renamed the same way, and the debug mode compares endings renamed too; two
+states that are one only by a permutation and end differently raise
+``SymmetryMismatch`` (the declaration's fault: bad input, exit 2).
+
 ``StateCacheMismatch`` is a ``KernelError``: a reduction that is not sound is a
 bug in raceproof (exit 70), never a verdict.
 """
@@ -37,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raceproof.sim.errors import KernelError
+from raceproof.sim.symmetry import Renaming, State, canonical, mismatch, renamed_ending
 from raceproof.sim.world import SleepBlocked, _process_step_key
 
 
@@ -55,6 +62,14 @@ def kernel_fingerprint(world: Any, model: Callable[[], str]) -> str | None:
     process (a condition, a callback of the model's own, a timer's firing: its key
     names the step, not the callback's state), whose future the kernel cannot name.
     """
+    pending = _pending(world)
+    if pending is None:
+        return None
+    return _digest(f"{model()}|{pending}")
+
+
+def _pending(world: Any) -> list[tuple[int, int, str]] | None:
+    """Every pending event someone waits on: (delay from now, priority, step key), sorted."""
     now = world.now_ms
     pending = []
     for entry in [*world._due, *world._queue]:
@@ -66,15 +81,50 @@ def kernel_fingerprint(world: Any, model: Callable[[], str]) -> str | None:
             return None
         pending.append((time - now, int(priority), key))
     pending.sort()
-    text = f"{model()}|{pending}"
+    return pending
+
+
+def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A state as the cache keys it: its fingerprint (canonical under the declared symmetry),
+    the plain one, and the renaming that made it canonical (None: no symmetry declared)."""
+
+    fingerprint: str
+    raw: str
+    renaming: Renaming | None = None
+
+    def rename(self, key: str) -> str:
+        return key if self.renaming is None else self.renaming.apply(key)
+
+
+def kernel_state(world: Any, model: Callable[[], str]) -> Seen | None:
+    """``kernel_fingerprint``, made canonical over the world's symmetric actors if it has any."""
+    pending = _pending(world)
+    if pending is None:
+        return None
+    text = model()
+    raw = _digest(f"{text}|{pending}")
+    if not world.symmetric:
+        return Seen(raw, raw)
+    entries = tuple(repr(p) for p in pending)
+    if isinstance(text, str):
+        parts = State(ordered=(text,), unordered=entries)
+    else:  # a collection of entries: sorted again once renamed (``World.declare_state``)
+        parts = State(ordered=(), unordered=(*map(str, text), *entries))
+    canonical_text, renaming = canonical(world.symmetric, world.processes_of, parts)
+    return Seen(_digest(canonical_text), raw, renaming)
 
 
 @dataclass
 class Visit:
-    sleep: frozenset[str]
+    sleep: frozenset[str]  # step keys, renamed as the state was (``Seen.rename``)
     depth: int
     endings: set[tuple[Any, ...]] = field(default_factory=set)  # debug mode: of its subtree
+    seen: Seen | None = None  # the state as keyed (debug mode: to tell symmetry's merges)
 
 
 @dataclass
@@ -87,30 +137,41 @@ class StateCache:
     checked: int = 0
 
     def look_up(
-        self, fingerprint: str, sleep: frozenset[str], depth: int
+        self, fingerprint: str, sleep: frozenset[str], depth: int, seen: Seen | None = None
     ) -> tuple[Visit | None, Visit | None]:
         """(a covering earlier visit, None), or (None, this visit, now remembered)."""
         for visit in self.visits.get(fingerprint, ()):
             if visit.sleep <= sleep and visit.depth <= depth:
                 self.hits += 1
                 return visit, None
-        new = Visit(sleep, depth)
+        new = Visit(sleep, depth, seen=seen)
         self.visits.setdefault(fingerprint, []).append(new)
         return None, new
 
 
-def ending(outcome: Any, op_index: int) -> tuple[Any, ...]:
-    """A run's verdicts and the ops it logged from ``op_index`` on, up to their order."""
+def ending(outcome: Any, op_index: int, seen: Seen | None = None) -> tuple[Any, ...]:
+    """A run's verdicts and the ops it logged from ``op_index`` on, up to their order.
+
+    With ``seen``'s renaming (a symmetric model), the actors carry their canonical names.
+    """
     tail = sorted(
         (op.time_ms, op.actor, op.kind, repr(sorted(op.fields.items())))
         for op in outcome.history.ops[op_index:]
         if op.kind != "run.end"  # it counts the run's steps, the past's too
     )
-    return (outcome.status, tuple((v.checker, v.status) for v in outcome.verdicts), tuple(tail))
+    plain = (outcome.status, tuple((v.checker, v.status) for v in outcome.verdicts), tuple(tail))
+    return plain if seen is None else renamed_ending(plain, seen.renaming)
 
 
 def compare(fingerprint: str, first: Visit, again: Visit) -> None:
-    """The debug mode's check: two subtrees from one fingerprint must end the same ways."""
+    """The debug mode's check: two subtrees from one fingerprint must end the same ways.
+
+    Two states that are one only under the declared symmetry (their plain fingerprints
+    differ) and end differently break the declaration: ``SymmetryMismatch`` names the actor.
+    """
+    pair = _symmetric(first, again)
+    if pair is not None and first.endings != again.endings:
+        raise mismatch(fingerprint, (first.endings, pair[0]), (again.endings, pair[1]))
     if first.endings != again.endings:
         only_first = len(first.endings - again.endings)
         only_again = len(again.endings - first.endings)
@@ -119,3 +180,11 @@ def compare(fingerprint: str, first: Visit, again: Visit) -> None:
             f"({only_first} endings only after the first visit, {only_again} only after the "
             f"second): the fingerprint leaves out state that matters"
         )
+
+
+def _symmetric(first: Visit, again: Visit) -> tuple[Renaming, Renaming] | None:
+    """The two visits' renamings, if they are one state only under the declared symmetry."""
+    a, b = first.seen, again.seen
+    if a is None or b is None or a.raw == b.raw or a.renaming is None or b.renaming is None:
+        return None
+    return a.renaming, b.renaming

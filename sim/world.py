@@ -17,7 +17,7 @@ actor name or footprint entry is a ``ValueError``/``TypeError`` naming the call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 from typing import Any, Protocol
@@ -40,6 +40,7 @@ from raceproof.sim.errors import KernelError, Signalled, did_you_mean
 from raceproof.sim.history import History, JSONValue
 from raceproof.sim.nodes import Node, hold_paused
 from raceproof.sim.shared import Shared
+from raceproof.sim.symmetry import declared
 from raceproof.sim.visibility import OP_ORDER
 
 ProcessGenerator = Generator[Event, Any, Any]
@@ -93,6 +94,10 @@ class World(simpy.Environment):
         self.footprints_declared = False
         self.untracked: list[str] = []  # primitives in use that record no footprints
         self.state_fingerprint: Callable[[], str] | None = None
+        # Interchangeable actors (``declare_symmetric``) and the process ids spawned under each
+        # name, which the state cache renames (``raceproof.sim.symmetry``).
+        self.symmetric: tuple[tuple[str, ...], ...] = ()
+        self.processes_of: dict[str, list[str]] = {}
         self._footprint: dict[str, bool] | None = None
         self._spawned: dict[str, int] = {}
         self._arms: dict[str, int] = {}  # timer resource -> arms so far (``arm_key``)
@@ -275,8 +280,9 @@ class World(simpy.Environment):
             parent = getattr(self.active_process, "rp_id", self._context)
             count = self._spawned.get(parent, 0)
             self._spawned[parent] = count + 1
-            process.rp_id = f"{parent}/{actor}#{count}"  # type: ignore[attr-defined]
+            pid = process.rp_id = f"{parent}/{actor}#{count}"  # type: ignore[attr-defined]
             process.rp_steps = 0  # type: ignore[attr-defined]
+            self.processes_of.setdefault(actor, []).append(pid)
         return process
 
     def _waiters_changed(self, _event: Event) -> None:
@@ -317,8 +323,20 @@ class World(simpy.Environment):
 
         ``fingerprint()`` is a canonical text of the model's state; equal texts
         must mean equal futures and verdicts (see the soundness condition there).
+        It may also return a collection of texts (entries): with symmetric actors
+        declared, they are renamed and sorted again, so images of a state merge.
         """
         self.state_fingerprint = fingerprint
+
+    def declare_symmetric(self, *actors: str | Sequence[str]) -> None:
+        """Declare ``actors`` interchangeable (``raceproof.sim.symmetry``): the state cache
+        counts states that differ only by a permutation of them once.
+
+        Each actor is its name, or a tuple of the names that belong to it (its own
+        first; every actor as many). The model's promise: its code, checkers and
+        probes treat them alike but for their names (``--check-symmetry`` checks it).
+        """
+        self.symmetric = declared(actors)
 
     def touch(self, resource: str, write: bool = True) -> None:
         """Record that the current step reads or writes ``resource`` (shared state)."""

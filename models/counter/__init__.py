@@ -1,5 +1,11 @@
 """The kernel self-test model: a counter read-modify-written by concurrent clients."""
 
-from raceproof.models.counter.model import VARIANTS, CounterConfig, build, final_equals_acks
+from raceproof.models.counter.model import (
+    VARIANTS,
+    CounterConfig,
+    build,
+    clients,
+    final_equals_acks,
+)
 
-__all__ = ["VARIANTS", "CounterConfig", "build", "final_equals_acks"]
+__all__ = ["VARIANTS", "CounterConfig", "build", "clients", "final_equals_acks"]

@@ -50,15 +50,18 @@ class CounterConfig:
         require(self.rpc_ms and all(d >= 0 for d in self.rpc_ms), "rpc_ms needs delays >= 0")
 
 
+def clients(config: CounterConfig) -> list[str]:
+    """The clients' names: interchangeable once started (``Scenario(symmetric=...)``)."""
+    return [f"client{index}" for index in range(config.clients)]
+
+
 def build(world: World, variant: str, config: CounterConfig) -> None:
     require(variant in VARIANTS, f"unknown variant {variant}")
     store = VersionedStore(world)
     store.create(COUNTER, 0)
     finished = [world.event() for _ in range(config.clients)]
-    for index in range(config.clients):
-        world.spawn(
-            f"client{index}", _client(world, store, variant, config, index, finished[index])
-        )
+    for index, name in enumerate(clients(config)):
+        world.spawn(name, _client(world, store, variant, config, index, finished[index]))
     world.spawn("observer", _observer(world, store, finished))
 
 
@@ -72,6 +75,9 @@ def _client(
 ) -> ProcessGenerator:
     me = f"client{index}"
     yield world.sleep(index * config.start_gap_ms)
+    # Started: from here on the clients differ only by their names (the scenario declares them
+    # symmetric), so none keeps its index (a process's state is what its frame holds).
+    del index
     for _ in range(config.increments):
         while True:
             value, version = store.get(COUNTER)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -28,6 +29,7 @@ from raceproof.cli.commands.common import (
 )
 from raceproof.cli.signals import Coverage
 from raceproof.cli.validation import (
+    BadInput,
     int_in,
     jobs_option,
     non_empty,
@@ -99,6 +101,11 @@ FOOTPRINTS_UNVERIFIED = (
     "footprints they rest on are unchecked; prove "
     "without --check-footprints to trust them, or with --cross-check on a small configuration"
 )
+SYMMETRY_UNCHECKED = (
+    "--check-symmetry: no state was reached twice, so no two states that differ by a "
+    "permutation of the symmetric actors were compared: the declaration is unchecked (the "
+    "state cache names a state only where the model or the kernel can fingerprint it)"
+)
 # Options of ``prove`` that cannot mean anything together (exit 2 naming both).
 CONTRADICTIONS = (
     (
@@ -131,6 +138,26 @@ CONTRADICTIONS = (
         "state_cache",
         "check_state_cache",
         "--check-state-cache runs the state cache and checks it; give one",
+    ),
+    (
+        "estimate",
+        "check_symmetry",
+        "--estimate only samples the proof's size and runs no proof to check",
+    ),
+    (
+        "check_symmetry",
+        "no_symmetry",
+        "--check-symmetry checks the declared symmetry, and --no-symmetry leaves it out",
+    ),
+    (
+        "state_cache",
+        "check_symmetry",
+        "--check-symmetry runs the state cache with the symmetry and checks both; give one",
+    ),
+    (
+        "check_state_cache",
+        "check_symmetry",
+        "--check-symmetry runs the state cache with the symmetry and checks both; give one",
     ),
 )
 
@@ -171,6 +198,13 @@ class Interrupted:
 def _parse(args: argparse.Namespace) -> ProveSetup:
     refuse_contradictions(args, CONTRADICTIONS)
     scenario, variant = scenario_and_variant(args)
+    if args.check_symmetry and scenario.symmetric is None:
+        raise BadInput(
+            f"--check-symmetry: scenario {scenario.name} declares no symmetric actors "
+            f"(Scenario(symmetric=...)): there is nothing to check"
+        )
+    if args.no_symmetry:  # the plain cache: states that differ by a permutation stay apart
+        scenario = dataclasses.replace(scenario, symmetric=None)
     overrides = parse_overrides(args.set)
     config = scenario.config_for("prove", overrides)
     return ProveSetup(
@@ -239,8 +273,8 @@ def _run(args: argparse.Namespace, setup: ProveSetup, size: Estimate) -> ProveRe
             progress=coverage.progress(progress),
             reduction=not args.no_reduction,
             jobs=args.jobs,
-            state_cache=args.state_cache or args.check_state_cache,
-            state_cache_check=args.check_state_cache,
+            state_cache=args.state_cache or args.check_state_cache or args.check_symmetry,
+            state_cache_check=args.check_state_cache or args.check_symmetry,
             check_footprints=args.check_footprints,
             cross_check=args.cross_check,
             worker_setup=functools.partial(processes.die_with_parent, os.getpid()),
@@ -332,6 +366,8 @@ def _result(
         result["verdict"] = Verdict.INCONCLUSIVE
         note = FOOTPRINTS_UNVERIFIED.format(n=report.footprints_unverified)
         result["notes"] = [*result.get("notes", []), note]
+    if args.check_symmetry and not report.state_cache_checked and report.found is None:
+        result["notes"] = [*result.get("notes", []), SYMMETRY_UNCHECKED]
     result["seconds"] = round(time.monotonic() - started, 3)
     return ProveResult(setup=setup, result=result, report=report, unchecked=unchecked)
 
@@ -496,6 +532,17 @@ def _add_walk_options(sub: Any) -> None:
         "--check-state-cache",
         action="store_true",
         help="debug the state fingerprint: cut nothing, compare what would be cut",
+    )
+    sub.add_argument(
+        "--check-symmetry",
+        action="store_true",
+        help="check the scenario's symmetric actors: cut nothing, compare the runs from states "
+        "that differ by a permutation (exit 2 naming the actor if they differ)",
+    )
+    sub.add_argument(
+        "--no-symmetry",
+        action="store_true",
+        help="the state cache without the scenario's symmetric actors",
     )
     sub.add_argument(
         "--check-footprints",
