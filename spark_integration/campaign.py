@@ -174,7 +174,12 @@ def campaign_session(master: str, app_name: str = "raceproof-campaign") -> Any:
     Separate from ``spark-check``'s local[2] session: a campaign may run on
     any master, and needs nothing of Structured Streaming.
     """
-    from raceproof.spark_integration.session import SparkUnavailable, jvm_dies_with_us
+    from raceproof.spark_integration.session import (
+        SparkUnavailable,
+        jvm_dies_with_us,
+        one_line,
+        started,
+    )
 
     jvm_dies_with_us()
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -199,12 +204,10 @@ def campaign_session(master: str, app_name: str = "raceproof-campaign") -> Any:
             builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
                 "spark.driver.host", "127.0.0.1"
             )
-        spark = builder.getOrCreate()
+        spark = started(builder)
     except Exception as exc:
-        tail = log.read_text(errors="replace")[-2000:].strip()
-        raise SparkUnavailable(
-            f"Spark did not start on {master}: {exc}\nthe JVM said:\n{tail}"
-        ) from exc
+        tail = log.read_text(errors="replace")[-4000:]
+        raise SparkUnavailable(f"Spark did not start on {master}: {one_line(exc, tail)}") from exc
     finally:
         os.dup2(saved_stderr, 2)
         os.close(saved_stderr)

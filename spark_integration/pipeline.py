@@ -109,24 +109,32 @@ def user_frames(exc: BaseException) -> str:
 def calling_user(what: str, call: Any, *args: Any, before_spark: bool = False) -> Any:
     """``call(*args)``, the user's code: whatever it raises becomes a ``PipelineRaised`` naming ``what``.
 
-    ``before_spark`` (the factory, called before any session starts): every
-    ``BaseException`` but a real signal's (``Signalled``) is the user's, a
-    ``KeyboardInterrupt`` or ``GeneratorExit`` it raises included. While Spark
-    runs, PySpark's own SIGINT handler raises a plain ``KeyboardInterrupt`` for a
-    real Ctrl-C, so there a ``KeyboardInterrupt`` is taken for the signal; anything
-    else is the user's (a ``GeneratorExit`` or a ``BaseException`` of their own
-    was raceproof's bug, exit 70).
+    Every ``BaseException`` but a real signal's (``Signalled``) is the user's, a
+    ``KeyboardInterrupt`` or ``GeneratorExit`` it raises included. One exception:
+    while PySpark's own SIGINT handler is installed (a session someone else made;
+    raceproof's sessions put the command's handler back, ``session.started``), it
+    raises a plain ``KeyboardInterrupt`` for a real Ctrl-C, so there one is taken for
+    the signal, unless ``before_spark`` (the factory, called before any session).
     """
     try:
         return call(*args)
     except PipelineRaised:
         raise
     except BaseException as exc:  # sys.exit() in the user's code is theirs too
-        if isinstance(exc, Signalled) or (isinstance(exc, KeyboardInterrupt) and not before_spark):
+        if isinstance(exc, Signalled) or (
+            isinstance(exc, KeyboardInterrupt) and not before_spark and pyspark_takes_sigint()
+        ):
             raise
         first = (said(exc).strip().splitlines() or [""])[0]  # whole: never cut mid-word
         named = f"{type(exc).__name__}: {first}".removesuffix(": ")
         raise PipelineRaised(f"pipeline error: {what} raised {named}", user_frames(exc)) from exc
+
+
+def pyspark_takes_sigint() -> bool:
+    """Whether SIGINT's handler now is PySpark's (it raises a plain ``KeyboardInterrupt``)."""
+    import signal
+
+    return str(getattr(signal.getsignal(signal.SIGINT), "__module__", "")).startswith("pyspark")
 
 
 def timestamp(second: int) -> str:
@@ -407,7 +415,7 @@ def settings_of(pipelines: list[Pipeline]) -> dict[str, str]:
     when two pipelines want one setting to hold two values."""
     merged: dict[str, str] = {}
     for pipeline in pipelines:
-        given = calling_user("spark_conf()", pipeline.spark_conf)
+        given = calling_user("spark_conf()", pipeline.spark_conf, before_spark=True)
         if not isinstance(given, dict) or not all(
             isinstance(k, str) and isinstance(v, str | int | float | bool) for k, v in given.items()
         ):
@@ -422,6 +430,9 @@ def settings_of(pipelines: list[Pipeline]) -> dict[str, str]:
                     f"the pipelines set {key} to both {merged[key]!r} and {text!r} in spark_conf()"
                 )
             merged[key] = text
+    from raceproof.spark_integration import preflight  # it builds on this module
+
+    preflight.check_settings(merged)  # what Spark would refuse as it starts, before it does
     return merged
 
 

@@ -93,6 +93,49 @@ HOOKS = {
     "source_of": ("record",),
 }
 
+# A source's input folder name (``input/NAME``): one plain path component, no glob character.
+SOURCE_NAME = re.compile(r"\w[\w.-]*")
+# Settings Spark parses as an int (ConfigBuilder.intConf: the trimmed text, a 32-bit int) or a
+# boolean (booleanConf: true or false in any case); those it also wants positive.
+INT_SETTINGS = frozenset(
+    {
+        "spark.sql.shuffle.partitions",
+        "spark.default.parallelism",
+        "spark.task.maxFailures",
+        "spark.sql.streaming.minBatchesToRetain",
+        "spark.sql.streaming.numRecentProgressUpdates",
+    }
+)
+POSITIVE_SETTINGS = frozenset(
+    {"spark.sql.shuffle.partitions", "spark.sql.streaming.minBatchesToRetain"}
+)
+BOOL_SETTINGS = frozenset(
+    {
+        "spark.sql.adaptive.enabled",
+        "spark.sql.ansi.enabled",
+        "spark.sql.streaming.stopActiveRunOnRestart",
+        "spark.sql.streaming.noDataMicroBatches.enabled",
+        "spark.ui.enabled",
+        "spark.ui.showConsoleProgress",
+        "spark.speculation",
+    }
+)
+INT = re.compile(r"[+-]?[0-9]+")
+# SparkContext's masters: local, local[N|*], local[N|*, F], local-cluster[N, C, M], spark://...,
+# k8s://... (SparkMasterRegex), and yarn.
+MASTERS = (
+    re.compile(r"spark://.+"),
+    re.compile(r"k8s://.+"),
+    re.compile(r"local"),
+    re.compile(r"local\[([0-9]+|\*)\]"),
+    re.compile(r"local\[([0-9]+|\*)\s*,\s*([0-9]+)\]"),
+    re.compile(r"local-cluster\[\s*([0-9]+)\s*,\s*([0-9]+)\s*,\s*([0-9]+)\s*]"),
+)
+MASTER_RULE = (
+    "Spark wants yarn, spark://HOST:PORT, k8s://..., local, local[N], local[*], local[N, F] "
+    "or local-cluster[N, C, M]"
+)
+
 
 # -- DDL ---------------------------------------------------------------------------------------
 class _Tokens:
@@ -242,6 +285,7 @@ def check_declarations(pipeline: Pipeline, spec: str) -> None:
             f"{where}: max_lateness_s = {lateness!r}; expected None or a whole number of "
             f"seconds in 0..{MAX_LATENESS_S}"
         )
+    check_sources(pipeline.sources, where)
     for hook, arguments in HOOKS.items():
         method = getattr(pipeline, hook, None)
         if not callable(method):
@@ -254,6 +298,57 @@ def check_declarations(pipeline: Pipeline, spec: str) -> None:
             ) from None
         except ValueError:
             continue  # a builtin without a signature: only calling it can tell
+
+
+def check_sources(sources: object, where: str) -> None:
+    """``sources``: a tuple (or list) of distinct names, each one plain folder name: the input
+    folder of each source is ``input/NAME`` of the trial's sandbox, and Spark reads it whole."""
+    if not isinstance(sources, tuple | list) or not all(isinstance(n, str) for n in sources):
+        raise PipelineError(
+            f"{where}: sources = {_shown(sources)}; expected a tuple of source names (strings), "
+            "or () for one source"
+        )
+    for name in sources:
+        if not SOURCE_NAME.fullmatch(name):
+            raise PipelineError(
+                f"{where}: sources holds {name!r}; a source's name is a folder name of letters, "
+                "digits, '_', '-' and '.' that does not start with '.' or '-'"
+            )
+    twice = sorted({n for n in sources if sources.count(n) > 1})
+    if twice:
+        raise PipelineError(f"{where}: sources names {twice[0]!r} twice")
+
+
+def check_settings(settings: dict[str, str]) -> None:
+    """The ``spark_conf()`` values that can be judged without Spark, by Spark's own rules;
+    PipelineError naming the setting. Spark judges the rest as the session starts."""
+    for key, value in settings.items():
+        why = _refused(key, value)
+        if why:
+            raise PipelineError(f"spark_conf() sets {key} = {value!r}: {why}")
+
+
+def _refused(key: str, value: str) -> str:
+    """Why Spark would refuse ``value`` for ``key`` ("" if it would not, or we cannot tell)."""
+    text = value.strip()
+    if key == "spark.master":
+        return master_refused(text)
+    if key in INT_SETTINGS:
+        if not INT.fullmatch(text) or not -(2**31) <= int(text) < 2**31:
+            return "Spark wants a whole number (an int) here"
+        if key in POSITIVE_SETTINGS and int(text) <= 0:
+            return "Spark wants a positive number here"
+    if key in BOOL_SETTINGS and text.lower() not in ("true", "false"):
+        return "Spark wants true or false here"
+    return ""
+
+
+def master_refused(master: str) -> str:
+    """Why Spark would refuse this master URL ("" if it takes it): SparkContext's forms
+    (SparkMasterRegex), and yarn."""
+    if master == "yarn" or any(form.fullmatch(master) for form in MASTERS):
+        return ""
+    return MASTER_RULE
 
 
 def returned_rows(what: str, value: Any, *, none_ok: bool = False) -> list[dict[str, Any]]:
@@ -296,6 +391,7 @@ def check_hooks(pipeline: Pipeline) -> None:
     )
     for record in records:
         jsonable(record)
+        _source_named(pipeline, record)
     returned_rows(
         "expected(records)", calling_user("expected(records)", pipeline.expected, records)
     )
@@ -307,6 +403,18 @@ def check_hooks(pipeline: Pipeline) -> None:
         tried = _without_a_session(pipeline.write_stream)
         if tried is not _NEEDS_SPARK:
             returned_writer("write_stream(frame)", tried)
+
+
+def _source_named(pipeline: Pipeline, record: dict[str, Any]) -> None:
+    """With ``sources`` declared, ``source_of(record)`` must name one of them."""
+    if not pipeline.sources:
+        return
+    name = calling_user("source_of(record)", pipeline.source_of, record)
+    if name not in pipeline.sources:
+        raise PipelineRaised(
+            f"pipeline error: source_of({record}) returned {_shown(name)}, not one of its "
+            f"sources ({', '.join(pipeline.sources)})"
+        )
 
 
 _NEEDS_SPARK = object()

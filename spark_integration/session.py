@@ -13,6 +13,7 @@ record is dropped (``_QuietAfterInterrupt``).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import re
@@ -20,8 +21,11 @@ import resource
 import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
+
+from raceproof.sim.errors import Signalled
 
 _SESSION: Any = None
 _JVM_LOG: Path | None = None
@@ -87,7 +91,7 @@ def spark_session(settings: dict[str, str] | None = None) -> Any:
         log_fd = os.open(_JVM_LOG, os.O_WRONLY | os.O_APPEND)
         os.dup2(log_fd, 2)  # the JVM launched now inherits the log as its stderr
         try:
-            _SESSION = (
+            _SESSION = started(
                 SparkSession.builder.master("local[2]")
                 .appName("raceproof-spark-check")
                 .config("spark.ui.enabled", "false")
@@ -99,16 +103,20 @@ def spark_session(settings: dict[str, str] | None = None) -> Any:
                 .config("spark.sql.session.timeZone", "UTC")
                 .config("spark.sql.streaming.stopActiveRunOnRestart", "true")
                 .config(map=dict(settings or {}))
-                .getOrCreate()
             )
+            settings_taken(_SESSION)
         except Exception as exc:
-            tail = _JVM_LOG.read_text(errors="replace")[-2000:].strip()
+            tail = _JVM_LOG.read_text(errors="replace")[-4000:]
             _JVM_LOG.unlink(missing_ok=True)
             _JVM_LOG = None
-            raise SparkUnavailable(f"Spark did not start: {exc}\nthe JVM said:\n{tail}") from exc
+            _stop_quietly(_half_made())
+            _SESSION = None
+            raise SparkUnavailable(f"Spark did not start: {one_line(exc, tail)}") from exc
         except BaseException:  # interrupted while starting: no log file left behind
             _JVM_LOG.unlink(missing_ok=True)
             _JVM_LOG = None
+            _stop_quietly(_half_made())
+            _SESSION = None
             raise
         finally:
             os.dup2(saved_stderr, 2)
@@ -118,6 +126,84 @@ def spark_session(settings: dict[str, str] | None = None) -> Any:
     return _SESSION
 
 
+def started(builder: Any) -> Any:
+    """``builder.getOrCreate()``, with the SIGINT handler found before it put back.
+
+    PySpark installs a SIGINT handler of its own when a SparkContext starts (it cancels
+    the jobs and raises a plain ``KeyboardInterrupt``), which no one can tell from a
+    ``KeyboardInterrupt`` the user's code raised: a Ctrl-C while ``spark-check`` made
+    its session exited 70. The handler before (the command's: ``Interrupted``, 130) is
+    put back once the session is made; a Ctrl-C PySpark's handler took while it was
+    being made stops the half-made context and is raised again through that handler.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        return builder.getOrCreate()
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Signalled) or not main:
+            raise
+        from pyspark import SparkContext
+
+        if before is not None:
+            signal.signal(signal.SIGINT, before)
+        _stop_quietly(SparkContext._active_spark_context)
+        if before is not None:
+            signal.raise_signal(signal.SIGINT)  # the command's handler raises its interrupt
+        raise
+    finally:
+        if main and before is not None:
+            signal.signal(signal.SIGINT, before)
+
+
+def settings_taken(spark: Any) -> None:
+    """Make Spark read its SQL settings now: a value it refuses (``spark.sql.shuffle.partitions``
+    = ``"abc"``) fails here, naming the setting, instead of in the first trial."""
+    spark.conf.get("spark.sql.session.timeZone")
+
+
+# The line of Spark's own error, in a message or the JVM's log: [ERROR_CLASS] text, or
+# "Exception in thread "main" org.apache.spark.SparkException: text".
+_SPARK_ERROR = re.compile(r"^(?:Exception in thread \"main\" )?(?:\S+(?:Exception|Error): )?(.+)$")
+
+
+_NOISE = re.compile(r"^WARNING: |^Using Spark's default log4j| WARN | INFO ")
+
+
+def one_line(exc: BaseException, jvm_log: str = "") -> str:
+    """What Spark said went wrong, in one line: the JVM's ``Exception in thread "main"`` if
+    its log has one (a master URL it refuses), else the first line of ``exc`` (py4j's cause
+    line), without the JVM's stack trace and ``SQLSTATE`` code; a JVM that never started
+    (no Java) adds the launcher's first line."""
+    thrown = [
+        line for line in jvm_log.splitlines() if line.startswith('Exception in thread "main"')
+    ]
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    # py4j: "An error occurred while calling X.", then ": org.apache...Exception: what" below
+    cause = [line[2:] for line in lines[1:] if line.startswith(": ")]
+    text = thrown[-1] if thrown else cause[0] if cause else lines[0]
+    found = _SPARK_ERROR.match(text.strip())
+    said = re.sub(r"\s*SQLSTATE: \w+\s*$", "", found[1] if found else text).strip()
+    launcher = [line for line in jvm_log.splitlines() if line.strip() and not _NOISE.search(line)]
+    if not thrown and launcher and "JAVA_GATEWAY_EXITED" in said:  # no JVM: the launcher's words
+        said += f" (the JVM said: {launcher[0].strip()})"
+    return said
+
+
+def _half_made() -> Any:
+    """The session made, else the SparkContext a failed or interrupted start left running."""
+    from pyspark import SparkContext
+
+    return _SESSION if _SESSION is not None else SparkContext._active_spark_context
+
+
+def _stop_quietly(session: Any) -> None:
+    """Stop a session or context that may be half made (a signal or a refused setting)."""
+    if session is not None:
+        with contextlib.suppress(Exception):
+            session.stop()
+
+
 def _apply(spark: Any, settings: dict[str, str]) -> None:
     """Set each setting on a running session; one fixed at start that differs is refused."""
     for key, value in settings.items():
@@ -125,8 +211,10 @@ def _apply(spark: Any, settings: dict[str, str]) -> None:
             continue
         try:
             spark.conf.set(key, value)
-        except Exception as exc:  # Spark: a static setting cannot be changed once started
-            raise SparkUnavailable(
+        except Exception as exc:
+            if "CANNOT_MODIFY" not in str(exc):  # a value Spark refuses: the setting's error
+                raise SparkUnavailable(f"spark_conf() sets {key}: {one_line(exc)}") from None
+            raise SparkUnavailable(  # a static setting cannot be changed once started
                 f"the Spark session is already running and {key} is fixed when it starts "
                 f"({type(exc).__name__}); run spark-check in a fresh process to apply it"
             ) from None

@@ -283,13 +283,16 @@ def test_a_report_whose_replay_raises_draws_the_run_as_recorded_and_says_why(
 
 @pytest.mark.parametrize("kind", hostile.KINDS)
 def test_pipeline_code_called_while_spark_runs_raises_anything_but_an_interrupt_as_its_error(
-    kind: str,
+    kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``query``, ``records``, ``read_output`` and the rest are called while Spark runs, where
-    PySpark's SIGINT handler raises a plain ``KeyboardInterrupt`` for a real Ctrl-C: that one is
-    left to the signal handling. Everything else is the pipeline's error (exit 4); a
-    ``GeneratorExit`` or a ``BaseException`` of its own went on to the command line, which took
-    it for raceproof's bug (exit 70)."""
+    """``query``, ``records``, ``read_output`` and the rest are called while Spark runs. What
+    they raise is the pipeline's error (exit 4); a ``GeneratorExit`` or a ``BaseException`` of
+    its own went on to the command line, which took it for raceproof's bug (exit 70). A plain
+    ``KeyboardInterrupt`` is theirs too, unless PySpark's own SIGINT handler is installed (a
+    session raceproof did not make): it raises one for a real Ctrl-C, left to the signal
+    handling. raceproof's sessions put the command's handler back (``session.started``)."""
+    import signal
+
     from raceproof.spark_integration.pipeline import PipelineRaised, calling_user
 
     namespace: dict[str, object] = {}
@@ -299,13 +302,18 @@ def test_pipeline_code_called_while_spark_runs_raises_anything_but_an_interrupt_
         f"def query(source):\n    {hostile.RAISES[kind][0]}\n",
         namespace,
     )
-    if kind == "keyboard":
-        with pytest.raises(KeyboardInterrupt):
-            calling_user("query(source)", namespace["query"], None)
-        return
     with pytest.raises(PipelineRaised) as raised:
         calling_user("query(source)", namespace["query"], None)
     assert str(raised.value) == f"pipeline error: query(source) raised {hostile.names(kind)}"
+
+    def pyspark_handler(signum: int, frame: object) -> None:  # as pyspark.core.context's
+        raise KeyboardInterrupt
+
+    pyspark_handler.__module__ = "pyspark.core.context"
+    monkeypatch.setattr(signal, "getsignal", lambda signum: pyspark_handler)
+    expected = KeyboardInterrupt if kind == "keyboard" else PipelineRaised
+    with pytest.raises(expected):
+        calling_user("query(source)", namespace["query"], None)
 
 
 def test_a_real_signal_inside_the_models_last_step_still_stops_the_run() -> None:

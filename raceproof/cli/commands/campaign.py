@@ -85,6 +85,14 @@ def _seeds(args: argparse.Namespace) -> list[int]:
     return list(range(DEFAULT_SEEDS if args.seeds is None else args.seeds))
 
 
+def _check_master(master: str) -> None:
+    """A master URL Spark would refuse, by its own rule, before any folder or JVM."""
+    from raceproof.spark_integration.preflight import master_refused
+
+    if master_refused(master):
+        raise UsageError(f"--master {master!r}: {master_refused(master)}")
+
+
 def cmd_campaign(args: argparse.Namespace) -> int:
     from raceproof.reports import campaign_folder
     from raceproof.spark_integration import campaign
@@ -93,6 +101,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.experiment and not args.pipeline:
         raise UsageError("--experiment names a --pipeline campaign's experiment; give --pipeline")
     seeds = _seeds(args)
+    _check_master(args.master)
     strategies = args.strategy or ["random", "hypothesis", "pct"]
     for strategy in strategies:
         if strategy not in STRATEGIES:
