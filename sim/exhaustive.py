@@ -86,6 +86,11 @@ class ProofReport:
     # ``pruned`` counts such runs under ``undecided by CHECKER``; this run gives the repro.
     undecided: RunOutcome | None = None
 
+    @property
+    def runs_per_class(self) -> float | None:
+        """Runs made per class judged (1.0: no run wasted); None when no class was judged."""
+        return round(self.runs / self.schedules, 3) if self.schedules else None
+
     def accounting(self) -> dict[str, object]:
         """The report's fields for JSON output."""
         return {

@@ -82,6 +82,9 @@ def test_prove_fix_is_ok_and_complete(capsys: pytest.CaptureFixture[str]) -> Non
     assert result["schedules"] > 1
     assert result["bounds_pruned"] == {}
     assert result["configuration"]["config"]["clients"] == 2
+    # Every run judged a class of its own: none cut as sleep-blocked, one run per class.
+    assert (result["sleep_blocked"], result["runs_per_class"]) == (0, 1.0)
+    assert result["runs"] == result["schedules"]
 
 
 def test_prove_with_a_pruning_cap_exits_inconclusive(capsys: pytest.CaptureFixture[str]) -> None:

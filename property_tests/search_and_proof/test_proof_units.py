@@ -259,8 +259,10 @@ def test_units_walk_the_soundness_generators_models_as_the_sequential_walk(
     ("scenario", "variant", "runs"),
     [
         ("streams-checkpoint-resurrection", "fix-load-after-lock", 1024),
-        ("brooklin-double-stop", "fix-stop-dedupe", 4752),
-        ("brooklin-double-stop", "fix-conditional-write", 1389),
+        # 4,752 and 1,389 before an instant's triggered steps counted as ordered (the runs
+        # sleep sets cut: 656 -> 652 and 373 -> 319; the classes are the same, 4,096 and 1,016).
+        ("brooklin-double-stop", "fix-stop-dedupe", 4748),
+        ("brooklin-double-stop", "fix-conditional-write", 1335),
     ],
 )
 def test_the_plan_of_a_proof_of_a_thousand_runs_allows_twelve_on_sixteen_workers(

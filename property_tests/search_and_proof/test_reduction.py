@@ -358,6 +358,7 @@ class _Clock:
     now_ms: int = 5
     state_fingerprint: None = None
     disabled: tuple[str, ...] = ()  # no step cancels another's event
+    enabled_by: str | None = None  # the step that triggered the running step's event
 
 
 def _step(source: SleepSetSource, key: str, footprint: dict[str, bool] | None) -> None:
@@ -421,6 +422,21 @@ def test_an_instant_commutes_only_from_where_its_rest_does() -> None:
     clock.now_ms = 10
     _step(source, "/d#3@0", {})
     assert [draw.commutes for draw in source.draws if draw.keys] == [False]
+
+
+def test_a_step_another_triggered_keeps_its_order_so_their_instant_commutes() -> None:
+    for trigger, commutes in (("/a#0@1", [True]), (None, [False])):
+        source = SleepSetSource((), None, reduce=True)
+        clock = _Clock()
+        source.schedule_steps(["/a#0@1", "/c#2@1"], clock)  # type: ignore[arg-type]
+        _step(source, "/a#0@1", {"q": True})  # puts into q, triggering b's get
+        clock.enabled_by = trigger
+        _step(source, "/b#1@1", {"q": True})  # b takes from q: no order runs it before a
+        clock.enabled_by = None
+        _step(source, "/c#2@1", {"s": True})
+        clock.now_ms = 10
+        _step(source, "/d#3@0", {})
+        assert [draw.commutes for draw in source.draws] == commutes, trigger
 
 
 def test_the_steps_after_one_that_touched_everything_can_still_commute() -> None:

@@ -317,6 +317,7 @@ def _result(
     result = runner.base_result(scenario, variant, "exhaustive", setup.config)
     result.update(report.accounting())
     result.update(
+        runs_per_class=report.runs_per_class,  # 1.0 when no run was cut or repeated a class
         verdict=report.verdict,
         examples=report.runs,
         max_deviations_reached=report.max_deviations_seen,
