@@ -58,7 +58,11 @@ def test_the_growth_table_shows_each_row_of_the_figures() -> None:
             f"{row['schedules']:,}",
             f"{row['runs']:,}",
         ]
-        assert cells[6] == f"{row['full_walk_schedules_estimate']:,}", cells
+        # No run cut as sleep-blocked: one run per class (and the ratio to the full walk).
+        assert cells[5:7] == ["0", "1.000"], cells
+        assert row["runs_per_class"] == 1.0 and row["sleep_blocked"] == 0
+        assert cells[10] == f"{row['full_walk_schedules_estimate']:,}", cells
+        assert cells[11] == f"{row['full_walk_schedules_estimate'] / row['runs']:,.1f}", cells
     assert str(figures["load_average_start"]) in text
 
 
@@ -232,6 +236,11 @@ def _growth_figures(rows: list[tuple[int, int]]) -> dict[str, Any]:
                 "complete": True,
                 "schedules": schedules,
                 "runs": schedules,
+                "sleep_blocked": 0,
+                "runs_per_class": 1.0,
+                "states_seen": 0,
+                "symmetric_merged": 0,
+                "full_walk_over_runs": 3.0,
                 "seconds": 0.5,
                 "full_walk_schedules_estimate": schedules * 3,
                 "full_walk_seconds_estimate": 1.5,
@@ -258,7 +267,10 @@ def test_a_table_printed_a_step_at_a_time_is_the_whole_table(rows: list[tuple[in
         for line in _text(bench_tables.growth_tables(whole)).splitlines()
     ]
     assert cells == expected
-    assert printed[-1].endswith("[2.0, 1.0, 1.0] at end; full walk: Knuth's estimate, 30 samples")
+    assert printed[-1].endswith(
+        "[2.0, 1.0, 1.0] at end; x full: the full walk's estimate / the proof's runs"
+        "; full walk: Knuth's estimate, 30 samples"
+    )
     # Rows whose figures fit the widths the table starts with line up: each ends in one column.
     if all(schedules < 10**7 for _writes, schedules in rows):  # 9,999,999: 9 characters
         assert len({len(line) for line in printed[1 : len(rows) + 2]}) <= 1, printed

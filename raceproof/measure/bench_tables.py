@@ -421,15 +421,22 @@ def growth_tables(result: dict[str, Any]) -> list[FigureTable]:
     table = FigureTable(
         f"growth: {result['scenario']} / {result['variant']}, "
         f"{result['budget_s_per_proof']} s per proof",
-        note=load_note(result) + "; full walk: Knuth's estimate, 30 samples",
+        note=load_note(result)
+        + "; x full: the full walk's estimate / the proof's runs"
+        + "; full walk: Knuth's estimate, 30 samples",
         columns=(
             knob,
             "verdict",
             "complete",
-            "schedules",
+            "classes",
             "runs",
+            "sleep-blocked",
+            "runs/class",
+            "states",
+            "symmetric merged",
             "s",
             "full walk ~schedules",
+            "x full",
             "full walk ~s",
         ),
         words=("verdict", "complete"),
@@ -442,8 +449,13 @@ def growth_tables(result: dict[str, Any]) -> list[FigureTable]:
             "yes" if row["complete"] else "NO: budget spent",
             number(row["schedules"]),
             number(row["runs"]),
+            number(row.get("sleep_blocked")),
+            number(row.get("runs_per_class"), 3),
+            number(row.get("states_seen")),
+            number(row.get("symmetric_merged")),
             number(row["seconds"], 2),
             number(row["full_walk_schedules_estimate"]),
+            number(row.get("full_walk_over_runs"), 1),
             number(row["full_walk_seconds_estimate"], 1),
         )
     return [table]

@@ -213,8 +213,10 @@ def _check_knob(args: argparse.Namespace) -> None:
     name = args.scenario or bench.GROWTH[0]
     scenario = scenario_and_variant(args)[0] if args.scenario else get(name)
     knob, _, raw = args.knob.partition("=")
+    default = getattr(scenario.prove_config, knob, None)
     for value in raw.split(","):
-        scenario.config_for("prove", {knob: int(value)})  # BadInput names the field
+        # BadInput names the field
+        scenario.config_for("prove", {knob: bench.sized(default, int(value))})
 
 
 def _growth(args: argparse.Namespace, bench: Any, say: Any, into: dict[str, Any]) -> dict[str, Any]:
@@ -304,13 +306,15 @@ def add(commands: Any) -> None:
     sub.add_argument(
         "--growth",
         action="store_true",
-        help="instead: the reduced proof's schedules and seconds as a size knob grows, beside "
-        "the full walk's estimate (default: coordinator-async-append writes 1-5)",
+        help="instead: the reduced proof's classes, runs, sleep-blocked runs, distinct states "
+        "and seconds as a size knob grows, beside the full walk's estimate (default: "
+        "coordinator-async-append writes 1-5)",
     )
     sub.add_argument(
         "--knob",
         type=_knob,
-        help="with --growth: NAME=V1,V2,... a configuration field and its values",
+        help="with --growth: NAME=V1,V2,... a configuration field and its values (a field "
+        "of names, as Brooklin's streams, takes a count: the configuration's names, then C, D...)",
     )
     sub.add_argument(
         "--proof-budget",
