@@ -12,13 +12,19 @@ from typing import Any
 
 from raceproof.models import brooklin, counter, group_coordinator, kafka_streams, samza
 from raceproof.models.brooklin.model import (
-    SHARED_MARK_WINDOW,
+    STALE_MARK_WINDOW,
     STOP_AGAIN_WINDOW,
+    WRITE_CONFLICT_WINDOW,
 )
 from raceproof.models.counter.model import WINDOW as COUNTER_WINDOW
 from raceproof.models.group_coordinator.model import VERIFY_WINDOW
 from raceproof.models.kafka_streams.state_dir import DELETE_WINDOW
-from raceproof.models.samza.model import DRAIN_WINDOW, EARLY_DRAIN_WINDOW
+from raceproof.models.samza.model import (
+    ASYNC_COMMIT_WINDOW,
+    DRAIN_WINDOW,
+    EARLY_DRAIN_WINDOW,
+    PANE_WINDOW,
+)
 from raceproof.scenarios.catalogue import Scenario, register
 from raceproof.sim import Bounds
 from raceproof.zookeeper import brooklin as zookeeper_brooklin
@@ -104,13 +110,13 @@ BROOKLIN = register(
         # Shared Python state is named with rt.touch (models/brooklin/model.py's docstring).
         declares_footprints=True,
         # Where the race windows open (world.reach in the model): an ok that never got there is
-        # not. Every lost resume needs a stop handed to a second stop task, which decides on a
-        # stream another stop task holds. (Coarse: the narrower windows, a decision on a copy
-        # older than ZooKeeper's and a STOPPED write that met BadVersion, are counted but not
-        # declared: a fix's search of the search configuration reaches them too rarely.)
-        probes=(STOP_AGAIN_WINDOW, SHARED_MARK_WINDOW),
+        # not. A lost resume needs a STOPPED write landing on something its writer did not decide
+        # on: a decision on a copy older than ZooKeeper's (the stale cache, before #974) or a
+        # STOPPED write that met BadVersion (#974's updateDataSerialized then writes over what it
+        # reads again). Under fix-stop-dedupe neither opens (0 of its proof's 4,096 classes).
+        probes=(STALE_MARK_WINDOW, WRITE_CONFLICT_WINDOW),
         unreachable_probes={
-            "fix-stop-dedupe": {SHARED_MARK_WINDOW: ONE_TASK},
+            "fix-stop-dedupe": {STALE_MARK_WINDOW: ONE_TASK, WRITE_CONFLICT_WINDOW: ONE_TASK},
         },
         # The seed: stop A at 0 s, stop B at 10 s; the first stop task marks A STOPPED; the
         # caller resumes A 8 s after its stop returned and the leader hears of it 3 s late,
@@ -236,11 +242,15 @@ SAMZA = register(
         # docstring lists the resources), so the proof's reduction applies.
         declares_footprints=True,
         # Where the race windows open (world.reach in the model): an ok that never got there is
-        # not. A drain with data on its way to the sink; a drain found before consumers start.
-        probes=(DRAIN_WINDOW, EARLY_DRAIN_WINDOW),
+        # not. A drain begun with data in the shuffle; the aggregate's inputs drained with a pane
+        # open; a commit due while a task drains (async commit must be off); a drain found
+        # before consumers start.
+        probes=(DRAIN_WINDOW, PANE_WINDOW, ASYNC_COMMIT_WINDOW, EARLY_DRAIN_WINDOW),
         unreachable_probes={
             "kill": {
                 DRAIN_WINDOW: "the status quo stops containers abruptly: no task ever drains",
+                PANE_WINDOW: "the status quo stops containers abruptly: no window drains",
+                ASYNC_COMMIT_WINDOW: "the status quo stops containers abruptly: nothing drains",
                 EARLY_DRAIN_WINDOW: "the status quo stops containers abruptly: nothing drains",
             }
         },

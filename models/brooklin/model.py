@@ -102,18 +102,19 @@ VARIANTS = {
     "(stream, STOPPING version) is processed once; a failed one is re-triggered",
 }
 
-# The race windows' probes (issue 45: each where its window opens, not before). The lost
-# resume needs a write of STOPPED that lands on something the writer did not decide on: before
-# #974, a decision taken on a copy older than ZooKeeper's (the stale cache); under #974, a
-# setData that met BadVersion, after which updateDataSerialized writes STOPPED over whatever it
-# reads again (fix-conditional-write re-decides there instead).
+# The race windows' probes (issue 45: each where its window opens, not before). A lost resume
+# needs a STOPPED write that lands on something its writer did not decide on, which opens one of
+# two windows: before #974, a decision taken on a copy older than ZooKeeper's (the stale cache);
+# under #974, a setData that met BadVersion, after which updateDataSerialized writes STOPPED over
+# whatever it reads again (fix-conditional-write reads and decides again there instead). Both are
+# brooklin-double-stop's declared probes. Neither opens under fix-stop-dedupe: each stop goes to
+# one stop task, the only writer after the STOPPING it read.
 STALE_MARK_WINDOW = "a stop task decided on a copy older than ZooKeeper's"
-# Coarse, and the ones the scenario declares: the narrow two above are reached by too few runs
-# of a search of the search configuration for a fix's search to count as having opened them.
-SHARED_MARK_WINDOW = "a stop task decided on a stream another stop task holds"
 WRITE_CONFLICT_WINDOW = "a stop task's STOPPED write met BadVersion: a write landed after its read"
 # The redundant stop: an assignment finds a STOPPING stream (at the version a stop task was
 # already given) and would hand it to another stop task; fix-stop-dedupe's guard sits after it.
+# It is brooklin-redundant-stop's window (that race is the second handing itself); for the lost
+# resume it is only a precondition, long before the window (counted there, not declared).
 STOP_AGAIN_WINDOW = "an assignment found a stop already handed to a stop task"
 # The model's own shared state, as footprints for the proof's reduction (see above).
 DATASTREAMS, LEADER, DELIVERIES, CLIENTS = (
@@ -398,9 +399,8 @@ class Leader:
     faults: LeaderFaults
     handled: set[tuple[str, int]] = field(default_factory=set)  # fix-stop-dedupe's record
     # Probe bookkeeping, not Brooklin state, under ``brooklin:leader``: the (stream, version)
-    # of every stop handed to a stop task, and which live stop tasks hold each stream.
+    # of every stop handed to a stop task.
     submitted: set[tuple[str, int]] = field(default_factory=set)
-    holding: dict[str, list[str]] = field(default_factory=dict)  # stream -> live stop tasks
     # The probes read ZooKeeper's copy behind the leader's client (the harness looks, the
     # leader does not): the store itself, which records the read as a footprint.
     peek: Store | None = None
@@ -506,12 +506,10 @@ class Leader:
         tokens = names if config.tokens_enabled else []
         yield from self.link.call(lambda: self._assign_at_server(new, tokens))
         if tokens:
-            self.rt.touch(LEADER)  # running_tasks, tasks_started, holding
+            self.rt.touch(LEADER)  # running_tasks, tasks_started
             self.running_tasks += 1
             self.tasks_started += 1
             actor = f"stop-task{self.tasks_started}"
-            for name in names:
-                self.holding.setdefault(name, []).append(actor)
             self.rt.log("leader", "stop-task.submit", task=actor, streams=names)
             entity_op(self.rt, actor, "stop.process", names, streams=names)
             self.pool.submit("stop", lambda: self.stop_task(actor, stopping))
@@ -587,8 +585,6 @@ class Leader:
             failed = set()
             self.rt.log(actor, "stop-task.died", streams=names, error=str(exc))
         self.rt.touch(LEADER)
-        for name in names:
-            self.holding[name].remove(actor)
         if self.variant == "fix-stop-dedupe" and failed:
             self.handled.difference_update(
                 (ds.name, ds.version) for ds in snapshot if ds.name in failed
@@ -655,9 +651,6 @@ class Leader:
     def decide(self, actor: str, name: str, version_read: int) -> None:
         """A decision to mark ``name`` STOPPED, taken on what was read at ``version_read``."""
         self.rt.checkpoint(actor, "mark.decided", entity=name)
-        self.rt.touch(LEADER, write=False)  # holding
-        if any(task != actor for task in self.holding.get(name, ())):
-            self.rt.reach(SHARED_MARK_WINDOW)
         _, current = (self.peek or self.zk).get(stream_path(name))
         if current != version_read:
             self.rt.reach(STALE_MARK_WINDOW)

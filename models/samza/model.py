@@ -74,11 +74,17 @@ from simpy.events import Event
 
 from raceproof.sim import World, require
 
-# The race windows' probes. A drain loses nothing when nothing is on its way: the window is
-# a task entering drain while data polled before the drain has not reached the sink (queued,
-# in the intermediate stream, or in an open window pane). The second window: a container's
+# The race windows' probes, each where its window opens (issue 45). A drain loses data only if
+# data is on its way when it begins, in one of two places: in the shuffle (polled from a source,
+# not yet through the intermediate stream: queued at a task or unprocessed in the intermediate
+# log) when a task enters drain, or in a window pane still open when the aggregate's inputs are
+# all drained (with a pane of window_size messages this is nearly every drain with data: the
+# last pane is open). A third window: a commit falls due (the RunLoop's commit timer) while a
+# task of the container is draining, where async commit must be off. The fourth: a container's
 # monitor finds the drain request before its consumers have started (injection deferred).
-DRAIN_WINDOW = "a task entered drain with data still on its way to the sink"
+DRAIN_WINDOW = "a task entered drain with data still in the intermediate stream"
+PANE_WINDOW = "an aggregate's inputs were all drained with a window pane still open"
+ASYNC_COMMIT_WINDOW = "a commit fell due while a task of the container was draining"
 EARLY_DRAIN_WINDOW = "a drain was requested before a container's consumers started"
 VARIANTS = {
     "kill": "the status quo: containers are stopped abruptly; in-flight intermediate data and "
@@ -390,22 +396,22 @@ class Pipeline:
                 return
             yield from self.process(c, task, message)
 
-    def _data_in_flight(self) -> bool:
-        """Data not yet at the sink: queued at a task, unprocessed in the intermediate stream,
-        or held in an open window pane (the probe's view; every piece read is touched)."""
+    def _shuffle_in_flight(self) -> bool:
+        """Data polled from a source and not yet through the intermediate stream: queued at a
+        task, or unprocessed in an intermediate log (the probe's view; every piece it may read
+        is touched first)."""
         tasks = [t for c in sorted(self.tasks) for t in self._tasks(c)]
         self._reads(*(f"{t.name}.queue" for t in tasks), *(f"{t.name}.state" for t in tasks))
+        self._reads(*(f"topic:int/{p}" for p in range(len(self.topics["int"]))))
         if any(m.kind == "data" for t in tasks for m in t.pending):
             return True
         for p, log in enumerate(self.topics["int"]):
-            self._reads(f"topic:int/{p}")
             done = max(
                 (t.processed for t in tasks if t.topic == "int" and t.partition == p), default=0
             )
             if any(m.kind == "data" for m in log[done:]):
                 return True
-        self._reads(*(f"panes:{t.name}" for t in tasks))  # panes are keyed by task name
-        return any(seqs for t in tasks for seqs in self.panes.get(t.name, {}).values())
+        return False
 
     def _obeyed(self, message: Message) -> bool:
         """A DrainMessage this run obeys: the current runId's (any, for the stale-run mistake)."""
@@ -477,7 +483,7 @@ class Pipeline:
             run_id=message.run_id,
             producer=message.producer or None,
         )
-        if self._data_in_flight():
+        if self._shuffle_in_flight():
             self.world.reach(DRAIN_WINDOW)
         if task.topic == "src":
             # PartitionByOperatorImpl.handleDrain -> ControlMessageSender.send: one partition.
@@ -534,6 +540,9 @@ class Pipeline:
 
     def drain_window(self, c: int, task: Task, expected: int | None) -> Gen:
         """All of the window's inputs are drained: the SEP fires every pane; 1.8 fires none."""
+        self._reads(f"panes:{task.name}")
+        if any(self.panes.get(task.name, {}).values()):
+            self.world.reach(PANE_WINDOW)
         if self.variant != "drain-1.8":
             self._writes(f"panes:{task.name}")
             for window in sorted(self.panes.get(task.name, {})):
@@ -612,6 +621,8 @@ class Pipeline:
             tasks = self._tasks(c)
             self._reads(*(f"{t.name}.{part}" for t in tasks for part in ("state", "shutdown")))
             draining = any(t.draining for t in tasks)
+            if draining and not all(t.shut_down for t in tasks):
+                self.world.reach(ASYNC_COMMIT_WINDOW)
             for task in tasks:
                 if not task.shut_down and (
                     not draining or self.variant == "async-commit-during-drain"

@@ -19,11 +19,17 @@ import pytest
 
 from raceproof.cli.main import main
 from raceproof.models.brooklin.model import (
-    SHARED_MARK_WINDOW,
+    STALE_MARK_WINDOW,
     STOP_AGAIN_WINDOW,
+    WRITE_CONFLICT_WINDOW,
 )
 from raceproof.models.kafka_streams.state_dir import DELETE_WINDOW
-from raceproof.models.samza.model import DRAIN_WINDOW, EARLY_DRAIN_WINDOW
+from raceproof.models.samza.model import (
+    ASYNC_COMMIT_WINDOW,
+    DRAIN_WINDOW,
+    EARLY_DRAIN_WINDOW,
+    PANE_WINDOW,
+)
 from raceproof.scenarios.catalogue import (
     ORIGINS,
     RegistrationError,
@@ -73,10 +79,10 @@ def test_every_violation_a_search_finds_passed_through_a_probe(
 
 def test_every_builtin_scenario_declares_a_probe_and_each_is_placed_in_the_model() -> None:
     placed = {
-        "brooklin-double-stop": {STOP_AGAIN_WINDOW, SHARED_MARK_WINDOW},
+        "brooklin-double-stop": {STALE_MARK_WINDOW, WRITE_CONFLICT_WINDOW},
         "brooklin-redundant-stop": {STOP_AGAIN_WINDOW},
         "streams-checkpoint-resurrection": {DELETE_WINDOW},
-        "samza-drain": {DRAIN_WINDOW, EARLY_DRAIN_WINDOW},
+        "samza-drain": {DRAIN_WINDOW, PANE_WINDOW, ASYNC_COMMIT_WINDOW, EARLY_DRAIN_WINDOW},
     }
     for scenario in BUILTIN:
         assert scenario.probes, scenario.name
@@ -90,20 +96,19 @@ def test_list_shows_each_scenarios_probes_and_its_declared_unreachable_ones(
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     samza = out[out.index("samza-drain:") :]
-    assert f"    probe: {DRAIN_WINDOW}\n        unreachable on kill: " in samza
-    assert f"    probe: {EARLY_DRAIN_WINDOW}\n" in samza
+    for name in (DRAIN_WINDOW, PANE_WINDOW, ASYNC_COMMIT_WINDOW, EARLY_DRAIN_WINDOW):
+        assert f"    probe: {name}\n        unreachable on kill: " in samza
     brooklin = out[out.index("brooklin-double-stop:") : out.index("brooklin-redundant-stop:")]
-    assert brooklin.count(f"probe: {SHARED_MARK_WINDOW}") == 1
-    assert brooklin.count("        unreachable on fix-stop-dedupe: ") == 1
+    for name in (STALE_MARK_WINDOW, WRITE_CONFLICT_WINDOW):  # the lost resume's two windows
+        assert brooklin.count(f"probe: {name}\n        unreachable on fix-stop-dedupe: ") == 1
+    assert f"probe: {STOP_AGAIN_WINDOW}" not in brooklin  # a precondition, not the window
     for variant in ("fix-zk-lookup", "fix-conditional-write"):  # judged by both
         assert f"        unreachable on {variant}: " not in brooklin
     assert main(["list", "--json"]) == 0
     listed = {s["scenario"]: s for s in json.loads(capsys.readouterr().out)["scenarios"]}
-    assert listed["samza-drain"]["probes"] == [DRAIN_WINDOW, EARLY_DRAIN_WINDOW]
-    assert set(listed["samza-drain"]["unreachable_probes"]["kill"]) == {
-        DRAIN_WINDOW,
-        EARLY_DRAIN_WINDOW,
-    }
+    samza_probes = [DRAIN_WINDOW, PANE_WINDOW, ASYNC_COMMIT_WINDOW, EARLY_DRAIN_WINDOW]
+    assert listed["samza-drain"]["probes"] == samza_probes
+    assert set(listed["samza-drain"]["unreachable_probes"]["kill"]) == set(samza_probes)
 
 
 def test_a_variant_found_by_proof_is_judged_by_its_proof_alone() -> None:

@@ -322,38 +322,29 @@ def test_a_probe_unreachable_by_design_is_named_with_its_reason_and_not_judged()
             register(dataclasses.replace(base, name="lost-update-bad", **bad))
 
 
-def test_brooklin_double_stop_results_carry_its_probe(
+def test_brooklin_double_stop_results_carry_its_probes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The check --json result of a Brooklin search carries its race window's reached count."""
+    """The --json result of a Brooklin search carries its race windows' reached counts, and a
+    fix's search that never opened them is not a pass (both ways)."""
     from raceproof.cli.main import main
+    from raceproof.models.brooklin.model import STALE_MARK_WINDOW, WRITE_CONFLICT_WINDOW
 
-    code = main(
-        [
-            "explore",
-            "brooklin-double-stop",
-            "--variant",
-            "fix-conditional-write",
-            "--examples",
-            "30",
-            "--json",
-            "--out",
-            str(tmp_path),
-        ]
-    )
-    result = json.loads(capsys.readouterr().out)
-    assert code == 0 and result["verdict"] == "ok"
-    # Every declared probe is counted; this fix is judged by both, and each is reached by
-    # some of the 30 examples and missed by others.
-    from raceproof.models.brooklin.model import (
-        SHARED_MARK_WINDOW,
-        STALE_MARK_WINDOW,
-        STOP_AGAIN_WINDOW,
-    )
+    def search(seed: int) -> tuple[int, dict[str, object]]:
+        argv = ["explore", "brooklin-double-stop", "--variant", "fix-conditional-write"]
+        argv += ["--strategy", "hypothesis", "--examples", "30", "--seed", str(seed), "--json"]
+        code = main([*argv, "--out", str(tmp_path)])
+        return code, json.loads(capsys.readouterr().out)
 
-    probes = result["probes"]
-    assert {SHARED_MARK_WINDOW, STOP_AGAIN_WINDOW} <= set(probes)
-    assert 0 < probes[SHARED_MARK_WINDOW] < 30 and 0 < probes[STOP_AGAIN_WINDOW] < 30
+    # 30 examples of the search configuration, seed 0, open neither window: not-reached, exit 3.
+    code, result = search(0)
+    assert (code, result["verdict"]) == (3, "not-reached")
+    assert result["probes"][STALE_MARK_WINDOW] == result["probes"][WRITE_CONFLICT_WINDOW] == 0
+    # Seed 21's 30 open both (one example each): the fix holds, judged.
+    code, result = search(21)
+    assert (code, result["verdict"]) == (0, "ok")
+    assert 0 < result["probes"][STALE_MARK_WINDOW] < 30
+    assert 0 < result["probes"][WRITE_CONFLICT_WINDOW] < 30
     from raceproof.gate import expectations as gate
 
     found = gate.run_explore(
