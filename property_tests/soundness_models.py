@@ -29,6 +29,8 @@ status, each checker's verdict and the ops it logged, up to their order.
 from __future__ import annotations
 
 import hashlib
+import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -112,6 +114,9 @@ class Spec:
     state: bool = False  # the model declares its state (for the state cache)
     final_checker: bool = True  # a third of the final states violate (``final_state``)
     max_steps: int | None = None  # a step bound some runs may hit (None: ``BOUNDS``')
+    # Every actor runs the first one's script, and the model declares them interchangeable
+    # (``World.declare_symmetric``): the state cache counts a state and its images once.
+    symmetric: bool = False
 
     def __str__(self) -> str:
         scripts = " | ".join(" ".join(f"{op.kind}:{op.key}" for op in ops) for ops in self.actors)
@@ -123,6 +128,7 @@ class Spec:
                 ("untracked", self.untracked),
                 ("state", self.state),
                 ("final", self.final_checker),
+                ("symmetric", self.symmetric),
             )
             if on
         ]
@@ -185,6 +191,7 @@ def spec_strategy(
     families: tuple[str, ...] = (),
     state: bool | None = None,
     bounded: bool = False,
+    symmetric: bool = False,
 ) -> Spec:
     """Two or three actors of one to three ops, at most ``max_ops`` in all.
 
@@ -195,6 +202,7 @@ def spec_strategy(
     (``families=("plain",)``: the only one); ``families`` narrows the focus (a
     slip's hunt), ``state`` fixes whether the model declares its state. ``bounded``:
     the spec also has a step bound near its runs' lengths, which some runs may hit.
+    ``symmetric``: every actor runs the first one's script (``symmetric_spec``).
     """
     pool = sorted(families or (f for f in FAMILIES if f not in HUNT_ONLY))
     focus = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=2, unique=True))
@@ -206,7 +214,7 @@ def spec_strategy(
         st.one_of(st.sampled_from(kinds), st.sampled_from(kinds), st.sampled_from(OPS)),
         st.integers(0, 1),
     )
-    actors = draw(st.integers(2, 3))
+    actors = 3 if symmetric else draw(st.integers(2, 3))  # three meet again more often
     scripts: list[tuple[Op, ...]] = []
     for index in range(actors):
         room = max_ops - sum(len(s) for s in scripts) - (actors - index - 1)
@@ -217,6 +225,8 @@ def spec_strategy(
         st.one_of(st.none(), st.sampled_from(watched or INVARIANTS), st.sampled_from(INVARIANTS))
     )
     rare = st.sampled_from((False, False, False, True))
+    if symmetric:
+        return symmetric_spec(tuple(scripts), invariant, draw(rare), draw(st.booleans()))
     return Spec(
         actors=tuple(scripts),
         invariant=None if untracked else invariant,
@@ -230,6 +240,45 @@ def spec_strategy(
         final_checker=False if untracked else draw(st.booleans()),
         max_steps=draw(st.integers(10, 20)) if bounded else None,
     )
+
+
+# Ops that name another actor by its index (the next one): under a permutation of three
+# actors that is not the same relation, so a symmetric spec of three has none of them.
+NEIGHBOUR = ("node.pause", "node.crash", "node.jump", "timer.cancel")
+
+
+def symmetric_spec(
+    scripts: tuple[tuple[Op, ...], ...], invariant: str | None, hook: bool, final: bool
+) -> Spec:
+    """A spec of identical actors declared interchangeable, its state declared.
+
+    The actors run the first one's script (the others are kept: a planted slip runs them,
+    ``soundness_slips``); three actors only when it names no neighbour (``NEIGHBOUR``), and
+    then two ops of it. No checker of op order (it tells a0 from a1).
+    """
+    first = scripts[0]
+    if len(scripts) == 3 and any(op.kind in NEIGHBOUR for op in first):
+        scripts = scripts[:2]
+    elif len(scripts) == 3:
+        scripts = (first[:2], *scripts[1:])
+    return Spec(
+        actors=scripts,
+        invariant=invariant,
+        probe_hook=hook,
+        state=True,
+        final_checker=final,
+        symmetric=True,
+    )
+
+
+def script_of(spec: Spec, index: int) -> tuple[Op, ...]:
+    """What actor ``index`` runs: its own script, or the first actor's in a symmetric spec."""
+    return spec.actors[0] if spec.symmetric else spec.actors[index]
+
+
+def actor_names(index: int) -> tuple[str, ...]:
+    """Actor ``index``'s names: itself, its node, its session client, its timer, its watcher."""
+    return (f"a{index}", f"node{index}", f"z{index}", f"t{index}", f"w{index}")
 
 
 @dataclass
@@ -284,18 +333,18 @@ def build(world: World, spec: AnySpec) -> None:
         lock=Lock(world, "lock"),
         queue=EventQueue(world, "q"),
         store=store,
-        clients=[ZkClient(world, store, f"z{i}") for i in range(n)],
+        clients=[ZkClient(world, store, f"z{i}") for i in range(n)] if _sessions(spec) else [],
         timers=[],
         plain={"v": None},
         touched={"v": None},
     )
 
-    def fire(index: int) -> None:
+    def fire(name: str) -> None:
         parts.c.add(1)
-        world.log(f"t{index}", "fired")
+        world.log(name, "fired")
 
-    parts.timers = [
-        Timer(world, f"t{i}", lambda i=i: fire(i), resource=f"t{i}")  # type: ignore[misc]
+    parts.timers = [  # each fires by its name (what a symmetric spec renames), not an index
+        Timer(world, f"t{i}", lambda name=f"t{i}": fire(name), resource=f"t{i}")  # type: ignore[misc]
         for i in range(n)
     ]
     if spec.invariant is not None:
@@ -304,16 +353,27 @@ def build(world: World, spec: AnySpec) -> None:
         world.after_step.append(lambda: world.reach("hook") if parts.c.value == 1 else None)
     if spec.state:
         world.declare_state(lambda: fingerprint(parts, spec))
-    for index, script in enumerate(spec.actors):
-        node = world.node(f"n{index}")
-        world.spawn(f"a{index}", _actor(parts, index, script), interleave=True, node=node)
+    if spec.symmetric:
+        world.declare_symmetric(*(actor_names(i) for i in range(n)))
+    for index in range(n):
+        node = world.node(f"node{index}")
+        body = _actor(parts, index, script_of(spec, index))
+        world.spawn(f"a{index}", body, interleave=True, node=node)
 
     def observer() -> ProcessGenerator:
         yield world.sleep(END_MS)
-        world.log("observer", "final", state=snapshot(parts))
+        # A symmetric spec's final state up to a permutation: its checkers see no names.
+        state = orbit_min(snapshot_entries(parts), n) if spec.symmetric else snapshot(parts)
+        world.log("observer", "final", state=state)
         world.finish()
 
     world.spawn("observer", observer())
+
+
+def _sessions(spec: Spec) -> bool:
+    """Whether the model opens a session per actor: a symmetric spec only if it uses them (the
+    store numbers sessions in order, which tells the actors apart: no image would meet)."""
+    return not spec.symmetric or any(op.kind in ZOOKEEPER for ops in spec.actors for op in ops)
 
 
 def _predicate(parts: _Parts, name: str) -> Callable[[], bool]:
@@ -381,7 +441,7 @@ def _apply(parts: _Parts, index: int, op: Op) -> Any:
         elif op.kind == "plain.raise" and parts.plain["v"] == f"a{1 - index % 2}.{key}":
             raise ValueError(f"{me} met {parts.plain['v']}")
         return parts.plain["v"]
-    other = parts.world.node(f"n{(index + 1) % len(parts.clients)}")
+    other = parts.world.node(f"node{(index + 1) % len(parts.timers)}")
     if op.kind == "node.pause":
         other.pause(1 + key)
     elif op.kind == "node.crash":
@@ -390,7 +450,7 @@ def _apply(parts: _Parts, index: int, op: Op) -> Any:
     elif op.kind == "node.jump":
         other.jump_clock(5 + key)
     elif op.kind == "node.clock":
-        return parts.world.node(f"n{index}").now_ms
+        return parts.world.node(f"node{index}").now_ms
     elif op.kind == "probe" and (parts.c.value > 0 or key in parts.s):
         parts.world.reach("window")
     return None
@@ -495,7 +555,45 @@ def snapshot(parts: _Parts) -> str:
     )
 
 
-def fingerprint(parts: _Parts, spec: Spec) -> str:
+def snapshot_entries(parts: _Parts) -> list[str]:
+    """The final state as entries, each actor's own tagged with its name (symmetric specs)."""
+    store = parts.store
+    nodes = {p: store.get(p)[0] for p in ("/n0", "/n1", "/e0", "/e1") if store.exists(p)}
+    entries = [
+        f"d={sorted(parts.d.items())!r}",
+        f"s={sorted(parts.s)!r}",
+        f"c={parts.c.value!r}",
+        f"r={(parts.r.x, parts.r.y)!r}",
+        f"lock={parts.lock.locked!r}",
+        f"queue={list(parts.queue.items)!r}",
+        f"store={sorted(nodes.items())!r}",
+        f"plain={parts.plain['v']!r} {parts.touched['v']!r}",
+    ]
+    entries += [f"client@a{i}={c.state!r}" for i, c in enumerate(parts.clients)]
+    return entries + [f"timer@a{i}={t.fired!r}" for i, t in enumerate(parts.timers)]
+
+
+_PREFIXES = ("a", "node", "z", "t", "w")  # of ``actor_names``
+_TOKEN = re.compile(r"(?<![\w-])(?:a|node|z|t|w)\d(?![\w-])")
+
+
+def orbit_min(entries: list[str], n: int) -> str:
+    """The least text of the entries over every permutation of the ``n`` actors' names:
+    one text for a state and each of its images (exact, unlike the kernel's sorting). It
+    names the actors ``a_0``, ``node_1``...: no name of theirs, which the kernel would rename
+    again in an ending (a text sorted by names is no function of the state up to a permutation).
+    """
+    texts = []
+    for order in itertools.permutations(range(n)):
+        table = {f"{p}{i}": f"{p}_{j}" for i, j in enumerate(order) for p in _PREFIXES}
+        renamed = sorted(
+            _TOKEN.sub(lambda m, t=table: t.get(m.group(0), m.group(0)), e) for e in entries
+        )  # type: ignore[misc]
+        texts.append("\n".join(renamed))
+    return min(texts)
+
+
+def fingerprint(parts: _Parts, spec: Spec) -> str | tuple[str, ...]:
     """The model's state for the state cache: everything the future and the checkers read.
 
     Every object as ``soundness_objects.deep_state`` sees it (its cells, its waiting
@@ -505,6 +603,8 @@ def fingerprint(parts: _Parts, spec: Spec) -> str:
     checker reads it). The kernel adds every pending event.
     """
     world = parts.world
+    if spec.symmetric:
+        return symmetric_fingerprint(parts)
     first = next((op.actor for op in world.history.ops if op.kind == "op"), None)
     inside = {name: deep_state(value) for name, value in vars(parts).items() if name != "world"}
     return repr(
@@ -517,6 +617,25 @@ def fingerprint(parts: _Parts, spec: Spec) -> str:
             first if spec.order_checker else None,
         )
     )
+
+
+def symmetric_fingerprint(parts: _Parts) -> tuple[str, ...]:
+    """``fingerprint`` as entries, each actor's own tagged with its name: the kernel renames
+    the declared actors and sorts the entries again, so a state and its images are one."""
+    world = parts.world
+    own = ("world", "clients", "timers")
+    entries = [f"{k}={deep_state(v)!r}" for k, v in vars(parts).items() if k not in own]
+    entries += [f"client@a{i}={deep_state(c)!r}" for i, c in enumerate(parts.clients)]
+    entries += [f"timer@a{i}={_timer_state(t)!r}" for i, t in enumerate(parts.timers)]
+    entries += [f"node@{name}={deep_state(node)!r}" for name, node in world.nodes.items()]
+    entries += [f"now={world.now_ms}", f"hooks={len(world.after_step)}"]
+    return (*entries, f"probes={sorted(world.probes.items())}")
+
+
+def _timer_state(timer: Timer) -> Any:
+    """A timer's state but its callback: the same ``fire`` of every timer, by the timer's name
+    (its closure holds the whole model, where the timers' own places tell them apart)."""
+    return deep_state({k: v for k, v in vars(timer).items() if k != "callback"})
 
 
 # -- the checkers ---------------------------------------------------------------------

@@ -38,6 +38,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 from hypothesis.strategies import SearchStrategy
 
+from property_tests import soundness_models
 from property_tests.soundness_models import Spec, spec_strategy, strata
 from property_tests.soundness_walks import MODES, TooBig, full_walk, patched
 from raceproof.sim import cross_check as cross_check_module
@@ -213,6 +214,18 @@ SLIPS: dict[str, Slip] = {
         "state-cache",
         False,
     ),
+    # Issue 46 item 2's: a symmetry declared over actors that differ (the last one's last op).
+    "symmetry over actors that differ": (
+        lambda: mutant(
+            soundness_models,
+            "script_of",
+            "spec.actors[0] if spec.symmetric else spec.actors[index]",
+            "spec.actors[0] if index < len(spec.actors) - 1 else (*spec.actors[0][:-1], "
+            'Op("set.add" if spec.actors[0][-1].kind == "counter.add" else "counter.add", 0))',
+        ),
+        "symmetry",
+        False,
+    ),
     # Item 7's last two: bounded runs counted as if they had ended.
     "a search counts one bound hit as ok": (
         lambda: mutant(
@@ -250,6 +263,7 @@ FOCUS: dict[str, tuple[str, ...]] = {
     "footprint check: an off-by-one in its seen keys": (),  # any model: its accounting
     "cross-check: an error verdict not compared": ("plain",),
     "state cache: the sleep set ignored": ("record", "counter", "set", "dict"),
+    "symmetry over actors that differ": ("counter",),
     "a search counts one bound hit as ok": ("bounds",),
     "a proof counts probes on a bounded run": ("bounds",),
 }
@@ -332,7 +346,7 @@ def hunt(
     plant, mode, untracked = SLIPS[slip]
     # A state snapshot is the model's declared state: without one there is little to compare.
     state = True if mode == "state-cache" or slip in DECLARED_STATE else None
-    bounded = mode == "bounds"
+    bounded, symmetric = mode == "bounds", mode == "symmetry"
 
     def shows(spec: Spec) -> bool:
         with plant():
@@ -340,7 +354,13 @@ def hunt(
         return bool(slipped) and not (mode == "checkers-strict" and problems_of(mode, spec))
 
     def strategy_of(*families: str) -> SearchStrategy[Spec]:
-        return spec_strategy(untracked=untracked, families=families, state=state, bounded=bounded)
+        return spec_strategy(
+            untracked=untracked,
+            families=families,
+            state=state,
+            bounded=bounded,
+            symmetric=symmetric,
+        )
 
     if focused:
         first = _first(strategy_of(*FOCUS[slip]), shows, examples, Random(seed_value))

@@ -4,8 +4,8 @@
 walks one in full (the reference: no reduction, every schedule judged, findings
 masked so nothing stops the walk) and with each shortcut a proof takes, and
 returns what differs as sentences (an empty list: nothing). Each ``MODES`` entry
-is one claim: the reduction, the state cache, ``prove -j 2`` and the footprint
-checkers (``--check-footprints``, ``--cross-check``).
+is one claim: the reduction, the state cache, its symmetry, ``prove -j 2`` and the
+footprint checkers (``--check-footprints``, ``--cross-check``).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from raceproof.sim.footprint_claims import (
 )
 from raceproof.sim.outcome import Runner
 from raceproof.sim.state_cache import StateCacheMismatch, ending
+from raceproof.sim.symmetry import SymmetryMismatch
 from raceproof.sim.verdicts import Verdict
 
 WALK_RUNS = 4_000  # a spec whose full walk needs more is not judged (``TooBig``)
@@ -146,6 +147,36 @@ def state_cache_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
     if cached.probes != full.probes:
         problems.append(f"probes reached: cached {cached.probes}, full {full.probes}")
     return problems + _claims("the cached proof", stopping, full)
+
+
+def symmetry_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
+    """Identical actors declared interchangeable (a ``symmetric`` spec): the cache that merges a
+    state with its images reaches the final states (up to a permutation: the spec logs them so),
+    statuses and probes of the full walk, its proof agrees with it, and the check
+    (``--check-symmetry``: cut nothing, compare images) stays silent."""
+    full = full or full_walk(spec)
+    problems = []
+    try:
+        merged = walk(spec, reduction=True, state_cache=True)
+        stopping = prove(runner(spec), budget=Budget(examples=WALK_RUNS), state_cache=True)
+        prove(
+            masked(runner(spec)),
+            budget=Budget(examples=WALK_RUNS),
+            state_cache=True,
+            state_cache_check=True,
+        )
+    except (StateCacheMismatch, SymmetryMismatch) as mismatch:
+        return [f"the symmetry's check: {mismatch}"]
+    if not merged.report.complete:
+        problems.append("the symmetric walk did not complete where the full walk did")
+    if merged.finals != full.finals or merged.statuses != full.statuses:
+        problems.append(
+            f"the symmetric walk reaches {len(merged.finals)} final states "
+            f"({sorted(merged.statuses)}), the full walk {len(full.finals)} ({sorted(full.statuses)})"
+        )
+    if merged.probes != full.probes:
+        problems.append(f"probes reached: symmetric {merged.probes}, full {full.probes}")
+    return problems + _claims("the symmetric proof", stopping, full)
 
 
 def scenario(spec: AnySpec) -> Scenario:
@@ -375,6 +406,7 @@ def bound_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
 MODES: dict[str, Callable[[AnySpec, Walk | None], list[str]]] = {
     "reduction": reduction_problems,
     "state-cache": state_cache_problems,
+    "symmetry": symmetry_problems,
     "parallel": parallel_problems,
     "checkers": checker_problems,
     # The slip hunts' claim: both checkers report every unsound reduction they meet, and an

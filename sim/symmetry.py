@@ -17,15 +17,16 @@ state: its name (in the model's fingerprint, cell keys and values such as
 to it (its node, its session client, its timer: an actor may be declared as a
 tuple of names, its own first), and the processes spawned under any of those
 names (``World.processes_of``: the j-th process of the k-th canonical actor is
-``~k#j`` whatever its spawn counter said). The same renaming applies to the step
+named ``k.0#j`` whatever its spawn counter said; canonical tokens are delimited by a
+character no model text holds, so the renaming is one-to-one). The same renaming applies to the step
 keys of the sleep set the state is looked up with, and to the endings the debug
 mode compares, so ``--check-state-cache`` / ``--check-symmetry`` compare two
 symmetric subtrees in one namespace.
 
 Canonicalisation (``canonical``): each actor's signature is the whole state as
-seen with that actor as ``~self`` and every other declared actor as ``~other``;
+seen with that actor as ``self`` and every other declared actor as ``other``;
 the actors sorted by signature (ties by declaration order) take the canonical
-names ``~0``, ``~1``, ... . Any permutation of the declared actors gives a sound
+names ``0``, ``1``, ... . Any permutation of the declared actors gives a sound
 merge (two states with the same canonical text are images of each other under
 some permutation); sorting picks one in ``n + 1`` renderings rather than ``n!``,
 and may miss a merge where two actors tie on their signatures yet differ in how
@@ -53,7 +54,10 @@ from typing import Any
 from raceproof.sim.configs import BadInput
 
 Actor = tuple[str, ...]  # an actor's names: its own first, then the names that belong to it
-SELF, OTHER = "~self", "~other"
+# A canonical token is delimited by a character no model text holds, so the renaming stays
+# one-to-one: ``client0.1`` (a value naming client0) and the second name of actor 0 never meet.
+MARK = "\x1e"
+SELF, OTHER = "self", "other"
 
 
 class SymmetryMismatch(BadInput):
@@ -65,10 +69,9 @@ def declared(actors: Sequence[str | Sequence[str]]) -> tuple[Actor, ...]:
     groups: list[Actor] = []
     for actor in actors:
         names = (actor,) if isinstance(actor, str) else tuple(actor)
-        if not names or not all(isinstance(n, str) and n and not n.startswith("~") for n in names):
+        if not names or not all(isinstance(n, str) and n and MARK not in n for n in names):
             raise TypeError(
-                "World.declare_symmetric: an actor is a name or a tuple of names (not starting "
-                f"with '~'), got {actor!r}"
+                f"World.declare_symmetric: an actor is a name or a tuple of names, got {actor!r}"
             )
         groups.append(names)
     if len(groups) < 2:
@@ -92,16 +95,19 @@ class Renaming:
 
     table: dict[str, str]
     pattern: re.Pattern[str]
-    order: tuple[str, ...]  # order[k]: the actor (its first name) that is ``~k`` here
+    order: tuple[str, ...]  # order[k]: the actor (its first name) that is canonical actor k here
 
     def apply(self, text: str) -> str:
         table = self.table
         return self.pattern.sub(lambda match: table[match.group(0)], text)
 
-    def actor(self, token: str) -> str | None:
-        """The actor a canonical token (``~2``, ``~2.1#0``) stands for in this state."""
-        found = re.match(r"~(\d+)", token)
+    def actor(self, text: str) -> str | None:
+        """The actor the first canonical token in ``text`` stands for in this state."""
+        found = CANONICAL.search(text)
         return self.order[int(found.group(1))] if found else None
+
+
+CANONICAL = re.compile(f"{MARK}(\\d+)\\.")
 
 
 @lru_cache(maxsize=256)
@@ -113,13 +119,14 @@ def _pattern(tokens: tuple[str, ...]) -> re.Pattern[str]:
 
 
 def _tokens(actor: Actor, processes: dict[str, list[str]], name: str) -> dict[str, str]:
-    """The tokens of ``actor`` renamed to ``name`` (``~k``, ``~self``, ``~other``)."""
+    """The tokens of ``actor`` renamed to ``name`` (``k``, ``self``, ``other``), delimited:
+    its p-th name ``MARK name.p MARK``, the j-th process spawned under it ``MARK name.p#j MARK``."""
     table: dict[str, str] = {}
     for position, own in enumerate(actor):
-        label = name if position == 0 else f"{name}.{position}"
-        table[own] = label
+        label = f"{name}.{position}"
+        table[own] = f"{MARK}{label}{MARK}"
         for index, pid in enumerate(processes.get(own, ())):
-            table[pid] = f"{label}#{index}"
+            table[pid] = f"{MARK}{label}#{index}{MARK}"
     return table
 
 
@@ -149,7 +156,7 @@ def canonical(
     views.sort()
     table = {}
     for k, (_, me) in enumerate(views):
-        table.update(_tokens(actors[me], processes, f"~{k}"))
+        table.update(_tokens(actors[me], processes, str(k)))
     renaming = Renaming(
         table=table,
         pattern=_pattern(tuple(sorted(table))),

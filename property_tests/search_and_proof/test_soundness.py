@@ -7,7 +7,9 @@ reduction) is the reference, and:
 - the reduced walk reaches the same endings (verdicts, ops) and probes, and the
   reduced proof finds a violation or an error exactly when the full walk does;
 - the state cache (the model declaring its state) reaches the same final states
-  and statuses, and its proof agrees with the full walk;
+  and statuses, and its proof agrees with the full walk; so does it with identical
+  actors declared interchangeable (final states up to a permutation), and the
+  symmetry's check (``--check-symmetry``) stays silent;
 - ``prove -j 2`` (a scenario's public ``prove``) agrees with the full walk;
 - ``--check-footprints`` and ``--cross-check`` stay silent on a model of tracked
   state and report every model whose own untracked object makes the reduction
@@ -28,6 +30,8 @@ from property_tests.soundness_models import Op, Spec, spec_strategy
 from property_tests.soundness_walks import MODES, TooBig, full_walk
 
 SOUNDNESS_EXAMPLES = int(os.environ.get("RACEPROOF_SOUNDNESS_EXAMPLES", "8"))
+# Symmetric specs run three actors (a few seconds each): make test runs 3, make soundness all.
+SYMMETRY_EXAMPLES = SOUNDNESS_EXAMPLES if "RACEPROOF_SOUNDNESS_EXAMPLES" in os.environ else 3
 GENERATED = settings(
     max_examples=SOUNDNESS_EXAMPLES,
     deadline=None,
@@ -57,6 +61,14 @@ def test_the_reduced_walk_agrees_with_the_full_walk(spec: Spec) -> None:
 @given(spec_strategy())
 def test_the_state_cache_agrees_with_the_full_walk(spec: Spec) -> None:
     _judge("state-cache", spec)
+
+
+@settings(GENERATED, max_examples=min(SOUNDNESS_EXAMPLES, SYMMETRY_EXAMPLES))
+@given(spec_strategy(symmetric=True))
+def test_the_symmetric_state_cache_agrees_with_the_full_walk(spec: Spec) -> None:
+    """Identical actors declared interchangeable: merging a state with its images changes no
+    final state (up to the permutation), status, probe or verdict, and the check is silent."""
+    _judge("symmetry", spec)
 
 
 @GENERATED

@@ -39,7 +39,7 @@ def test_two_states_that_differ_by_a_permutation_have_one_canonical_text() -> No
     assert image == text and other != text
     assert {renaming.order, swapped.order} == {("client0", "client1"), ("client1", "client0")}
     assert "'stop-client1': 1, 'client10': 2" in text  # longer names are not the actor's
-    assert "client0" not in text and "'/client1#1" not in text and "#0@3'" in text
+    assert "client0" not in text and "'/client1#1" not in text and "#0\x1e@3'" in text
 
 
 def test_a_declaration_is_checked_where_it_is_made() -> None:
@@ -49,7 +49,7 @@ def test_a_declaration_is_checked_where_it_is_made() -> None:
         (["a", ("b", "n1")], ValueError),
         (["a", "a"], ValueError),
         (["a", ""], TypeError),
-        (["a", "~0"], TypeError),
+        (["a", "b\x1e"], TypeError),
     ):
         with pytest.raises(kind):
             declared(bad)
