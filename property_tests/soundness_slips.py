@@ -46,6 +46,7 @@ from raceproof.sim import (
     exhaustive,
     footprint_check,
     primitives,
+    reduction,
     shared,
     state_cache,
     world,
@@ -226,6 +227,18 @@ SLIPS: dict[str, Slip] = {
         "symmetry",
         False,
     ),
+    # Issue 46 item 3: the commuting-instant shortcut excusing a dependent pair that no
+    # trigger or process orders (every earlier step of the instant taken as a cause).
+    "an instant's dependent pair excused without a trigger": (
+        lambda: mutant(
+            reduction,
+            "_causes",
+            "(_process(earlier) == process or earlier == by)",
+            "True",
+        ),
+        "reduction",
+        False,
+    ),
     # Item 7's last two: bounded runs counted as if they had ended.
     "a search counts one bound hit as ok": (
         lambda: mutant(
@@ -264,6 +277,7 @@ FOCUS: dict[str, tuple[str, ...]] = {
     "cross-check: an error verdict not compared": ("plain",),
     "state cache: the sleep set ignored": ("record", "counter", "set", "dict"),
     "symmetry over actors that differ": ("counter",),
+    "an instant's dependent pair excused without a trigger": ("record", "counter"),
     "a search counts one bound hit as ok": ("bounds",),
     "a proof counts probes on a bounded run": ("bounds",),
 }

@@ -8,6 +8,8 @@ Each is planted (``property_tests/soundness_slips.py``) and hunted with seed 0
 within ``SLIP_EXAMPLES`` examples of the generator, drawn from the families of
 primitives the slip lives in; the model found must show nothing once the slip
 is removed. The checkers' own slips are in ``test_soundness_checker_slips.py``.
+Issue 46 item 3's: the commuting-instant shortcut taking a pair of dependent steps
+as ordered when no trigger or process orders them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ FOOTPRINT_SLIPS = [
 @pytest.mark.parametrize("slip", FOOTPRINT_SLIPS)
 def test_the_generator_finds_each_planted_footprint_slip(slip: str) -> None:
     assert hunted(slip).actors
+
+
+def test_the_generator_finds_an_instant_taken_as_commuting_on_an_unordered_pair() -> None:
+    """Found at example 1 (two counter adds in one instant: one order walked, one ending)."""
+    assert hunted("an instant's dependent pair excused without a trigger").actors
 
 
 def test_an_unfocused_hunt_has_a_stratum_for_every_family_its_specs_may_draw() -> None:
