@@ -107,17 +107,20 @@ class Scenario:
                 f"{did_you_mean(variant, self.variants)}; valid: {', '.join(self.variants)}"
             )
 
-    def config_for(self, purpose: str, overrides: Mapping[str, Any] | None = None) -> Any:
+    def config_for(
+        self, purpose: str, overrides: Mapping[str, Any] | None = None, *, option: str = "--set"
+    ) -> Any:
         """The search (or proof) configuration with ``overrides`` checked and applied.
 
         Every value is checked against the configuration dataclass's own
         declarations (``raceproof.sim.configs``); a bad one raises
-        ``BadInput`` naming the field, the value and what is allowed.
+        ``BadInput`` naming the field, the value, what is allowed and the ``option``
+        the user gave it by (``--set``, ``bench --knob``).
         """
         base = self.prove_config if purpose == "prove" else self.config
         if not overrides:
             return base
-        return validation.apply_overrides(base, overrides, source=f"{self.name}: --set")
+        return validation.apply_overrides(base, overrides, source=f"{self.name}: {option}")
 
     def checkers_named(self, name: str | None) -> Sequence[Checker]:
         """All checkers, or only ``name`` (to aim a search at one property)."""

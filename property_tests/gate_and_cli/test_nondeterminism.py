@@ -136,8 +136,15 @@ def test_a_nondeterministic_model_in_json_is_the_verdict_error(tmp_path: Path) -
 
 
 def test_check_names_a_nondeterministic_model(tmp_path: Path) -> None:
-    done = run(tmp_path, "check", "--scenarios", model(tmp_path, "random"))
-    assert_named_nondeterministic(done)
+    """The one line says which check stopped the whole check and that the rest did not run
+    (it said only that some model was not deterministic), on one process and on two."""
+    file = model(tmp_path, "random")
+    stopped = "check stopped at hostile / buggy random, the checks after it not run: the model"
+    for jobs in ("1", "2"):
+        done = run(tmp_path, "check", "--scenarios", file, "hostile", "-j", jobs)
+        assert done.returncode == 4 and "Traceback" not in done.stderr, done.stderr
+        said = [line for line in done.stderr.splitlines() if not line.startswith("[")]  # done
+        assert len(said) == 1 and stopped in said[0], done.stderr
     steady = run(tmp_path, "check", "--scenarios", model(tmp_path, "steady"))
     assert steady.returncode == 0, steady.stderr + steady.stdout  # buggy is expected violated
 

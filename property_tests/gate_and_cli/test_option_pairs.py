@@ -7,8 +7,10 @@ Why this module exists: options that contradict each other ran silently (``bench
 ``"deviations": -1`` replayed. Here every command's options are taken two at a
 time: a pair its rules refuse (``CONTRADICTIONS``, ``NEEDS``) must be refused by
 the command line itself, exit 2, one line naming both, before any work; every other
-pair must parse, each option meaning what its own help says (the help is checked to
-exist). The issue's cases are then run as a user types them.
+pair must parse, each option meaning what its own help says: the help exists, and the
+pair sets each option's value exactly as the option alone does (no option of a pair
+accepted changes what the other means). The issue's cases are then run as a user types
+them.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from raceproof.cli.commands import bench_cmd, campaign, prove_cmd
+from raceproof.cli.commands import bench_cmd, campaign, prove_cmd, spark_check
 from raceproof.cli.commands.common import UsageError, refuse_contradictions, refuse_orphans
 from raceproof.cli.main import build_parser
 
@@ -32,6 +35,7 @@ RULES = {
     "prove": (prove_cmd.CONTRADICTIONS, ()),
     "bench": (bench_cmd.CONTRADICTIONS, bench_cmd.NEEDS),
     "campaign": (campaign.CONTRADICTIONS, ()),
+    "spark-check": (spark_check.CONTRADICTIONS, ()),
 }
 # A value each option parses (the rest take "1").
 SAMPLES = {
@@ -70,6 +74,24 @@ def words(action: argparse.Action) -> list[str]:
     return [name, str(value)]
 
 
+def meaning(parser: argparse.ArgumentParser, command: str, action: argparse.Action) -> Any:
+    """What ``action`` sets when given alone: the value its help documents."""
+    alone = parser.parse_args([*POSITIONAL.get(command, []), *words(action)])
+    return getattr(alone, action.dest)
+
+
+def both_mean_what_they_say(
+    parser: argparse.ArgumentParser, command: str, pair: tuple[argparse.Action, ...]
+) -> None:
+    """A pair accepted together means each option's documented meaning, unchanged by the
+    other: each sets what its help says (the help exists) and what it sets alone."""
+    args = parser.parse_args([*POSITIONAL.get(command, []), *words(pair[0]), *words(pair[1])])
+    for action in pair:
+        stated = f"{command} {max(action.option_strings, key=len)}: {action.help}"
+        assert action.help, stated
+        assert getattr(args, action.dest) == meaning(parser, command, action), stated
+
+
 @pytest.mark.parametrize("command", sorted(commands()))
 def test_every_pair_of_options_is_refused_by_its_rules_or_parses(command: str) -> None:
     parser = commands()[command]
@@ -91,6 +113,7 @@ def test_every_pair_of_options_is_refused_by_its_rules_or_parses(command: str) -
             continue
         for dest, other, _why in contradictions:  # not refused: not a contradiction
             assert {dest, other} != {first.dest, second.dest}, (command, dest, other)
+        both_mean_what_they_say(parser, command, (first, second))
     assert pairs == len(options(parser)) * (len(options(parser)) - 1) // 2
 
 
@@ -100,7 +123,8 @@ def test_every_pair_of_options_is_refused_by_its_rules_or_parses(command: str) -
         (["bench", "--growth", "--proofs"], ["--growth", "--proofs"]),
         (["bench", "--check-plan", "--campaign"], ["--check-plan", "--campaign"]),
         (["bench", "--knob", "clients=2,3"], ["--knob", "--growth"]),
-        (["bench", "--growth", "--knob", "nope=1,2"], ["nope"]),
+        (["bench", "--growth", "--knob", "nope=1,2"], ["nope", "--knob"]),
+        (["spark-check", "--script", "[]", "--seed", "0"], ["--seed", "--script"]),
         (["check", "--all", "lost-update"], ["--all", "lost-update"]),
         (["prove", "lost-update", "--state-cache", "--check-state-cache"], ["--state-cache"]),
         (["check", "-j", "+2"], ["-j", "+2"]),
@@ -115,6 +139,7 @@ def test_the_issues_contradictions_are_refused_before_any_work(
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and all(word in lines[0] for word in named), done.stderr
+    assert "--set" not in lines[0] or "--set" in argv, done.stderr  # the option the user typed
     assert not list(tmp_path.iterdir())  # nothing written, no work started
 
 

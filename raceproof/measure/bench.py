@@ -555,7 +555,7 @@ def growth(
     default = getattr(scenario.prove_config, knob, None)
     for value in values:
         say(f"{knob}={value}: the full walk's estimate, then the reduced proof")
-        config = scenario.config_for("prove", {knob: sized(default, value)})
+        config = scenario.config_for("prove", {knob: sized(default, value)}, option="--knob")
         run = scenario.runner(variant, config)
         size = estimate(run, samples=30, clock=time.monotonic)
         started = time.perf_counter()

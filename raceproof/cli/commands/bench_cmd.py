@@ -215,8 +215,9 @@ def _check_knob(args: argparse.Namespace) -> None:
     knob, _, raw = args.knob.partition("=")
     default = getattr(scenario.prove_config, knob, None)
     for value in raw.split(","):
-        # BadInput names the field
-        scenario.config_for("prove", {knob: bench.sized(default, int(value))})
+        scenario.config_for(  # BadInput names the field and the option
+            "prove", {knob: bench.sized(default, int(value))}, option="--knob"
+        )
 
 
 def _growth(args: argparse.Namespace, bench: Any, say: Any, into: dict[str, Any]) -> dict[str, Any]:

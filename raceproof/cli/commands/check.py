@@ -41,6 +41,8 @@ from raceproof.gate import parts
 from raceproof.runs import processes, runner
 from raceproof.scenarios import discovery
 from raceproof.scenarios.catalogue import ORIGINS, all_scenarios, get
+from raceproof.sim import ReplayMisaligned
+from raceproof.sim.errors import Nondeterministic
 from raceproof.sim.verdicts import ExitCode
 
 
@@ -54,6 +56,30 @@ def _init_worker(entries: list[str], parent_pid: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     processes.die_with_parent(parent_pid)
     discovery.ensure_loaded(entries)
+
+
+class CheckStopped(Nondeterministic):
+    """A check's model is not deterministic: the whole check stops there, saying which.
+
+    Why stop rather than judge it ``error`` and go on: the other checks would run, but a
+    check's verdict is every expectation's, and a model whose runs differ on the same
+    choices leaves its own results (and a proof's units, walked in other processes with
+    ``-j``) without meaning; the line names the check, so the user can leave it out.
+    """
+
+    def __init__(self, where: str, cause: Nondeterministic) -> None:
+        super().__init__(cause.detail, cause.draw, cause.actor)
+        self.where = where
+
+    def __str__(self) -> str:
+        return f"check stopped at {self.where}, the checks after it not run: {super().__str__()}"
+
+
+def _stopped(task: parts.Task, exc: BaseException) -> CheckStopped:
+    part = task.part if isinstance(task, parts.UnitTask) else task
+    cause = exc.as_nondeterminism() if isinstance(exc, ReplayMisaligned) else exc
+    assert isinstance(cause, Nondeterministic)
+    return CheckStopped(f"{part.scenario} / {part.variant} {part.kind}", cause)
 
 
 def _run(
@@ -185,7 +211,11 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
     try:
         if args.jobs == 1:
             while (task := gate_plan.next()) is not None:
-                done(parts.run_task(task, profile, out_dir))
+                try:
+                    outcome = parts.run_task(task, profile, out_dir)
+                except (Nondeterministic, ReplayMisaligned) as exc:
+                    raise _stopped(task, exc) from None
+                done(outcome)
         else:
             _run_in_pool(args.jobs, request, gate_plan, done)
     except KeyboardInterrupt as exc:
@@ -208,15 +238,20 @@ def _run_in_pool(
     entries = discovery.command_line_entries()
     pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(entries, os.getpid()))
     try:
-        flying: set[Future[parts.PartResult | parts.UnitDone]] = set()
+        flying: dict[Future[parts.PartResult | parts.UnitDone], parts.Task] = {}
         while True:
             while len(flying) < 2 * jobs and (task := gate_plan.next()) is not None:
-                flying.add(pool.submit(_run, task, request.profile, request.out_dir))
+                flying[pool.submit(_run, task, request.profile, request.out_dir)] = task
             if not flying:
                 break
-            finished, flying = wait(flying, return_when=FIRST_COMPLETED)
+            finished, _ = wait(flying, return_when=FIRST_COMPLETED)
             for future in finished:
-                done(future.result())
+                task = flying.pop(future)
+                try:
+                    outcome = future.result()
+                except (Nondeterministic, ReplayMisaligned) as exc:
+                    raise _stopped(task, exc) from None
+                done(outcome)
     except BaseException:
         _stop_pool(pool)
         raise

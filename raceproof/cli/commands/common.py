@@ -42,9 +42,10 @@ def option_name(dest: str) -> str:
 
 
 def given(args: argparse.Namespace, dest: str) -> bool:
-    """Whether the user gave the option (a flag set, a value other than its absent ``None``)."""
+    """Whether the user gave the option (a flag set, a value other than its absent ``None``;
+    ``0`` is given: ``--seed 0`` is a seed)."""
     value = getattr(args, dest, None)
-    return value not in (None, False, [], ())
+    return value is not None and value is not False and value != [] and value != ()
 
 
 def refuse_contradictions(args: argparse.Namespace, rules: Sequence[tuple[str, str, str]]) -> None:

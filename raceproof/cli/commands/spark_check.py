@@ -23,12 +23,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raceproof.cli import signals
-from raceproof.cli.commands.common import StatusLine, UsageError, add_command, print_json
+from raceproof.cli.commands.common import (
+    StatusLine,
+    UsageError,
+    add_command,
+    print_json,
+    refuse_contradictions,
+)
 from raceproof.cli.validation import int_in
 from raceproof.sim.verdicts import Verdict, exit_code_for
 
 DEFAULT_PIPELINE = "windowed-count"
 GENERATED = "generated-input"  # the experiment --script replays the input of
+# Options that cannot mean anything together (exit 2 naming both), before Spark starts.
+CONTRADICTIONS = (
+    (
+        "seed",
+        "script",
+        f"--seed draws the input script of {GENERATED} and --script gives it whole "
+        "(no other experiment takes a seed); give one",
+    ),
+)
 
 
 @dataclass
@@ -71,6 +86,7 @@ class SparkResult:
 def cmd_spark_check(args: argparse.Namespace) -> int:
     from raceproof.spark_integration.pipeline import PipelineRaised
 
+    refuse_contradictions(args, CONTRADICTIONS)
     try:
         request = parse_request(args)
     except PipelineRaised as exc:  # the factory raised: the user's code, verdict error
@@ -145,7 +161,7 @@ def parse_request(args: argparse.Namespace) -> SparkRequest:
         pipelines=pipelines,
         plan=plan,
         not_applicable=not_applicable,
-        seed=args.seed,
+        seed=0 if args.seed is None else args.seed,
         script=script,
         repeat=args.repeat,
         shrink_trials=args.shrink_budget,
@@ -476,9 +492,10 @@ def add(commands: Any) -> None:
     sub.add_argument(
         "--seed",
         type=int_in(0, 2**63 - 1),
-        default=0,
+        default=None,
         metavar="N",
-        help="the seed generated-input draws its input script from (default 0)",
+        help="the seed generated-input draws its input script from (default 0; "
+        "not with --script, which gives the script)",
     )
     sub.add_argument(
         "--script",
