@@ -60,7 +60,7 @@ class Walk:
     probes: set[str]  # the probes some judged run reached
 
 
-def walk(spec: AnySpec, *, reduction: bool, state_cache: bool = False) -> Walk:
+def walk(spec: AnySpec, *, reduction: bool, state_cache: bool = False, check: bool = False) -> Walk:
     """Walk ``spec`` as ``prove`` does, but on through its findings, recording every ending."""
     run = runner(spec)
     endings: set[tuple[Any, ...]] = set()
@@ -78,7 +78,11 @@ def walk(spec: AnySpec, *, reduction: bool, state_cache: bool = False) -> Walk:
         return outcome
 
     report = prove(
-        recording, budget=Budget(examples=WALK_RUNS), reduction=reduction, state_cache=state_cache
+        recording,
+        budget=Budget(examples=WALK_RUNS),
+        reduction=reduction,
+        state_cache=state_cache or check,
+        state_cache_check=check,
     )
     return Walk(
         report=report,
@@ -177,6 +181,35 @@ def symmetry_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
     if merged.probes != full.probes:
         problems.append(f"probes reached: symmetric {merged.probes}, full {full.probes}")
     return problems + _claims("the symmetric proof", stopping, full)
+
+
+def fingerprint_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
+    """The kernel's own fingerprint (the spec declares no state): the cached walk reaches the
+    same endings, probes and verdicts as the plain walk, and its own debug mode is silent."""
+    spec = dataclasses.replace(spec, state=False)
+    full = full or full_walk(spec)
+    try:
+        cached = walk(spec, reduction=True, state_cache=True)
+        checked = walk(spec, reduction=True, state_cache=True, check=True)
+        stopping = prove(runner(spec), budget=Budget(examples=WALK_RUNS), state_cache=True)
+    except StateCacheMismatch as mismatch:
+        return [f"the state cache's own check: {mismatch}"]
+    problems = []
+    if cached.report.state_cache_off is not None:
+        problems.append(f"the kernel could not fingerprint it: {cached.report.state_cache_off}")
+    if not cached.report.complete:
+        problems.append("the cached walk did not complete where the full walk did")
+    if cached.endings != full.endings:
+        missing = len(full.endings - cached.endings)
+        extra = len(cached.endings - full.endings)
+        problems.append(
+            f"the cached walk misses {missing} ending(s) of the full walk, adds {extra}"
+        )
+    if cached.probes != full.probes:
+        problems.append(f"probes reached: cached {cached.probes}, full {full.probes}")
+    if checked.endings != full.endings:
+        problems.append("the debug mode's walk differs from the full walk")
+    return problems + _claims("the cached proof", stopping, full)
 
 
 def scenario(spec: AnySpec) -> Scenario:
@@ -407,6 +440,7 @@ MODES: dict[str, Callable[[AnySpec, Walk | None], list[str]]] = {
     "reduction": reduction_problems,
     "state-cache": state_cache_problems,
     "symmetry": symmetry_problems,
+    "fingerprint": fingerprint_problems,
     "parallel": parallel_problems,
     "checkers": checker_problems,
     # The slip hunts' claim: both checkers report every unsound reduction they meet, and an

@@ -74,6 +74,9 @@ class ProofReport:
     state_cache_cuts: int = 0  # runs cut at a state the walk had explored before
     states_seen: int = 0  # distinct state fingerprints (with the state cache)
     state_cache_checked: int = 0  # debug mode: cuts run anyway and compared
+    # Why the kernel could not name a state (``raceproof.sim.fingerprint``): said once, and
+    # the walk went on stateless from there.
+    state_cache_off: str | None = None
     footprints_checked: int | None = None  # --check-footprints: step pairs swapped and compared
     footprints_unverified: int = 0  # pairs whose swap could not be followed (unnamed steps)
     probes: dict[str, int] = field(default_factory=dict)  # probe -> judged schedules reaching it
@@ -88,8 +91,13 @@ class ProofReport:
 
     @property
     def runs_per_class(self) -> float | None:
-        """Runs made per class judged (1.0: no run wasted); None when no class was judged."""
-        return round(self.runs / self.schedules, 3) if self.schedules else None
+        """Runs made per class judged (1.0: no run wasted); None when no class was judged.
+
+        A run the state cache cut is not counted: it stands for classes judged from the
+        state it met, not for a run wasted (``sleep_blocked`` are).
+        """
+        judged = self.runs - self.state_cache_cuts
+        return round(judged / self.schedules, 3) if self.schedules else None
 
     def accounting(self) -> dict[str, object]:
         """The report's fields for JSON output."""
@@ -106,6 +114,7 @@ class ProofReport:
             "state_cache_cuts": self.state_cache_cuts,
             "states_seen": self.states_seen,
             "state_cache_checked": self.state_cache_checked,
+            **({} if self.state_cache_off is None else {"state_cache_off": self.state_cache_off}),
             "probes": dict(sorted(self.probes.items())),
             **({} if self.cross_checked is None else {"cross_checked": self.cross_checked}),
             **({} if self.balance is None else {"balance": self.balance}),
@@ -397,6 +406,7 @@ class ProofWalk:
             if self.cache.check:
                 report.state_cache_cuts = self.cache.hits  # what the cache would have cut
             report.states_seen = sum(len(v) for v in self.cache.visits.values())
+            report.state_cache_off = self.cache.off
         if self.checker is not None:
             report.footprints_checked = self.checker.checked
             report.footprints_unverified = self.checker.unverified

@@ -251,6 +251,9 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
         state_cache_cuts=sum(report.state_cache_cuts for report in reports),
         states_seen=sum(report.states_seen for report in reports),
         state_cache_checked=sum(report.state_cache_checked for report in reports),
+        state_cache_off=next(
+            (report.state_cache_off for report in reports if report.state_cache_off), None
+        ),
         footprints_checked=None
         if all(report.footprints_checked is None for report in everything)
         else sum(report.footprints_checked or 0 for report in everything),

@@ -209,6 +209,7 @@ def merge_units(
         state_cache_cuts=sum(r.state_cache_cuts for r in reports),
         states_seen=sum(r.states_seen for r in reports),
         state_cache_checked=sum(r.state_cache_checked for r in reports),
+        state_cache_off=next((r.state_cache_off for r in reports if r.state_cache_off), None),
         footprints_checked=sum(checked) if checked else None,
         footprints_unverified=sum(r.footprints_unverified for r in reports),
         probes=dict(sorted(probes.items())),

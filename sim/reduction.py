@@ -54,8 +54,9 @@ from dataclasses import dataclass, field, replace
 from raceproof.sim.cells import ANY_KEY
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.errors import KernelError
+from raceproof.sim.fingerprint import Memo, Unfingerprintable
 from raceproof.sim.footprint_claims import StepRecord
-from raceproof.sim.state_cache import StateCache, StateSeen, Visit, kernel_state
+from raceproof.sim.state_cache import AUTOMATIC, Seen, StateCache, StateSeen, Visit, kernel_state
 from raceproof.sim.world import DISABLED, ENDS_RUN, SleepBlocked, World
 
 Footprint = dict[str, bool] | None  # resource -> written; None: dependent on everything
@@ -158,6 +159,7 @@ class SleepSetSource(ChoiceSource):
     ) -> None:
         super().__init__()
         self.cache, self.depth = cache, depth
+        self._memo = Memo()  # the automatic fingerprint's texts of this run's ops
         # ``log_steps``: every step of the run, for the footprint check (``footprint_check``).
         self.steps: list[StepRecord] | None = [] if log_steps else None
         self._clock: World | None = None  # the run's World, for each logged step's instant
@@ -174,6 +176,7 @@ class SleepSetSource(ChoiceSource):
         self.sleep: dict[str, Footprint] = {}
         self.draws: list[DrawRecord] = []  # from position len(prefix) - 1 on
         self._drew = False
+        self._drew_last = False  # a step drew a model-level choice since the last look-up
         self._open: DrawRecord | None = None  # the schedule draw whose step is running
         # Per schedule draw (prefix included): the footprint of the step it chose,
         # whether that step drew model-level choices, and which step each draw is in.
@@ -238,23 +241,61 @@ class SleepSetSource(ChoiceSource):
         """Cut the run here if the state cache covers this state (``StateSeen``)."""
         if self.cache is None:
             raise KernelError("a state look-up without a state cache")
-        seen = kernel_state(world, model)  # canonical over the declared symmetric actors
+        if index in self.visit_at:  # looked up already before this draw: its node is taken
+            return
+        seen = self._state(world, model)  # canonical over the declared symmetric actors
         if seen is None:
             return
         fingerprint, sleep = seen.fingerprint, frozenset(map(seen.rename, self.sleep))
-        covering, new = self.cache.look_up(fingerprint, sleep, self.depth, seen)
+        covering, new = self.cache.look_up(fingerprint, sleep, self.depth, seen, world.steps)
         if covering is not None and not self.cache.check:
             raise StateSeen(fingerprint)
         if new is None:  # the debug mode: walk it anyway, compare when it is done
-            new = Visit(sleep, self.depth, seen=seen)
+            new = Visit(sleep, self.depth, world.steps, seen=seen)
             if covering is not None and covering.sleep == sleep:
                 self.compare_at[index] = covering
         self.visit_at[index] = (new, len(world.history), fingerprint)
 
+    def _state(self, world: World, model: Callable[[], str]) -> Seen | None:
+        """The state as the cache keys it; None when it has no name (said once, then stateless)."""
+        if self.cache is None or (model is AUTOMATIC and self.cache.off is not None):
+            return None
+        try:
+            return kernel_state(world, model, self._memo)
+        except Unfingerprintable as exc:
+            self.cache.off = str(exc)  # said once (the report's ``state_cache_off``)
+            return None
+
     # -- steps ---------------------------------------------------------------
     def watch_world(self, world: World) -> None:
-        """The World of this run (it calls this when it starts): logged steps carry its time."""
+        """The World of this run (it calls this when it starts): logged steps carry its time.
+
+        With a state cache that names states itself, the World is told so before the
+        model is built (``declare_state`` in the build then replaces it).
+        """
         self._clock = world
+        cache = self.cache
+        if cache is None:
+            return
+        world.at_state = self._at_state
+        if cache.automatic and cache.off is None:
+            world.state_fingerprint = AUTOMATIC
+
+    def _at_state(self, world: World) -> None:
+        """Between two steps past the replayed prefix: look the state up (``_look_up``).
+
+        A state between steps determines every draw of the next step, model-level
+        ones included; its visit hangs on the next draw's node (the first draw of
+        the runs that share this state's prefix). Looked up after a step that drew a
+        model-level choice (where runs part) and at every schedule draw (where they
+        part too, ``schedule_steps``): two runs that meet again meet at such a point.
+        """
+        if not self._drew_last:
+            return
+        self._drew_last = False
+        index = len(self.record)
+        if self.tracking and index >= len(self.prefix) and world.state_fingerprint is not None:
+            self._look_up(world, world.state_fingerprint, index)
 
     def before_step(self, key: str | None) -> None:
         self._drew = False
@@ -300,6 +341,7 @@ class SleepSetSource(ChoiceSource):
                 )
             )
         self._options = None
+        self._drew_last = self._drew_last or self._drew
         if self._world is not None:
             now = self._world.now_ms
             if now != self._instant_ms:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raceproof.sim.errors import KernelError
+from raceproof.sim.fingerprint import Memo, fingerprint, state_text
 from raceproof.sim.symmetry import Renaming, State, canonical, mismatch, renamed_ending
 from raceproof.sim.world import SleepBlocked, _process_step_key
 
@@ -101,8 +102,25 @@ class Seen:
         return key if self.renaming is None else self.renaming.apply(key)
 
 
-def kernel_state(world: Any, model: Callable[[], str]) -> Seen | None:
-    """``kernel_fingerprint``, made canonical over the world's symmetric actors if it has any."""
+def AUTOMATIC() -> str:
+    """The World's ``state_fingerprint`` when the kernel names the state (``fingerprint``)."""
+    raise KernelError("the automatic state fingerprint is computed by the walk, not called")
+
+
+def kernel_state(world: Any, model: Callable[[], str], memo: Memo | None = None) -> Seen | None:
+    """``kernel_fingerprint``, made canonical over the world's symmetric actors if it has any.
+
+    ``model`` is ``AUTOMATIC`` when the kernel names the state itself
+    (``raceproof.sim.fingerprint``; ``Unfingerprintable`` when it cannot): canonical
+    by rendering the whole state with each renaming (``symmetry.canonical``).
+    """
+    if model is AUTOMATIC:
+        if not world.symmetric:
+            raw = fingerprint(world, memo=memo)
+            return Seen(raw, raw)
+        whole = _Rendered(world, memo or Memo())
+        canonical_text, renaming = canonical(world.symmetric, world.processes_of, whole)  # type: ignore[arg-type]
+        return Seen(_digest(canonical_text), _digest(whole.render(_same)), renaming)
     pending = _pending(world)
     if pending is None:
         return None
@@ -120,9 +138,25 @@ def kernel_state(world: Any, model: Callable[[], str]) -> Seen | None:
 
 
 @dataclass
+class _Rendered:
+    """The kernel's state text as ``symmetry.canonical`` renders sections: renamed throughout."""
+
+    world: Any
+    memo: Memo
+
+    def render(self, rename: Callable[[str], str]) -> str:
+        return state_text(self.world, rename, self.memo)
+
+
+def _same(text: str) -> str:
+    return text
+
+
+@dataclass
 class Visit:
     sleep: frozenset[str]  # step keys, renamed as the state was (``Seen.rename``)
     depth: int
+    steps: int = 0  # the World's steps so far: a later visit with more has less room
     endings: set[tuple[Any, ...]] = field(default_factory=set)  # debug mode: of its subtree
     seen: Seen | None = None  # the state as keyed (debug mode: to tell symmetry's merges)
 
@@ -135,16 +169,29 @@ class StateCache:
     visits: dict[str, list[Visit]] = field(default_factory=dict)
     hits: int = 0
     checked: int = 0
+    # The kernel's own fingerprint (``raceproof.sim.fingerprint``) for a model that declares
+    # none; ``off`` says once why it could not name a state (the walk is stateless from then on).
+    automatic: bool = True
+    off: str | None = None
 
     def look_up(
-        self, fingerprint: str, sleep: frozenset[str], depth: int, seen: Seen | None = None
+        self,
+        fingerprint: str,
+        sleep: frozenset[str],
+        depth: int,
+        seen: Seen | None = None,
+        steps: int = 0,
     ) -> tuple[Visit | None, Visit | None]:
-        """(a covering earlier visit, None), or (None, this visit, now remembered)."""
+        """(a covering earlier visit, None), or (None, this visit, now remembered).
+
+        An earlier visit covers this one when it had no more asleep, no more deviations
+        spent and no fewer steps taken (so no less room before the step bound).
+        """
         for visit in self.visits.get(fingerprint, ()):
-            if visit.sleep <= sleep and visit.depth <= depth:
+            if visit.sleep <= sleep and visit.depth <= depth and visit.steps >= steps:
                 self.hits += 1
                 return visit, None
-        new = Visit(sleep, depth, seen=seen)
+        new = Visit(sleep, depth, steps, seen=seen)
         self.visits.setdefault(fingerprint, []).append(new)
         return None, new
 

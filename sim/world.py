@@ -89,17 +89,17 @@ class World(simpy.Environment):
         # only a source that observes steps turns recording on.
         observes = getattr(source, "observes_steps", False)
         self.observer: StepObserver | None = source if observes else None  # type: ignore[assignment]
-        if observes and hasattr(source, "watch_world"):
-            source.watch_world(self)  # the footprint check's log reads each step's instant
         self.footprints_declared = False
         self.untracked: list[str] = []  # primitives in use that record no footprints
         self.state_fingerprint: Callable[[], str] | None = None
+        self.at_state: Callable[[World], None] | None = None  # called between steps (the cache)
         # Interchangeable actors (``declare_symmetric``) and the process ids spawned under each
         # name, which the state cache renames (``raceproof.sim.symmetry``).
         self.symmetric: tuple[tuple[str, ...], ...] = ()
         self.processes_of: dict[str, list[str]] = {}
         self._footprint: dict[str, bool] | None = None
         self._spawned: dict[str, int] = {}
+        self.processes: list[Process] = []  # processes with an identity (``rp_id``), spawn order
         self._arms: dict[str, int] = {}  # timer resource -> arms so far (``arm_key``)
         self._context = ""  # who spawns when no process is active (a timer's firing)
         # Event names (``_name_event``): only a proof's observer reads step keys.
@@ -132,6 +132,8 @@ class World(simpy.Environment):
         # ``_due`` with no callbacks and after SimPy takes callbacks off events (an interrupt,
         # a condition's cleanup); cleared by a scan that finds every due event waited on.
         self._scan_waiters = False
+        if observes and hasattr(source, "watch_world"):
+            source.watch_world(self)  # the footprint check's log reads each step's instant
 
     # -- time ----------------------------------------------------------------
     @property
@@ -283,6 +285,7 @@ class World(simpy.Environment):
             pid = process.rp_id = f"{parent}/{actor}#{count}"  # type: ignore[attr-defined]
             process.rp_steps = 0  # type: ignore[attr-defined]
             self.processes_of.setdefault(actor, []).append(pid)
+            self.processes.append(process)  # the state fingerprint's roots (``fingerprint``)
         return process
 
     def _waiters_changed(self, _event: Event) -> None:
@@ -494,6 +497,8 @@ class World(simpy.Environment):
         The ``after_step`` hooks run after each step; under a proof's observer,
         inside the step's footprint (what they read is visible to the reduction).
         """
+        if self.at_state is not None:  # the proof's state cache looks the state up (or cuts)
+            self.at_state(self)
         queue, due = self._queue, self._due
         if not due:
             if not queue:

@@ -10,6 +10,8 @@ reduction) is the reference, and:
   and statuses, and its proof agrees with the full walk; so does it with identical
   actors declared interchangeable (final states up to a permutation), and the
   symmetry's check (``--check-symmetry``) stays silent;
+- the state cache on the kernel's own fingerprint (the model declaring nothing)
+  reaches the same endings, probes and verdicts as the full walk;
 - ``prove -j 2`` (a scenario's public ``prove``) agrees with the full walk;
 - ``--check-footprints`` and ``--cross-check`` stay silent on a model of tracked
   state and report every model whose own untracked object makes the reduction
@@ -69,6 +71,12 @@ def test_the_symmetric_state_cache_agrees_with_the_full_walk(spec: Spec) -> None
     """Identical actors declared interchangeable: merging a state with its images changes no
     final state (up to the permutation), status, probe or verdict, and the check is silent."""
     _judge("symmetry", spec)
+
+
+@GENERATED
+@given(spec_strategy())
+def test_the_kernel_fingerprint_agrees_with_the_full_walk(spec: Spec) -> None:
+    _judge("fingerprint", spec)
 
 
 @GENERATED

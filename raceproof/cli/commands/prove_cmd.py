@@ -422,6 +422,8 @@ def _render_coverage(
             f"  state cache: {report.states_seen} states seen, {report.state_cache_cuts} runs "
             f"cut at a state explored before ({report.state_cache_checked} compared)"
         )
+    if report.state_cache_off is not None:
+        print(f"  state cache: off, the walk stayed stateless ({report.state_cache_off})")
     print(f"  configuration: {json.dumps(result['config'], sort_keys=True)}")
     if report.footprints_checked is not None:
         print(
@@ -527,7 +529,7 @@ def _add_walk_options(sub: Any) -> None:
     sub.add_argument(
         "--state-cache",
         action="store_true",
-        help="cut at states explored before (a model that declares its state)",
+        help="cut at states explored before (named by the kernel, or by the model's declare_state)",
     )
     sub.add_argument(
         "--check-state-cache",
