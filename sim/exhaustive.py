@@ -73,6 +73,7 @@ class ProofReport:
     shards: int = 1
     state_cache_cuts: int = 0  # runs cut at a state the walk had explored before
     states_seen: int = 0  # distinct state fingerprints (with the state cache)
+    symmetric_merged: int = 0  # cache hits on an image of a state seen (declared symmetry)
     state_cache_checked: int = 0  # debug mode: cuts run anyway and compared
     # Why the kernel could not name a state (``raceproof.sim.fingerprint``): said once, and
     # the walk went on stateless from there.
@@ -113,6 +114,7 @@ class ProofReport:
             "shards": self.shards,
             "state_cache_cuts": self.state_cache_cuts,
             "states_seen": self.states_seen,
+            "symmetric_merged": self.symmetric_merged,
             "state_cache_checked": self.state_cache_checked,
             **({} if self.state_cache_off is None else {"state_cache_off": self.state_cache_off}),
             "probes": dict(sorted(self.probes.items())),
@@ -407,6 +409,7 @@ class ProofWalk:
                 report.state_cache_cuts = self.cache.hits  # what the cache would have cut
             report.states_seen = sum(len(v) for v in self.cache.visits.values())
             report.state_cache_off = self.cache.off
+            report.symmetric_merged = self.cache.symmetric_hits
         if self.checker is not None:
             report.footprints_checked = self.checker.checked
             report.footprints_unverified = self.checker.unverified

@@ -250,6 +250,7 @@ def merge(first: ProofReport, reports: Sequence[ProofReport]) -> ProofReport:
         shards=len(reports),
         state_cache_cuts=sum(report.state_cache_cuts for report in reports),
         states_seen=sum(report.states_seen for report in reports),
+        symmetric_merged=sum(report.symmetric_merged for report in reports),
         state_cache_checked=sum(report.state_cache_checked for report in reports),
         state_cache_off=next(
             (report.state_cache_off for report in reports if report.state_cache_off), None

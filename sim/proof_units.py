@@ -208,6 +208,7 @@ def merge_units(
         shards=len(reports),
         state_cache_cuts=sum(r.state_cache_cuts for r in reports),
         states_seen=sum(r.states_seen for r in reports),
+        symmetric_merged=sum(r.symmetric_merged for r in reports),
         state_cache_checked=sum(r.state_cache_checked for r in reports),
         state_cache_off=next((r.state_cache_off for r in reports if r.state_cache_off), None),
         footprints_checked=sum(checked) if checked else None,

@@ -173,6 +173,7 @@ class StateCache:
     # none; ``off`` says once why it could not name a state (the walk is stateless from then on).
     automatic: bool = True
     off: str | None = None
+    symmetric_hits: int = 0  # hits on a state seen only as an image (its plain fingerprint differs)
 
     def look_up(
         self,
@@ -190,6 +191,8 @@ class StateCache:
         for visit in self.visits.get(fingerprint, ()):
             if visit.sleep <= sleep and visit.depth <= depth and visit.steps >= steps:
                 self.hits += 1
+                if seen is not None and visit.seen is not None and visit.seen.raw != seen.raw:
+                    self.symmetric_hits += 1
                 return visit, None
         new = Visit(sleep, depth, steps, seen=seen)
         self.visits.setdefault(fingerprint, []).append(new)

@@ -210,6 +210,7 @@ counted = st.builds(
     sleep_blocked=st.integers(0, 5),
     state_cache_cuts=st.integers(0, 5),
     states_seen=st.integers(0, 5),
+    symmetric_merged=st.integers(0, 5),
     state_cache_checked=st.integers(0, 5),
     frontier_left=st.integers(0, 5),
     max_deviations_seen=st.integers(0, 4),
@@ -294,6 +295,7 @@ def test_merging_shard_reports_adds_every_count(
         "sleep_blocked",
         "state_cache_cuts",
         "states_seen",
+        "symmetric_merged",
         "state_cache_checked",
         "frontier_left",
     ):

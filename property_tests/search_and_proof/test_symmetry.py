@@ -110,6 +110,7 @@ def test_identical_workers_are_walked_once_per_permutation_with_the_same_verdict
     merged = _prove(_workers(3, atomic=True, symmetric=True))
     assert merged.complete and merged.runs < plain.runs  # type: ignore[attr-defined]
     assert merged.states_seen < plain.states_seen  # type: ignore[attr-defined]
+    assert merged.symmetric_merged > 0 and plain.symmetric_merged == 0  # type: ignore[attr-defined]
 
 
 def test_the_check_passes_a_true_symmetry_and_names_the_worker_that_differs() -> None:

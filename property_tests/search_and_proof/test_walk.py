@@ -64,6 +64,7 @@ def test_the_reduction_keeps_one_schedule_per_order_of_dependent_writes() -> Non
             "shards": 1,
             "state_cache_cuts": 0,
             "states_seen": 0,
+            "symmetric_merged": 0,
             "state_cache_checked": 0,
             "probes": {},
         }

@@ -421,6 +421,12 @@ def _render_coverage(
         print(
             f"  state cache: {report.states_seen} states seen, {report.state_cache_cuts} runs "
             f"cut at a state explored before ({report.state_cache_checked} compared)"
+            + (
+                f", {report.symmetric_merged} of them an image of one seen under the "
+                "symmetric actors"
+                if report.symmetric_merged
+                else ""
+            )
         )
     if report.state_cache_off is not None:
         print(f"  state cache: off, the walk stayed stateless ({report.state_cache_off})")
