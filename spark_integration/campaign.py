@@ -22,6 +22,7 @@ a difference is a determinism failure, written to ``DIR/determinism.json``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -31,7 +32,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -60,6 +61,8 @@ from raceproof.spark_integration.campaign_cells import (
 from raceproof.spark_integration.campaign_proof import Task, prove_cell, walk_task
 
 FLUSH_EVERY_S = 10.0
+CELLS = "raceproof-campaign-cells"  # the job group of the cells' jobs (cancelled on a signal)
+STOP_WAIT_S = 15.0  # a signalled campaign waits at most this for its cancelled jobs to end
 DEFAULT_EXAMPLES = 100
 DEFAULT_PROOF_SCHEDULES = 1_000_000
 
@@ -267,7 +270,7 @@ def write_rows(spark: Any, out: Path, rows: list[dict[str, Any]]) -> None:
 
 
 @contextmanager
-def _signals_held() -> Iterator[None]:
+def _signals_held(on_signal: Callable[[], None] = lambda: None) -> Iterator[None]:
     """SIGINT and SIGTERM wait while rows are written, then take their usual course.
 
     A flush is a py4j call: a signal raised inside it returns to Python while
@@ -275,6 +278,8 @@ def _signals_held() -> Iterator[None]:
     the same rows again (every cell twice). Held, the signal is raised again
     through the command's own handler once the rows and the bookkeeping that
     says they are written are done. The main thread only (where handlers run).
+    ``on_signal()`` runs at the first signal held: the rows' append is a Spark job
+    that waited behind the cells' jobs, so a signal during it cancels those first.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -283,6 +288,8 @@ def _signals_held() -> Iterator[None]:
 
     def hold(signum: int, _frame: object) -> None:
         held.append(signum)
+        if len(held) == 1:
+            on_signal()  # what must not wait for the rows (the cells' jobs, cancelled)
         if len(held) >= 3:  # a third signal forces the exit, as it always does
             os._exit(128 + signum)
 
@@ -319,10 +326,19 @@ def _run_search_job(sc: Any, cells: list[Cell]) -> list[dict[str, Any]]:
     return rows
 
 
-def run_proof_job(sc: Any, proof: Cell) -> list[dict[str, Any]]:
-    """One proof: its rounds, each one Spark job of its ready units (``campaign_proof``)."""
+class Stopping(Exception):
+    """The campaign got a signal: a job not yet submitted (a proof's next round) is not."""
+
+
+def run_proof_job(
+    sc: Any, proof: Cell, stopping: Callable[[], bool] = lambda: False
+) -> list[dict[str, Any]]:
+    """One proof: its rounds, each one Spark job of its ready units (``campaign_proof``);
+    none submitted once ``stopping()`` says the campaign got a signal."""
 
     def ship(tasks: list[Task]) -> list[dict[str, Any]]:
+        if stopping():
+            raise Stopping("the campaign is stopping")
         done: list[dict[str, Any]] = sc.parallelize(tasks, len(tasks)).map(walk_task).collect()
         return done
 
@@ -436,16 +452,14 @@ class _Running:
     def run_jobs(self, handlers: dict[int, Any], *, own_session: bool) -> None:
         """Every batch of ``todo`` as a Spark job, a few in flight; then :meth:`close`.
 
-        PySpark's own SIGINT handler cancels jobs from inside the signal, which can land in
-        the middle of a py4j call: the command's handlers (or a plain KeyboardInterrupt) come
-        back, and :meth:`interrupted` cancels once.
+        A signal (the command's handler, or a plain KeyboardInterrupt) reaches the main
+        thread, which waits on the jobs: :meth:`interrupted` cancels them.
         """
         size = self.options.cells_per_job or max(1, 2 * self.summary.parallelism)
         previous_handler = _own_signals(handlers)
-        pool = ThreadPoolExecutor(max_workers=self.options.jobs_in_flight)
         try:
             for batch in chunks(self.todo, size):
-                self.in_flight.add(pool.submit(self.job, batch))
+                self.start(batch)
                 if len(self.in_flight) >= self.options.jobs_in_flight:
                     self.take_finished()
             while self.in_flight:
@@ -454,14 +468,34 @@ class _Running:
             self.interrupted(exc)
         finally:
             _restore_sigint(previous_handler)
-            pool.shutdown(wait=True, cancel_futures=True)
             self.close(own_session=own_session)
 
+    def start(self, batch: list[Cell]) -> None:
+        """``batch``'s job in a daemon thread, its future in flight first: a pool's threads are
+        joined at exit, and one still in a py4j call (or orphaned by a signal inside ``submit``,
+        not yet listed by the pool) kept a signalled campaign alive after its summary."""
+        future: Future[list[dict[str, Any]]] = Future()
+        self.in_flight.add(future)
+
+        def work() -> None:
+            if not future.set_running_or_notify_cancel():
+                return  # cancelled by a signal before it started
+            try:
+                self.sc.setJobGroup(CELLS, "raceproof campaign cells", interruptOnCancel=True)
+                future.set_result(self.job(batch))
+            except BaseException as exc:  # the job's end, whatever it is, is the future's
+                future.set_exception(exc)
+
+        threading.Thread(target=work, name="raceproof-campaign-job", daemon=True).start()
+
     def job(self, batch: list[Cell]) -> list[dict[str, Any]]:
-        """One batch's rows (a pool thread); a failed job is re-run cell by cell unless stopping."""
+        """One batch's rows (a job thread); a failed job is re-run cell by cell unless stopping.
+        Once the campaign is stopping, no job is submitted (its rows would not be kept)."""
+        if self.stopping:
+            raise Stopping("the campaign is stopping")
         try:
             if batch[0].kind == "proof":
-                return run_proof_job(self.sc, batch[0])
+                return run_proof_job(self.sc, batch[0], lambda: self.stopping)
             return _run_search_job(self.sc, batch)
         except Exception as exc:
             if self.stopping:
@@ -491,19 +525,37 @@ class _Running:
 
     def flush(self) -> None:
         """The pending rows into Parquet, signals held: the rows and "they are written" together."""
-        with _signals_held():
+        with _signals_held(on_signal=self.cancel_soon):
             write_rows(self.spark, self.out, self.pending)
             self.pending.clear()
 
     def interrupted(self, exc: KeyboardInterrupt) -> None:
-        """A signal: cancel the jobs once and take the rows of those that finished anyway."""
+        """A signal: cancel the jobs until none runs (at most ``STOP_WAIT_S``; one cancel missed a
+        job submitted just after it, which ran every cell), and take the rows of those done."""
         self.stopping = True
         self.summary.interrupted = True
         self.summary.interrupted_by = getattr(exc, "name", "SIGINT")
-        _quietly(self.sc.cancelAllJobs)
+        give_up = time.monotonic() + STOP_WAIT_S
+        while True:
+            for future in self.in_flight:
+                future.cancel()  # one whose thread has not started its job: it never will
+            self.cancel_cells()
+            running = {f for f in self.in_flight if not f.done()}
+            if not running or time.monotonic() > give_up:
+                break
+            wait(running, timeout=0.5)
         for future in self.in_flight:
             if future.done() and not future.cancelled() and future.exception() is None:
                 self.take(future.result(), quiet=True)
+
+    def cancel_cells(self) -> None:
+        """Cancel the cells' jobs (their group: not the rows' append)."""
+        _quietly(lambda: self.sc.cancelJobGroup(CELLS))
+
+    def cancel_soon(self) -> None:
+        """A signal held while rows are written: the cells' jobs cancelled now, from a thread."""
+        self.stopping = True
+        threading.Thread(target=self.cancel_cells, name="raceproof-cancel", daemon=True).start()
 
     def close(self, *, own_session: bool) -> None:
         """Write what is pending, check determinism (unless interrupted), the manifest, stop."""
@@ -528,7 +580,21 @@ class _Running:
             self.check_determinism()
         write_manifest(self.out, self.options, summary)
         if own_session:
-            _quietly(self.spark.stop) if summary.interrupted else self.spark.stop()
+            self.stop_session()
+
+    def stop_session(self) -> None:
+        """Stop the session; after a signal, a JVM whose session would not stop (a py4j call the
+        signal cut) is killed: it outlived the command on its hooks, holding its stdout."""
+        if not self.summary.interrupted:
+            self.spark.stop()
+            return
+        jvm = getattr(getattr(self.sc, "_gateway", None), "proc", None)
+        if not _quietly(self.spark.stop) and jvm is not None:
+            with contextlib.suppress(Exception):
+                jvm.terminate()  # its shutdown hooks remove Spark's folders
+                jvm.wait(timeout=STOP_WAIT_S)
+            with contextlib.suppress(Exception):
+                jvm.kill()
 
     def check_determinism(self) -> None:
         """Re-run a sample in the driver (:func:`cross_check`) into ``determinism.json``."""
