@@ -192,7 +192,9 @@ mutation: $(STAMP)
 # (unfocused: each hunt's examples shared out over the generator's families), then the census
 # of the state cache's sleep-set condition (property_tests/sleep_cache_census.py), then every pair
 # of operations of the table (property_tests/soundness_coverage.py): the pair-coverage table per
-# claim, with issue 45's locality claim; it fails below 100 % or on a problem.
+# claim, with issue 45's locality claim; it fails below 100 % or on a problem; then the state
+# cache on the kernel's own fingerprint against the plain walk on every built-in
+# (property_tests/soundness_walks.py's builtin_problems).
 # SOUNDNESS_EXAMPLES per property (make test runs 8); SLIP_EXAMPLES per slip (shared out over
 # 11 to 14 families, so each gets 71 to 91: the focused hunts need up to 60).
 SOUNDNESS_EXAMPLES ?= 300
@@ -203,3 +205,4 @@ soundness: $(STAMP)
 	$(VENV)/bin/python -m property_tests.soundness_slips $(SLIP_EXAMPLES)
 	$(VENV)/bin/python -m property_tests.soundness_coverage
 	$(VENV)/bin/python -m property_tests.sleep_cache_census
+	$(VENV)/bin/python -m property_tests.soundness_walks

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -62,7 +64,13 @@ class Walk:
 
 def walk(spec: AnySpec, *, reduction: bool, state_cache: bool = False, check: bool = False) -> Walk:
     """Walk ``spec`` as ``prove`` does, but on through its findings, recording every ending."""
-    run = runner(spec)
+    return walk_runner(runner(spec), reduction=reduction, state_cache=state_cache, check=check)
+
+
+def walk_runner(
+    run: Runner, *, reduction: bool, state_cache: bool = False, check: bool = False
+) -> Walk:
+    """``walk`` of a model given by its runner (a built-in scenario's, ``soundness_builtins``)."""
     endings: set[tuple[Any, ...]] = set()
     finals: set[str] = set()
     statuses: set[str] = set()
@@ -459,3 +467,65 @@ def patched(target: Any, name: str, value: Any) -> Iterator[None]:
         yield
     finally:
         setattr(target, name, original)
+
+
+# -- the kernel's fingerprint on every built-in scenario (``make soundness``) -----------------
+# The claim of ``fingerprint_problems`` on the catalogue: for each built-in scenario and variant,
+# on ``test_reduction_catalogue``'s small configuration, the reduced walk with the state cache
+# reaches the endings, probes and statuses of the reduced walk without it (which that test holds
+# to the full walk), the kernel names every state, and the cache's debug mode is silent.
+# ``python -m property_tests.soundness_walks`` checks every built-in; the suite a slice
+# (``test_fingerprint.py``).
+
+
+def builtin_problems(scenario: Scenario, variant: str) -> tuple[list[str], dict[str, int]]:
+    """What differs between the cached and the plain walk of one built-in; and their runs."""
+    from property_tests.search_and_proof.test_reduction_catalogue import small_config
+
+    run = scenario.runner(variant, small_config(scenario, variant))
+    plain = walk_runner(run, reduction=True)
+    try:
+        cached = walk_runner(run, reduction=True, state_cache=True)
+        walk_runner(run, reduction=True, state_cache=True, check=True)
+    except StateCacheMismatch as mismatch:
+        return [f"the state cache's own check: {mismatch}"], {}
+    problems = []
+    report = cached.report
+    if report.state_cache_off is not None:
+        problems.append(f"the kernel could not fingerprint it: {report.state_cache_off}")
+    if report.complete != plain.report.complete:
+        problems.append(f"complete: cached {report.complete}, plain {plain.report.complete}")
+    if cached.endings != plain.endings:
+        missing, extra = plain.endings - cached.endings, cached.endings - plain.endings
+        problems.append(f"the cached walk misses {len(missing)} ending(s), adds {len(extra)}")
+    if cached.probes != plain.probes or cached.statuses != plain.statuses:
+        problems.append(
+            f"probes {sorted(cached.probes)} / {sorted(plain.probes)}, "
+            f"statuses {sorted(cached.statuses)} / {sorted(plain.statuses)}"
+        )
+    counts = {
+        "plain_runs": plain.report.runs,
+        "cached_runs": report.runs,
+        "cut": report.state_cache_cuts,
+        "states": report.states_seen,
+    }
+    return problems, counts
+
+
+def main() -> int:
+    """Every built-in scenario and variant; exit 1 if any differs."""
+    from property_tests.search_and_proof.test_reduction_catalogue import CASES
+
+    failed = 0
+    for scenario, variant in CASES:
+        started = time.monotonic()
+        problems, counts = builtin_problems(scenario, variant)
+        seconds = time.monotonic() - started
+        failed += bool(problems)
+        said = "; ".join(problems) if problems else "same endings, probes and verdicts"
+        print(f"{scenario.name}/{variant}: {said} {counts} ({seconds:.0f} s)", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

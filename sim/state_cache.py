@@ -1,17 +1,22 @@
 """State caching for proofs: skip a subtree whose state the walk has already explored.
 
-Optional per model, in the manner of TLC and stateright: the model gives a
-canonical fingerprint of its state with ``World.declare_state(fn)``; the
-kernel adds every pending event relative to now (its delay, its priority and
-the step it will run: the process and how many steps that process has
-taken). At each ``schedule`` draw past the replayed prefix the walk looks the
-fingerprint up; if the state was reached before with a sleep set no larger
-than the current one and with no more deviations spent, every continuation
-from here was explored from there, and the run is cut (``state_cache`` in the
-report's accounting).
+In the manner of TLC and stateright, each state is named by a canonical
+fingerprint: by default the kernel's own (``raceproof.sim.fingerprint``: the
+shared state, every live process's position and held values, every pending
+event relative to now and the history's ops; ``AUTOMATIC`` on the World), or
+the model's, given with ``World.declare_state(fn)``, to which the kernel adds
+every pending event relative to now (its delay, its priority and the step it
+will run: the process and how many steps that process has taken). Between two
+steps past the replayed prefix -- after a step that drew a model-level choice,
+and at each ``schedule`` draw -- the walk looks the fingerprint up; if the
+state was reached before with a sleep set no larger than the current one, with
+no more deviations spent and no fewer World steps taken (as much room before
+the step bound), every continuation from here was explored from there, and
+the run is cut (``state_cache`` in the report's accounting).
 
-Soundness condition, the model author's to keep: two states with the same
-fingerprint have the same futures and the same verdicts on them. So the
+Soundness condition (the kernel's for its own fingerprint, the model author's
+for a declared one): two states with the same fingerprint have the same
+futures and the same verdicts on them. So the
 fingerprint covers all state the actors and primitives hold that the future
 reads (including each actor's position in its code, as far as the step
 counts do not already tell it), and everything of the past the checkers still

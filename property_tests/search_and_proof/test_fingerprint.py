@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 
 from property_tests.soundness_slips import SLIPS
-from property_tests.soundness_walks import fingerprint_problems
+from property_tests.soundness_walks import builtin_problems, fingerprint_problems
+from raceproof.scenarios.catalogue import Scenario
+from raceproof.scenarios.library import COORDINATOR, LOST_UPDATE
 from raceproof.sim import Bounds, Budget, CheckerResult, History, World, ok, prove
 from raceproof.sim.cells import CellMap
 from raceproof.sim.fingerprint import Unfingerprintable, _Encoder, state_text
@@ -169,3 +171,19 @@ def _runner(build: Callable[[World], None]) -> Any:
         return execute(build, source, [lambda history: ok("none")], Bounds())
 
     return run
+
+
+@pytest.mark.parametrize(
+    ("scenario", "variant", "cuts"),
+    [(COORDINATOR, "sync-assumption", True), (LOST_UPDATE, "fix-cas", False)],
+    ids=["coordinator/sync-assumption", "lost-update/fix-cas"],
+)
+def test_a_builtin_keeps_every_ending_of_the_plain_walk_with_the_kernel_fingerprint(
+    scenario: Scenario, variant: str, cuts: bool
+) -> None:
+    """The built-ins' claim (``soundness_walks.builtin_problems``: every built-in at ``make soundness``), on
+    a slice: a variant whose violations are among the endings, and one proven."""
+    problems, counts = builtin_problems(scenario, variant)
+    assert problems == [], problems
+    if cuts:
+        assert counts["cut"] > 0 and counts["cached_runs"] < counts["plain_runs"], counts
