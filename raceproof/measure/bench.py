@@ -580,7 +580,7 @@ def _growth_row(knob: str, value: int, report: Any, seconds: float, size: Any) -
         "runs_per_class": report.runs_per_class,
         "skipped_equivalent": report.skipped_equivalent,
         "states_seen": report.states_seen,  # distinct states (0: the model has no fingerprint)
-        "symmetric_merged": getattr(report, "symmetric_merged", 0),
+        "symmetric_merged": report.symmetric_merged,  # states merged as a permutation of one seen
         "seconds": round(seconds, 2),
         "full_walk_schedules_estimate": full,
         "full_walk_seconds_estimate": size.to_json()["seconds_estimate"],
