@@ -205,6 +205,9 @@ COORDINATOR = register(
         bounds=Bounds(max_time_ms=600_000, max_steps=200_000),
         # Partitions and the runtime are named with world.touch (models/group_coordinator).
         declares_footprints=True,
+        # The event threads run one loop over one queue: a state and its image with the two
+        # threads exchanged are one (the state cache's symmetry).
+        symmetric=group_coordinator.processors,
         # Where the race window opens (world.reach in the model): an ok that never got there is not.
         probes=(VERIFY_WINDOW,),
         default_examples=2_000,

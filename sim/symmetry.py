@@ -75,9 +75,7 @@ def declared(actors: Sequence[str | Sequence[str]]) -> tuple[Actor, ...]:
             )
         groups.append(names)
     if len(groups) < 2:
-        raise ValueError(
-            f"World.declare_symmetric: interchangeable actors come two or more, got {groups!r}"
-        )
+        return ()  # one actor (a configuration of one client) has no other to be exchanged with
     if len({len(g) for g in groups}) != 1:
         raise ValueError(
             f"World.declare_symmetric: every actor needs as many names as the others, got {groups!r}"

@@ -198,7 +198,8 @@ class Coordinator:
 
     # -- event processing ------------------------------------------------------------
     def processor(self, thread: int) -> Gen:
-        actor = f"processor{thread}"
+        actor = processors(self.config)[thread]
+        del thread  # the event threads differ only by their names (the scenario's symmetry)
         while True:
             partition, event = yield from self.poll()
             self.touch(partition.index)
@@ -375,9 +376,14 @@ class Coordinator:
         self.world.finish()
 
 
+def processors(config: CoordinatorConfig) -> list[str]:
+    """The event threads' names: interchangeable (``Scenario(symmetric=...)``)."""
+    return [f"processor{thread}" for thread in range(config.threads)]
+
+
 def build(world: World, variant: str, config: CoordinatorConfig) -> Coordinator:
     coordinator = Coordinator(world, variant, config)
-    for thread in range(config.threads):
-        world.spawn(f"processor{thread}", coordinator.processor(thread))
+    for thread, name in enumerate(processors(config)):
+        world.spawn(name, coordinator.processor(thread))
     world.spawn("request-handlers", coordinator.workload())
     return coordinator
