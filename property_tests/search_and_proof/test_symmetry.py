@@ -16,6 +16,7 @@ import pytest
 
 from raceproof.cli.commands import prove_cmd
 from raceproof.cli.main import main
+from raceproof.scenarios.catalogue import get
 from raceproof.sim import Budget, History, RunOutcome, World, checker, execute, prove
 from raceproof.sim.checkers import CheckerResult, ok, violated
 from raceproof.sim.symmetry import State, SymmetryMismatch, canonical, declared
@@ -139,3 +140,21 @@ def test_prove_checks_a_scenarios_symmetry_and_refuses_one_that_declares_none(
     code = main(["prove", "samza-drain", "--check-symmetry"])
     err = capsys.readouterr().err
     assert code == 2 and "declares no symmetric actors" in err and len(err.splitlines()) == 1
+
+
+def test_the_coordinators_event_threads_are_checked_interchangeable_and_merged() -> None:
+    """A built-in's declaration against the plain walk: coordinator-async-append's two event
+    threads, two writes. The check cuts nothing, compares the subtrees of states that are one
+    only by exchanging the threads (none differs), and the cache that merges them keeps the
+    verdict, both ways (block-event-loop holds, sync-assumption is found)."""
+    scenario = get("coordinator-async-append")
+    config = scenario.config_for("prove", {"writes": 2})
+    budget = Budget(examples=5_000)
+    checked = scenario.prove(
+        "block-event-loop", budget, config=config, state_cache=True, state_cache_check=True
+    )
+    assert checked.verdict == "ok" and checked.runs == checked.schedules
+    assert checked.state_cache_checked > 0 and checked.symmetric_merged > 0
+    for variant, verdict in (("block-event-loop", "ok"), ("sync-assumption", "violated")):
+        merged = scenario.prove(variant, budget, config=config, state_cache=True)
+        assert merged.verdict == verdict
