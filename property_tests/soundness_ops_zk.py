@@ -91,6 +91,16 @@ STORE: dict[str, Entry] = {
             ephemeral_session=o.clients[t.client].session if t.variant else None,
         ),
     ),
+    "VersionedStore.set_watches": (  # a one-shot watch sent again on reconnection: its answer
+        "path",
+        lambda o, me, t: [
+            (event.kind, event.path)
+            for _, event in o.store.set_watches(
+                [("exist" if t.variant else "data", t.path, o.store_watchers[me])],
+                lambda watcher: True,
+            )[0]
+        ],
+    ),
     "VersionedStore.ensure_path": ("path", lambda o, me, t: o.store.ensure_path(t.path)),
     "VersionedStore.set": ("path", lambda o, me, t: o.store.set(t.path, f"a{me}", _version(t))),
     "VersionedStore.delete": ("path", lambda o, me, t: o.store.delete(t.path, _version(t))),

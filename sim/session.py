@@ -32,7 +32,13 @@ it, holding one session, as a ZooKeeper or kazoo client does:
   often an attempt fails during ``lose_connection`` (0, the default: none
   fails, the queued requests go out on reconnection);
 - while disconnected, the direct calls (``get``, ``set``...) fail with
-  ``ConnectionLoss`` and watch deliveries are held until it reconnects; the server expires the session
+  ``ConnectionLoss``. Watches follow ZooKeeper 3.6.3 across a lost
+  connection (``disconnect``, ``lose_connection``): the server drops them
+  with the connection, so a persistent watch misses what happens meanwhile,
+  and on reconnection the client sends its one-shot watches again and the
+  server answers each whose node changed with one event of the node's state
+  then (``VersionedStore.set_watches``); across a pause (the socket stays
+  open) deliveries are held until it reconnects; the server expires the session
   ``session_timeout_ms`` after the connection dropped (a cancellable timer),
   so a pause (``pause``, or the drawn fault ``pause_with_session``) longer
   than the timeout expires it and the client hears ``expired`` when it comes
@@ -86,6 +92,7 @@ from raceproof.sim.nodes import Node
 from raceproof.sim.remote import RemoteCall, hold_send, round_trip_halves
 from raceproof.sim.store import (
     ConnectionLoss,
+    Delivery,
     SessionExpired,
     Transaction,
     TxOp,
@@ -112,12 +119,18 @@ SessionListener = Callable[[SessionEvent], Any]
 
 
 class _SessionWatcher(Primitive):
-    """A watcher registered by a client: the store drops it with its session."""
+    """A watcher registered by a client: the store drops it with its session.
 
-    def __init__(self, client: ZkClient, callback: Watcher) -> None:
+    ``table`` is what the client registered: ``data`` (get, exists), ``child``
+    (children), ``persistent`` (add_watch) or ``rearmed`` (``watch``: a data
+    watch the store re-arms at each firing).
+    """
+
+    def __init__(self, client: ZkClient, callback: Watcher, table: str = "data") -> None:
         self.client = client
         self.callback = callback
         self.session = client.session
+        self.table = table
         self.freeze()
 
     def __call__(self, event: WatchEvent) -> None:
@@ -127,8 +140,8 @@ class _SessionWatcher(Primitive):
             return
         if client.session != self.session or not client.store.session_live(self.session):
             return  # the session died while the notification was on its way
-        if client.state == "disconnected":  # held until it reconnects
-            client._held.set((*client._held.get(), (self, event)))
+        if client.state == "disconnected":
+            client._off_line(self, event)
             return
         self.callback(event)
 
@@ -169,6 +182,13 @@ class ZkClient(Primitive):
         self._held: Cell[tuple[tuple[_SessionWatcher, WatchEvent], ...]] = Cell(
             world, f"{resource}.held", ()
         )
+        # One-shot watches that fired while the connection was lost (the first event of each):
+        # the server dropped them with the connection; the client sends them again when it
+        # reconnects (``_catch_up``). The current disconnection lost the connection's watches.
+        self._lost: Cell[tuple[tuple[_SessionWatcher, WatchEvent], ...]] = Cell(
+            world, f"{resource}.lost-watches", ()
+        )
+        self._watches_lost = Cell(world, f"{resource}.watches-lost", False)
         # Sessions it closed itself (``close``): their deliveries on the way arrive.
         self._closed: Cell[frozenset[int]] = Cell(world, f"{resource}.closed", frozenset())
         self._persistent: Cell[tuple[tuple[str, Watcher, _SessionWatcher], ...]] = Cell(
@@ -257,6 +277,19 @@ class ZkClient(Primitive):
     def _drop_held(self) -> None:
         if self._held.get():
             self._held.set(())
+        if self._lost.get():
+            self._lost.set(())
+
+    def _off_line(self, watcher: _SessionWatcher, event: WatchEvent) -> None:
+        """A delivery while disconnected: held if the socket stayed open (the node paused, the
+        server sent it), else the watch was lost with the connection: a one-shot one is sent
+        again at reconnection (its first event kept, for its kind), a persistent one missed it."""
+        if not self._watches_lost.get():
+            self._held.set((*self._held.get(), (watcher, event)))
+            return
+        lost = self._lost.get()
+        if watcher.table != "persistent" and not any(w is watcher for w, _ in lost):
+            self._lost.set((*lost, (watcher, event)))
 
     def _wake_waiting(self) -> None:
         """Wake the actors blocked until the client reconnects (or closes)."""
@@ -266,16 +299,22 @@ class ZkClient(Primitive):
         for waiter in waiting:
             waiter.succeed()
 
-    def disconnect(self, *, broken: bool = True) -> None:
+    def disconnect(self, *, broken: bool = True, watches_kept: bool | None = None) -> None:
         """The connection drops (a partition, a paused process): the server's expiry clock starts.
 
         ``broken=False``: the client stops hearing the server but the socket
         stays open (its node paused), so requests on the wire still arrive.
+        ``watches_kept`` (default: not ``broken``): the server keeps the
+        session's watches on the connection and what fires is delivered on
+        reconnection; else the server dropped them with the connection
+        (``DataTree.removeCnxn``) and the client sends them again when it
+        reconnects (``_catch_up``).
         """
         if self.state != "connected":
             return
         if broken:
             self._connection.set(self._connection.get() + 1)
+        self._watches_lost.set(broken if watches_kept is None else not watches_kept)
         self._set_state("disconnected")
         self._expiry.start(self.session_timeout_ms)
 
@@ -288,10 +327,15 @@ class ZkClient(Primitive):
         if self.live:
             self._expiry.cancel()
             self._set_state("connected")
-            held = self._held.get()
+            held: list[Delivery] = list(self._held.get())
             if held:
                 self._held.set(())
-                self._spawn(f"{self.name}-watch", self._deliver_held(list(held)))
+            lost = self._lost.get()
+            if lost:
+                self._lost.set(())
+                held += self._catch_up(lost)
+            if held:
+                self._spawn(f"{self.name}-watch", self._deliver_held(held))
         else:
             self._drop_held()
             self._set_state("expired")
@@ -309,7 +353,7 @@ class ZkClient(Primitive):
         if duration_ms == 0:
             return
         self.world.log(self.name, "zk.paused", session=self.session, duration_ms=duration_ms)
-        self._disconnect_for(duration_ms)
+        self._disconnect_for(duration_ms, watches_kept=True)  # its socket's unread events
 
     def lose_connection(self, duration_ms: int) -> None:
         """The connection drops for ``duration_ms``; every actor calling through it is blocked."""
@@ -345,8 +389,10 @@ class ZkClient(Primitive):
         for waiter in queued:
             waiter.succeed(sent)
 
-    def _disconnect_for(self, duration_ms: int, *, broken: bool = True) -> None:
-        self.disconnect(broken=broken)
+    def _disconnect_for(
+        self, duration_ms: int, *, broken: bool = True, watches_kept: bool | None = None
+    ) -> None:
+        self.disconnect(broken=broken, watches_kept=watches_kept)
         until = max(self._reconnect_at_ms.get(), self.world.now_ms + duration_ms)
         self._reconnect_at_ms.set(until)
         self.world.spawn(f"{self.name}-resume", self._resume_after(duration_ms))
@@ -429,13 +475,29 @@ class ZkClient(Primitive):
         ):  # a later loss: longer
             self.reconnect()
 
-    def _deliver_held(
-        self, held: list[tuple[_SessionWatcher, WatchEvent]]
-    ) -> Generator[Event, Any, None]:
-        """The notifications that arrived while disconnected, in the order they arrived."""
+    def _deliver_held(self, held: list[Delivery]) -> Generator[Event, Any, None]:
+        """The notifications that arrived while disconnected, in the order they arrived, then
+        the server's catch-up of the watches lost with the connection."""
         yield self.world.sleep(0)
         for watcher, event in held:
             watcher(event)
+
+    def _catch_up(self, lost: tuple[tuple[_SessionWatcher, WatchEvent], ...]) -> list[Delivery]:
+        """The one-shot watches lost with the connection, sent again (``store.set_watches``).
+
+        Each fired during the loss, so its node changed since the client's last
+        reply; the others are still armed. An exists watch whose node is missing
+        again is armed again (a ``watch`` re-arms itself at each firing).
+        """
+        sent = [(_table_of(watcher, event), event.path, watcher) for watcher, event in lost]
+        events, armed = self.store.set_watches(sent, self._owns)
+        for path, watcher in armed:
+            if getattr(watcher, "table", None) != "rearmed":
+                self.store.exists(path, watch=watcher)
+        return events
+
+    def _owns(self, watcher: Watcher) -> bool:
+        return isinstance(watcher, _SessionWatcher) and watcher.session == self.session
 
     def _set_state(self, state: SessionState) -> None:
         contract(state in get_args(SessionState), f"unknown session state {state!r}")
@@ -536,8 +598,8 @@ class ZkClient(Primitive):
             return ConnectionLoss(f"{self.name}: the connection broke: the request never arrived")
         return None
 
-    def _wrap(self, callback: Watcher | None) -> Watcher | None:
-        return None if callback is None else _SessionWatcher(self, callback)
+    def _wrap(self, callback: Watcher | None, table: str = "data") -> Watcher | None:
+        return None if callback is None else _SessionWatcher(self, callback, table)
 
     def exists(self, path: str, watch: Watcher | None = None) -> bool:
         self._require()
@@ -549,15 +611,16 @@ class ZkClient(Primitive):
 
     def children(self, path: str, watch: Watcher | None = None) -> list[str]:
         self._require()
-        return self.store.children(path, watch=self._wrap(watch))
+        return self.store.children(path, watch=self._wrap(watch, "child"))
 
     def watch(self, path: str, callback: Watcher) -> None:
         """A data watch re-armed at each firing (kazoo's DataWatch, ``VersionedStore.watch``).
 
-        Its notifications are held while the client is disconnected and die with the session.
+        Its notifications are held while the client's node is paused; after a lost connection
+        it hears one catch-up event if its node changed meanwhile; it dies with the session.
         """
         self._require()
-        self.store.watch(path, _SessionWatcher(self, callback))
+        self.store.watch(path, _SessionWatcher(self, callback, "rearmed"))
 
     def ensure_path(self, path: str) -> None:
         self._require()
@@ -566,7 +629,7 @@ class ZkClient(Primitive):
     def add_watch(self, path: str, callback: Watcher, *, recursive: bool = False) -> None:
         """A persistent (or persistent-recursive) watch that dies with the session."""
         self._require()
-        watcher = _SessionWatcher(self, callback)
+        watcher = _SessionWatcher(self, callback, "persistent")
         self._persistent.set((*self._persistent.get(), (path, callback, watcher)))
         self.store.add_watch(path, watcher, recursive=recursive)
 
@@ -611,6 +674,13 @@ class ZkClient(Primitive):
 
     def transaction(self) -> Transaction:
         return Transaction(self)
+
+
+def _table_of(watcher: _SessionWatcher, event: WatchEvent) -> str:
+    """The Java client's table of a one-shot watch: an exists watch fired ``created``."""
+    if event.kind == "created":
+        return "exist"
+    return "child" if watcher.table == "child" else "data"
 
 
 def _nothing() -> None:

@@ -109,6 +109,14 @@ class WatchEvent:
 
 
 Watcher = Callable[[WatchEvent], None]
+Delivery = tuple[Watcher, WatchEvent]
+# The one-shot tables an event reaches in the Java client (``ZKWatchManager.materialize``).
+MATERIALIZE = {
+    "created": ("data", "exist"),
+    "changed": ("data", "exist"),
+    "deleted": ("data", "exist", "child"),
+    "children": ("child",),
+}
 
 
 @dataclass(frozen=True)
@@ -472,28 +480,57 @@ class VersionedStore(Primitive):
             self._journal.after.append(lambda: self._children_changed(parent))
             return
         self._fire(self.child_watches, parent, "children")
-        for watcher, recursive in self.persistent_watches.get(parent) or ():
-            if not recursive and self._live(watcher):
-                self._send(watcher, WatchEvent("children", parent), in_order=True)
+        self._fire_persistent(parent, "children")
 
     def _fire_persistent(self, path: str, kind: str) -> None:
-        """Persistent watches on ``path`` and recursive ones on its ancestors, nearest first.
+        for watcher in self._persistent_for(path, kind):
+            if self._live(watcher):
+                self._send(watcher, WatchEvent(kind, path), in_order=True)
 
-        Reads every ancestor's table: an ``add_watch`` or ``remove_watch`` there
-        changes what fires.
-        """
+    def _persistent_for(self, path: str, kind: str) -> list[Watcher]:
+        """Persistent watches on ``path``, recursive ones on it and above, nearest first (for
+        ``children``: those on ``path`` alone); reads each table (an add or remove there counts)."""
         chosen: list[Watcher] = []
         at = path
         while True:
             for watcher, recursive in self.persistent_watches.get(at) or ():
-                if (recursive or at == path) and not any(w is watcher for w in chosen):
+                fires = (recursive and kind != "children") or (not recursive and at == path)
+                if fires and not any(w is watcher for w in chosen):
                     chosen.append(watcher)
-            if at == "/":
-                break
+            if at == "/" or kind == "children":
+                return chosen
             at = _parent(at)
-        for watcher in chosen:
-            if self._live(watcher):
-                self._send(watcher, WatchEvent(kind, path), in_order=True)
+
+    def set_watches(
+        self, sent: Sequence[tuple[str, str, Watcher]], owned: Callable[[Watcher], bool]
+    ) -> tuple[list[Delivery], list[tuple[str, Watcher]]]:
+        """The server's answer to the one-shot watches a client sends again as it reconnects.
+
+        ZooKeeper 3.6.3 ``DataTree.setWatches`` (1527-1566); ``sent`` holds (table,
+        path, watcher), table ``data``, ``exist`` or ``child``, for watches whose
+        node changed since the client's last reply. A data watch hears ``deleted``
+        if its node is gone, else ``changed``; an exists watch ``created`` if its
+        node is there, else it is armed again (the second list); a child watch
+        ``deleted`` or ``children``. Paths go table by table, each sorted, and the
+        client hands each event to its watches as ``MATERIALIZE`` says (the
+        one-shot ones left on the path) and to the persistent ones it ``owned``
+        there, which the server re-adds without what they missed.
+        """
+        tables: dict[str, dict[str, list[Watcher]]] = {t: {} for t in ("data", "exist", "child")}
+        for table, path, watcher in sent:
+            tables[table].setdefault(path, []).append(watcher)
+        order = [(table, path) for table, paths in tables.items() for path in sorted(paths)]
+        events: list[Delivery] = []
+        armed: list[tuple[str, Watcher]] = []
+        for table, path in order:
+            kind = _caught_up(table, path in self.nodes)
+            if kind is None:
+                armed += [(path, watcher) for watcher in tables[table].pop(path, ())]
+                continue
+            reached = [w for t in MATERIALIZE[kind] for w in tables[t].pop(path, ())]
+            reached += [w for w in self._persistent_for(path, kind) if owned(w)]
+            events += [(watcher, WatchEvent(kind, path)) for watcher in reached]
+        return events, armed
 
     def _fire(self, table: CellMap[str, tuple[Watcher, ...]], path: str, kind: str) -> None:
         """One-shot watches on ``path`` fire once: the entry goes (a write only when there is one)."""
@@ -535,6 +572,15 @@ class VersionedStore(Primitive):
             # its original (``errors``).
             yield previous
         watcher(event)
+
+
+def _caught_up(table: str, exists: bool) -> str | None:
+    """``setWatches``' event for a sent watch of ``table`` whose node changed (None: re-armed)."""
+    if table == "exist":
+        return "created" if exists else None
+    if not exists:
+        return "deleted"
+    return "changed" if table == "data" else "children"
 
 
 def live_watches(store: VersionedStore) -> dict[str, dict[str, list[Any]]]:

@@ -270,7 +270,8 @@ def test_the_servers_expiry_of_a_paused_client_reads_the_client_and_is_the_serve
         (field("queued"), False),  # no request queued
         (field("session"), False),
         ("zk:session[1]", False),  # and finds the session expired
-        (field("held"), False),
+        (field("held"), False),  # nothing held or lost to drop
+        (field("lost-watches"), False),
         (field("state"), True),
         (field("session"), False),
         (field("last-tell"), False),  # the notice queues behind the one before

@@ -238,25 +238,30 @@ def test_a_state_explored_with_a_smaller_sleep_set_covers_it_and_not_the_other_w
 
 
 def test_a_watch_delivery_reads_the_client_and_writes_it_only_when_it_holds_the_event() -> None:
+    """Connected: the delivery reads the client. Paused (the socket open): it is held. The
+    connection lost: the watch is kept to be sent again on reconnection (ZooKeeper 3.6.3)."""
     from raceproof.sim import VersionedStore, ZkClient
 
-    def deliver(disconnected: bool) -> list[tuple[str, bool]]:
+    def deliver(gone: str | None) -> list[tuple[str, bool]]:
         world = TouchLog()
         store = VersionedStore(world)
         client = ZkClient(world, store, "c")
         seen: list[object] = []
         client.exists("/a", watch=seen.append)
-        if disconnected:
-            client.disconnect()
+        if gone is not None:
+            client.disconnect(broken=gone == "lost")
         store.create("/a", 1)
         start = len(world.touched)
         world.run_to_end()
-        assert bool(seen) is not disconnected  # held while disconnected
+        assert bool(seen) is (gone is None)  # neither told while disconnected
         return [e for e in world.touched[start:] if e[0].startswith(f"{client.resource}.")]
 
-    delivered = deliver(False)
+    delivered = deliver(None)
     assert delivered and not any(write for _, write in delivered)  # reads only
-    assert ("zk-client:c.held", True) in deliver(True)
+    paused, lost = deliver("paused"), deliver("lost")
+    assert ("zk-client:c.held", True) in paused
+    assert ("zk-client:c.lost-watches", True) not in paused
+    assert ("zk-client:c.lost-watches", True) in lost and ("zk-client:c.held", True) not in lost
 
 
 def test_a_step_is_never_delayed_past_a_step_it_triggered() -> None:

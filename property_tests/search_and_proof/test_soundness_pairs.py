@@ -184,7 +184,7 @@ def ancestors_watches_unread() -> contextlib.AbstractContextManager[None]:
     """Shape 2's slip: a write reads its own path's persistent watches, not its ancestors'."""
     return mutant(
         VersionedStore,
-        "_fire_persistent",
+        "_persistent_for",
         "for watcher, recursive in self.persistent_watches.get(at) or ():",
         "for watcher, recursive in (self.persistent_watches.get(at) if at == path "
         "else self.persistent_watches.peek().get(at)) or ():",

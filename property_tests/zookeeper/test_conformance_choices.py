@@ -1,5 +1,7 @@
 """Where the simulated ZooKeeper knowingly differs from a real one: each choice, shown on both.
 
+(And one former difference, now followed on both sides: watches across a lost connection.)
+
 ``test_conformance.py`` compares the simulation with a real server on
 generated sequences and leaves these cases out of its generator; here each
 one runs on both sides and pins what each does, so a change on either side
@@ -122,37 +124,74 @@ def test_a_recursive_watch_hears_children_events_only_with_the_java_client(
     ]
 
 
-def test_after_a_connection_loss_the_server_catches_up_with_one_event_per_watch(
+def test_after_a_connection_loss_both_catch_up_with_one_event_per_watch(
     real: list[RealSession],
 ) -> None:
-    """An open difference. A lost connection takes the session's watches off the server;
-    the Java client re-sends them on reconnection (``SetWatches2``) and the server answers
-    a one-shot watch whose node changed with one event of the node's state *now*, and
-    re-adds a persistent one without what it missed. The simulation holds what fired during
-    the loss and delivers it on reconnection: a change, then the deletion."""
+    """No longer a difference (issue 45): a lost connection takes the session's watches off
+    the server; the Java client sends them again on reconnection (``SetWatches2``) and the
+    server answers each one-shot watch whose node changed with one event of the node's state
+    *then*, in table order (data, exists, child), and re-adds persistent ones without what
+    they missed. The simulation does the same (``VersionedStore.set_watches``); before, it
+    held what fired during the loss and delivered it all (here: a change, then a deletion)."""
     s, o = real
-    s.create("/a", 0, ephemeral=False, sequential=False)
-    s.get("/a", "g")
-    s.add_watch("/a", "p", recursive=False)
-    s.lose_connection()
-    o.set("/a", 1, -1)
-    o.delete("/a", -1)
-    assert s.restore()
-    assert real_seen(real) == [N("deleted", "/a", frozenset({"g", "p"}))]
-
+    for path in ("/a", "/b", "/c"):
+        s.create(path, 0, ephemeral=False, sequential=False)
     sim = SimSide()
     client, other = sim.clients[0], sim.clients[1]
-    client.create("/a", 0)
-    client.get("/a", watch=sim_watch(sim, "g"))
+    for path in ("/a", "/b", "/c"):
+        client.create(path, 0)
+    watches = [("get", "/a", "g"), ("exists", "/d", "x"), ("exists", "/e", "y")]
+    watches += [("children", "/b", "c"), ("get", "/c", "u")]
+    for read, path, watch_id in watches:
+        getattr(s, read)(path, watch_id)
+        getattr(client, read)(path, watch=sim_watch(sim, watch_id))
+    s.add_watch("/a", "p", recursive=False)
     client.add_watch("/a", sim_watch(sim, "p"))
+    s.lose_connection()
     client.disconnect()
-    other.set("/a", 1)
-    other.delete("/a")
+    sim.settle()
+    for side, write in ((o, _real_write), (other, _sim_write)):
+        write(side, "set", "/a")  # g and p fire: changed, then deleted
+        write(side, "delete", "/a")
+        write(side, "create", "/d")  # x: created
+        write(side, "create", "/e")  # y: created, then gone again: armed again
+        write(side, "delete", "/e")
+        write(side, "create", "/b/k")  # c: children
+        sim.settle()
+    assert s.restore()
     client.reconnect()
-    assert sim_seen(sim) == [
-        N("changed", "/a", frozenset({"g", "p"})),
-        N("deleted", "/a", frozenset({"p"})),
+    caught_up = [
+        N("deleted", "/a", frozenset({"g", "p"})),
+        N("created", "/d", frozenset({"x"})),
+        N("children", "/b", frozenset({"c"})),
     ]
+    assert real_seen(real) == caught_up
+    assert sim_seen(sim) == caught_up
+    o.create("/e", 0, ephemeral=False, sequential=False)  # y was armed again, u never fired
+    o.set("/c", 1, -1)
+    other.create("/e", 0)
+    other.set("/c", 1)
+    then = [N("created", "/e", frozenset({"y"})), N("changed", "/c", frozenset({"u"}))]
+    assert real_seen(real) == then
+    assert sim_seen(sim) == then
+
+
+def _real_write(session: RealSession, kind: str, path: str) -> None:
+    if kind == "set":
+        session.set(path, 1, -1)
+    elif kind == "delete":
+        session.delete(path, -1)
+    else:
+        session.create(path, 0, ephemeral=False, sequential=False)
+
+
+def _sim_write(client: Any, kind: str, path: str) -> None:
+    if kind == "set":
+        client.set(path, 1)
+    elif kind == "delete":
+        client.delete(path)
+    else:
+        client.create(path, 0)
 
 
 def test_an_expired_sessions_ephemerals_go_in_path_order_in_the_simulation(
