@@ -135,8 +135,8 @@ def test_prove_checks_a_scenarios_symmetry_and_refuses_one_that_declares_none(
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["verdict"] == "ok"
     assert result["schedules"] == result["runs"] == 46  # the check cuts no run
-    # Two clients 5 ms apart never meet a state twice: the check says it compared nothing.
-    assert result["state_cache_checked"] == 0 and prove_cmd.SYMMETRY_UNCHECKED in result["notes"]
+    # Two clients 5 ms apart never reach an image of a state: the check says it compared none.
+    assert result["symmetric_merged"] == 0 and prove_cmd.SYMMETRY_UNCHECKED in result["notes"]
     code = main(["prove", "samza-drain", "--check-symmetry"])
     err = capsys.readouterr().err
     assert code == 2 and "declares no symmetric actors" in err and len(err.splitlines()) == 1

@@ -102,9 +102,9 @@ FOOTPRINTS_UNVERIFIED = (
     "without --check-footprints to trust them, or with --cross-check on a small configuration"
 )
 SYMMETRY_UNCHECKED = (
-    "--check-symmetry: no state was reached twice, so no two states that differ by a "
-    "permutation of the symmetric actors were compared: the declaration is unchecked (the "
-    "state cache names a state only where the model or the kernel can fingerprint it)"
+    "--check-symmetry: no state was reached as an image of one seen before (the two differing "
+    "by a permutation of the symmetric actors), so none was compared: the declaration is "
+    "unchecked on this configuration (try a larger one)"
 )
 # Options of ``prove`` that cannot mean anything together (exit 2 naming both).
 CONTRADICTIONS = (
@@ -367,7 +367,7 @@ def _result(
         result["verdict"] = Verdict.INCONCLUSIVE
         note = FOOTPRINTS_UNVERIFIED.format(n=report.footprints_unverified)
         result["notes"] = [*result.get("notes", []), note]
-    if args.check_symmetry and not report.state_cache_checked and report.found is None:
+    if args.check_symmetry and not report.symmetric_merged and report.found is None:
         result["notes"] = [*result.get("notes", []), SYMMETRY_UNCHECKED]
     result["seconds"] = round(time.monotonic() - started, 3)
     return ProveResult(setup=setup, result=result, report=report, unchecked=unchecked)
