@@ -42,7 +42,13 @@ def _check(name: str, jobs: int, folder: Path) -> tuple[int, dict[str, Any]]:
     return done.returncode, result
 
 
-@pytest.mark.parametrize("name", [s.name for s in all_scenarios()])
+# brooklin-redundant-stop walks the same model's proofs as brooklin-double-stop (its fix-stop-dedupe
+# proof is the same 4,096 classes) under another checker: its two checks cost 48 CPU s here and
+# split into the same units, so the cut that could differ between -j 1 and -j 2 is tested once.
+SAME_UNITS_AS = {"brooklin-redundant-stop": "brooklin-double-stop"}
+
+
+@pytest.mark.parametrize("name", [s.name for s in all_scenarios() if s.name not in SAME_UNITS_AS])
 def test_check_json_is_the_same_on_one_and_two_processes(name: str, tmp_path: Path) -> None:
     one = _check(name, 1, tmp_path)
     two = _check(name, 2, tmp_path)

@@ -104,12 +104,11 @@ def test_repeat_three_gives_the_verdicts_of_one_run_on_the_race_that_used_to_fli
 ) -> None:
     # Before the stops landed at a named point, the guarded trial was "violated
     # (no-uncaught-error) 2/3, ok 1/3": the verdict followed where the race put the stop.
-    once = results.run_experiment(spark, "stop-start-race", COUNT)
+    # One run's verdicts, stock and guarded, are the test above's: ok.
     thrice = results.run_experiment(spark, "stop-start-race", COUNT, repeat=3)
     for side in ("stock", "guarded"):
-        assert once[side]["stability"] == "ok", once[side]
         assert thrice[side]["stability"] == "ok 3/3", thrice[side]
-    assert once["verdict"] == thrice["verdict"] == "ok"
+    assert thrice["verdict"] == "ok"
 
 
 def test_a_stop_during_a_slow_sink_replays_the_batch_unless_the_sink_keys_on_batch_id(
