@@ -132,6 +132,7 @@ class _Encoder:
     def __init__(self, world: Any, rename: Callable[[str], str]) -> None:
         self.world, self.rename = world, rename
         self.labels: dict[int, int] = {}
+        self.kept: list[Any] = []  # every labelled object, alive: a temporary's id is never reused
         self.out: list[str] = []
         self.depth = 0
 
@@ -197,6 +198,7 @@ class _Encoder:
             self.out.append(f"@{label}")
             return
         label = self.labels[id(value)] = len(self.labels)
+        self.kept.append(value)
         self.out.append(f"#{label}")
         self.depth += 1
         if self.depth > MAX_DEPTH:
@@ -378,6 +380,13 @@ def _reduced(encoder: _Encoder, value: Any) -> None:
     if isinstance(reduced, str):  # a global's name: a constant
         encoder.out.append(f"global:{reduced}")
         return
+    if any(part is not None for part in reduced[3:5]):
+        # Items by iterator (listitems, dictitems: a deque's): the iterator's own reduction names
+        # only its container and an index, so the items were missing from the text. With them
+        # put in, the coordinator's cached walk still missed endings: not understood, so no
+        # fingerprint and no cache for such a state, as for a bare object().
+        name = f"{kind.__module__}.{kind.__qualname__}"
+        raise Unfingerprintable(f"a {name} holds its items by iterator")
     encoder.sequence(f"reduced:{kind.__module__}.{kind.__qualname__}", reduced)
 
 

@@ -107,7 +107,9 @@ def test_check_gives_the_same_verdicts_and_counts_under_pythonoptimize(tmp_path:
         out = tmp_path / ("optimized" if optimize else "plain")
         argv = ["check", "lost-update", "samza-drain", "--examples", "10", "--json"]
         done = _run([*argv, "--out", str(out)], optimize=optimize, cwd=tmp_path)
-        assert done.returncode == 0, done.stdout + done.stderr
+        # 3: a 10-example search may miss samza-drain's narrow windows (not-reached); the two
+        # modes must say the same, exit code included (it is in the JSON compared below).
+        assert done.returncode in (0, 3), done.stdout[-2000:] + done.stderr
         results.append(_without_timing(json.loads(done.stdout), str(out)))
     plain, optimized = results
     assert plain == optimized
