@@ -319,7 +319,10 @@ def test_a_campaign_signalled_at_its_first_finished_cell_cancels_the_job_in_flig
     result = json.loads(out)
     per_job = 2 * spark.sparkContext.defaultParallelism
     assert result["cells"] > 2 * per_job  # two jobs in flight, more to come
-    assert result["interrupted_by"] == "SIGTERM" and result["rows"] == result["ran"] == per_job
+    # The job in flight may finish before its cancel lands (8 of 4 in one clean-clone run at
+    # 0875e05): at most the two jobs in flight are kept, never the cells after them.
+    assert result["interrupted_by"] == "SIGTERM" and result["rows"] == result["ran"]
+    assert result["ran"] in (per_job, 2 * per_job), result["ran"]
 
 
 # Not in the "spark" group: the command starts a JVM of its own, and its ~14 s a case need not
