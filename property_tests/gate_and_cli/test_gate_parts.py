@@ -7,7 +7,9 @@ search's verdict, count, probes and shrunk finding; Hypothesis runs in seeded
 chunks of 100, so a part of 200 is two of them. Cheap faithful forms: every
 built-in scenario and variant with parts of a few examples (many merges per
 check), Hypothesis on two scenarios with the real part size, and ``check
---json`` on one scenario on ``-j 1`` and ``-j 2``.
+--json`` on one scenario on ``-j 1`` and ``-j 2``. A search's parts after
+its finding are dropped (``GatePlan.ended``): the check is the one every
+part gives, whichever later parts ran and in whatever order they ended.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raceproof.gate import expectations as gate
 from raceproof.gate import parts
@@ -199,3 +203,71 @@ def test_the_check_plan_figure_waits_for_the_unit_a_unit_was_cut_from() -> None:
     assert figure["longest_part"] == {"check": "s / random / random", "part": "1/1", "cpu_s": 3.0}
     one = parts.plan_figure([search, proof], 1)
     assert one["makespan_s"] == 10.0 and one["speedup_allowed"] == 1.0
+
+
+CI = gate.PROFILES["ci"]
+
+
+def _run_plan(plan: list[parts.Part], *, drop: bool) -> list[parts.PartResult]:
+    """The plan's parts as ``check -j 1`` runs them, dropping a search's parts after its
+    finding (``drop``) or not."""
+    gate_plan = parts.GatePlan(plan, CI, None)
+    done: list[parts.PartResult] = []
+    while (task := gate_plan.next()) is not None:
+        outcome = parts.run_task(task, CI, None)
+        result = gate_plan.take(outcome) if isinstance(outcome, parts.UnitDone) else outcome
+        if result is not None:
+            done.append(result)
+            if drop:
+                gate_plan.ended(result)
+    return done
+
+
+def _checks(done: list[parts.PartResult]) -> list[dict]:  # type: ignore[type-arg]
+    rows = [r.to_json() for r in parts.results_of(done, CI, None)]
+    for row in rows:
+        row.pop("seconds")
+    return rows
+
+
+@pytest.fixture(scope="module")
+def every_part(tmp_path_factory: pytest.TempPathFactory) -> list[parts.PartResult]:
+    """lost-update's check cut into parts of 3 examples, every part run (nothing dropped)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parts, "PART_EXAMPLES", 3)
+        return _run_plan(parts.parts_for([get("lost-update")], CI, examples=12), drop=False)
+
+
+def test_a_search_stops_at_the_part_that_found_with_the_check_every_part_gives(
+    every_part: list[parts.PartResult],
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parts, "PART_EXAMPLES", 3)
+        plan = parts.parts_for([get("lost-update")], CI, examples=12)
+        dropped = _run_plan(plan, drop=True)
+    buggy = [r for r in dropped if r.part.variant == "buggy"]
+    assert buggy and all(r.part.index == 0 for r in buggy)  # found in the first part: no other
+    assert len([r for r in every_part if r.part.variant == "buggy"]) == 3 * 4
+    fix = [r for r in dropped if r.part.variant == "fix-cas" and r.search is not None]
+    assert len(fix) == 3 * 4  # nothing found: every part ran
+    assert _checks(dropped) == _checks(every_part)
+    assert {row["verdict"] for row in _checks(dropped)} == {"violated", "ok"}
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_the_merge_reads_the_parts_up_to_the_finding_whatever_else_ran(
+    every_part: list[parts.PartResult], data: st.DataObject
+) -> None:
+    """Any later parts (in flight on ``-j N`` when the finding came), in any order: the same
+    checks; a check missing one of the parts up to its finding is not a check yet."""
+    keep = [r for r in every_part if r.part.variant != "buggy" or r.part.index == 0]
+    later = [r for r in every_part if r.part.variant == "buggy" and r.part.index > 0]
+    ran = keep + data.draw(st.lists(st.sampled_from(later), unique_by=id), label="later parts")
+    order = data.draw(st.permutations(ran), label="order")
+    assert _checks(order) == _checks(every_part)
+    missing = data.draw(st.sampled_from([r for r in keep if r.search is not None]), label="lost")
+    partial = _checks([r for r in order if r is not missing])
+    lost = (missing.part.scenario, missing.part.variant, missing.part.kind)
+    assert all((row["scenario"], row["variant"], row["kind"]) != lost for row in partial)
+    assert len(partial) == len(_checks(every_part)) - 1

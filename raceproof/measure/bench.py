@@ -622,6 +622,7 @@ def check_plan(progress: Progress = None, into: dict[str, Any] | None = None) ->
             if finished is None:
                 continue
             done.append(finished)
+            gate_plan.ended(finished)  # as check drops a search's parts after its finding
             part = finished.part
             say(
                 f"[{len(done)}/{len(plan)}] {part.scenario} / {part.variant} {part.kind} "

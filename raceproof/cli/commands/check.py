@@ -183,6 +183,8 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
     finished: list[parts.PartResult] = []
 
     gate_plan = parts.GatePlan(plan, profile, out_dir)
+    total = [len(plan)]  # the parts to run: fewer once a search's finding drops its later parts
+    ran: dict[tuple[str, str, str], int] = {}  # parts run, per check
 
     def done(outcome: parts.PartResult | parts.UnitDone) -> None:
         if isinstance(outcome, parts.UnitDone):
@@ -198,12 +200,16 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
         said = result.check.cell if result.check is not None else ""
         if result.search is not None:
             said = f"{result.search.verdict}@{result.search.examples}"
-        check = (part.scenario, part.variant, part.kind)
-        parts_left[check] -= 1
+        check = parts.check_key(part)
+        dropped = len(gate_plan.ended(result))  # a search's parts after its finding
+        parts_left[check] -= 1 + dropped
+        total[0] -= dropped
+        ran[check] = ran.get(check, 0) + 1
         last = parts_left[check] == 0  # a CI log gets one line per check: its last part's
+        count = f"{ran[check]} of {part.parts}" if ran[check] < part.parts else str(part.parts)
         say(
-            f"[{len(finished)}/{len(plan)}] {part.scenario} / {part.variant} {part.kind} "
-            + (f"done ({part.parts} parts)" if last else f"(part {part.index + 1}/{part.parts})")
+            f"[{len(finished)}/{total[0]}] {part.scenario} / {part.variant} {part.kind} "
+            + (f"done ({count} parts)" if last else f"(part {part.index + 1}/{part.parts})")
             + f": {said}",
             summary=last,
         )
