@@ -380,14 +380,17 @@ def _reduced(encoder: _Encoder, value: Any) -> None:
     if isinstance(reduced, str):  # a global's name: a constant
         encoder.out.append(f"global:{reduced}")
         return
-    if any(part is not None for part in reduced[3:5]):
-        # Items by iterator (listitems, dictitems: a deque's): the iterator's own reduction names
-        # only its container and an index, so the items were missing from the text. With them
-        # put in, the coordinator's cached walk still missed endings: not understood, so no
-        # fingerprint and no cache for such a state, as for a bare object().
-        name = f"{kind.__module__}.{kind.__qualname__}"
-        raise Unfingerprintable(f"a {name} holds its items by iterator")
-    encoder.sequence(f"reduced:{kind.__module__}.{kind.__qualname__}", reduced)
+    name = f"reduced:{kind.__module__}.{kind.__qualname__}"
+    listitems = reduced[3] if len(reduced) > 3 else None
+    dictitems = reduced[4] if len(reduced) > 4 else None
+    if listitems is None and dictitems is None:
+        encoder.sequence(name, reduced)
+        return
+    # Items by iterator (a deque's): the iterator's own reduction names only its container
+    # and an index, so the items go in here, in order (``test_fingerprint``: two deques).
+    encoder.sequence(name, (*reduced[:3], *reduced[5:]))
+    encoder.sequence("items", list(listitems or ()))
+    encoder.sequence("pairs", [part for pair in dictitems or () for part in pair])
 
 
 def _with_label(content: Handler) -> Handler:

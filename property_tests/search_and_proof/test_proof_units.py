@@ -209,9 +209,11 @@ def test_bench_growth_gives_the_reduced_proof_beside_the_full_walks_estimate() -
     figures = bench.growth(values=(1, 2), budget_s=600.0)
     rows = figures["growth"]
     assert [row["writes"] for row in rows] == [1, 2]
+    # With the state cache (the growth table's), which names the coordinator's deques by their
+    # items: 113 classes at writes=2 where the plain reduced walk has 229.
     assert [(row["verdict"], row["complete"], row["schedules"]) for row in rows] == [
         ("ok", True, 3),
-        ("ok", True, 229),
+        ("ok", True, 113),
     ]
     assert rows[1]["full_walk_schedules_estimate"] > rows[1]["schedules"]  # the reduction's gain
 
