@@ -1,11 +1,13 @@
-"""A CI log stays quiet: ``check`` says one line per check off a terminal, and a story once.
+"""A CI log stays quiet: ``check`` says one line per scenario/variant off a terminal, a story once.
 
 Why this module exists: with stderr not a terminal (every CI log) ``check`` printed a
 line per part and per proof unit (2,501 ``prove: unit ...`` lines in one ``make
-demo``), and a broken fix printed its shrunk timeline four times (once per strategy
-and for the proof), the JUnit file four times too. Now off a terminal stderr holds
-one line per check, and the timeline is printed once, with the strategies that also
-found it listed under it; the JUnit file holds it once, the other failures naming it.
+demo``), then a line per check (81, with the table's 26 rows and pip's lines over
+issue 47's 120 lines), and a broken fix printed its shrunk timeline four times (once
+per strategy and for the proof), the JUnit file four times too. Now off a terminal
+stderr holds one line per scenario/variant, its checks' results together, and the
+timeline is printed once, with the strategies that also found it listed under it; the
+JUnit file holds it once, the other failures naming it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from property_tests.gate_and_cli.test_full_disk import BROKEN_FIX as FOUND_BY_ALL
 
@@ -22,17 +26,18 @@ BIN = Path(sys.executable).parent
 BROKEN_FIX = FOUND_BY_ALL.replace("default_examples=20", "default_examples=600")
 
 
-def test_check_off_a_terminal_says_one_line_per_check_and_each_story_once(tmp_path: Path) -> None:
+def test_check_off_a_terminal_says_one_line_per_variant_and_each_story_once(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text(BROKEN_FIX)
     argv = ["check", "broken-fix", "--scenarios", "broken.py", "--junit", "j.xml"]
     done = subprocess.run(
         [str(BIN / "raceproof"), *argv], cwd=tmp_path, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 1, done.stderr[-2000:]
-    # 4 checks (3 searches of 3 parts each, and the proof): one line each, no part, no unit.
+    # 4 checks (3 searches of 3 parts each, and the proof) of one variant: one line, no part, no unit.
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 4, done.stderr
-    assert all(" done (" in line for line in lines) and "unit" not in done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("[1/1] broken-fix / ") and "unit" not in done.stderr
+    assert all(f"{kind} violated" in lines[0] for kind in ("random", "hypothesis", "pct", "prove"))
     assert done.stdout.count("shrunk timeline:\n") == 1  # the story, once
     also = [line for line in done.stdout.splitlines() if line.startswith("also found by: ")]
     assert len(also) == 1 and all(word in also[0] for word in ("hypothesis", "pct", "proof"))
@@ -40,3 +45,48 @@ def test_check_off_a_terminal_says_one_line_per_check_and_each_story_once(tmp_pa
     junit = (tmp_path / "j.xml").read_text()
     assert junit.count("<failure") == 4
     assert junit.count("shrunk timeline:\n") == 1 and junit.count("(printed once)") == 3
+
+
+CHECKS = [
+    ("lost-update", "buggy", "random"),
+    ("lost-update", "buggy", "pct"),
+    ("lost-update", "fix-cas", "random"),
+    ("lost-update", "fix-cas", "pct"),
+    ("lost-update", "fix-cas", "prove"),
+]
+
+
+def test_a_variant_gets_one_line_when_its_last_check_is_done() -> None:
+    from raceproof.cli.commands.common import VariantLines
+
+    variants = VariantLines(CHECKS)
+    # In the order a pool may finish them: the proof first, the variants interleaved.
+    assert variants.check_done("lost-update", "fix-cas", "prove", "ok 46 sched") is None
+    assert variants.check_done("lost-update", "buggy", "pct", "violated@1") is None
+    assert variants.check_done("lost-update", "fix-cas", "random", "ok@200") is None
+    told = variants.check_done("lost-update", "buggy", "random", "violated@2")
+    assert told == "[1/2] lost-update / buggy: random violated@2, pct violated@1"
+    told = variants.check_done("lost-update", "fix-cas", "pct", "ok@200")
+    assert told == "[2/2] lost-update / fix-cas: random ok@200, pct ok@200, prove ok 46 sched"
+
+
+def test_off_a_terminal_check_logs_only_its_variant_lines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from raceproof.cli.commands.common import StatusLine
+
+    say = StatusLine("check", True, total=5, quiet=True)
+    assert not say.progress.enabled, "stderr under pytest is not a terminal"
+    say("[1/5] lost-update / buggy random done (1 parts): violated@2")  # a step: not logged
+    say.log("[1/2] lost-update / buggy: random violated@2, pct violated@1")
+    say.done()
+    assert capsys.readouterr().err.splitlines() == [
+        "[1/2] lost-update / buggy: random violated@2, pct violated@1"
+    ]
+    # On a terminal the progress line shows the steps; with --json nothing is printed.
+    live = StatusLine("check", True, total=5, quiet=True)
+    live.progress.enabled = True  # what a terminal would give, without starting rich's display
+    live.log("[1/2] lost-update / buggy: random violated@2, pct violated@1")
+    live.progress.enabled = False
+    StatusLine("check", False, quiet=True).log("nothing with --json")
+    assert capsys.readouterr().err == ""

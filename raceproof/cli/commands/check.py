@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from raceproof.cli import signals
-from raceproof.cli.commands.common import StatusLine, UsageError, add_command, print_json
+from raceproof.cli.commands.common import (
+    StatusLine,
+    UsageError,
+    VariantLines,
+    add_command,
+    print_json,
+)
 from raceproof.cli.validation import (
     MAX_EXAMPLES,
     int_in,
@@ -185,6 +191,7 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
     gate_plan = parts.GatePlan(plan, profile, out_dir)
     total = [len(plan)]  # the parts to run: fewer once a search's finding drops its later parts
     ran: dict[tuple[str, str, str], int] = {}  # parts run, per check
+    variants = VariantLines([parts.check_key(p) for p in plan])
 
     def done(outcome: parts.PartResult | parts.UnitDone) -> None:
         if isinstance(outcome, parts.UnitDone):
@@ -205,14 +212,16 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
         parts_left[check] -= 1 + dropped
         total[0] -= dropped
         ran[check] = ran.get(check, 0) + 1
-        last = parts_left[check] == 0  # a CI log gets one line per check: its last part's
+        last = parts_left[check] == 0
         count = f"{ran[check]} of {part.parts}" if ran[check] < part.parts else str(part.parts)
         say(
             f"[{len(finished)}/{total[0]}] {part.scenario} / {part.variant} {part.kind} "
             + (f"done ({count} parts)" if last else f"(part {part.index + 1}/{part.parts})")
-            + f": {said}",
-            summary=last,
+            + f": {said}"
         )
+        # A CI log gets one line per scenario/variant: all its checks' results, once done.
+        if last and (line := variants.check_done(part.scenario, part.variant, part.kind, said)):
+            say.log(line)
 
     try:
         if args.jobs == 1:
