@@ -15,6 +15,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -90,3 +91,30 @@ def test_off_a_terminal_check_logs_only_its_variant_lines(
     live.progress.enabled = False
     StatusLine("check", False, quiet=True).log("nothing with --json")
     assert capsys.readouterr().err == ""
+
+
+def test_spark_check_off_a_terminal_says_a_line_per_experiment_judged_only(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No "starting a local Spark session ...", no baseline or experiment as it starts: the
+    verdict of each experiment once judged. Spark itself is stubbed: no JVM starts."""
+    from raceproof.cli.commands import spark_check
+    from raceproof.cli.main import main
+    from raceproof.spark_integration import experiments, results, session
+
+    monkeypatch.setattr(session, "session_running", lambda: False)
+    monkeypatch.setattr(session, "spark_session", lambda settings: object())
+    monkeypatch.setattr(session, "stop_session", lambda: None)
+    ok = SimpleNamespace(to_json=lambda: {"verdict": "ok"})
+    monkeypatch.setattr(experiments, "baseline", lambda spark, pipeline: ok)
+    judged = {"drain": "violated", "second-start": "ok"}
+    monkeypatch.setattr(
+        results, "run_experiment", lambda spark, name, pipeline, **_: {"verdict": judged[name]}
+    )
+    monkeypatch.setattr(spark_check, "render", lambda args, result: len(result.rows))
+    argv = ["spark-check", "--experiment", "drain", "--experiment", "second-start"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "[1/2] windowed-count: second-start: ok",  # the plan's (the table's) order
+        "[2/2] windowed-count: drain: violated",
+    ]

@@ -257,8 +257,9 @@ class StatusLine:
 
     On a terminal: one ``Progress`` line with the latest step, how many steps are
     done (against ``total`` when known), the rate and the time left. Elsewhere
-    (a CI log): each step as one line on stderr, or with ``quiet`` (``check``) only the
-    lines given to ``log``, one per scenario/variant. Nothing with ``--json``.
+    (a CI log): each step as one line on stderr, or with ``quiet`` only the lines given
+    to ``log`` (``check``: one per scenario/variant; ``spark-check``: one per experiment
+    judged). Nothing with ``--json``.
     As a context manager, the line goes when the block ends, however it ends.
     """
 

@@ -93,7 +93,8 @@ def cmd_spark_check(args: argparse.Namespace) -> int:
         return render(args, SparkResult(SparkRequest([], [], []), error=exc))
     steps = len(request.plan) + len(request.pipelines) + 1
     lines = args.json and len(request.pipelines) > 1
-    with StatusLine("spark-check", not args.json, total=steps, says_start=True) as say:
+    # Off a terminal (a CI log) only a line per experiment judged, no step as it starts.
+    with StatusLine("spark-check", not args.json, total=steps, says_start=True, quiet=True) as say:
         result = run_request(request, say, judged=judged_line if lines else None)
     return render(args, result)
 
@@ -169,7 +170,7 @@ def parse_request(args: argparse.Namespace) -> SparkRequest:
     )
 
 
-def run_request(request: SparkRequest, say: Any, judged: Any = None) -> SparkResult:
+def run_request(request: SparkRequest, say: StatusLine, judged: Any = None) -> SparkResult:
     """Each pipeline's baseline, then its experiments, on one local Spark session.
 
     ``judged(spec, rows)``, if given, is called with each pipeline's rows once its last
@@ -208,6 +209,7 @@ def run_request(request: SparkRequest, say: Any, judged: Any = None) -> SparkRes
                 baselines[spec] = base = baseline(spark, pipeline).to_json()
                 if base["verdict"] != Verdict.OK:
                     result.rows.append(baseline_row(spec, pipeline.name, base))
+                    say.log(f"{pipeline.name}: baseline, no fault: {base['verdict']}")
             if baselines[spec]["verdict"] != Verdict.OK:
                 if judged is not None and number == first_of[spec]:
                     judged(spec, [r for r in result.rows if r["pipeline"] == spec])
@@ -224,6 +226,7 @@ def run_request(request: SparkRequest, say: Any, judged: Any = None) -> SparkRes
             )
             row["pipeline"] = spec
             result.rows.append(row)
+            say.log(f"[{number}/{len(request.plan)}] {pipeline.name}: {name}: {row['verdict']}")
             if judged is not None and number == last_of.get(spec):
                 judged(spec, [r for r in result.rows if r["pipeline"] == spec])
     except KeyboardInterrupt as exc:
