@@ -475,15 +475,16 @@ def patched(target: Any, name: str, value: Any) -> Iterator[None]:
 # The claim of ``fingerprint_problems`` on the catalogue: for each built-in scenario and variant,
 # on ``test_reduction_catalogue``'s small configuration, the reduced walk with the state cache
 # reaches the endings, probes and statuses of the reduced walk without it (which that test holds
-# to the full walk), the kernel names every state, and the cache's debug mode is silent.
+# to the full walk; with declared symmetric actors, the endings up to their permutations), the
+# kernel names every state, and the cache's debug mode is silent.
 # ``python -m property_tests.soundness_walks`` checks every built-in; the suite a slice
 # (``test_fingerprint.py``).
 
 
 # Built-ins whose state the kernel refuses to name, and why: held to that refusal (their cache
 # stays off, so their walk is the plain one) until the reason is mended. None today: the
-# coordinator's partition queues (deques) were refused until the fingerprint named a deque's
-# items (``sim/fingerprint.py``).
+# coordinator's partition queues and samza-drain's pending messages (deques) were refused until
+# the fingerprint named a deque's items (``sim/fingerprint.py``).
 CACHE_OFF: dict[str, str] = {}
 
 
