@@ -8,12 +8,18 @@ reads ``item._id``: pytest-dev/pytest-xdist#1386), so both workers paid for the 
 the Spark tests were spread; nothing failed. pyproject's ``dev`` extra pins ``pytest<9.2``.
 The grouped tests use a module fixture, as the newcomer's do: it must be set up once.
 
+The Spark tests are two groups (``spark`` and ``spark-2``, about half of the wall time each),
+so that two workers each hold a JVM and wait on it side by side: that needs xdist to give the
+two largest groups to two workers at the start (``--dist loadgroup`` deals its units largest
+first, one to each worker: ``xdist/scheduler/loadscope.py``, ``--loadscope-reorder``).
+
 The test runs a small suite of its own in a subprocess, with the installed pytest and xdist,
-on two workers: eight tests in one group, collected first, and eight without. Each test writes
-the worker it ran on; the grouped ones must share one worker. xdist deals its first tests out
-to both workers before any runs, so an ignored group lands on both: with pytest 9.2.0 first on
-the path the test fails so. Where the ungrouped ones run is left to the load (one worker may
-take them all while the other runs the group), so it is not asserted.
+on two workers: eight tests in one group, collected first, eight in a second group, and eight
+without. Each test writes the worker it ran on; each group's tests must share one worker, and
+the two groups must be on two workers. xdist deals its first tests out to both workers before
+any runs, so an ignored group lands on both: with pytest 9.2.0 first on the path the test fails
+so. Where the ungrouped ones run is left to the load (one worker may take them all while the
+others run the groups), so it is not asserted.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import sys
 from pathlib import Path
 
 GROUPED = 8
+APART = 8  # the second group, as spark-2 beside spark
 FREE = 8
 
 SUITE = f"""
@@ -43,6 +50,11 @@ def expensive() -> None:  # as the newcomer's make demo: once per worker that us
 @pytest.mark.parametrize("index", range({GROUPED}))
 def test_grouped(index: int, expensive: None) -> None:
     _record("grouped", index)
+
+@pytest.mark.xdist_group("apart")
+@pytest.mark.parametrize("index", range({APART}))
+def test_apart(index: int) -> None:
+    _record("apart", index)
 
 @pytest.mark.parametrize("index", range({FREE}))
 def test_free(index: int) -> None:
@@ -70,8 +82,12 @@ def test_a_group_runs_on_one_worker_and_the_rest_on_both(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     grouped = workers_of(tmp_path, "grouped")
+    apart = workers_of(tmp_path, "apart")
     free = workers_of(tmp_path, "free")
     assert sorted(grouped) == list(range(GROUPED)) and sorted(free) == list(range(FREE))
+    assert sorted(apart) == list(range(APART))
     assert len(set(grouped.values())) == 1, f"the group was spread over workers: {grouped}"
+    assert len(set(apart.values())) == 1, f"the second group was spread over workers: {apart}"
+    assert grouped[0] != apart[0], f"both groups ran on {grouped[0]}, one after the other"
     # The group's module fixture was set up once, on the group's worker.
     assert [p.name for p in tmp_path.glob("set-up-on-*")] == [f"set-up-on-{grouped[0]}"]

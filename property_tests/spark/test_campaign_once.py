@@ -66,7 +66,7 @@ def _keys(out: Path) -> list[str]:
     return [row["cell"] for row in campaign.read_rows(out)]
 
 
-@pytest.mark.xdist_group("spark")
+@pytest.mark.xdist_group("spark-2")
 def test_a_signal_at_any_moment_leaves_each_cell_written_once(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -145,7 +145,7 @@ def test_a_counterexamples_file_is_refused_before_spark_starts(
     assert sorted(p.name for p in out.iterdir()) == ["counterexamples", "results"]
 
 
-@pytest.mark.xdist_group("spark")
+@pytest.mark.xdist_group("spark-2")
 def test_a_row_and_its_counterexample_are_written_together_or_not_at_all(
     spark: Any, tmp_path: Path
 ) -> None:

@@ -37,7 +37,9 @@ from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
 from raceproof.spark_integration.results import run_experiment, unjudged
 from raceproof.spark_integration.trial import TrialRun
 
-pytestmark = pytest.mark.xdist_group("spark")
+# The tests on the module's Spark session share a Spark worker; the Spark-free ones and the
+# command in a process (and JVM) of its own need not wait in line there.
+spark_group = pytest.mark.xdist_group("spark-2")
 
 WRAPPED = """An exception was thrown from the Python worker. Please see the stack trace below.
 Traceback (most recent call last):
@@ -138,6 +140,7 @@ def make():
 """
 
 
+@spark_group
 def test_a_sink_that_raises_once_shows_the_users_exception_and_frame(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -228,12 +231,14 @@ def test_a_sink_that_calls_sys_exit_is_a_pipeline_error_not_a_hang(tmp_path: Pat
     assert "raised SystemExit: sys.exit(0)" in done.stdout, done.stdout[-2000:]
 
 
+@spark_group
 def test_a_file_sink_is_offered_no_guard_that_cannot_act(spark: Any) -> None:
     row = run_experiment(spark, "stale-checkpoint-restore", spark_user_sinks.parquet())
     assert row["guard"] == "the pipeline's own sink", row["guard"]  # not checkpoint fencing
     assert row["verdict"] == "ok", row["stock"]
 
 
+@spark_group
 def test_a_join_reads_its_two_streams_from_two_file_sources(spark: Any) -> None:
     """``sources = ("orders", "payments")``: one file per source per micro-batch, the query
     given a DataFrame per source; the baseline (no fault, drained) gives the reference."""

@@ -3,8 +3,8 @@
 The checkpoint-resurrection story (KAFKA-8187) and the drain story
 (SAMZA-2741) run in simulation, and their op order is played on a real
 local-mode windowed count at named fault points. The tests start a real
-local Spark session (one xdist group with the other Spark tests) and fail if
-it cannot start; what they assert is what Spark did, measured: it refuses a
+local Spark session (in one of the two Spark xdist groups) and fail
+if it cannot start; what they assert is what Spark did, measured: it refuses a
 state directory deleted between the checkpoint read and the state load, and
 its stock AvailableNow drain leaves exactly the windows the model's 1.8 drain
 leaves unfired.
@@ -22,7 +22,7 @@ from raceproof.cli.main import main
 from raceproof.sim import History
 from raceproof.spark_integration.session import session_running
 
-pytestmark = pytest.mark.xdist_group("spark")
+pytestmark = pytest.mark.xdist_group("spark-2")
 
 
 def _repro(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str) -> tuple[int, Any]:

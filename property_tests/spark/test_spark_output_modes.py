@@ -18,7 +18,7 @@ from raceproof.spark_integration.experiments import EXPERIMENTS, baseline
 from raceproof.spark_integration.pipeline import PipelineError, load_pipeline
 from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
 
-pytestmark = pytest.mark.xdist_group("spark")
+pytestmark = pytest.mark.xdist_group("spark-2")
 
 
 class CompleteCounts(WindowedCount):

@@ -10,8 +10,9 @@ function at the top level of the file, and one whose UDF calls a helper of the
 sibling file ``udf_helpers.py``; each must pass its baseline (no fault, output
 equal to its reference). Without the fix all five fail with
 ``ModuleNotFoundError`` (measured). The command-line test runs the real command
-in a fresh process from another folder, as a user does. These tests start a
-real local Spark session and fail if it cannot start.
+in a fresh process from another folder, as a user does (its own JVM: in no Spark
+xdist group). The others start a real local Spark session and fail if it cannot
+start.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ import pytest
 
 from raceproof.spark_integration.experiments import baseline
 from raceproof.spark_integration.pipeline import load_pipeline
-
-pytestmark = pytest.mark.xdist_group("spark")
 
 FILES = Path(__file__).resolve().parents[1] / "spark_files"
 FILE = FILES / "udf_kinds.py"
@@ -44,6 +43,7 @@ RACEPROOF = str(Path(sys.executable).parent / "raceproof")
         "sibling_helper_rows",  # @udf calling udf_helpers.tagged, from the sibling file
     ],
 )
+@pytest.mark.xdist_group("spark-2")
 def test_each_kind_of_top_level_function_runs_on_the_workers(spark: Any, factory: str) -> None:
     pipeline = load_pipeline(f"{FILE}:{factory}")
     trial = baseline(spark, pipeline)

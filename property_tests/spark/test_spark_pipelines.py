@@ -3,8 +3,8 @@
 The pipeline is written to a temporary file outside the repository, as a user
 would write it, and loaded by its path; it runs through every experiment. The
 gate test disables a guard through the test-only switch and expects exit 1.
-These tests start a real local Spark session (one xdist group with the other
-Spark tests) and fail if it cannot start.
+These tests start a real local Spark session (in one of the two Spark
+xdist groups) and fail if it cannot start.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from raceproof.spark_integration.experiments import (
     stale_checkpoint_restore,
 )
 
-pytestmark = pytest.mark.xdist_group("spark")
+pytestmark = pytest.mark.xdist_group("spark-2")
 
 USER_PIPELINE = '''
 """A user's job: per-key counts in 20-second event-time windows, keys upper-cased."""

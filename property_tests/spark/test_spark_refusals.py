@@ -14,7 +14,7 @@ and the Ctrl-C is 130 with nothing left running.
 
 Two tests start Spark: the Ctrl-C one runs the command in a process of its own (a real
 JVM, to see that none is left) and the one for a value only Spark judges starts a session
-in the Spark tests' worker (``xdist_group("spark")``).
+in a Spark tests' worker (``xdist_group("spark-2")``).
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def test_what_spark_says_is_cut_to_its_one_line() -> None:
 MAINTENANCE = "spark.sql.streaming.stateStore.maintenanceInterval"
 
 
-@pytest.mark.xdist_group("spark")
+@pytest.mark.xdist_group("spark-2")
 def test_a_value_only_spark_judges_is_one_line_as_the_session_starts() -> None:
     """A time setting given ``"soon"``: Spark read it only in the first trial (exit 70 there).
     On a session running, it is Spark's refusal of the value (it was "fixed when it starts");
