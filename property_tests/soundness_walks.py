@@ -145,22 +145,12 @@ def state_cache_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
     """With the state cache (the spec declares its state): the same final states and verdict."""
     spec = dataclasses.replace(spec, state=True)
     full = full or full_walk(spec)
-    problems = []
     try:
         cached = walk(spec, reduction=True, state_cache=True)
         stopping = prove(runner(spec), budget=Budget(examples=WALK_RUNS), state_cache=True)
     except StateCacheMismatch as mismatch:
         return [f"the state cache's own check: {mismatch}"]
-    if not cached.report.complete:
-        problems.append("the cached walk did not complete where the full walk did")
-    if cached.finals != full.finals or cached.statuses != full.statuses:
-        problems.append(
-            f"the cached walk reaches {len(cached.finals)} final states "
-            f"({sorted(cached.statuses)}), the full walk {len(full.finals)} ({sorted(full.statuses)})"
-        )
-    if cached.probes != full.probes:
-        problems.append(f"probes reached: cached {cached.probes}, full {full.probes}")
-    return problems + _claims("the cached proof", stopping, full)
+    return _against_full("cached", cached, full) + _claims("the cached proof", stopping, full)
 
 
 def symmetry_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
@@ -169,7 +159,6 @@ def symmetry_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
     statuses and probes of the full walk, its proof agrees with it, and the check
     (``--check-symmetry``: cut nothing, compare images) stays silent."""
     full = full or full_walk(spec)
-    problems = []
     try:
         merged = walk(spec, reduction=True, state_cache=True)
         stopping = prove(runner(spec), budget=Budget(examples=WALK_RUNS), state_cache=True)
@@ -181,16 +170,23 @@ def symmetry_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
         )
     except (StateCacheMismatch, SymmetryMismatch) as mismatch:
         return [f"the symmetry's check: {mismatch}"]
-    if not merged.report.complete:
-        problems.append("the symmetric walk did not complete where the full walk did")
-    if merged.finals != full.finals or merged.statuses != full.statuses:
+    return _against_full("symmetric", merged, full) + _claims("the symmetric proof", stopping, full)
+
+
+def _against_full(label: str, got: Walk, full: Walk) -> list[str]:
+    """The ``label`` walk ``got`` against the full walk: complete, the same final states and
+    statuses, the same probes."""
+    problems = []
+    if not got.report.complete:
+        problems.append(f"the {label} walk did not complete where the full walk did")
+    if got.finals != full.finals or got.statuses != full.statuses:
         problems.append(
-            f"the symmetric walk reaches {len(merged.finals)} final states "
-            f"({sorted(merged.statuses)}), the full walk {len(full.finals)} ({sorted(full.statuses)})"
+            f"the {label} walk reaches {len(got.finals)} final states "
+            f"({sorted(got.statuses)}), the full walk {len(full.finals)} ({sorted(full.statuses)})"
         )
-    if merged.probes != full.probes:
-        problems.append(f"probes reached: symmetric {merged.probes}, full {full.probes}")
-    return problems + _claims("the symmetric proof", stopping, full)
+    if got.probes != full.probes:
+        problems.append(f"probes reached: {label} {got.probes}, full {full.probes}")
+    return problems
 
 
 def fingerprint_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
