@@ -118,3 +118,30 @@ def test_spark_check_off_a_terminal_says_a_line_per_experiment_judged_only(
         "[1/2] windowed-count: second-start: ok",  # the plan's (the table's) order
         "[2/2] windowed-count: drain: violated",
     ]
+
+
+def test_a_variant_line_says_the_merged_check_not_the_part_that_ended_last() -> None:
+    """On ``-j N`` a search's part after its finding may end last with ``ok``: the line says
+    the check as the table merges it (the finding, the examples up to it), and a search
+    that found nothing its examples over every part."""
+    from dataclasses import replace
+
+    from raceproof.cli.commands.check import checked
+    from raceproof.gate import expectations as gate
+    from raceproof.gate import parts
+    from raceproof.scenarios.catalogue import get
+
+    ci = gate.PROFILES["ci"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parts, "PART_EXAMPLES", 3)
+        plan = parts.parts_for([get("lost-update")], ci, examples=6)
+    ran = {(p.variant, p.kind, p.index): parts.run_part(p, ci, None) for p in plan}
+    found = ran["buggy", "random", 0]
+    assert found.search is not None and found.search.verdict == "violated"
+    held = ran["fix-cas", "random", 1]  # a later part that found nothing, as buggy's part 2
+    later = replace(held, part=ran["buggy", "random", 1].part)
+    assert checked([found, later]) == checked([later, found]) == f"violated@{found.search.examples}"
+    fix = [ran["fix-cas", "random", i] for i in (1, 0)]
+    assert checked(fix) == "ok@6"
+    proof = ran["fix-cas", "prove", 0]
+    assert proof.check is not None and checked([proof]) == proof.check.cell

@@ -220,8 +220,10 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
             + f": {said}"
         )
         # A CI log gets one line per scenario/variant: all its checks' results, once done.
-        if last and (line := variants.check_done(part.scenario, part.variant, part.kind, said)):
-            say.log(line)
+        if last:
+            mine = [r for r in finished if parts.check_key(r.part) == check]
+            if line := variants.check_done(part.scenario, part.variant, part.kind, checked(mine)):
+                say.log(line)
 
     try:
         if args.jobs == 1:
@@ -240,6 +242,17 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
     results = parts.results_of(finished, profile, out_dir)
     say.done()
     return CheckRun(results=results, started=started)
+
+
+def checked(results: list[parts.PartResult]) -> str:
+    """A finished check's result as its table cell begins: a proof's cell, or the search's
+    parts merged as the table merges them (on ``-j N`` a part after the finding may end
+    last, its own verdict ``ok``)."""
+    if results[0].check is not None:
+        return results[0].check.cell
+    ordered = sorted(results, key=lambda r: r.part.index)
+    search = parts.merge_search([r.search for r in ordered if r.search is not None])
+    return f"{search.verdict}@{search.examples}"
 
 
 def _run_in_pool(
