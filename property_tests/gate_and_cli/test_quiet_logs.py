@@ -64,11 +64,11 @@ def test_a_variant_gets_one_line_when_its_last_check_is_done() -> None:
     # In the order a pool may finish them: the proof first, the variants interleaved.
     assert variants.check_done("lost-update", "fix-cas", "prove", "ok 46 sched") is None
     assert variants.check_done("lost-update", "buggy", "pct", "violated@1") is None
-    assert variants.check_done("lost-update", "fix-cas", "random", "ok@200") is None
+    assert variants.check_done("lost-update", "fix-cas", "random", "ok@2000") is None
     told = variants.check_done("lost-update", "buggy", "random", "violated@2")
     assert told == "[1/2] lost-update / buggy: random violated@2, pct violated@1"
-    told = variants.check_done("lost-update", "fix-cas", "pct", "ok@200")
-    assert told == "[2/2] lost-update / fix-cas: random ok@200, pct ok@200, prove ok 46 sched"
+    told = variants.check_done("lost-update", "fix-cas", "pct", "ok@2000")
+    assert told == "[2/2] lost-update / fix-cas: random ok@2000, pct ok@2000, prove ok 46 sched"
 
 
 def test_off_a_terminal_check_logs_only_its_variant_lines(

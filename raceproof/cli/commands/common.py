@@ -317,7 +317,7 @@ class VariantLines:
     Off a terminal ``check`` prints no progress; a line per check was 81 lines for the
     built-in catalogue (26 variants, most with four checks), more than the result table
     printed after them. A variant's line comes when its last check is done, its results
-    in the plan's order: ``[3/26] lost-update / fix-cas: random ok@200, ..., prove ok 46 sched``.
+    in the plan's order: ``[2/2] lost-update / fix-cas: random ok@2000, ..., prove ok 46 sched``.
     """
 
     def __init__(self, checks: Sequence[tuple[str, str, str]]) -> None:
