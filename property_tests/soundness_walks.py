@@ -39,6 +39,7 @@ from raceproof.sim.footprint_claims import (
     unnamed_claims,
 )
 from raceproof.sim.outcome import Runner
+from raceproof.sim.past import Past, past_ending
 from raceproof.sim.state_cache import StateCacheMismatch, ending
 from raceproof.sim.symmetry import SymmetryMismatch, declared
 from raceproof.sim.verdicts import Verdict
@@ -70,9 +71,18 @@ def walk(spec: AnySpec, *, reduction: bool, state_cache: bool = False, check: bo
 
 
 def walk_runner(
-    run: Runner, *, reduction: bool, state_cache: bool = False, check: bool = False
+    run: Runner,
+    *,
+    reduction: bool,
+    state_cache: bool = False,
+    check: bool = False,
+    past: Past | None = None,
 ) -> Walk:
-    """``walk`` of a model given by its runner (a built-in scenario's, ``soundness_builtins``)."""
+    """``walk`` of a model given by its runner (a built-in scenario's, ``soundness_builtins``).
+
+    ``past``: the scenario's declared abstraction of the history (``raceproof.sim.past``);
+    each ending is then its status, verdicts and summary (all the declaration lets be read).
+    """
     endings: set[tuple[Any, ...]] = set()
     finals: set[str] = set()
     statuses: set[str] = set()
@@ -80,7 +90,7 @@ def walk_runner(
     def recording(source: ChoiceSource) -> RunOutcome:
         outcome = run(source)
         if outcome.bound is None:
-            endings.add(ending(outcome, 0))
+            endings.add(ending(outcome, 0) if past is None else past_ending(outcome, past))
             finals.update(str(op.get("state")) for op in outcome.history.of_kind("final"))
             statuses.add(outcome.status)
         if outcome.status in FINDINGS:  # judged, and the walk goes on
@@ -490,21 +500,23 @@ def builtin_problems(scenario: Scenario, variant: str) -> tuple[list[str], dict[
     A scenario that declares symmetric actors is walked with the cache twice: without its
     symmetry, the cached walk must reach the plain walk's very endings; with it, the cache
     merges a state with its images and keeps one of each, so the endings are compared up to
-    a permutation of the declared actors (``_orbits``).
+    a permutation of the declared actors (``_orbits``). A scenario that declares what its
+    checkers read of the past (``raceproof.sim.past``) has its endings compared through it.
     """
     from property_tests.search_and_proof.test_reduction_catalogue import small_config
 
     config = small_config(scenario, variant)
     run = scenario.runner(variant, config)
-    plain = walk_runner(run, reduction=True)
+    past = scenario.past  # a declared summary of the past: endings compared through it
+    plain = walk_runner(run, reduction=True, past=past)
     actors = declared(scenario.symmetric(config)) if scenario.symmetric is not None else ()
     try:
-        cached = walk_runner(run, reduction=True, state_cache=True)
-        walk_runner(run, reduction=True, state_cache=True, check=True)
+        cached = walk_runner(run, reduction=True, state_cache=True, past=past)
+        walk_runner(run, reduction=True, state_cache=True, check=True, past=past)
         exact = cached
         if actors:
             unmerged = dataclasses.replace(scenario, symmetric=None).runner(variant, config)
-            exact = walk_runner(unmerged, reduction=True, state_cache=True)
+            exact = walk_runner(unmerged, reduction=True, state_cache=True, past=past)
     except StateCacheMismatch as mismatch:
         return [f"the state cache's own check: {mismatch}"], {}
     problems = _refusal_problems(scenario, cached.report)
@@ -562,6 +574,8 @@ def _orbits(endings: set[tuple[Any, ...]], actors: tuple[tuple[str, ...], ...]) 
 def _image(ending: tuple[Any, ...], table: dict[str, str], token: re.Pattern[str]) -> str:
     status, verdicts, tail = ending
     swap = partial(token.sub, lambda match: table[match.group(0)])
+    if isinstance(tail, str):  # a declared past's summary (``past_ending``), renamed whole
+        return repr((status, verdicts, swap(tail)))
     ops = sorted(
         (time_ms, swap(actor), kind, swap(fields)) for time_ms, actor, kind, fields in tail
     )

@@ -34,6 +34,7 @@ from raceproof.sim import (
 from raceproof.sim import configs as validation
 from raceproof.sim.errors import did_you_mean
 from raceproof.sim.explore import Progress
+from raceproof.sim.past import Past
 from raceproof.sim.proof_plan import prove_parallel
 from raceproof.sim.proof_units import single_balance
 from raceproof.sim.shared import WholeObjectFootprints
@@ -73,6 +74,9 @@ class Scenario:
     # Interchangeable actors (``raceproof.sim.symmetry``): config -> their names, each a name or
     # a tuple of the names that belong to it; the state cache counts their permutations once.
     symmetric: Callable[[Any], Sequence[str | Sequence[str]]] | None = None
+    # What of the past the checkers judge (``raceproof.sim.past``): the state cache's
+    # fingerprint holds its summary in place of the history (``World.declare_past``).
+    past: Past | None = None
     default_examples: int = 10_000
     default_budget_s: float = 60.0
     notes: Mapping[str, str] = field(default_factory=dict)
@@ -142,6 +146,8 @@ class Scenario:
                 world.declare_footprints()
             if self.symmetric is not None:
                 world.declare_symmetric(*self.symmetric(config))
+            if self.past is not None:
+                world.declare_past(self.past)
             self.build(world, variant, config)
 
         return build

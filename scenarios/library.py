@@ -57,6 +57,8 @@ LOST_UPDATE = register(
         # The clients run the same code on the same counter: a state and its image with two
         # clients exchanged are one (the state cache's symmetry).
         symmetric=counter.clients,
+        # What the checker reads of the past (the acks and the final value), and no clock.
+        past=counter.PAST,
         # Where the race window opens (world.reach in the model): an ok that never got there is not.
         probes=(COUNTER_WINDOW,),
         default_examples=2_000,

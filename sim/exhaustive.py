@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from raceproof.sim.enumeration import not_replayed
 from raceproof.sim.errors import KernelError
@@ -222,6 +223,7 @@ class ProofWalk:
         self.cache_cuts = self.schedules = self.runs = self.deepest = 0
         self.skipped = self.blocked = 0
         self.pruned: dict[str, int] = {}
+        self.bounds: Any = None  # the runs' Bounds, once a run told them (``_went``)
         self.probes: dict[str, int] = {}
         self.frontier: deque[Entry] = deque()
         self.repeats: list[Node] = []  # debug mode: nodes at states seen before
@@ -270,10 +272,11 @@ class ProofWalk:
             log_steps=self.options.check_footprints,
         )
         outcome: RunOutcome | None
+        cut: StateSeen | None = None
         try:
             outcome = self.run(source)
-        except StateSeen:
-            outcome, self.cache_cuts = None, self.cache_cuts + 1
+        except StateSeen as seen:
+            outcome, cut, self.cache_cuts = None, seen, self.cache_cuts + 1
         except SleepBlocked:
             outcome, self.blocked = None, self.blocked + 1
         self.runs += 1
@@ -282,12 +285,14 @@ class ProofWalk:
         if recorded[: len(prefix)] != prefix:
             raise not_replayed(prefix, recorded)
         last = self._branch(start, source, recorded)
+        if self.cache is not None and self.cache.stretch:
+            self._went(start, source, cut)
         if self.cache is not None and self.cache.check and outcome is not None:
             walk = last
             while walk is not None:
                 if walk.visit is not None:
                     visit = walk.visit[0]
-                    visit.endings.add(ending(outcome, walk.visit[1], visit.seen))
+                    visit.endings.add(ending(outcome, walk.visit[1], visit.seen, visit.now_ms))
                 walk = walk.parent
         self.deepest = max(self.deepest, start.depth)
         if self.checker is not None and source.steps is not None:
@@ -311,6 +316,25 @@ class ProofWalk:
             count_probes(self.probes, outcome)
         self._report_progress(start.depth, budget)
         return False
+
+    def _went(self, start: WalkStart, source: SleepSetSource, cut: StateSeen | None) -> None:
+        """Tell every visited state this run passed how far it went (``Visit.went``)."""
+        world = source.world
+        if world is None:
+            return
+        self.bounds = world.bounds
+        here = (
+            (cut.steps, cut.now_ms, cut.covering)
+            if cut is not None
+            else (world.steps, world.now_ms)
+        )
+        for visit, _, _ in source.visit_at.values():
+            visit.went(*here)
+        node = start.parent
+        while node is not None:
+            if node.visit is not None:
+                node.visit[0].went(*here)
+            node = node.parent
 
     def _branch(
         self, start: WalkStart, source: SleepSetSource, recorded: tuple[int, ...]
@@ -385,6 +409,10 @@ class ProofWalk:
                 probes=dict(sorted(self.probes.items())),
                 found_chain=self.found_chain,
             )
+        if self.cache is not None and self.bounds is not None:
+            for bound, runs in self.cache.overruns(self.bounds).items():
+                self.pruned[bound] = self.pruned.get(bound, 0) + runs
+            self.cache.stretched.clear()  # counted once
         complete = not self.pruned
         report = ProofReport(
             verdict=Verdict.OK if complete else Verdict.INCONCLUSIVE,
@@ -448,6 +476,8 @@ def prove(
         check_footprints=check_footprints,
     )
     walk = ProofWalk(run, options, progress=progress)
+    if walk.cache is not None:  # this walk runs every subtree to its end: overruns are known
+        walk.cache.stretch = True
     root = shard or Shard(())
     # A shard of ``proof_plan.split`` branches once off the FIFO path, at its last draw:
     # that deviation is its place in walk order (a merge keeps the first finding by it).

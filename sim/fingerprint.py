@@ -8,18 +8,26 @@ whole state a run's future depends on, from what it can see:
 - the shared state: every cell, ``CellMap`` and tracked container reachable from
   the run's processes and pending events, named by value (a ``CellMap`` by
   ``cells.key_name`` of its keys, never by ``repr``, ``hash`` or ``id`` order);
-- each live process (sorted by its spawn identity): its step count, the event it
-  waits on, and its position -- every generator of its ``yield from`` chain by
-  code object and ``f_lasti``, the names of the locals it has bound and every
-  value its frame holds (locals, cells, and the evaluation stack: a ``for``
-  loop's iterator, by its ``__reduce__``);
+- each live process (sorted by its spawn identity): the event it waits on, and
+  its position -- every generator of its ``yield from`` chain by code object and
+  ``f_lasti``, the names of the locals it has bound and can still read
+  (``raceproof.sim.liveness``: a local its code writes before reading it again
+  is dead, and left out) and every value its frame holds of those, its cells and
+  its evaluation stack (a ``for`` loop's iterator, by its ``__reduce__``). Not
+  its step count: a step key of a live process (``/client0#0@7``, in pending
+  events, event names and the sleep set the state is looked up with) is written
+  relative to that process's steps so far (``relative_steps``): which step comes
+  next, not how many came before;
 - every pending event relative to now (delay, priority, insertion order, its
   step key and the callbacks it runs), the World's own counters that name future
   steps (spawns, timer arms), its nodes, ``after_step`` observers and reached
   probes;
 - the past the checkers judge: every op of the history (time, actor, kind,
   fields), as a multiset -- in order when a checker reads op order
-  (``reads_op_order``, ``World.op_order_read``).
+  (``reads_op_order``, ``World.op_order_read``); or, where the scenario declares
+  what its checkers read (``raceproof.sim.past``), that summary of the history,
+  and then no virtual time if it declares that nothing reads the clock's
+  absolute value.
 
 Objects are encoded as a graph: a mutable object (list, dict, instance,
 generator, event, cell) gets a label at its first visit and a reference to the
@@ -57,21 +65,27 @@ import enum
 import functools
 import gc
 import hashlib
+import re
 import types
 from collections.abc import Callable
 from typing import Any
 
-from simpy.events import PENDING
+from simpy.events import PENDING, Condition, Timeout
 
 from raceproof.sim.cells import Cell, CellMap, key_name
 from raceproof.sim.choices import ChoiceSource
 from raceproof.sim.history import History, canonical_json
+from raceproof.sim.liveness import live_locals
 from raceproof.sim.world import World, _step_key
 
 MAX_DEPTH = 400  # nested objects walked before a graph counts as too deep to name
 # Attributes that name how a state was reached, not what it is: left out of an object's text.
-# ``rp_by``: the step that triggered an event (the footprint check's ``enabled_by`` only).
-SKIPPED_ATTRIBUTES = frozenset({"rp_by"})
+# ``rp_by``: the step that triggered an event (the footprint check's ``enabled_by`` only);
+# ``rp_steps``: a process's steps so far (its step keys are written relative to it instead).
+SKIPPED_ATTRIBUTES = frozenset({"rp_by", "rp_steps"})
+# A timeout's ``_delay`` is how long it was set for (SimPy reads it only for ``repr``): what it
+# still waits is its pending entry's time, relative to now (``_Encoder.pending``).
+SKIPPED_OF = {Timeout: frozenset({"_delay"})}
 _ATOMS = (int, float, complex, str, bytes, type(None))
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python
 
@@ -97,12 +111,35 @@ def state_text(
     actor name in the history to the one it stands for; processes are then ordered
     by their new names. ``memo``: one per run (its ops' texts, computed once).
     """
-    encoder = _Encoder(world, rename or _same)
+    relative = relative_steps(world)
+    encoder = _Encoder(world, relative if rename is None else lambda text: rename(relative(text)))
     try:
         encoder.roots(memo if memo is not None else Memo())
     except RecursionError:
         raise Unfingerprintable("an object graph deeper than Python's recursion limit") from None
     return "\x1f".join(encoder.out)
+
+
+def relative_steps(world: Any) -> Callable[[str], str]:
+    """Step keys of live processes rewritten relative to their steps so far, in any text.
+
+    ``/client0#0@7`` (the step a process takes after its 7th) becomes
+    ``/client0#0@~1`` when that process has taken 6: the next one. One-to-one for a
+    state (each process's count is fixed), so the sleep set's keys, renamed alike,
+    still name the same steps. A finished process's keys are relative to its last count.
+    """
+    counts = {p.rp_id: p.rp_steps for p in world.processes}
+    if not counts:
+        return _same
+    alternatives = "|".join(re.escape(pid) for pid in sorted(counts, key=lambda p: (-len(p), p)))
+    pattern = re.compile(rf"(?<![\w#/.-])({alternatives})@(\d+)")
+
+    def rename(text: str) -> str:
+        if "@" not in text:
+            return text
+        return pattern.sub(lambda m: f"{m[1]}@~{int(m[2]) - counts[m[1]]}", text)
+
+    return rename
 
 
 class Memo:
@@ -135,12 +172,14 @@ class _Encoder:
         self.kept: list[Any] = []  # every labelled object, alive: a temporary's id is never reused
         self.out: list[str] = []
         self.depth = 0
+        self.deferred: list[Any] = []  # conditions: labelled where met, encoded last
 
     # -- the roots -------------------------------------------------------------------
     def roots(self, memo: Memo) -> None:
         world = self.world
-        now = world.now_ms
-        self.out.append(f"now={now}")
+        now, past = world.now_ms, world.past
+        # No clock where the scenario declares nothing reads or holds its absolute value.
+        self.out.append("now=~" if past is not None and not past.absolute_time else f"now={now}")
         processes = [p for p in world.processes if p.is_alive]
         processes.sort(key=lambda p: self.rename(p.rp_id))
         self.out.append(f"processes={len(processes)}")
@@ -160,7 +199,25 @@ class _Encoder:
         )
         self.out.append("shared")
         self.enc(world._shared)
-        self.past(world.history, memo, ordered=world.op_order_read)
+        if past is None:
+            self.past(world.history, memo, ordered=world.op_order_read)
+        else:  # what the checkers read of it, declared (``raceproof.sim.past``)
+            self.out.append("past")
+            self.enc(past.summary(world.history))
+        self.conditions()
+
+    def conditions(self) -> None:
+        """Every condition (``AllOf``/``AnyOf``) met, encoded after the rest of the state.
+
+        By then the events it waits on are labelled where their owners hold them (each
+        client's ``done``), so its events are references; under declared symmetry they
+        are sorted (``_condition_events``): a condition over the actors' events and its
+        image with the actors exchanged are one.
+        """
+        while self.deferred:
+            condition = self.deferred.pop(0)
+            self.out.append(f"condition@{self.labels[id(condition)]}")
+            _instance(self, condition)
 
     def pending(self, now: int) -> None:
         """Every scheduled event, relative to now, in the order SimPy would run them."""
@@ -346,9 +403,15 @@ def _generator(encoder: _Encoder, value: types.GeneratorType[Any, Any, Any]) -> 
     if frame is None:
         encoder.out.append("done")
         return
+    values = _frame_values(value)
     bound = sorted(frame.f_locals)  # which slots are bound: the referents skip empty ones
+    live = live_locals(value.gi_code, frame.f_lasti)
+    if live is not None:  # no cells: the first referents are the bound locals, in slot order
+        slots = [name for name in value.gi_code.co_varnames if name in frame.f_locals]
+        kept = [v for name, v in zip(slots, values, strict=False) if name in live]
+        values, bound = kept + values[len(slots) :], [name for name in bound if name in live]
     encoder.out.append(f"at:{frame.f_lasti}:{bound}")
-    encoder.sequence("frame", _frame_values(value))
+    encoder.sequence("frame", values)
 
 
 def _instance(encoder: _Encoder, value: Any) -> None:
@@ -362,10 +425,44 @@ def _instance(encoder: _Encoder, value: Any) -> None:
             continue
     attributes.update(getattr(value, "__dict__", {}))
     encoder.out.append(f"obj:{kind.__module__}.{kind.__qualname__}")
+    skipped = SKIPPED_OF.get(kind, SKIPPED_ATTRIBUTES) | SKIPPED_ATTRIBUTES
     for name in sorted(attributes):
-        if name not in SKIPPED_ATTRIBUTES:
-            encoder.out.append(name)
+        if name in skipped:
+            continue
+        encoder.out.append(name)
+        if name == "_events" and isinstance(value, Condition):
+            _condition_events(encoder, attributes[name])
+        else:
             encoder.enc(attributes[name])
+
+
+def _condition_events(encoder: _Encoder, events: Any) -> None:
+    """A condition's events; in a canonical order under declared symmetry.
+
+    The order of a condition's events shows only in the order of its value (SimPy's
+    ``ConditionValue``). Declaring actors symmetric promises that the model treats them
+    alike, which includes not reading that order from a condition over their events
+    (``raceproof.sim.symmetry``; ``--check-symmetry`` checks it): there the events that
+    are references to an event labelled before come first, by label; the others follow
+    in their order.
+    """
+    if not getattr(encoder.world, "symmetric", ()):
+        encoder.enc(events)
+        return
+    out, encoder.out = encoder.out, []
+    known = len(encoder.labels)  # labels given before: the references that may move
+    texts = []
+    for event in events:
+        encoder.out = []
+        encoder.enc(event)
+        texts.append(encoder.out)
+    encoder.out = out
+    # References first, by label; events met here for the first time after them, in order.
+    texts.sort(key=lambda text: min(_reference(text), known))
+    out.append(f"events{len(texts)}[")  # sorted: stable, so first visits keep their order
+    for text in texts:
+        out.extend(text)
+    out.append("]")
 
 
 def _reduced(encoder: _Encoder, value: Any) -> None:
@@ -393,6 +490,16 @@ def _reduced(encoder: _Encoder, value: Any) -> None:
     encoder.sequence("pairs", [part for pair in dictitems or () for part in pair])
 
 
+def _reference(text: list[str]) -> int:
+    """The label a text refers back to, or a number past every label."""
+    return int(text[0][1:]) if len(text) == 1 and text[0].startswith("@") else 1 << 62
+
+
+def _defer(encoder: _Encoder, value: Any) -> None:
+    encoder.out.append("condition")
+    encoder.deferred.append(value)  # its content comes last (``_Encoder.conditions``)
+
+
 def _with_label(content: Handler) -> Handler:
     return lambda encoder, value: encoder.labelled(value, content)
 
@@ -407,6 +514,8 @@ def _classify(kind: type) -> Handler:
     for base, content in _CONTENTS:
         if issubclass(kind, base):
             return _with_label(content)
+    if issubclass(kind, Condition) and _pure_python(kind):
+        return _with_label(_defer)
     return _with_label(_instance if _pure_python(kind) else _reduced)
 
 
@@ -455,14 +564,20 @@ def _frame_values(value: types.GeneratorType[Any, Any, Any]) -> list[Any]:
 
     CPython visits a generator's frame as its code, function, then every slot
     of ``localsplus`` that is set, in order (locals, cells, free variables, the
-    evaluation stack): the referents after the frame's function and code.
+    evaluation stack): the referents after the frame's function and code; then
+    the generator's saved exception, when it has one.
     """
     referents = gc.get_referents(value)
     code = value.gi_code
     for index in range(1, len(referents)):
         before = referents[index - 1]
         if referents[index] is code and getattr(before, "__code__", None) is code:
-            return referents[index + 1 :]
+            values = referents[index + 1 :]
+            # Last, the exception being handled (``gi_exc_state``) unless NULL: None there
+            # says no exception, as NULL does (a generator that left an ``except`` holds
+            # it). One trailing None dropped: the stack's depth is fixed at a given
+            # ``f_lasti``, so the length still tells a stack's None from that one.
+            return values[:-1] if values and values[-1] is None else values
     raise Unfingerprintable(f"the frame of {code.co_qualname} could not be read")
 
 

@@ -247,11 +247,13 @@ class SleepSetSource(ChoiceSource):
         if seen is None:
             return
         fingerprint, sleep = seen.fingerprint, frozenset(map(seen.rename, self.sleep))
-        covering, new = self.cache.look_up(fingerprint, sleep, self.depth, seen, world.steps)
+        covering, new = self.cache.look_up(
+            fingerprint, sleep, self.depth, seen, world.steps, world.now_ms
+        )
         if covering is not None and not self.cache.check:
-            raise StateSeen(fingerprint)
+            raise StateSeen(fingerprint, covering=covering, steps=world.steps, now_ms=world.now_ms)
         if new is None:  # the debug mode: walk it anyway, compare when it is done
-            new = Visit(sleep, self.depth, world.steps, seen=seen)
+            new = Visit(sleep, self.depth, steps=world.steps, now_ms=world.now_ms, seen=seen)
             if covering is not None and covering.sleep == sleep:
                 self.compare_at[index] = covering
         self.visit_at[index] = (new, len(world.history), fingerprint)
@@ -280,6 +282,11 @@ class SleepSetSource(ChoiceSource):
         world.at_state = self._at_state
         if cache.automatic and cache.off is None:
             world.state_fingerprint = AUTOMATIC
+
+    @property
+    def world(self) -> World | None:
+        """The World of the run (``watch_world``), once it started."""
+        return self._clock
 
     def _at_state(self, world: World) -> None:
         """Between two steps past the replayed prefix: look the state up (``_look_up``).

@@ -48,13 +48,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raceproof.sim.errors import KernelError
-from raceproof.sim.fingerprint import Memo, fingerprint, state_text
+from raceproof.sim.fingerprint import Memo, fingerprint, relative_steps, state_text
 from raceproof.sim.symmetry import Renaming, State, canonical, mismatch, renamed_ending
 from raceproof.sim.world import SleepBlocked, _process_step_key
 
 
 class StateSeen(SleepBlocked):
-    """The state was explored before: the rest of this run is covered."""
+    """The state was explored before: the rest of this run is covered (by ``covering``,
+    cut after ``steps`` World steps at ``now_ms``)."""
+
+    def __init__(
+        self, fingerprint: str, covering: Visit | None = None, steps: int = 0, now_ms: int = 0
+    ) -> None:
+        super().__init__(fingerprint)
+        self.covering, self.steps, self.now_ms = covering, steps, now_ms
 
 
 class StateCacheMismatch(KernelError):
@@ -102,8 +109,11 @@ class Seen:
     fingerprint: str
     raw: str
     renaming: Renaming | None = None
+    relative: Callable[[str], str] | None = None  # the kernel's: step keys relative to counts
 
     def rename(self, key: str) -> str:
+        if self.relative is not None:
+            key = self.relative(key)
         return key if self.renaming is None else self.renaming.apply(key)
 
 
@@ -120,12 +130,18 @@ def kernel_state(world: Any, model: Callable[[], str], memo: Memo | None = None)
     by rendering the whole state with each renaming (``symmetry.canonical``).
     """
     if model is AUTOMATIC:
+        relative = relative_steps(world)  # as ``state_text`` writes step keys
         if not world.symmetric:
             raw = fingerprint(world, memo=memo)
-            return Seen(raw, raw)
+            return Seen(raw, raw, relative=relative)
         whole = _Rendered(world, memo or Memo())
         canonical_text, renaming = canonical(world.symmetric, world.processes_of, whole)  # type: ignore[arg-type]
-        return Seen(_digest(canonical_text), _digest(whole.render(_same)), renaming)
+        return Seen(
+            _digest(canonical_text),
+            _digest(whole.render(_same)),
+            renaming=renaming,
+            relative=relative,
+        )
     pending = _pending(world)
     if pending is None:
         return None
@@ -162,8 +178,22 @@ class Visit:
     sleep: frozenset[str]  # step keys, renamed as the state was (``Seen.rename``)
     depth: int
     steps: int = 0  # the World's steps so far: a later visit with more has less room
+    now_ms: int = 0  # the virtual time: a later visit at a later time has less room (``past``)
     endings: set[tuple[Any, ...]] = field(default_factory=set)  # debug mode: of its subtree
     seen: Seen | None = None  # the state as keyed (debug mode: to tell symmetry's merges)
+    # How far past this state its runs went (``StateCache.overruns``): the furthest (steps,
+    # ms) a run through it reached, and per run cut further on, (steps, ms) to the cut and
+    # the visit that covered it.
+    reach: tuple[int, int] = (0, 0)
+    links: list[tuple[int, int, Visit]] = field(default_factory=list, repr=False, compare=False)
+
+    def went(self, steps: int, now_ms: int, covering: Visit | None = None) -> None:
+        """A run through this state reached ``steps`` and ``now_ms`` (cut there, if covered)."""
+        here = (steps - self.steps, now_ms - self.now_ms)
+        if covering is None:
+            self.reach = (max(self.reach[0], here[0]), max(self.reach[1], here[1]))
+        else:
+            self.links.append((*here, covering))
 
 
 @dataclass
@@ -179,6 +209,10 @@ class StateCache:
     automatic: bool = True
     off: str | None = None
     symmetric_hits: int = 0  # hits on a state seen only as an image (its plain fingerprint differs)
+    # Covers by a visit with more room before the bounds (``overruns``): allowed in a walk
+    # that runs every subtree to its end (``prove``), never in a unit handing its frontier on.
+    stretch: bool = False
+    stretched: list[tuple[Visit, int, int]] = field(default_factory=list)  # (visit, steps, ms)
 
     def look_up(
         self,
@@ -187,30 +221,89 @@ class StateCache:
         depth: int,
         seen: Seen | None = None,
         steps: int = 0,
+        now_ms: int = 0,
     ) -> tuple[Visit | None, Visit | None]:
         """(a covering earlier visit, None), or (None, this visit, now remembered).
 
-        An earlier visit covers this one when it had no more asleep, no more deviations
-        spent and no fewer steps taken (so no less room before the step bound).
+        An earlier visit covers this one when it had no more asleep and no more deviations
+        spent. Taken no fewer steps and reached no earlier, it had no more room before the
+        step and time bounds: whatever bound this visit's runs would hit, its runs hit.
+        With more room (``stretch``), the cover is remembered and ``overruns`` checks at
+        the end that no run past it went further than this visit's room.
         """
         for visit in self.visits.get(fingerprint, ()):
-            if visit.sleep <= sleep and visit.depth <= depth and visit.steps >= steps:
+            if visit.sleep <= sleep and visit.depth <= depth:
+                tighter = visit.steps >= steps and visit.now_ms >= now_ms
+                if not (tighter or self.stretch):
+                    continue
+                if not (tighter or self.check):  # the debug mode cuts nothing: no overrun
+                    self.stretched.append((visit, steps, now_ms))
                 self.hits += 1
                 if seen is not None and visit.seen is not None and visit.seen.raw != seen.raw:
                     self.symmetric_hits += 1
                 return visit, None
-        new = Visit(sleep, depth, steps, seen=seen)
+        new = Visit(sleep, depth, steps=steps, now_ms=now_ms, seen=seen)
         self.visits.setdefault(fingerprint, []).append(new)
         return None, new
 
+    def overruns(self, bounds: Any) -> dict[str, int]:
+        """Stretched covers (see ``look_up``) whose covering subtree went further than the
+        covered state's room before ``bounds`` (``max_steps``, ``max_time_ms``): a bound the
+        plain walk would hit there. Each counts as a run stopped at that bound. A covering
+        subtree that reaches its own state again (a cycle of covers) goes on without end.
+        """
+        found: dict[str, int] = {}
+        extents: dict[int, tuple[float, float]] = {}
+        for visit, steps, now_ms in self.stretched:
+            far_steps, far_ms = _extent(visit, extents)
+            if steps + far_steps > bounds.max_steps:
+                found["steps"] = found.get("steps", 0) + 1
+            elif now_ms + far_ms > bounds.max_time_ms:
+                found["virtual_time"] = found.get("virtual_time", 0) + 1
+        return found
 
-def ending(outcome: Any, op_index: int, seen: Seen | None = None) -> tuple[Any, ...]:
-    """A run's verdicts and the ops it logged from ``op_index`` on, up to their order.
+
+def _extent(start: Visit, extents: dict[int, tuple[float, float]]) -> tuple[float, float]:
+    """How far (steps, ms) any run from ``start``'s state went, through the runs cut in its
+    subtree and the subtrees that covered them; infinite on a cycle. Depth-first, no
+    recursion (chains of covers can be long); ``extents`` memoizes."""
+    endless = (float("inf"), float("inf"))
+    active: set[int] = set()
+    stack: list[tuple[Visit, int]] = [(start, 0)]
+    while stack:
+        visit, at = stack.pop()
+        key = id(visit)
+        if at == 0:
+            if key in extents:
+                continue
+            active.add(key)
+        if at < len(visit.links):
+            stack.append((visit, at + 1))
+            covering = visit.links[at][2]
+            if id(covering) in active:
+                extents[key] = endless
+            elif id(covering) not in extents:
+                stack.append((covering, 0))
+            continue
+        far = extents.get(key, (float(visit.reach[0]), float(visit.reach[1])))
+        for steps, ms, covering in visit.links:
+            beyond = extents.get(id(covering), endless)
+            far = (max(far[0], steps + beyond[0]), max(far[1], ms + beyond[1]))
+        extents[key] = far
+        active.discard(key)
+    return extents[id(start)]
+
+
+def ending(
+    outcome: Any, op_index: int, seen: Seen | None = None, since_ms: int = 0
+) -> tuple[Any, ...]:
+    """A run's verdicts and the ops it logged from ``op_index`` on, up to their order,
+    each at its time since ``since_ms`` (the state's: one state reached at two times).
 
     With ``seen``'s renaming (a symmetric model), the actors carry their canonical names.
     """
     tail = sorted(
-        (op.time_ms, op.actor, op.kind, repr(sorted(op.fields.items())))
+        (op.time_ms - since_ms, op.actor, op.kind, repr(sorted(op.fields.items())))
         for op in outcome.history.ops[op_index:]
         if op.kind != "run.end"  # it counts the run's steps, the past's too
     )

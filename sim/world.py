@@ -39,6 +39,7 @@ from raceproof.sim.choices import ChoiceSource, RandomSource, ReplayMisaligned
 from raceproof.sim.errors import KernelError, Signalled, did_you_mean
 from raceproof.sim.history import History, JSONValue
 from raceproof.sim.nodes import Node, hold_paused
+from raceproof.sim.past import Past
 from raceproof.sim.shared import Shared
 from raceproof.sim.symmetry import declared
 from raceproof.sim.visibility import OP_ORDER
@@ -97,6 +98,7 @@ class World(simpy.Environment):
         # name, which the state cache renames (``raceproof.sim.symmetry``).
         self.symmetric: tuple[tuple[str, ...], ...] = ()
         self.processes_of: dict[str, list[str]] = {}
+        self.past: Past | None = None  # what of the history the checkers read (``declare_past``)
         self._footprint: dict[str, bool] | None = None
         self._spawned: dict[str, int] = {}
         self.processes: list[Process] = []  # processes with an identity (``rp_id``), spawn order
@@ -340,6 +342,14 @@ class World(simpy.Environment):
         probes treat them alike but for their names (``--check-symmetry`` checks it).
         """
         self.symmetric = declared(actors)
+
+    def declare_past(self, past: Past) -> None:
+        """Declare what of the past the checkers judge (``raceproof.sim.past``): the state
+        fingerprint holds ``past.summary(history)`` in place of the ops, and no virtual
+        time if ``past.absolute_time`` is False. ``--check-state-cache`` checks it."""
+        if not isinstance(past, Past):
+            raise TypeError(f"World.declare_past: expected a Past, got {past!r}")
+        self.past = past
 
     def touch(self, resource: str, write: bool = True) -> None:
         """Record that the current step reads or writes ``resource`` (shared state)."""

@@ -1,6 +1,7 @@
 """The kernel self-test model: a counter read-modify-written by concurrent clients."""
 
 from raceproof.models.counter.model import (
+    PAST,
     VARIANTS,
     CounterConfig,
     build,
@@ -8,4 +9,4 @@ from raceproof.models.counter.model import (
     final_equals_acks,
 )
 
-__all__ = ["VARIANTS", "CounterConfig", "build", "clients", "final_equals_acks"]
+__all__ = ["PAST", "VARIANTS", "CounterConfig", "build", "clients", "final_equals_acks"]

@@ -26,6 +26,7 @@ from raceproof.sim import (
     unknown,
     violated,
 )
+from raceproof.sim.past import Past
 from raceproof.sim.world import ProcessGenerator
 
 VARIANTS = {
@@ -122,3 +123,17 @@ def final_equals_acks(history: History) -> CheckerResult:
             f"{acks - int(final.get('value'))} lost",
         )
     return ok("final-equals-acks")
+
+
+def acks_and_final(history: History) -> tuple[int, object]:
+    """What ``final-equals-acks`` reads of the past: the acknowledgements and the final value.
+
+    A fold over the ops (an ack adds one, a final replaces the value), and the checker's
+    status is a function of it: the state cache's abstraction of the history (``PAST``).
+    """
+    finals = history.of_kind("final")
+    return len(history.of_kind("ack")), finals[-1].get("value") if finals else None
+
+
+# The clients sleep for durations only and hold no time: states at different times merge.
+PAST = Past(acks_and_final, absolute_time=False)
