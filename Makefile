@@ -123,7 +123,7 @@ system-parts:
 # Three pytest workers on two cores: the Spark tests (two groups, two workers, a JVM each) wait on their JVM
 # and micro-batches, and with two workers the suite kept 1.2 of the 2 cores busy while they ran
 # (measured over 7 minutes of a run given the CPU before the machine's other work); a third worker fills the rest.
-PYTEST_WORKERS := 3
+PYTEST_WORKERS := 4
 
 test: system-parts lint browser docs zookeeper postgres
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
