@@ -189,11 +189,11 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
     finished: list[parts.PartResult] = []
 
     gate_plan = parts.GatePlan(plan, profile, out_dir)
-    total = [len(plan)]  # the parts to run: fewer once a search's finding drops its later parts
-    ran: dict[tuple[str, str, str], int] = {}  # parts run, per check
+    total = len(plan)  # the parts to run: fewer once a search's finding drops its later parts
     variants = VariantLines([parts.check_key(p) for p in plan])
 
     def done(outcome: parts.PartResult | parts.UnitDone) -> None:
+        nonlocal total
         if isinstance(outcome, parts.UnitDone):
             part, runs = outcome.task.part, outcome.result.report.runs
             result = gate_plan.take(outcome)
@@ -210,20 +210,20 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
         check = parts.check_key(part)
         dropped = len(gate_plan.ended(result))  # a search's parts after its finding
         parts_left[check] -= 1 + dropped
-        total[0] -= dropped
-        ran[check] = ran.get(check, 0) + 1
+        total -= dropped
+        mine = [r for r in finished if parts.check_key(r.part) == check]  # its parts run
         last = parts_left[check] == 0
-        count = f"{ran[check]} of {part.parts}" if ran[check] < part.parts else str(part.parts)
+        count = f"{len(mine)} of {part.parts}" if len(mine) < part.parts else str(part.parts)
         say(
-            f"[{len(finished)}/{total[0]}] {part.scenario} / {part.variant} {part.kind} "
+            f"[{len(finished)}/{total}] {part.scenario} / {part.variant} {part.kind} "
             + (f"done ({count} parts)" if last else f"(part {part.index + 1}/{part.parts})")
             + f": {said}"
         )
         # A CI log gets one line per scenario/variant: all its checks' results, once done.
-        if last:
-            mine = [r for r in finished if parts.check_key(r.part) == check]
-            if line := variants.check_done(part.scenario, part.variant, part.kind, checked(mine)):
-                say.log(line)
+        if last and (
+            line := variants.check_done(part.scenario, part.variant, part.kind, checked(mine))
+        ):
+            say.log(line)
 
     try:
         if args.jobs == 1:
