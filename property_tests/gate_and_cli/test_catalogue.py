@@ -11,21 +11,62 @@ unreachable is reached by none. The proof of a variant expected to hold runs
 with ``check_footprints`` (issue 33: every built-in proof configuration checks
 its footprints in the suite), so a model's own footprint slip anywhere in the
 whole walk fails here, not only in its first runs.
+
+Two scenarios of one model (the same build, proof configuration and bounds:
+``brooklin-double-stop`` and ``brooklin-redundant-stop``, another checker) walk
+the same schedules; where both expect a variant to hold, one walk judges it by
+both scenarios' checkers and probes (``JUDGED_TOGETHER``) instead of two.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from raceproof.scenarios.catalogue import Scenario, all_scenarios
+from raceproof.scenarios.catalogue import Scenario, all_scenarios, get
 from raceproof.sim import Budget, ProofReport, ReplaySource, RunOutcome, decode_blob
 from raceproof.sim.verdicts import Verdict
 
-CASES = [(s, v) for s in all_scenarios() for v in s.variants]
+# brooklin-redundant-stop is brooklin-double-stop's model under another checker: its fix-stop-dedupe
+# proof is the same 4,096 classes (60 CPU s with its footprints checked, as long as double-stop's).
+# Both hold there, so one walk with both scenarios' checkers and probes judges both: a violation
+# of either checker fails it, and each scenario's probes are counted on the same schedules.
+JUDGED_TOGETHER = {("brooklin-redundant-stop", "fix-stop-dedupe"): "brooklin-double-stop"}
 
 
-@pytest.mark.parametrize(("scenario", "variant"), CASES, ids=[f"{s.name}/{v}" for s, v in CASES])
+def together(scenario: Scenario, variant: str) -> Scenario:
+    """``scenario`` with the checkers and probes of the scenarios judged on its walk of ``variant``."""
+    others = [
+        get(n) for (n, v), host in JUDGED_TOGETHER.items() if (host, v) == (scenario.name, variant)
+    ]
+    for other in others:
+        same = ("build", "prove_config", "bounds", "prove_max_deviations", "prove_max_branch")
+        assert all(getattr(other, f) == getattr(scenario, f) for f in same), other.name
+        assert variant not in other.expect_violation | scenario.expect_violation
+        scenario = dataclasses.replace(
+            scenario,
+            name=f"{scenario.name}+{other.name}",
+            checkers=(*scenario.checkers, *other.checkers),
+            probes=(*scenario.probes, *other.probes),
+            unreachable_probes={
+                variant: {
+                    **scenario.unreachable_probes.get(variant, {}),
+                    **other.unreachable_probes.get(variant, {}),
+                }
+            },
+        )
+    return scenario
+
+
+CASES = [(s, v) for s in all_scenarios() for v in s.variants if (s.name, v) not in JUDGED_TOGETHER]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "variant"), CASES, ids=[f"{together(s, v).name}/{v}" for s, v in CASES]
+)
 def test_prove_agrees_with_the_catalogue(scenario: Scenario, variant: str) -> None:
+    scenario = together(scenario, variant)
     holds = variant not in scenario.expect_violation
     report = scenario.prove(variant, Budget(examples=1_000_000), check_footprints=holds)
     if not holds:
