@@ -279,6 +279,9 @@ class ProofWalk:
             outcome, cut, self.cache_cuts = None, seen, self.cache_cuts + 1
         except SleepBlocked:
             outcome, self.blocked = None, self.blocked + 1
+        if outcome is not None and source.covered is not None:
+            # Covered, and ended (or hit a bound) before its open instant closed: the cut.
+            outcome, cut, self.cache_cuts = None, source.covered, self.cache_cuts + 1
         self.runs += 1
         prefix = start.prefix
         recorded = tuple(source.values)

@@ -169,6 +169,9 @@ class SleepSetSource(ChoiceSource):
         self.visit_at: dict[int, tuple[Visit, int, str]] = {}
         self.compare_at: dict[int, Visit] = {}
         self.prefix = tuple(prefix)
+        # A state the cache covers, met with its instant open (``_cover``): the cut to make
+        # once the instant closes.
+        self.covered: StateSeen | None = None
         self.start_sleep = dict(sleep or {}) if reduce else {}
         self.reduce = reduce
         # Sleep sets are tracked from the last prefix draw on (the walk knows the rest).
@@ -220,6 +223,8 @@ class SleepSetSource(ChoiceSource):
             self._world = world
         if index < len(self.prefix):
             value = self._replayed(index, n)
+        elif self.covered is not None:
+            value = 0
         else:
             if self.cache is not None and world is not None and world.state_fingerprint:
                 self._look_up(world, world.state_fingerprint, index)
@@ -251,12 +256,34 @@ class SleepSetSource(ChoiceSource):
             fingerprint, sleep, self.depth, seen, world.steps, world.now_ms
         )
         if covering is not None and not self.cache.check:
-            raise StateSeen(fingerprint, covering=covering, steps=world.steps, now_ms=world.now_ms)
+            seen_here = StateSeen(
+                fingerprint, covering=covering, steps=world.steps, now_ms=world.now_ms
+            )
+            if self._world is None or not self._instant:
+                raise seen_here
+            self._cover(seen_here)
+            return
         if new is None:  # the debug mode: walk it anyway, compare when it is done
             new = Visit(sleep, self.depth, steps=world.steps, now_ms=world.now_ms, seen=seen)
             if covering is not None and covering.sleep == sleep:
                 self.compare_at[index] = covering
         self.visit_at[index] = (new, len(world.history), fingerprint)
+
+    def _cover(self, seen: StateSeen) -> None:
+        """The state is covered, but its instant is open: run on to the instant's end, then cut.
+
+        The rest of this run is covered by ``seen.covering``'s subtree, so nothing past
+        here is branched, put to sleep or looked up (``tracking`` off) and the run takes
+        option 0 at every draw. But the draws of the open instant before here can still be
+        closed as commuting (``_close_instant``): that claim is about the steps this run
+        takes from each such draw to the instant's end, in whatever order, so the run
+        takes them, and is cut (``seen``, with the counts at this state) right after the
+        instant closes. A run that ends first is cut all the same (``covered``: the walk
+        counts it as this cut, whatever it ended with).
+        """
+        self.covered = seen
+        self.tracking = False
+        self.sleep = {}
 
     def _state(self, world: World, model: Callable[[], str]) -> Seen | None:
         """The state as the cache keys it; None when it has no name (said once, then stateless)."""
@@ -353,6 +380,8 @@ class SleepSetSource(ChoiceSource):
             now = self._world.now_ms
             if now != self._instant_ms:
                 self._close_instant()
+                if self.covered is not None:
+                    raise self.covered
                 self._instant_ms = now
             logged = len(self.steps) - 1 if self.steps is not None else None
             by = getattr(self._world, "enabled_by", None)  # a test's clock has none
@@ -394,7 +423,8 @@ class SleepSetSource(ChoiceSource):
         where it was cancelled with the footprint its cancel wrote (``World._disables``):
         no draw at or before its cancel is marked. A run cut before
         its instant ended (a sleeping step, a bound, the end of the run) never
-        closes it, so nothing is marked on a partial view.
+        closes it, so nothing is marked on a partial view; a run the state cache
+        covers runs on to its instant's end first (``_cover``).
         """
         steps, self._instant = self._instant, []
         after = _causes(steps)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from property_tests.toy_model import SAMPLE, Toy, final_of, runner
+from raceproof.scenarios.library import COORDINATOR
 from raceproof.sim import Budget, ChoiceSource, RunOutcome, World, prove
 from raceproof.sim.reduction import SleepSetSource
 from raceproof.sim.state_cache import (
@@ -184,3 +185,25 @@ def test_a_fingerprint_sees_pending_events_relative_to_now_and_ignores_bare_ones
     assert kernel_fingerprint(with_bare, model) == kernel_fingerprint(at_3, model)
     assert kernel_fingerprint(with_bare, model) != kernel_fingerprint(_world_at(3, 6, 4), model)
     assert len(kernel_fingerprint(at_3, model) or "") == 32
+
+
+# -- a run the cache covers with its instant open ---------------------------------------------
+@pytest.mark.parametrize("variant", ["block-event-loop", "sync-assumption"])
+def test_a_run_covered_mid_instant_still_closes_its_instant(variant: str) -> None:
+    """A run covered with its instant open runs on to the instant's end, then is cut.
+
+    Cut at once, it never closed that instant, so the draws before the cut were branched
+    on orders that all commute, and those branches' runs were sleep-blocked: 25 of the
+    431 classes of the coordinator's proof (1,025 runs), 0 with the instant closed (1,000).
+    The walk is the same where it counts: the plain walk's verdict, complete when it holds,
+    and the planted violation of ``sync-assumption`` found through the cache.
+    """
+    plain = COORDINATOR.prove(variant, Budget(examples=100_000))
+    cached = COORDINATOR.prove(variant, Budget(examples=100_000), state_cache=True)
+    assert cached.verdict == plain.verdict
+    if variant == "block-event-loop":
+        assert plain.verdict == "ok" and cached.complete and plain.complete
+        assert cached.state_cache_cuts > 0 and cached.sleep_blocked == 0
+        assert cached.runs < plain.runs
+    else:
+        assert cached.verdict == "violated" and cached.found is not None
