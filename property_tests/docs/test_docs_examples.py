@@ -2,6 +2,10 @@
 
 One test per page: its python blocks run, its console sessions run through the installed
 ``raceproof`` in a fresh folder and print what the page shows, its ``sh`` listings parse.
+The README and the CI tutorial are the exception: ``test_newcomer.py`` runs every example of
+both as another user would (the same parsers and matcher, that user's ``make demo``
+virtualenv, the tutorial's CI jobs with their ``pip install`` lines run too), so they are
+not run a second time here.
 The README gets its own checks: at most 250 lines, and no code block the suite cannot run or
 parse. The parsers themselves are tested on small pages that must fail, so a page that
 passes means something.
@@ -19,6 +23,9 @@ from property_tests import doc_examples
 from property_tests.doc_examples import DOCS, ROOT
 
 PAGES = doc_examples.pages()
+# Run whole by test_newcomer.py (its README tour and tutorial tests); here they were 23 CPU s.
+AS_NEWCOMER = [ROOT / "README.md", ROOT / "docs" / "tutorial" / "your-race-in-ci.md"]
+RUN_HERE = [page for page in PAGES if page not in AS_NEWCOMER]
 
 
 def run_page(page: Path, folder: Path) -> int:
@@ -32,9 +39,16 @@ def run_page(page: Path, folder: Path) -> int:
     return count
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+@pytest.mark.parametrize("page", RUN_HERE, ids=[str(p.relative_to(ROOT)) for p in RUN_HERE])
 def test_every_example_of_the_page_runs(page: Path, tmp_path: Path) -> None:
     assert run_page(page, tmp_path) == len(list(doc_examples.parse(page)))
+
+
+def test_the_pages_left_to_the_newcomer_are_the_ones_it_runs() -> None:
+    from property_tests.docs import test_newcomer
+
+    assert set(AS_NEWCOMER) <= set(PAGES)
+    assert {ROOT / "README.md", ROOT / test_newcomer.TUTORIAL} == set(AS_NEWCOMER)
 
 
 def test_the_readme_is_a_front_door() -> None:
