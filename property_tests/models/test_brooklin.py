@@ -337,6 +337,8 @@ def test_search_finds_the_lost_resume_from_scratch(strategy: str) -> None:
     report = explore(run, strategy, seed=0, budget=Budget(examples=2_000))
     assert report.verdict == "violated"
     assert report.shrunk is not None and report.shrunk.violation is not None
+    for outcome in (report.found, report.shrunk):  # test_probes' claim, on these searches
+        assert outcome is not None and set(outcome.probes) & set(SCENARIO.probes_for("buggy"))
     assert deviations(report.shrunk.values) <= deviations(report_outcome("buggy").values)
     assert trail(report.shrunk.history, "A") == ["STOPPING", "STOPPED", "READY", "STOPPED"]
     assert not [op for op in report.shrunk.history.ops if op.kind.startswith("fault.")]

@@ -8,6 +8,7 @@ is judged by is reached by some schedules of its proof and missed by others).
 Here the search side: the violation each strategy of the gate finds for every
 buggy variant (as found and as shrunk) passed through one of the probes the
 variant is judged by. ``raceproof list`` shows each scenario's probes and the variants that declare one unreachable.
+Brooklin's buggy searches are asserted so in ``test_brooklin.py``, which makes the same three searches.
 """
 
 from __future__ import annotations
@@ -43,11 +44,15 @@ from raceproof.sim.verdicts import Verdict
 
 BUILTIN = [s for s in all_scenarios() if ORIGINS.get(s.name) == "builtin"]
 # A variant found by proof alone is pinned by test_catalogue's proof, not searched here.
+# brooklin-double-stop/buggy's three searches (the same: seed 0, 2,000 examples, 17 CPU s) are
+# test_brooklin's test_search_finds_the_lost_resume_from_scratch, which asserts the probe too.
+SEARCHED_IN_TEST_BROOKLIN = ("brooklin-double-stop", "buggy")
 BUGGY = [
     (s, v)
     for s in BUILTIN
     for v in s.variants
     if v in s.expect_violation and v not in s.found_by_proof
+    if (s.name, v) != SEARCHED_IN_TEST_BROOKLIN
 ]
 STRATEGIES = ("random", "pct", "hypothesis")
 
