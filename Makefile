@@ -98,14 +98,6 @@ lint: $(STAMP)
 docs: $(STAMP) browser
 	$(VENV)/bin/sphinx-build -E -W --keep-going -q -b html docs docs/_build/html
 
-# Python drops every `assert` under -O/PYTHONOPTIMIZE (some CI images set it): the CLI's contract,
-# the catalogue's verdicts and the gate must not change (issue 28). Test modules' own asserts are
-# still rewritten by pytest, hence its warning. `python -m pytest` rewrites more: a refusal's
-# message must still be one line there.
-OPTIMIZED_TESTS := property_tests/gate_and_cli/test_bad_input.py property_tests/gate_and_cli/test_cli.py \
-	property_tests/gate_and_cli/test_catalogue.py property_tests/gate_and_cli/test_gate.py property_tests/gate_and_cli/test_optimized.py \
-	property_tests/gate_and_cli/test_hostile_world.py
-
 # Before the long installs (the venv, then Chromium and the rest): the system parts that are
 # missing, and whether this user can install them (root, apt-get), said at once.
 system-parts:
@@ -127,23 +119,13 @@ PYTEST_WORKERS := 4
 
 test: system-parts lint browser docs zookeeper postgres
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
-	$(MAKE) test-optimized
 
-# Left out here: test_optimized.py's check under -O and without, two `raceproof check` commands
-# that set PYTHONOPTIMIZE themselves, so they run the same whatever the suite's own mode
-# (23.5 CPU s, already run once by `make test`).
-OPTIMIZED_TWICE := property_tests/gate_and_cli/test_optimized.py::test_check_gives_the_same_verdicts_and_counts_under_pythonoptimize
-# And the catalogue's two largest proofs (4,096 classes, judged by both Brooklin scenarios' checkers,
-# and 1,016: 86 of the catalogue's 128 CPU s here) run whole in the main pass only. Under -O the same model and kernel code still
-# run in Brooklin's buggy and fix-zk-lookup variants, whose violations the catalogue test requires.
-CATALOGUE := property_tests/gate_and_cli/test_catalogue.py::test_prove_agrees_with_the_catalogue
-OPTIMIZED_LARGEST := "$(CATALOGUE)[brooklin-double-stop+brooklin-redundant-stop/fix-stop-dedupe]" \
-	"$(CATALOGUE)[brooklin-double-stop/fix-conditional-write]"
+# Python drops every `assert` under -O/PYTHONOPTIMIZE (some CI images set it): the CLI's contract,
+# the catalogue's verdicts and the gate must not change (issue 28). Six modules run again under
+# PYTHONOPTIMIZE=1, as tests of the main pass (the last section of property_tests/gate_and_cli/test_optimized.py,
+# which lists them); this target runs those tests alone.
 test-optimized: $(STAMP)
-	PYTHONOPTIMIZE=1 $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup -q -p no:cacheprovider \
-		-W ignore::pytest.PytestConfigWarning --deselect $(OPTIMIZED_TWICE) \
-		$(addprefix --deselect ,$(OPTIMIZED_LARGEST)) $(OPTIMIZED_TESTS)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider property_tests/gate_and_cli/test_bad_input.py
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) -q -p no:cacheprovider property_tests/gate_and_cli/test_optimized.py -k suite_pass
 
 # The command-line fuzz suite (property_tests/gate_and_cli/test_fuzz_cli.py) and the world-fuzz
 # (property_tests/gate_and_cli/test_hostile_world.py: paths, numbers, nesting) with a larger budget than
