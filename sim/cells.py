@@ -46,6 +46,7 @@ values go back.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -66,10 +67,14 @@ _MISSING: Any = object()
 
 
 def record(world: World, resource: str, *, write: bool) -> None:
-    """The one place the kernel names a footprint: ``resource`` read (or written) by this step."""
-    world.touch(resource, write=write)
+    """The one place the kernel names a footprint: ``resource`` read (or written) by this step.
+
+    ``Cell`` and ``CellMap`` unroll it (one call per read of a run's hottest path), with
+    ``resource.endswith(ANY_KEY)`` decided once per resource.
+    """
+    world.touch(resource, write)
     if resource.endswith(ANY_KEY):  # a key with no name by value: ``dependent`` must look
-        world.touch(ANY_KEY, write=False)
+        world.touch(ANY_KEY, False)
 
 
 # -- keys by value ------------------------------------------------------------------------
@@ -214,20 +219,25 @@ class Journal:
 class Cell(Generic[T]):
     """One value, one resource: ``get`` reads it, ``set`` writes it."""
 
-    __slots__ = ("_journal", "_value", "_world", "resource")
+    __slots__ = ("_journal", "_unnamed", "_value", "_world", "resource")
 
     def __init__(
         self, world: World, resource: str, value: T, *, journal: Journal | None = None
     ) -> None:
         _refuse_mutable(value, resource)
         self._world, self.resource, self._value, self._journal = world, resource, value, journal
+        self._unnamed = resource.endswith(ANY_KEY)  # ``record``'s test, made once
 
     def get(self) -> T:
-        record(self._world, self.resource, write=False)
+        self._world.touch(self.resource, False)  # ``record``, unrolled
+        if self._unnamed:
+            self._world.touch(ANY_KEY, False)
         return self._value
 
     def set(self, value: T) -> None:
-        record(self._world, self.resource, write=True)
+        self._world.touch(self.resource, True)  # ``record``, unrolled
+        if self._unnamed:
+            self._world.touch(ANY_KEY, False)
         _refuse_mutable(value, self.resource)
         if self._journal is not None and self._journal.active:
             self._journal.note(self._restore, self._value)
@@ -247,7 +257,7 @@ class Cell(Generic[T]):
 class CellMap(Generic[K, V]):
     """A sparse map of cells, one resource per key (``resource[key]``); no iteration."""
 
-    __slots__ = ("_data", "_journal", "_names", "_world", "resource")
+    __slots__ = ("_data", "_journal", "_names", "_unnamed", "_world", "resource")
     __iter__ = None  # no iteration (``__getitem__`` would otherwise make one): no read of every key
 
     def __init__(
@@ -263,6 +273,8 @@ class CellMap(Generic[K, V]):
         # Each key's resource, computed once: equal keys share one name (``key_part``), so a
         # dict keyed by the key (by equality, as ``_data`` is) is a faithful memo of it.
         self._names: dict[Any, str] = {}
+        # Every key with no name by value shares this one name (``record``'s test is ``is``).
+        self._unnamed = f"{resource}{ANY_KEY}"
         for key, value in (initial or {}).items():
             _refuse_mutable(value, self.resource)
             self._data[key] = value
@@ -270,19 +282,28 @@ class CellMap(Generic[K, V]):
     def _name(self, key: Any) -> str:
         name = self._names.get(key)
         if name is None:
-            name = self._names[key] = f"{self.resource}{key_part(key)}"
+            part = key_part(key)
+            name = self._unnamed if part == ANY_KEY else f"{self.resource}{part}"
+            self._names[key] = name
         return name
 
+    def _read(self, key: Any) -> None:
+        """``record`` of a read of ``key``'s resource, unrolled (the hottest read of a run)."""
+        name = self._names.get(key) or self._name(key)
+        self._world.touch(name, False)
+        if name is self._unnamed:
+            self._world.touch(ANY_KEY, False)
+
     def get(self, key: K, default: V | None = None) -> V | None:
-        record(self._world, self._name(key), write=False)
+        self._read(key)
         return self._data.get(key, default)
 
     def __getitem__(self, key: K) -> V:
-        record(self._world, self._name(key), write=False)
+        self._read(key)
         return self._data[key]
 
     def __contains__(self, key: object) -> bool:
-        record(self._world, self._name(key), write=False)
+        self._read(key)
         return key in self._data
 
     def __setitem__(self, key: K, value: V) -> None:
@@ -299,9 +320,10 @@ class CellMap(Generic[K, V]):
         return default if old is _MISSING else old
 
     def _write(self, key: K, value: Any) -> None:
-        record(self._world, self._name(key), write=True)
+        name = self._name(key)
+        record(self._world, name, write=True)
         if value is not _MISSING:
-            _refuse_mutable(value, self._name(key))
+            _refuse_mutable(value, name)
         old = self._data.get(key, _MISSING)
         if self._journal is not None and self._journal.active:
             self._journal.note(lambda back: self._put(key, back), old)
@@ -382,15 +404,21 @@ class Primitive:
         object.__setattr__(self, "_Primitive__frozen", True)
 
 
+@functools.cache
+def _references() -> tuple[type, ...]:
+    """What a primitive may always hold: the classes ``_reference_ok`` accepts outright."""
+    from raceproof.sim.world import World  # a cycle at import time: world -> shared -> cells
+
+    return (*_CELLS, Primitive, World, *_SCALARS)
+
+
 # Kernel classes a primitive may hold a reference to though they are not (yet) on cells:
 # each one's own state is its owner's obligation. Only shrinks (issue 44).
 REFERENCES: tuple[str, ...] = ()
 
 
 def _reference_ok(value: Any) -> bool:
-    from raceproof.sim.world import World  # a cycle at import time: world -> shared -> cells
-
-    if isinstance(value, (*_CELLS, Primitive, World, *_SCALARS)):
+    if isinstance(value, _references()):
         return True
     if isinstance(value, tuple):
         return all(_reference_ok(item) for item in value)

@@ -141,14 +141,17 @@ class World(simpy.Environment):
     @property
     def now_ms(self) -> int:
         now = self._now
-        if not isinstance(now, int):  # inline: the hot path
+        if now.__class__ is not int and not isinstance(now, int):  # inline: the hot path
             raise KernelError(f"virtual time must stay integer ms, got {now!r}")
         return now
 
     def schedule(self, event: Event, priority: EventPriority = NORMAL, delay: Any = 0) -> None:
-        if not (isinstance(delay, int) and delay >= 0):  # inline: the hot path
+        if not (delay.__class__ is int or isinstance(delay, int)) or delay < 0:  # the hot path
             raise ValueError(f"World.schedule: delays are integer ms >= 0, got {delay!r}")
-        if isinstance(event, _UNHOOKS):
+        unhooks = _UNHOOKING.get(event.__class__)
+        if unhooks is None:  # first event of its class: decided once, ``isinstance`` after that
+            unhooks = _UNHOOKING[event.__class__] = isinstance(event, _UNHOOKS)
+        if unhooks:
             # Processing it takes callbacks off other events (``Interruption._interrupt``,
             # ``Condition._build_value``): after that, a due event may have nobody waiting.
             event.callbacks.append(self._waiters_changed)
@@ -165,10 +168,11 @@ class World(simpy.Environment):
         Every sleep of every actor makes one: the same object, the same checks
         (a negative delay is SimPy's ValueError), the same heap entry.
         """
-        if delay < 0:
-            raise ValueError(f"Negative delay {delay}")
-        if not isinstance(delay, int):
-            raise ValueError(f"World.timeout: delays are integer ms >= 0, got {delay!r}")
+        if delay.__class__ is not int or delay < 0:  # the usual delay passes one test
+            if delay < 0:
+                raise ValueError(f"Negative delay {delay}")
+            if not isinstance(delay, int):
+                raise ValueError(f"World.timeout: delays are integer ms >= 0, got {delay!r}")
         timeout = _new_timeout(Timeout)
         timeout.env, timeout.callbacks, timeout._value = self, [], value
         timeout._delay, timeout._ok = delay, True
@@ -353,13 +357,21 @@ class World(simpy.Environment):
 
     def touch(self, resource: str, write: bool = True) -> None:
         """Record that the current step reads or writes ``resource`` (shared state)."""
-        if not (isinstance(resource, str) and resource and isinstance(write, bool)):
+        # ``isinstance(resource, str)`` and ``isinstance(write, bool)``, the usual case first.
+        if not (
+            (resource.__class__ is str or isinstance(resource, str))
+            and resource
+            and (write is True or write is False)
+        ):
             raise TypeError(
                 f"World.touch: a footprint entry is a resource name and a bool, got {resource!r}, {write!r}"
             )
         footprint = self._footprint
         if footprint is not None:
-            footprint[resource] = write or footprint.get(resource, False)
+            if write:
+                footprint[resource] = True
+            elif resource not in footprint:  # a read after a write stays a write
+                footprint[resource] = False
 
     def alive(self, process: Process) -> bool:
         """``process.is_alive``, recorded as a read of that process's end (see ``_observed_step``)."""
@@ -422,7 +434,7 @@ class World(simpy.Environment):
         ``enabled_by`` when it is processed): the footprint check never delays a
         step past one it triggered (``delayable_steps``).
         """
-        process = self.active_process
+        process = self._active_proc  # SimPy's ``active_process``, without the property
         if process is None:
             step = self._stepping
         elif (owner := getattr(process, "rp_id", None)) is not None:
@@ -595,23 +607,30 @@ class World(simpy.Environment):
         self, entry: tuple[Any, EventPriority, int, Event], observer: StepObserver
     ) -> None:
         """Process ``entry`` recording its footprint for the proof's reduction."""
-        key = _step_key(entry[3])
-        callbacks = list(entry[3].callbacks or ())
+        event = entry[3]
+        owner = _owner(event)  # once: the step's key and its processes (``_step_key``)
+        if owner is not None:
+            key: str | None = f"{owner.rp_id}@{owner.rp_steps}"  # type: ignore[attr-defined]
+            owners: Sequence[Process] = (owner,)
+        else:
+            callbacks = event.callbacks
+            key = getattr(event, "rp_key", None) if callbacks else None
+            owners = _owners(callbacks) if callbacks else ()
         observer.before_step(key)
         self._stepping = key
         self._named.clear()  # names are per step: an earlier step's counts are never used again
-        self.enabled_by = getattr(entry[3], "rp_by", None)
+        self.enabled_by = getattr(event, "rp_by", None)
         if self.disabled:
             self.disabled.clear()  # the observer copied the last step's (``after_step``)
         self._footprint = footprint = {}
-        if key is not None and _owner(entry[3]) is None:
+        if key is not None and owner is None:
             # A step no one process owns (a timer's firing) can be cancelled: see ``_disables``.
             footprint[DISABLED + key] = True
         try:
             self._process(entry)
         finally:
             self._footprint = None
-        for process in _owners(callbacks):
+        for process in owners:
             process.rp_steps += 1  # type: ignore[attr-defined]
             if not process.is_alive:  # its end: read by whoever joins it or asks ``alive``
                 footprint[f"proc:{process.rp_id}"] = True  # type: ignore[attr-defined]
@@ -722,6 +741,7 @@ def _one_shot(function: Callable[[], Any]) -> ProcessGenerator:
 _new_timeout = Timeout.__new__
 # Events whose processing takes callbacks off other events (see ``World.schedule``).
 _UNHOOKS = (Interruption, Condition)
+_UNHOOKING: dict[type, bool] = {}  # per event class: is it one of ``_UNHOOKS``
 
 
 def _owners(callbacks: list[Any]) -> list[Process]:

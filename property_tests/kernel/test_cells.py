@@ -50,6 +50,31 @@ def test_a_cell_map_records_each_key_as_its_own_resource() -> None:
         iter(table)  # type: ignore[call-overload]  # no iteration: no hidden read of every key
 
 
+def test_a_key_with_no_name_also_records_the_any_key_entry_and_a_named_key_does_not() -> None:
+    """Cells unroll ``record``: each access of a key with no name by value (a NaN, an
+    object) still reads ``[?]`` beside its resource, and no other access does."""
+    world = TouchLog()
+    table: CellMap[object, int] = CellMap(world, "g:t")
+    opaque, nan = object(), float("nan")
+    table[opaque] = 1
+    assert table[opaque] == 1 and table.get(nan) is None and nan not in table and 1.0 not in table
+    assert Cell(world, "g:odd[?]", 0).get() == 0 and Cell(world, "g:even", 0).get() == 0
+    assert world.touched == [
+        ("g:t[?]", True),
+        ("[?]", False),
+        ("g:t[?]", False),
+        ("[?]", False),
+        ("g:t[?]", False),
+        ("[?]", False),
+        ("g:t[?]", False),
+        ("[?]", False),
+        ("g:t[1]", False),
+        ("g:odd[?]", False),
+        ("[?]", False),
+        ("g:even", False),
+    ]
+
+
 @given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 3) | st.none()), max_size=8))
 def test_a_rollback_puts_every_value_back_and_keeps_the_writes_recorded(
     writes: list[tuple[str, int | None]],
