@@ -47,10 +47,11 @@ def copy_json(value: JSONValue) -> JSONValue:
     kind = type(value)
     if kind in _IMMUTABLE:
         return value
-    if kind is dict:
-        return {key: copy_json(item) for key, item in value.items()}
+    if kind is dict:  # a scalar item is shared without a call: most items are scalars
+        immutable = _IMMUTABLE
+        return {k: v if type(v) in immutable else copy_json(v) for k, v in value.items()}
     if kind is list:
-        return [copy_json(item) for item in value]
+        return [item if type(item) in _IMMUTABLE else copy_json(item) for item in value]
     return copy.deepcopy(value)
 
 

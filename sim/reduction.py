@@ -456,13 +456,16 @@ def _causes(steps: Sequence[InstantStep]) -> list[set[int]]:
     ``footprint_claims.instant_pulls`` orders by. A step without a key, and a cancelled
     step's entry, has none (no order is excused for it).
     """
+    if len(steps) < 2:  # most instants hold one step: nothing before it
+        return [set() for _ in steps]
     causes: list[set[int]] = []
-    for k, (key, _, _, _, _, by) in enumerate(steps):
+    processes = [_process(step[0]) for step in steps]  # each key's process, split once
+    for k, process in enumerate(processes):
         found: set[int] = set()
-        process = _process(key)
+        by = steps[k][5]
         for i in range(k - 1, -1, -1) if process is not None else ():
             earlier = steps[i][0]
-            related = earlier is not None and (_process(earlier) == process or earlier == by)
+            related = earlier is not None and (processes[i] == process or earlier == by)
             if related and i not in found:
                 found.add(i)
                 found |= causes[i]

@@ -89,7 +89,7 @@ from raceproof.sim.cells import Cell, Primitive, Scratch
 from raceproof.sim.errors import contract
 from raceproof.sim.history import JSONValue
 from raceproof.sim.nodes import Node
-from raceproof.sim.remote import RemoteCall, hold_send, round_trip_halves
+from raceproof.sim.remote import RemoteCall, hold_send, round_trip_halves, send_held
 from raceproof.sim.store import (
     ConnectionLoss,
     Delivery,
@@ -555,7 +555,8 @@ class ZkClient(Primitive):
     def _call(
         self, operation: Callable[[], T], out_ms: int, back_ms: int
     ) -> Generator[Event, Any, T]:
-        yield from hold_send(self.world)  # a request its paused node has not sent waits
+        if send_held(self.world):  # a request its paused node has not sent waits
+            yield from hold_send(self.world)
         drops = self._connection.get()
         while self.state == "disconnected" and not self._dead.get():
             waiter = self.world.event()

@@ -29,7 +29,6 @@ lists are ``ValueError`` errors naming the call.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -100,6 +99,15 @@ class Node:
     # PrepRequestProcessor (3.8.0) appends it to a sequential name and adds one on every create;
     # a delete leaves it, so numbers are never reused under a parent that lives on.
     cversion: int = 0
+
+    # ``dataclasses.replace``, spelled out (it walks the fields on every call; a write makes one).
+    def with_child(self) -> Node:
+        """This node with one more child created under it."""
+        return Node(self.data, self.version, self.ephemeral_session, cversion=self.cversion + 1)
+
+    def written(self, data: JSONValue) -> Node:
+        """This node with ``data`` as its next version."""
+        return Node(data, self.version + 1, self.ephemeral_session, cversion=self.cversion)
 
 
 @dataclass(frozen=True)
@@ -360,7 +368,7 @@ class VersionedStore(Primitive):
         node = Node(copy_json(data), 0, ephemeral_session)
         self.nodes[path] = node
         self.child_lists[path] = ()
-        self.nodes[parent] = dataclasses.replace(above, cversion=above.cversion + 1)
+        self.nodes[parent] = above.with_child()
         self.child_lists[parent] = tuple(sorted((*self.child_lists[parent], _name(path))))
         if ephemeral_session is not None:
             owned = self.ephemerals.get(ephemeral_session) or ()
@@ -380,7 +388,7 @@ class VersionedStore(Primitive):
     def set(self, path: str, data: JSONValue, version: int = -1) -> int:
         """Overwrite the node; with ``version`` >= 0 only if that is its version. New version."""
         node = self._at_version(path, version)
-        node = dataclasses.replace(node, data=copy_json(data), version=node.version + 1)
+        node = node.written(copy_json(data))
         self.nodes[path] = node
         self._notify(path, node, "changed")
         return node.version

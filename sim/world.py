@@ -108,6 +108,7 @@ class World(simpy.Environment):
         self._names_events = observes
         self._stepping: str | None = "start"  # the key of the step being processed
         self._named: dict[str, int] = {}  # per naming step: events it triggered so far
+        self._keyed: Process | None = None  # the process whose step ``_stepping`` names, if one
         self.enabled_by: str | None = None  # the key of the step that triggered this step's event
         self.disabled: list[str] = []  # the keys of this instant's steps this step cancelled
         self._shared: Shared | None = None
@@ -435,7 +436,7 @@ class World(simpy.Environment):
         step past one it triggered (``delayable_steps``).
         """
         process = self._active_proc  # SimPy's ``active_process``, without the property
-        if process is None:
+        if process is None or process is self._keyed:  # (the process whose step this is)
             step = self._stepping
         elif (owner := getattr(process, "rp_id", None)) is not None:
             step = f"{owner}@{process.rp_steps}"  # type: ignore[attr-defined]
@@ -626,10 +627,11 @@ class World(simpy.Environment):
         if key is not None and owner is None:
             # A step no one process owns (a timer's firing) can be cancelled: see ``_disables``.
             footprint[DISABLED + key] = True
+        self._keyed = owner  # its key is ``key`` until its step count moves, after ``_process``
         try:
             self._process(entry)
         finally:
-            self._footprint = None
+            self._footprint = self._keyed = None
         for process in owners:
             process.rp_steps += 1  # type: ignore[attr-defined]
             if not process.is_alive:  # its end: read by whoever joins it or asks ``alive``
