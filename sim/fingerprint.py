@@ -404,10 +404,11 @@ def _generator(encoder: _Encoder, value: types.GeneratorType[Any, Any, Any]) -> 
         encoder.out.append("done")
         return
     values = _frame_values(value)
-    bound = sorted(frame.f_locals)  # which slots are bound: the referents skip empty ones
+    local = frame.f_locals  # once: each read of ``f_locals`` copies the frame's slots again
+    bound = sorted(local)  # which slots are bound: the referents skip empty ones
     live = live_locals(value.gi_code, frame.f_lasti)
     if live is not None:  # no cells: the first referents are the bound locals, in slot order
-        slots = [name for name in value.gi_code.co_varnames if name in frame.f_locals]
+        slots = [name for name in value.gi_code.co_varnames if name in local]
         kept = [v for name, v in zip(slots, values, strict=False) if name in live]
         values, bound = kept + values[len(slots) :], [name for name in bound if name in live]
     encoder.out.append(f"at:{frame.f_lasti}:{bound}")
@@ -425,7 +426,9 @@ def _instance(encoder: _Encoder, value: Any) -> None:
             continue
     attributes.update(getattr(value, "__dict__", {}))
     encoder.out.append(f"obj:{kind.__module__}.{kind.__qualname__}")
-    skipped = SKIPPED_OF.get(kind, SKIPPED_ATTRIBUTES) | SKIPPED_ATTRIBUTES
+    skipped = _SKIPPED.get(kind)
+    if skipped is None:
+        skipped = _SKIPPED[kind] = SKIPPED_OF.get(kind, SKIPPED_ATTRIBUTES) | SKIPPED_ATTRIBUTES
     for name in sorted(attributes):
         if name in skipped:
             continue
@@ -601,6 +604,7 @@ def _all_slots(kind: type) -> tuple[str, ...]:
 
 
 _SLOTS: dict[type, tuple[str, ...]] = {}
+_SKIPPED: dict[type, frozenset[str]] = {}  # per class: the attributes ``_instance`` leaves out
 
 
 def _pure_python(kind: type) -> bool:
