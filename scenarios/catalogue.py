@@ -314,6 +314,61 @@ class Scenario:
         }
 
 
+# What makes a run: two scenarios equal on all of these run the same model the same way.
+_RUN_FIELDS = (
+    "build",
+    "config",
+    "bounds",
+    "declares_footprints",
+    "symmetric",
+    "past",
+    "violation_exceptions",
+)
+
+
+def same_runs(a: Scenario, b: Scenario, variant: str) -> bool:
+    """Whether a search of ``variant`` makes exactly the same runs in ``a`` and in ``b``.
+
+    True when both run one model the same way (the same build, search configuration,
+    bounds and declarations: ``_RUN_FIELDS``) and only their checkers and probes differ,
+    as ``brooklin-redundant-stop`` is ``brooklin-double-stop``'s model under another
+    checker. A run also reads the scenario's declared probes (``World.reach`` refuses a
+    name a typo away from one), so each's probes must be no near miss of the other's.
+    """
+    if type(a) is not type(b) or a.name == b.name:
+        return False
+    if variant not in a.variants or variant not in b.variants:
+        return False
+    if any(getattr(a, name) != getattr(b, name) for name in _RUN_FIELDS):
+        return False
+    near = [p for p in a.probes if p not in b.probes and did_you_mean(p, b.probes, cutoff=0.85)]
+    near += [p for p in b.probes if p not in a.probes and did_you_mean(p, a.probes, cutoff=0.85)]
+    return not near
+
+
+def judged_together(host: Scenario, others: Sequence[Scenario]) -> Scenario:
+    """``host`` with the checkers and probes of ``others`` too: one run judged by all of them.
+
+    Only for scenarios that make the same runs (``same_runs``). A run of it violates when
+    any scenario's checker fails; with no checker failing and none undecided, each
+    scenario's judgement of the runs is this one's.
+    """
+    every = [host, *others]
+    probes = list(host.probes)
+    probes += [p for other in others for p in other.probes if p not in probes]
+    exempt = {
+        v: {p: why for s in every for p, why in s.unreachable_probes.get(v, {}).items()}
+        for v in host.variants
+    }
+    return dataclasses.replace(
+        host,
+        name="+".join(s.name for s in every),
+        checkers=tuple(c for s in every for c in s.checkers),
+        probes=tuple(probes),
+        unreachable_probes={v: e for v, e in exempt.items() if e},
+    )
+
+
 def config_to_json(config: Any) -> dict[str, Any]:
     return {
         k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()

@@ -20,11 +20,15 @@ both scenarios' checkers and probes (``JUDGED_TOGETHER``) instead of two.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from raceproof.scenarios.catalogue import Scenario, all_scenarios, get
+from raceproof.scenarios.catalogue import (
+    Scenario,
+    all_scenarios,
+    get,
+    judged_together,
+    same_runs,
+)
 from raceproof.sim import Budget, ProofReport, ReplaySource, RunOutcome, decode_blob
 from raceproof.sim.verdicts import Verdict
 
@@ -40,22 +44,14 @@ def together(scenario: Scenario, variant: str) -> Scenario:
     others = [
         get(n) for (n, v), host in JUDGED_TOGETHER.items() if (host, v) == (scenario.name, variant)
     ]
+    if not others:
+        return scenario
     for other in others:
-        same = ("build", "prove_config", "bounds", "prove_max_deviations", "prove_max_branch")
+        same = ("prove_config", "prove_max_deviations", "prove_max_branch")  # and same_runs'
+        assert same_runs(scenario, other, variant), other.name
         assert all(getattr(other, f) == getattr(scenario, f) for f in same), other.name
         assert variant not in other.expect_violation | scenario.expect_violation
-        scenario = dataclasses.replace(
-            scenario,
-            name=f"{scenario.name}+{other.name}",
-            checkers=(*scenario.checkers, *other.checkers),
-            probes=(*scenario.probes, *other.probes),
-            unreachable_probes={
-                variant: {
-                    **scenario.unreachable_probes.get(variant, {}),
-                    **other.unreachable_probes.get(variant, {}),
-                }
-            },
-        )
+    scenario = judged_together(scenario, others)
     return scenario
 
 

@@ -10,10 +10,13 @@ check), Hypothesis on two scenarios with the real part size, and ``check
 --json`` on one scenario on ``-j 1`` and ``-j 2``. A search's parts after
 its finding are dropped (``GatePlan.ended``): the check is the one every
 part gives, whichever later parts ran and in whatever order they ended.
+Two scenarios that make the same runs (one model, other checkers) make them
+once; each check is still the one its scenario gives alone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -26,7 +29,7 @@ from hypothesis import strategies as st
 
 from raceproof.gate import expectations as gate
 from raceproof.gate import parts
-from raceproof.scenarios.catalogue import all_scenarios, get
+from raceproof.scenarios.catalogue import all_scenarios, get, same_runs
 from raceproof.sim import Budget, explore
 from raceproof.sim.explore import SearchReport
 
@@ -215,8 +218,8 @@ def _run_plan(plan: list[parts.Part], *, drop: bool) -> list[parts.PartResult]:
     done: list[parts.PartResult] = []
     while (task := gate_plan.next()) is not None:
         outcome = parts.run_task(task, CI, None)
-        result = gate_plan.take(outcome) if isinstance(outcome, parts.UnitDone) else outcome
-        if result is not None:
+        finished = gate_plan.take(outcome) if isinstance(outcome, parts.UnitDone) else outcome
+        for result in [finished, *finished.twins] if finished is not None else []:
             done.append(result)
             if drop:
                 gate_plan.ended(result)
@@ -271,3 +274,65 @@ def test_the_merge_reads_the_parts_up_to_the_finding_whatever_else_ran(
     lost = (missing.part.scenario, missing.part.variant, missing.part.kind)
     assert all((row["scenario"], row["variant"], row["kind"]) != lost for row in partial)
     assert len(partial) == len(_checks(every_part)) - 1
+
+
+# -- scenarios that make the same runs --------------------------------------------------------
+def test_same_runs_pairs_one_model_judged_by_other_checkers() -> None:
+    double, redundant = get("brooklin-double-stop"), get("brooklin-redundant-stop")
+    assert all(same_runs(double, redundant, v) for v in double.variants)
+    assert not same_runs(double, double, "buggy")
+    assert not same_runs(get("lost-update"), get("samza-drain"), "buggy")
+    longer = dataclasses.replace(redundant.bounds, max_steps=redundant.bounds.max_steps + 1)
+    assert not same_runs(double, dataclasses.replace(redundant, bounds=longer), "buggy")
+    # A run refuses a probe a typo away from a declared one: no twins across such a pair.
+    typo = dataclasses.replace(redundant, probes=(double.probes[0] + "s",))
+    assert not same_runs(double, typo, "buggy")
+
+
+TWINS = ["brooklin-double-stop", "brooklin-redundant-stop"]
+# Both hold on fix-stop-dedupe (the runs shared); on fix-conditional-write only double-stop
+# does (each searched alone from redundant-stop's first violation on).
+TWIN_VARIANTS = ("fix-stop-dedupe", "fix-conditional-write")
+
+
+def _searches(names: list[str]) -> list[parts.Part]:
+    plan = parts.parts_for([get(n) for n in names], CI, examples=40)
+    return [p for p in plan if p.kind != "prove" and p.variant in TWIN_VARIANTS]
+
+
+def _by_check(done: list[parts.PartResult]) -> list[dict]:  # type: ignore[type-arg]
+    return sorted(_checks(done), key=lambda row: (row["scenario"], row["variant"], row["kind"]))
+
+
+def test_twins_make_their_runs_once_and_each_check_is_the_one_it_gives_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """brooklin-redundant-stop rides on brooklin-double-stop's parts: where neither checker
+    fails (fix-stop-dedupe) the runs are made once; where one fails (fix-conditional-write,
+    redundant-stop's finding its own) each is searched alone. Either way, every check is the
+    one each scenario's own gate gives."""
+    searched: list[int] = []  # the runs each search made (a shared one stops at its first not ok)
+    explore_once = parts.explore
+
+    def counted(run, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def run_counted(source):  # type: ignore[no-untyped-def]
+            searched.append(1)
+            return run(source)
+
+        return explore_once(run_counted, *args, **kwargs)
+
+    monkeypatch.setattr(parts, "explore", counted)
+    plan = _searches(TWINS)
+    hosts = parts.GatePlan(plan, CI, None).parts
+    riders = [t for p in hosts for t in p.twins]
+    assert {t.scenario for t in riders} == {TWINS[1]} and len(hosts) + len(riders) == len(plan)
+    together = _run_plan(plan, drop=True)
+    shared = len(searched)
+    alone = [r for name in TWINS for r in _run_plan(_searches([name]), drop=True)]
+    assert _by_check(together) == _by_check(alone)
+    assert shared < len(searched) - shared  # fix-stop-dedupe's three searches made once
+    verdicts = {(r["scenario"], r["variant"]): r["verdict"] for r in _checks(together)}
+    holds = {"ok", "not-reached"}  # 40 examples may reach no probe: judged per scenario
+    assert {verdicts[name, "fix-stop-dedupe"] for name in TWINS} <= holds
+    assert verdicts[TWINS[1], "fix-conditional-write"] == "violated"
+    assert verdicts[TWINS[0], "fix-conditional-write"] in holds

@@ -45,22 +45,25 @@ own finding is written.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import multiprocessing
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from raceproof.gate import expectations as gate
-from raceproof.scenarios.catalogue import Scenario, get
+from raceproof.scenarios.catalogue import Scenario, get, judged_together, same_runs
 from raceproof.sim import Budget, explore
+from raceproof.sim.choices import ChoiceSource
 from raceproof.sim.exhaustive import WalkOptions
 from raceproof.sim.explore import HYPOTHESIS_CHUNK, SearchReport, Undecided, _no_violation
-from raceproof.sim.outcome import Runner
+from raceproof.sim.outcome import Runner, RunOutcome
 from raceproof.sim.proof_units import Dispatch, Plan, UnitId, UnitResult, plan_report, walk_unit
-from raceproof.sim.verdicts import FINDINGS
+from raceproof.sim.verdicts import FINDINGS, Verdict
 
 # Examples of one part of a search: a multiple of HYPOTHESIS_CHUNK, so that a part is
 # whole seeded Hypothesis runs.
@@ -80,6 +83,9 @@ class Part:
     index: int = 0
     parts: int = 1
     check: int = 0  # the check's place in the plan: the order of the merged checks
+    # The same part of other scenarios' searches that make exactly its runs (``_paired``):
+    # run once, with it, and judged by each one's checkers.
+    twins: tuple[Part, ...] = ()
 
 
 @dataclass
@@ -91,6 +97,7 @@ class PartResult:
     check: gate.CheckResult | None = None  # a proof: the whole check
     # A proof walked in units: each unit's place and CPU seconds (the plan figure's).
     units: list[tuple[UnitId, float]] = field(default_factory=list)
+    twins: list[PartResult] = field(default_factory=list)  # its twins' results (``Part.twins``)
 
 
 @dataclass(frozen=True)
@@ -183,7 +190,9 @@ class GatePlan:
 
     def __init__(self, plan: list[Part], profile: gate.Profile, out_dir: Path | None) -> None:
         self.profile, self.out_dir = profile, out_dir
-        self.parts: deque[Part] = deque(p for p in plan if not splits(p, profile))
+        self.parts: deque[Part] = deque(
+            _paired([p for p in plan if not splits(p, profile)], profile)
+        )
         self.proofs = [
             _Proof(p, Plan(Budget(profile.prove_max_schedules))) for p in plan if splits(p, profile)
         ]
@@ -195,11 +204,20 @@ class GatePlan:
         a later part already running is run and left out of the merge, as before."""
         if result.search is None or not ends_search(result.search):
             return []
-        key = check_key(result.part)
-        dropped = [p for p in self.parts if check_key(p) == key and p.index > result.part.index]
-        if dropped:
-            self.parts = deque(p for p in self.parts if p not in dropped)
-        return dropped
+        key, index = check_key(result.part), result.part.index
+        dropped = [p for p in self.parts if check_key(p) == key and p.index > index]
+        # Its later parts that ride on another search's parts (``Part.twins``) are dropped
+        # from them; the twins riding on its dropped parts run alone, where those were.
+        riding = [t for p in self.parts for t in p.twins if check_key(t) == key and t.index > index]
+        if dropped or riding:
+            kept: list[Part] = []
+            for p in self.parts:
+                if p in dropped:
+                    kept += p.twins
+                else:
+                    kept.append(replace(p, twins=tuple(t for t in p.twins if t not in riding)))
+            self.parts = deque(kept)
+        return dropped + riding
 
     def next(self) -> Task | None:
         """The next task to start, or None when none may start until one ends."""
@@ -280,18 +298,95 @@ def parts_for(
 
 
 def run_part(part: Part, profile: gate.Profile, out_dir: Path | None) -> PartResult:
-    """Run one part (in a worker of ``check -j``, or here)."""
+    """Run one part (in a worker of ``check -j``, or here), and its twins with it."""
     started, cpu = time.monotonic(), time.process_time()
     if part.kind == "prove":
         check = gate.run_prove(part.scenario, part.variant, profile, out_dir=out_dir)
         return PartResult(part, time.monotonic() - started, time.process_time() - cpu, check=check)
-    scenario = get(part.scenario)
+    if part.twins:
+        return _run_shared(part, profile)
+    report = _search(get(part.scenario), part, profile)
+    return PartResult(part, time.monotonic() - started, time.process_time() - cpu, search=report)
+
+
+def _search(
+    scenario: Scenario,
+    part: Part,
+    profile: gate.Profile,
+    judged: Callable[[Runner], Runner] = lambda run: run,
+) -> SearchReport:
     budget = Budget(part.examples)
     if profile.wall_budget:
         budget = Budget(part.examples, scenario.default_budget_s, time.monotonic)
-    run = scenario.runner(part.variant, scenario.config)
-    report = explore(run, part.kind, part.seed, budget, start=part.start)
-    return PartResult(part, time.monotonic() - started, time.process_time() - cpu, search=report)
+    run = judged(scenario.runner(part.variant, scenario.config))
+    return explore(run, part.kind, part.seed, budget, start=part.start)
+
+
+class _NotShared(BaseException):
+    """A shared run that a checker failed or could not judge (``_all_ok``). A BaseException,
+    so that no search takes it for the model's failure (Hypothesis would shrink it)."""
+
+
+def _all_ok(run: Runner) -> Runner:
+    """``run``, stopping the search at a run that is not ``ok``: from there each scenario is
+    searched alone, its finding shrunk once, by its own search (``_run_shared``)."""
+
+    def all_ok(source: ChoiceSource) -> RunOutcome:
+        outcome = run(source)
+        if outcome.status != Verdict.OK:
+            raise _NotShared
+        return outcome
+
+    return all_ok
+
+
+def _run_shared(part: Part, profile: gate.Profile) -> PartResult:
+    """A part and its twins: their runs made once and judged by every scenario's checkers.
+
+    While no checker fails and none is undecided, each scenario's search of those runs
+    is that one search (its examples, probes and counts); at the first run that is not
+    ``ok`` each is searched alone, so a finding or an undecided run is its own scenario's,
+    as without twins. The time is shared out evenly.
+    """
+    started, cpu = time.monotonic(), time.process_time()
+    every = [replace(part, twins=()), *part.twins]
+    scenarios = [get(p.scenario) for p in every]
+    try:
+        report = _search(judged_together(scenarios[0], scenarios[1:]), part, profile, _all_ok)
+        reports = [copy.deepcopy(report) for _ in every]
+    except _NotShared:
+        reports = [_search(s, p, profile) for s, p in zip(scenarios, every, strict=True)]
+    seconds = (time.monotonic() - started) / len(every)
+    cpu_seconds = (time.process_time() - cpu) / len(every)
+    results = [
+        PartResult(p, seconds, cpu_seconds, search=r) for p, r in zip(every, reports, strict=True)
+    ]
+    return replace(results[0], part=part, twins=results[1:])
+
+
+def _paired(plan: list[Part], profile: gate.Profile) -> list[Part]:
+    """The search parts with each part of a scenario that makes another's runs (``same_runs``)
+    carried by that one's same part (``Part.twins``) rather than run again. Not under a
+    wall budget, where the parts' examples depend on their speed."""
+    if profile.wall_budget:
+        return plan
+    hosts: dict[tuple[Any, ...], list[Part]] = {}
+    riders: dict[Part, list[Part]] = {}
+    for p in plan:
+        if p.kind == "prove":
+            continue
+        same = (p.variant, p.kind, p.seed, p.start, p.examples, p.index, p.parts)
+        candidates = hosts.setdefault(same, [])
+        host = next(
+            (h for h in candidates if same_runs(get(h.scenario), get(p.scenario), p.variant)),
+            None,
+        )
+        if host is None:
+            candidates.append(p)
+        else:
+            riders.setdefault(host, []).append(p)
+    carried = {t for twins in riders.values() for t in twins}
+    return [replace(p, twins=tuple(riders.get(p, ()))) for p in plan if p not in carried]
 
 
 def check_key(part: Part) -> tuple[str, str, str]:

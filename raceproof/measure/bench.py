@@ -619,17 +619,16 @@ def check_plan(progress: Progress = None, into: dict[str, Any] | None = None) ->
         while (task := gate_plan.next()) is not None:  # as check -j 1 runs them
             outcome = parts.run_task(task, profile, None)
             finished = gate_plan.take(outcome) if isinstance(outcome, parts.UnitDone) else outcome
-            if finished is None:
-                continue
-            done.append(finished)
-            gate_plan.ended(finished)  # as check drops a search's parts after its finding
-            part = finished.part
-            say(
-                f"[{len(done)}/{len(plan)}] {part.scenario} / {part.variant} {part.kind} "
-                f"(part {part.index + 1}/{part.parts}"
-                + (f", {len(finished.units)} units" if finished.units else "")
-                + f"): {finished.cpu_seconds:.2f} CPU s"
-            )
+            for ran in [finished, *finished.twins] if finished is not None else []:
+                done.append(ran)
+                gate_plan.ended(ran)  # as check drops a search's parts after its finding
+                part = ran.part
+                say(
+                    f"[{len(done)}/{len(plan)}] {part.scenario} / {part.variant} {part.kind} "
+                    f"(part {part.index + 1}/{part.parts}"
+                    + (f", {len(ran.units)} units" if ran.units else "")
+                    + f"): {ran.cpu_seconds:.2f} CPU s"
+                )
     except BaseException:
         if done:  # stopped by a signal: the plan's figures over the parts done
             result["check_plan"] = _plan_figures(done)

@@ -224,6 +224,8 @@ def run_check(args: argparse.Namespace, request: CheckRequest) -> CheckRun:
             line := variants.check_done(part.scenario, part.variant, part.kind, checked(mine))
         ):
             say.log(line)
+        for twin in result.twins:  # the parts of other checks made by the same runs
+            done(twin)
 
     try:
         if args.jobs == 1:
