@@ -234,7 +234,7 @@ SLIPS: dict[str, Slip] = {
         lambda: mutant(
             reduction,
             "_causes",
-            "(_process(earlier) == process or earlier == by)",
+            "(processes[i] == process or earlier == by)",
             "True",
         ),
         "reduction",
