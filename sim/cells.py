@@ -67,11 +67,7 @@ _MISSING: Any = object()
 
 
 def record(world: World, resource: str, *, write: bool) -> None:
-    """The one place the kernel names a footprint: ``resource`` read (or written) by this step.
-
-    ``Cell`` and ``CellMap`` unroll it (one call per read of a run's hottest path), with
-    ``resource.endswith(ANY_KEY)`` decided once per resource.
-    """
+    """The one place the kernel names a footprint: ``resource`` read (or written) by this step."""
     world.touch(resource, write)
     if resource.endswith(ANY_KEY):  # a key with no name by value: ``dependent`` must look
         world.touch(ANY_KEY, False)
@@ -219,25 +215,20 @@ class Journal:
 class Cell(Generic[T]):
     """One value, one resource: ``get`` reads it, ``set`` writes it."""
 
-    __slots__ = ("_journal", "_unnamed", "_value", "_world", "resource")
+    __slots__ = ("_journal", "_value", "_world", "resource")
 
     def __init__(
         self, world: World, resource: str, value: T, *, journal: Journal | None = None
     ) -> None:
         _refuse_mutable(value, resource)
         self._world, self.resource, self._value, self._journal = world, resource, value, journal
-        self._unnamed = resource.endswith(ANY_KEY)  # ``record``'s test, made once
 
     def get(self) -> T:
-        self._world.touch(self.resource, False)  # ``record``, unrolled
-        if self._unnamed:
-            self._world.touch(ANY_KEY, False)
+        record(self._world, self.resource, write=False)
         return self._value
 
     def set(self, value: T) -> None:
-        self._world.touch(self.resource, True)  # ``record``, unrolled
-        if self._unnamed:
-            self._world.touch(ANY_KEY, False)
+        record(self._world, self.resource, write=True)
         _refuse_mutable(value, self.resource)
         if self._journal is not None and self._journal.active:
             self._journal.note(self._restore, self._value)
@@ -288,11 +279,8 @@ class CellMap(Generic[K, V]):
         return name
 
     def _read(self, key: Any) -> None:
-        """``record`` of a read of ``key``'s resource, unrolled (the hottest read of a run)."""
-        name = self._names.get(key) or self._name(key)
-        self._world.touch(name, False)
-        if name is self._unnamed:
-            self._world.touch(ANY_KEY, False)
+        """``record`` of a read of ``key``'s resource."""
+        record(self._world, self._names.get(key) or self._name(key), write=False)
 
     def get(self, key: K, default: V | None = None) -> V | None:
         self._read(key)
