@@ -6,7 +6,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo system-parts test test-optimized lint docs bench clean zookeeper browser postgres mutation fuzz soundness signals
+.PHONY: demo system-parts debian-parts mermaid test test-optimized lint docs bench clean zookeeper browser postgres mutation fuzz soundness signals
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -66,6 +66,12 @@ browser:
 			$(call need_root,nodejs npm); \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; \
 		fi; \
+		$(MAKE) --no-print-directory mermaid; \
+	fi
+
+# Mermaid from the npm registry into .cache/mermaid (npm must be there: `make browser` brings it).
+mermaid:
+	@if [ ! -f .cache/mermaid/node_modules/mermaid/dist/mermaid.min.js ]; then \
 		mkdir -p .cache/mermaid && npm install --silent --no-audit --no-fund --prefix .cache/mermaid mermaid@$(MERMAID_VERSION); \
 	fi
 
@@ -102,13 +108,14 @@ docs: $(STAMP) browser
 
 # Before the long installs (the venv, then Chromium and the rest): the system parts that are
 # missing, and whether this user can install them (root, apt-get), said at once.
-system-parts:
-	@missing=""; \
+missing_parts = missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	[ -f .cache/mermaid/node_modules/mermaid/dist/mermaid.min.js ] || command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	[ -f /usr/share/java/postgresql.jar ] || missing="$$missing libpostgresql-jdbc-java"; \
+	[ -f /usr/share/java/postgresql.jar ] || missing="$$missing libpostgresql-jdbc-java"
+system-parts:
+	@$(missing_parts); \
 	if [ -n "$$missing" ] && { [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; }; then \
 		echo "make test: Debian's$$missing missing; install as root first (sudo apt-get install -y$$missing, or sudo make test)"; \
 		exit 1; \
@@ -119,7 +126,20 @@ system-parts:
 # (measured over 7 minutes of a run given the CPU before the machine's other work); a third worker fills the rest.
 PYTEST_WORKERS := 4
 
-test: system-parts lint browser docs zookeeper postgres
+# The Debian packages make test needs that are missing, all by one apt-get (one `apt-get
+# update`, not one per part), then Mermaid from npm: `make test` runs this beside the
+# virtualenv's pip install, the two longest waits of a fresh machine at once.
+debian-parts: system-parts
+	@$(missing_parts); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian's$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@$(MAKE) --no-print-directory mermaid
+
+test: system-parts
+	@$(MAKE) --no-print-directory -j 2 debian-parts $(STAMP)
+	@$(MAKE) --no-print-directory lint browser docs zookeeper postgres
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
 
 # Python drops every `assert` under -O/PYTHONOPTIMIZE (some CI images set it): the CLI's contract,
