@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import json
 import os
 import re
 import subprocess
@@ -36,7 +35,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import raceproof
-from property_tests.gate_and_cli.test_check_any_jobs import SMALLER_SCENARIOS
 from raceproof.sim import ReplaySource, World, execute
 from raceproof.sim.configs import BadInput, apply_overrides, require
 from raceproof.sim.errors import KernelError
@@ -102,38 +100,8 @@ def test_lost_update_refuses_clients_0_the_same_with_and_without_optimize(tmp_pa
 
 
 # -- the gate gives the same verdicts and counts, optimized or not ---------------------------
-def _without_timing(value: Any, out: str) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_timing(v, out) for k, v in value.items() if k != "seconds"}
-    if isinstance(value, list):
-        return [_without_timing(v, out) for v in value]
-    if isinstance(value, str):
-        return value.replace(out, "OUT")
-    return value
-
-
-def test_check_gives_the_same_verdicts_and_counts_under_pythonoptimize(tmp_path: Path) -> None:
-    """samza-drain on test_check_any_jobs' smaller proof configuration (its drain proof 812
-    classes, not 1,504: 12 of this test's 25 CPU s): the two modes compare alike at any size."""
-    results = []
-    smaller = tmp_path / "smaller.py"
-    smaller.write_text(SMALLER_SCENARIOS)
-    for optimize in (False, True):
-        out = tmp_path / ("optimized" if optimize else "plain")
-        argv = ["check", "lost-update", "samza-drain-smaller", "--scenarios", str(smaller)]
-        argv += ["--examples", "10", "--json"]
-        done = _run([*argv, "--out", str(out)], optimize=optimize, cwd=tmp_path)
-        # 3: a 10-example search may miss samza-drain's narrow windows (not-reached); the two
-        # modes must say the same, exit code included (it is in the JSON compared below).
-        assert done.returncode in (0, 3), done.stdout[-2000:] + done.stderr
-        results.append(_without_timing(json.loads(done.stdout), str(out)))
-    plain, optimized = results
-    assert plain == optimized
-    verdicts = {(r["scenario"], r["variant"], r["kind"]): r["verdict"] for r in plain["results"]}
-    # Not vacuous: both directions are in the comparison, for both scenarios.
-    assert {"violated", "ok"} <= set(verdicts.values())
-    assert {s for s, _, _ in verdicts} == {"lost-update", "samza-drain-smaller"}
-    assert all(r["examples"] >= 1 for r in plain["results"])
+# test_check_any_jobs.py runs lost-update's and samza-drain's checks (its smaller proof
+# configuration) once more under PYTHONOPTIMIZE=1 and compares the JSON with its -j 1 run's.
 
 
 # -- kernel contracts and misuse errors are kept under -O ------------------------------------
@@ -337,10 +305,9 @@ PYTEST = str(Path(sys.executable).with_name("pytest"))
 
 # Left out under -O: test_optimized.py's tests that run a command in a mode they set themselves
 # (PYTHONOPTIMIZE=1 or none, or python -O): they run the same whatever the suite's mode, so the
-# main pass has run each already (23.5 CPU s for the check with and without -O, 11 for the rest).
+# main pass has run each already (11 CPU s).
 OPTIMIZED = f"{HERE}/test_optimized.py"
 SETS_ITS_OWN_MODE = (
-    f"{OPTIMIZED}::test_check_gives_the_same_verdicts_and_counts_under_pythonoptimize",
     f"{OPTIMIZED}::test_a_refused_configuration_is_one_line_and_exit_2_under_pythonoptimize",
     f"{OPTIMIZED}::test_lost_update_refuses_clients_0_the_same_with_and_without_optimize",
     f"{OPTIMIZED}::test_kernel_checks_hold_under_python_o",
@@ -352,9 +319,9 @@ SETS_ITS_OWN_MODE = (
 #   the same model and kernel code still run in its buggy and fix-zk-lookup variants, whose
 #   violations the catalogue test requires (its holding proofs are test_check_any_jobs' smaller
 #   ones, which the main pass compares on -j 1 and -j 2);
-# - samza-drain's drain (1,504 classes, 15 CPU s): test_check_gives_the_same_verdicts_and_counts_
-#   under_pythonoptimize proves it on the smaller configuration (812) with and without -O and
-#   compares the two JSON reports, counts included; its seven violated variants run here;
+# - samza-drain's drain (1,504 classes, 15 CPU s): test_check_any_jobs proves it on the smaller
+#   configuration (812) with and without -O and compares the two JSON reports, counts included;
+#   its seven violated variants run here;
 # - coordinator-async-append's verify-then-write (7.5 CPU s): block-event-loop, a holding proof
 #   of the same model (3 CPU s), runs here with its footprints checked.
 CATALOGUE = f"{HERE}/test_catalogue.py::test_prove_agrees_with_the_catalogue"
