@@ -61,6 +61,15 @@ SLIP_EXAMPLES = 60
 # differs right after the pair and converges again, loses no ending, so the suite pins it on a
 # hand-made model instead (``test_soundness_checker_slips``); ``make soundness`` still hunts it.
 HEADROOM = {"footprint check: a state snapshot ignored": 420}
+# The suite's seed of a slip's focused hunt where seed 0 finds it late (0 otherwise): each hunt
+# costs its examples' walks, so a seed that finds the slip early checks the same claim cheaper.
+# Where each of seeds 0-5 found it within SLIP_EXAMPLES (example number; - for not found):
+# a divergence left unverified 30, 9, 57, 15, 18, 53 (seed 0: 26.4 CPU s, seed 1: 6.5);
+# an error verdict not compared 20, 58, -, -, 11, 5 (seed 0: 21.5 CPU s, seed 5: 1.4).
+SEEDS = {
+    "footprint check: a divergence left unverified": 1,
+    "cross-check: an error verdict not compared": 5,
+}
 # The module (the package exports a function of the same name).
 explore = importlib.import_module("raceproof.sim.explore")
 
@@ -404,8 +413,9 @@ def hunt(
 
 
 def hunted(slip: str) -> Spec:
-    """The suite's hunt: ``slip`` found within ``SLIP_EXAMPLES`` (or its ``HEADROOM``), its model clean without it."""
-    found, _ = hunt(slip, HEADROOM.get(slip, SLIP_EXAMPLES))
+    """The suite's hunt: ``slip`` found within ``SLIP_EXAMPLES`` (or its ``HEADROOM``) at its
+    ``SEEDS`` seed, its model clean without it."""
+    found, _ = hunt(slip, HEADROOM.get(slip, SLIP_EXAMPLES), SEEDS.get(slip, 0))
     _, mode, _ = SLIPS[slip]
     assert problems_of(mode, found) == [], f"{found} still shows the slip once it is removed"
     return found

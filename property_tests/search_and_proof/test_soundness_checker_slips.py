@@ -2,7 +2,7 @@
 
 The held-out mutants of ``prove --check-footprints`` (a divergence left
 unverified, a state snapshot ignored, an off-by-one in its seen keys), planted
-one at a time (``property_tests/soundness_slips.py``) and hunted with seed 0
+one at a time (``property_tests/soundness_slips.py``) and hunted with a fixed seed (``SEEDS``, 0 unless named)
 within ``SLIP_EXAMPLES`` examples of the generator. The claims that find them
 are the generator's (``property_tests/soundness_walks.py``): the check reports
 an unsound reduction that the unslipped check reports (on models whose

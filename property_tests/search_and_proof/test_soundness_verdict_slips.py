@@ -3,7 +3,7 @@
 The held-out mutants of ``--cross-check`` (an ``error`` verdict not compared),
 of a search (one bound hit counted as ``ok``) and of a proof (probes counted on
 a bounded run), planted one at a time (``property_tests/soundness_slips.py``)
-and hunted with seed 0 within ``SLIP_EXAMPLES`` examples of the generator. The
+and hunted with a fixed seed (``SEEDS``, 0 unless named) within ``SLIP_EXAMPLES`` examples of the generator. The
 claims that find them are the generator's (``property_tests/soundness_walks.py``):
 ``--cross-check`` against the full walk on models that raise, and bounded runs
 never a pass nor a probe's witness (on models with a step bound that some runs
