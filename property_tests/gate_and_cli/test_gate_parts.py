@@ -164,7 +164,11 @@ def _in_units(name: str, variant: str) -> parts.PartResult:
     [
         ("lost-update", "fix-cas", "ok"),
         ("streams-checkpoint-resurrection", "fix-load-after-lock", "ok"),
-        ("brooklin-double-stop", "fix-zk-lookup", "violated"),  # as a fix found violated
+        (
+            "streams-checkpoint-resurrection",
+            "fix-standby-running",
+            "violated",
+        ),  # a fix found violated
     ],
 )
 def test_a_proof_check_in_units_is_the_whole_proofs_check(
