@@ -346,6 +346,18 @@ def same_runs(a: Scenario, b: Scenario, variant: str) -> bool:
     return not near
 
 
+# What a proof reads besides a search's fields: its configuration and caps.
+_PROOF_FIELDS = ("prove_config", "prove_max_deviations", "prove_max_branch")
+
+
+def same_proof(a: Scenario, b: Scenario, variant: str) -> bool:
+    """Whether the proof of ``variant`` walks exactly the same schedules in ``a`` and in ``b``:
+    they make the same runs (``same_runs``) on the same proof configuration and caps."""
+    if not same_runs(a, b, variant):
+        return False
+    return all(getattr(a, name) == getattr(b, name) for name in _PROOF_FIELDS)
+
+
 def judged_together(host: Scenario, others: Sequence[Scenario]) -> Scenario:
     """``host`` with the checkers and probes of ``others`` too: one run judged by all of them.
 

@@ -29,7 +29,14 @@ from hypothesis import strategies as st
 
 from raceproof.gate import expectations as gate
 from raceproof.gate import parts
-from raceproof.scenarios.catalogue import all_scenarios, get, same_runs
+from raceproof.scenarios.catalogue import (
+    CATALOGUE,
+    Scenario,
+    all_scenarios,
+    get,
+    same_proof,
+    same_runs,
+)
 from raceproof.sim import Budget, explore
 from raceproof.sim.explore import SearchReport
 
@@ -340,3 +347,68 @@ def test_twins_make_their_runs_once_and_each_check_is_the_one_it_gives_alone(
     assert {verdicts[name, "fix-stop-dedupe"] for name in TWINS} <= holds
     assert verdicts[TWINS[1], "fix-conditional-write"] == "violated"
     assert verdicts[TWINS[0], "fix-conditional-write"] in holds
+
+
+# -- proofs of the same schedules --------------------------------------------------------------
+# Brooklin's proof configuration with one value for three of its delays: fix-stop-dedupe's
+# proof is 64 classes (0.5 CPU s), and fix-conditional-write's finds redundant-stop's violation.
+SMALL = {"leader_notify_ms": (0,), "task_stop_ms": (500,), "resume_think_ms": (0,)}
+
+
+def _small(name: str, **fields: object) -> Scenario:
+    base = get(name)
+    config = dataclasses.replace(base.prove_config, **SMALL)
+    return dataclasses.replace(base, name=f"{name}-small", prove_config=config, **fields)
+
+
+def test_same_proof_pairs_the_proofs_of_one_model_on_one_proof_configuration() -> None:
+    double, redundant = get("brooklin-double-stop"), get("brooklin-redundant-stop")
+    assert all(same_proof(double, redundant, v) for v in double.variants)
+    assert not same_proof(double, _small("brooklin-redundant-stop"), "fix-stop-dedupe")
+    assert same_proof(_small("brooklin-double-stop"), _small("brooklin-redundant-stop"), "buggy")
+    capped = dataclasses.replace(redundant, prove_max_deviations=3)
+    assert same_runs(double, capped, "buggy") and not same_proof(double, capped, "buggy")
+
+
+def _proofs(names: list[str], variant: str) -> list[parts.Part]:
+    plan = parts.parts_for([get(n) for n in names], CI, examples=20)
+    return [p for p in plan if p.kind == "prove" and p.variant == variant]
+
+
+@pytest.mark.parametrize("variant", ["fix-stop-dedupe", "fix-conditional-write"])
+def test_twin_proofs_walk_once_and_each_check_is_the_one_it_gives_alone(
+    variant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two proofs of the same schedules, both expected to hold, walk their units once,
+    judged by both scenarios' checkers. On fix-stop-dedupe both hold; on
+    fix-conditional-write redundant-stop's checker fails (here it is expected to hold, so
+    its proof is walked in units), and each scenario's proof is walked alone. Either way,
+    every check is the one each scenario's own gate gives."""
+    twins = [
+        _small("brooklin-double-stop"),
+        _small("brooklin-redundant-stop", expect_violation=frozenset()),
+    ]
+    for twin in twins:
+        monkeypatch.setitem(CATALOGUE, twin.name, twin)
+    names = [t.name for t in twins]
+    walked: list[int] = []
+    walk_unit = parts.walk_unit
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        walked.append(1)
+        return walk_unit(*args, **kwargs)
+
+    monkeypatch.setattr(parts, "walk_unit", counted)
+    plan = _proofs(names, variant)
+    (proof,) = parts.GatePlan(plan, CI, None).proofs
+    assert [t.scenario for t in proof.part.twins] == names[1:]
+    together = _run_plan(plan, drop=True)
+    shared = len(walked)
+    alone = [r for name in names for r in _run_plan(_proofs([name], variant), drop=True)]
+    assert _by_check(together) == _by_check(alone)
+    verdicts = {r["scenario"]: r["verdict"] for r in _checks(together)}
+    if variant == "fix-stop-dedupe":
+        assert verdicts == dict.fromkeys(names, "ok")
+        assert shared * 2 == len(walked) - shared  # the units of one walk, not two
+    else:  # the shared walk's finding: each proof walked whole, alone
+        assert verdicts[names[1]] == "violated" and verdicts[names[0]] != "violated"

@@ -56,10 +56,10 @@ from pathlib import Path
 from typing import Any
 
 from raceproof.gate import expectations as gate
-from raceproof.scenarios.catalogue import Scenario, get, judged_together, same_runs
+from raceproof.scenarios.catalogue import Scenario, get, judged_together, same_proof, same_runs
 from raceproof.sim import Budget, explore
 from raceproof.sim.choices import ChoiceSource
-from raceproof.sim.exhaustive import WalkOptions
+from raceproof.sim.exhaustive import UNDECIDED, ProofReport, WalkOptions
 from raceproof.sim.explore import HYPOTHESIS_CHUNK, SearchReport, Undecided, _no_violation
 from raceproof.sim.outcome import Runner, RunOutcome
 from raceproof.sim.proof_units import Dispatch, Plan, UnitId, UnitResult, plan_report, walk_unit
@@ -83,8 +83,8 @@ class Part:
     index: int = 0
     parts: int = 1
     check: int = 0  # the check's place in the plan: the order of the merged checks
-    # The same part of other scenarios' searches that make exactly its runs (``_paired``):
-    # run once, with it, and judged by each one's checkers.
+    # The same part of other scenarios' searches that make exactly its runs, or their proofs
+    # of its schedules (``_paired``): run once, with it, and judged by each one's checkers.
     twins: tuple[Part, ...] = ()
 
 
@@ -129,16 +129,18 @@ def splits(part: Part, profile: gate.Profile) -> bool:
     return part.variant not in get(part.scenario).expect_violation
 
 
-_RUNNERS: dict[tuple[str, str], Runner] = {}
+_RUNNERS: dict[tuple[str, ...], Runner] = {}
 
 
 def _proof_runner(part: Part) -> tuple[Runner, WalkOptions]:
-    """The runner and walk options of ``Scenario.prove`` (built once per process)."""
+    """The runner and walk options of ``Scenario.prove`` (built once per process); a proof
+    with twins runs judged by every twin's checkers too (``judged_together``)."""
     scenario = get(part.scenario)
-    key = (part.scenario, part.variant)
+    key = (part.scenario, part.variant, *(t.scenario for t in part.twins))
     if key not in _RUNNERS:
         scenario.check_variant(part.variant)
-        _RUNNERS[key] = scenario.runner(part.variant, scenario.prove_config)
+        judged = judged_together(scenario, [get(t.scenario) for t in part.twins])
+        _RUNNERS[key] = judged.runner(part.variant, scenario.prove_config)
     options = WalkOptions(
         max_deviations=scenario.prove_max_deviations, max_branch=scenario.prove_max_branch
     )
@@ -190,12 +192,11 @@ class GatePlan:
 
     def __init__(self, plan: list[Part], profile: gate.Profile, out_dir: Path | None) -> None:
         self.profile, self.out_dir = profile, out_dir
-        self.parts: deque[Part] = deque(
-            _paired([p for p in plan if not splits(p, profile)], profile)
-        )
-        self.proofs = [
-            _Proof(p, Plan(Budget(profile.prove_max_schedules))) for p in plan if splits(p, profile)
-        ]
+        whole = [p for p in plan if not splits(p, profile)]
+        # Not under a wall budget, where a search part's examples depend on its speed.
+        self.parts = deque(whole if profile.wall_budget else _paired(whole, _search_key, same_runs))
+        proofs = _paired([p for p in plan if splits(p, profile)], _proof_key, same_proof)
+        self.proofs = [_Proof(p, Plan(Budget(profile.prove_max_schedules))) for p in proofs]
 
     def ended(self, result: PartResult) -> list[Part]:
         """A part's result: when it ends its search (a finding, or its seconds ran out), the
@@ -244,26 +245,40 @@ class GatePlan:
         return self._finish(proof)
 
     def _finish(self, proof: _Proof) -> PartResult:
+        """The proof's check (and its twins'), from its units' walk.
+
+        A fix found violated (or a model that raised) takes its counts from the whole walk,
+        which stops at the first finding on any -j; so does each twin of a shared walk
+        that found something or had an undecided run, since which scenario's checker
+        failed or could not judge is that scenario's own proof to say, walked alone.
+        """
         part = proof.part
         run, options = _proof_runner(part)
         started, cpu = time.monotonic(), time.process_time()
         report = plan_report(proof.plan, run, options)
-        seconds = sum(u.seconds for u in proof.units)
-        if report.found is not None:  # a fix found violated (or a model that raised): its
-            # counts from the whole walk, which stops at the first finding on any -j
-            check = gate.run_prove(part.scenario, part.variant, self.profile, out_dir=self.out_dir)
-        else:
-            check = gate.prove_check(
-                get(part.scenario), part.variant, report, seconds=seconds, out_dir=self.out_dir
+        every = [replace(part, twins=()), *part.twins]
+        seconds = sum(u.seconds for u in proof.units) / len(every)
+        alone = report.found is not None or (len(every) > 1 and _undecided(report))
+        checks = [
+            gate.run_prove(p.scenario, p.variant, self.profile, out_dir=self.out_dir)
+            if alone
+            else gate.prove_check(
+                get(p.scenario), p.variant, report, seconds=seconds, out_dir=self.out_dir
             )
-        cpu_seconds = sum(u.cpu_seconds for u in proof.units) + time.process_time() - cpu
-        return PartResult(
-            part,
-            seconds + time.monotonic() - started,
-            cpu_seconds,
-            check=check,
-            units=[(u.result.ident, u.cpu_seconds) for u in proof.units],
-        )
+            for p in every
+        ]
+        walked = sum(u.cpu_seconds for u in proof.units) + time.process_time() - cpu
+        results = [
+            PartResult(
+                p,
+                seconds + (time.monotonic() - started) / len(every),
+                walked / len(every),
+                check=check,
+            )
+            for p, check in zip(every, checks, strict=True)
+        ]
+        units = [(u.result.ident, u.cpu_seconds) for u in proof.units]
+        return replace(results[0], part=part, units=units, twins=results[1:])
 
 
 def parts_for(
@@ -364,21 +379,40 @@ def _run_shared(part: Part, profile: gate.Profile) -> PartResult:
     return replace(results[0], part=part, twins=results[1:])
 
 
-def _paired(plan: list[Part], profile: gate.Profile) -> list[Part]:
-    """The search parts with each part of a scenario that makes another's runs (``same_runs``)
-    carried by that one's same part (``Part.twins``) rather than run again. Not under a
-    wall budget, where the parts' examples depend on their speed."""
-    if profile.wall_budget:
-        return plan
+def _undecided(report: ProofReport) -> bool:
+    """Whether a checker could not judge a run of the walk (not a proof, and whose it was
+    a shared walk cannot say)."""
+    return report.undecided is not None or any(k.startswith(UNDECIDED) for k in report.pruned)
+
+
+def _search_key(part: Part) -> tuple[Any, ...] | None:
+    """What two search parts share when they make the same runs; None for a whole proof."""
+    if part.kind == "prove":
+        return None
+    return (part.variant, part.kind, part.seed, part.start, part.examples, part.index, part.parts)
+
+
+def _proof_key(part: Part) -> tuple[Any, ...]:
+    return (part.variant,)
+
+
+def _paired(
+    plan: list[Part],
+    key: Callable[[Part], tuple[Any, ...] | None],
+    alike: Callable[[Scenario, Scenario, str], bool],
+) -> list[Part]:
+    """``plan`` with each part of a scenario that makes another's runs (``alike``: searches
+    by ``same_runs``, proofs by ``same_proof``) carried by that one's same part (``key``;
+    ``Part.twins``) rather than run again."""
     hosts: dict[tuple[Any, ...], list[Part]] = {}
     riders: dict[Part, list[Part]] = {}
     for p in plan:
-        if p.kind == "prove":
+        same = key(p)
+        if same is None:
             continue
-        same = (p.variant, p.kind, p.seed, p.start, p.examples, p.index, p.parts)
         candidates = hosts.setdefault(same, [])
         host = next(
-            (h for h in candidates if same_runs(get(h.scenario), get(p.scenario), p.variant)),
+            (h for h in candidates if alike(get(h.scenario), get(p.scenario), p.variant)),
             None,
         )
         if host is None:
