@@ -41,9 +41,10 @@ RACEPROOF = shutil.which("raceproof") or str(Path(sys.executable).parent / "race
 # brooklin-double-stop's three proofs (4,096, 1,016 and a violation's classes) were 74 CPU s for
 # -j 1 and -j 2 here; with the leader told at once, 1,079, 239 and the violation still found
 # (fix-zk-lookup, 16 classes), 27 CPU s; and with the resume asked at once too, 522 classes (748
-# runs), 146 (174 runs) and the violation in 15: every verdict as on the proof configuration. samza-drain's (1,504) 25 s; with the restart always drawn, 812,
-# every probe still reached. coordinator-async-append's (3,389 and 6,580 runs) 16 s; with two
-# writes, 229 and 249, both still ok. The configuration fields are the models' own (--set's names).
+# runs), 146 (174 runs) and the violation in 15: every verdict as on the proof configuration.
+# samza-drain's (1,504) 25 s; with the restart always drawn, 812, every probe still reached.
+# coordinator-async-append's (3,389 and 6,580 runs) 16 s; with two writes, 229 and 249, both
+# still ok. The configuration fields are the models' own (--set's names).
 SMALLER = {
     "brooklin-double-stop": {"leader_notify_ms": (0,), "resume_think_ms": (0,)},
     "samza-drain": {"restart": (True,)},
