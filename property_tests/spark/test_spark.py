@@ -91,14 +91,15 @@ def test_the_stop_start_race_stops_only_at_its_named_point_and_gives_one_verdict
 ) -> None:
     # Before the stops landed at a named point, the guarded trial was "violated
     # (no-uncaught-error) 2/3, ok 1/3": the verdict followed where the race put the stop.
-    # Three trials a side, as ``spark-check --repeat 3`` runs them (5 rounds each), each
-    # checked where its stops landed; the same trials give the row's stability and verdict.
+    # Three trials a side, as ``spark-check --repeat 3`` runs them (at 3 rounds each, not the
+    # command's 5: each round is one more stop at the same named point), each checked where
+    # its stops landed; the same trials give the row's stability and verdict.
     experiment = experiments.EXPERIMENTS["stop-start-race"]
     for guarded in (False, True):
-        trials = [experiment.trial(spark, COUNT, guarded) for _ in range(3)]
+        trials = [experiments.stop_start_race(spark, COUNT, guarded, rounds=3) for _ in range(3)]
         for trial in trials:
             points = trial.history.of_kind("fault.point")
-            assert [op.get("point") for op in points] == ["idle, no input pending"] * 5
+            assert [op.get("point") for op in points] == ["idle, no input pending"] * 3
             assert not any(op.get("failed") for op in points), trial.message
             # No stop lands inside foreachBatch, so Spark's StackOverflowError never fires here.
             assert not trial.history.of_kind("error.uncaught"), trial.message
