@@ -347,7 +347,8 @@ def test_brooklin_double_stop_results_carry_its_probes(
     assert 0 < result["probes"][WRITE_CONFLICT_WINDOW] < 30
     from raceproof.gate import expectations as gate
 
+    # Seed 2 finds the lost resume at example 56 (the profile's seed 0 at 523: 2.3 CPU s more).
     found = gate.run_explore(
-        "brooklin-double-stop", "buggy", "random", gate.PROFILES["ci"], examples=600
+        "brooklin-double-stop", "buggy", "random", gate.PROFILES["ci"], examples=600, seed=2
     )
     assert found.status == "pass" and found.to_json()["probes"][STALE_MARK_WINDOW] >= 1
