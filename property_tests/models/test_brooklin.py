@@ -331,10 +331,16 @@ def test_fact_a_jvm_pause_between_a_read_and_its_set_data_loses_the_resume_under
     assert end_ms < retry.time_ms < writes_a[-1][3]
 
 
-@pytest.mark.parametrize("strategy", ["random", "hypothesis", "pct"])
+# Random's seed 2 finds it at example 56 (seed 0 at 523: 2.3 CPU s more); Hypothesis's seed 0 at
+# 74 and PCT's at 84.
+FROM_SCRATCH_SEEDS = {"random": 2, "hypothesis": 0, "pct": 0}
+
+
+@pytest.mark.parametrize("strategy", sorted(FROM_SCRATCH_SEEDS))
 def test_search_finds_the_lost_resume_from_scratch(strategy: str) -> None:
     run = SCENARIO.runner("buggy", SCENARIO.config)  # every checker: the resume is what fires
-    report = explore(run, strategy, seed=0, budget=Budget(examples=2_000))
+    seed = FROM_SCRATCH_SEEDS[strategy]
+    report = explore(run, strategy, seed=seed, budget=Budget(examples=2_000))
     assert report.verdict == "violated"
     assert report.shrunk is not None and report.shrunk.violation is not None
     for outcome in (report.found, report.shrunk):  # test_probes' claim, on these searches
