@@ -121,13 +121,10 @@ system-parts:
 		exit 1; \
 	fi
 
-# Six pytest workers on two cores. The Spark tests are three groups, each on one worker with its
-# JVM, and wait on their JVM and micro-batches (about 0.3 of a core each); loadgroup deals the
-# largest groups out first, one to a worker, so three more workers take the newcomer's, the
-# cluster's and the ungrouped tests from the start. With four workers and two Spark groups the
-# two Spark lines were ~690 s of wall time each and the suite used 1.4 of the 2 cores
-# (1,374 CPU s in a pytest of 985 s, clean clone of d1f3bf7).
-PYTEST_WORKERS := 6
+# Three pytest workers on two cores: the Spark tests (two groups, two workers, a JVM each) wait on their JVM
+# and micro-batches, and with two workers the suite kept 1.2 of the 2 cores busy while they ran
+# (measured over 7 minutes of a run given the CPU before the machine's other work); a third worker fills the rest.
+PYTEST_WORKERS := 4
 
 # The Debian packages make test needs that are missing, all by one apt-get (one `apt-get
 # update`, not one per part), then Mermaid from npm: `make test` runs this beside the

@@ -1,6 +1,6 @@
 """The suite's ``xdist_group`` marks keep their tests on one worker under ``--dist loadgroup``.
 
-Why it exists: ``make test`` runs ``pytest -n 6 --dist loadgroup`` and the suite relies on
+Why it exists: ``make test`` runs ``pytest -n 4 --dist loadgroup`` and the suite relies on
 its groups: the newcomer's module fixture (``make demo`` as another user, minutes) must run on
 one worker only, and the Spark tests share one worker's session. With pytest 9.2 and
 pytest-xdist 3.8.0 the groups were silently ignored (xdist rewrites ``item._nodeid``, pytest 9.2
@@ -8,9 +8,9 @@ reads ``item._id``: pytest-dev/pytest-xdist#1386), so both workers paid for the 
 the Spark tests were spread; nothing failed. pyproject's ``dev`` extra pins ``pytest<9.2``.
 The grouped tests use a module fixture, as the newcomer's do: it must be set up once.
 
-The Spark tests are three groups (``spark``, ``spark-2`` and ``spark-3``, about a third of the
-wall time each), so that three workers each hold a JVM and wait on it side by side: that needs
-xdist to give the largest groups to different workers at the start (``--dist loadgroup`` deals its units largest
+The Spark tests are two groups (``spark`` and ``spark-2``, about half of the wall time each),
+so that two workers each hold a JVM and wait on it side by side: that needs xdist to give the
+two largest groups to two workers at the start (``--dist loadgroup`` deals its units largest
 first, one to each worker: ``xdist/scheduler/loadscope.py``, ``--loadscope-reorder``).
 
 The test runs a small suite of its own in a subprocess, with the installed pytest and xdist,

@@ -21,7 +21,7 @@ import pytest
 from raceproof.cli.main import main
 from raceproof.spark_integration.pipeline import EXIT_PIPELINE_ERROR
 
-pytestmark = pytest.mark.xdist_group("spark-3")
+pytestmark = pytest.mark.xdist_group("spark")
 
 HEADER = """
 from pyspark.sql import functions as F

@@ -20,7 +20,7 @@ from raceproof.cli.main import main
 from raceproof.spark_integration import campaign_pipelines
 from raceproof.spark_integration.campaign import read_rows
 
-pytestmark = pytest.mark.xdist_group("spark-3")
+pytestmark = pytest.mark.xdist_group("spark-2")
 
 USER_JOB = """
 from raceproof.spark_integration.pipelines.windowed_count import WindowedCount

@@ -27,7 +27,7 @@ from raceproof.spark_integration.generated import generated_input
 from raceproof.spark_integration.pipeline import timestamp
 from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
 
-pytestmark = pytest.mark.xdist_group("spark-3")
+pytestmark = pytest.mark.xdist_group("spark-2")
 
 SHORT_WATERMARK = '''
 from pyspark.sql import functions as F

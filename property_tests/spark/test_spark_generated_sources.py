@@ -28,7 +28,7 @@ from raceproof.cli.main import main
 from raceproof.spark_integration import generated
 from raceproof.spark_integration.generated import generated_input
 
-pytestmark = pytest.mark.xdist_group("spark-3")
+pytestmark = pytest.mark.xdist_group("spark")
 
 PIPELINES = "property_tests.spark_generated_pipelines"
 POLICY = "spark.sql.streaming.multipleWatermarkPolicy"

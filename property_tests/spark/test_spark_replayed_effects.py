@@ -24,7 +24,7 @@ import pytest
 from raceproof.spark_integration.pipeline import load_pipeline
 from raceproof.spark_integration.results import run_experiment
 
-pytestmark = pytest.mark.xdist_group("spark-3")
+pytestmark = pytest.mark.xdist_group("spark")
 
 SINKS = "property_tests.spark_user_sinks"
 

@@ -23,7 +23,7 @@ from raceproof.spark_integration.job import PipelineJob, Recorder
 from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
 from raceproof.spark_integration.sandbox import Sandbox
 
-pytestmark = pytest.mark.xdist_group("spark-3")
+pytestmark = pytest.mark.xdist_group("spark")
 
 SINKS = "property_tests.spark_user_sinks"
 
