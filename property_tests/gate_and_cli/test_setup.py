@@ -63,6 +63,18 @@ def test_make_demo_pulls_no_system_package_and_says_how_to_reach_raceproof() -> 
     assert recipe.index("export PATH=") < recipe.index(".venv/bin/raceproof check -j 2")
 
 
+def test_make_test_draws_the_same_hypothesis_examples_on_every_run() -> None:
+    """The suite runs the derandomized profile unless told otherwise: a gate is never flaky."""
+    from hypothesis import settings
+
+    text = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^test:.*\n((?:\t.*\n)*)", text, flags=re.MULTILINE)
+    assert recipe is not None
+    assert "HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENV)/bin/pytest" in recipe.group(1)
+    assert re.search(r"^HYPOTHESIS_PROFILE \?= ci$", text, flags=re.MULTILINE)
+    assert settings.get_profile("ci").derandomize
+
+
 def test_make_test_says_the_missing_system_parts_before_any_install(tmp_path: Path) -> None:
     """As another user (an ``id`` saying 1000), with chromium missing: one line, nothing run."""
     text = (ROOT / "Makefile").read_text()
