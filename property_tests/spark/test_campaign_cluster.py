@@ -1,10 +1,14 @@
 """Campaigns on a real Spark standalone cluster equal the same work done locally.
 
-The fixture starts a standalone master and two 1-core workers on 127.0.0.1
+The fixture starts a standalone master and one 1-core worker on 127.0.0.1
 with the installed pyspark's own launcher (``spark_integration.standalone``:
-``spark-class``), waits until both workers have registered, and stops them
+``spark-class``), waits until the worker has registered, and stops them
 afterwards (their whole process groups, the executors included), failing if
-any process is left. If they cannot start, the test fails. The campaigns run
+any process is left. If they cannot start, the test fails. One worker is the
+cluster path whole (the driver ships tasks through the master to an executor
+in another process); a second only added two JVMs (its own and its executor's)
+to each test. The cluster's JVMs take the suite's JVM options
+(``SPARK_SUBMIT_OPTS``, through ``JAVA_TOOL_OPTIONS``) as its drivers do. The campaigns run
 through the command line, as a user would, with ``--master
 spark://127.0.0.1:PORT``: a search campaign's Parquet rows must equal the
 same campaign's on ``local[2]`` (but the timing and executor columns), and
@@ -17,11 +21,14 @@ that holds (verdict, schedules, runs, complete) and on one that does not
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -36,13 +43,17 @@ RACEPROOF = str(Path(sys.executable).with_name("raceproof"))
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``spark://127.0.0.1:PORT`` of a master with two 1-core workers, all ours."""
+    """``spark://127.0.0.1:PORT`` of a master with one 1-core worker, all ours."""
     folder = tmp_path_factory.mktemp("standalone")
-    try:
-        with standalone(folder, workers=2) as running:
-            yield running.url
-    except ClusterDidNotStart as exc:
-        pytest.fail(str(exc))
+    # the master, the worker and the executors it starts (they inherit the worker's environment)
+    options = {"JAVA_TOOL_OPTIONS": os.environ.get("SPARK_SUBMIT_OPTS", "")}
+    with ExitStack() as stack:
+        with mock.patch.dict(os.environ, options):
+            try:
+                running = stack.enter_context(standalone(folder, workers=1))
+            except ClusterDidNotStart as exc:
+                pytest.fail(str(exc))
+        yield running.url
     assert running.left == [], f"processes left after the cluster stopped: {running.left}"
 
 
