@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from property_tests import spark_cds
 from raceproof.spark_integration.session import spark_session, stop_session
 
 settings.register_profile(
@@ -36,7 +37,17 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 # threads cost more CPU than they give back on two cores (test_spark_output_modes.py: 57.6 and
 # 53.6 CPU s without, 36.6 and 37.6 with, at a load average of 8-11). What Spark computes is
 # the same; a SPARK_SUBMIT_OPTS already set (even empty: users' default) is kept.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+# Spark's classes come from an archive once it is made (spark_cds.py: 3-4 CPU s less a start).
+os.environ.setdefault("SPARK_SUBMIT_OPTS", spark_cds.DEFAULT)
+spark_cds.use_when_made()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A Spark test starts making the archive of Spark's classes; any test uses it once made."""
+    group = item.get_closest_marker("xdist_group")
+    if "spark" in item.nodeid.lower() or (group and str(group.args[0]).startswith("spark")):
+        spark_cds.start_making()
+    spark_cds.use_when_made()
 
 
 @pytest.fixture(scope="module")
