@@ -12,10 +12,11 @@ of the breadth-first enumeration the shrinker uses.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from property_tests.toy_model import Toy, final_of, runner
@@ -66,12 +67,34 @@ def test_reduced_and_full_walks_reach_the_same_final_states(raw: list[tuple]) ->
 
 
 session_steps = st.tuples(st.sampled_from(("/a", "/c", "E", "X", "T", "K")), st.booleans())
+# At most 6 steps, of which at most 3 expire a session or arm a timer: each of those adds
+# steps of its own (an expiry's deletions, a firing), and the ci profile's draws with 4 to 6 of
+# them made full walks of 6,000-22,806 runs (the two session tests: 96 CPU s, 2 with the cap).
 session_scripts = st.lists(
     st.lists(session_steps, min_size=1, max_size=3).map(tuple), min_size=2, max_size=3
-).filter(lambda raw: sum(len(s) for s in raw) <= 6)
+).filter(
+    lambda raw: sum(len(s) for s in raw) <= 6 and sum(p in "XT" for s in raw for p, _ in s) <= 3
+)
+# Each the shrunk model on which a primitive's footprint left unrecorded fails the test below
+# (Timer.cancel, Timer.start, Timer._fire, ZkClient.expire, ZkClient.create): the ci profile's
+# draws need not meet each (the capped draws miss the expiry's).
+SLIP_WITNESSES = (
+    [(("T", False),), (("K", False),)],
+    [(("K", False),), (("T", False),)],
+    [(("/a", False),), (("T", False), ("/c", True))],
+    [(("E", False), ("X", False)), (("/a", False), ("E", False))],
+    [(("E", False),), (("E", False),)],
+)
+
+
+def with_slip_witnesses(test: Callable[..., None]) -> Callable[..., None]:
+    for raw in SLIP_WITNESSES:
+        test = example(raw)(test)
+    return test
 
 
 @settings(max_examples=40, deadline=None)
+@with_slip_witnesses
 @given(session_scripts)
 def test_sessions_and_timers_keep_the_reduced_walk_exact(raw: list[tuple]) -> None:
     """ZkClient (ephemerals die with an expired session) and Timers record their footprints."""
