@@ -36,7 +36,10 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 # first tier only: the suite's JVMs live for seconds to minutes, and the second tier's compiler
 # threads cost more CPU than they give back on two cores (test_spark_output_modes.py: 57.6 and
 # 53.6 CPU s without, 36.6 and 37.6 with, at a load average of 8-11). What Spark computes is
-# the same; a SPARK_SUBMIT_OPTS already set (even empty: users' default) is kept.
+# the same; a SPARK_SUBMIT_OPTS already set (even empty: users' default) is kept. They collect
+# garbage with the serial collector, not G1 (its concurrent threads on a 1 GiB heap cost more
+# than they save here): test_spark_generated_sessions + test_spark_output_modes 44.2, 44.1,
+# 42.2 CPU s with G1, 38.1, 38.3 serial; test_spark_generated 68.6, 56.9 with G1, 62.9, 58.9.
 # Spark's classes come from an archive once it is made (spark_cds.py: 3-4 CPU s less a start).
 os.environ.setdefault("SPARK_SUBMIT_OPTS", spark_cds.DEFAULT)
 spark_cds.use_when_made()

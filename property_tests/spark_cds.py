@@ -32,8 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-# The suite's own JVM options (conftest.py says why the first JIT tier only).
-DEFAULT = "-XX:TieredStopAtLevel=1"
+# The suite's own JVM options (conftest.py says why the first JIT tier only, and the serial GC).
+DEFAULT = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 ROOT = Path(__file__).resolve().parents[1]
 # The environment before any test ran: the maker must not inherit a test's broken Java or PATH.
 _BEFORE_TESTS = dict(os.environ)
