@@ -11,7 +11,11 @@ reduction (``raceproof.sim.reduction``, on by default) a ``schedule`` draw is
 not branched on an event whose step commutes with everything run since a
 sibling explored it, and a run that would repeat an explored equivalence
 class is cut where it starts to (``SleepBlocked``); model-level draws
-(delays, faults) are always enumerated in full.
+(delays, faults) are always enumerated in full. A schedule draw whose step races with
+nothing in its instant holds its other options back until a run through it shows a
+race there (``WalkOptions.defer``, ``raceproof.sim.reduction``); the options it then
+releases take the releasing run's chain with their own place appended, so the frontier
+stays in walk order (``entry_chain``).
 
 What the report claims: ``complete`` means every equivalence class of
 schedules of this configuration ran to its end and was judged — classes of
@@ -172,10 +176,22 @@ class WalkOptions:
     state_cache: bool = False
     state_cache_check: bool = False
     check_footprints: bool = False
+    defer: bool = True  # with the reduction: a draw's options wait for its step to race
 
 
 # A branch still to walk: the draw it leaves from and the value it takes there.
 Entry = tuple[Node, int]
+
+
+def entry_chain(entry: Entry) -> tuple[tuple[int, int], ...]:
+    """A branch's place in walk order (by length, then by value): the run's ``chain``.
+
+    The deviations that lead to it; for an option released at a deferred draw, the
+    chain of the run that released it with that option appended (``ProofWalk._release``).
+    """
+    node, value = entry
+    released = node.released.get(value)
+    return released if released is not None else (*node.chain, (node.position, value))
 
 
 @dataclass
@@ -196,7 +212,7 @@ class WalkStart:
             sleep=_child_sleep(node, reduce),
             depth=node.depth + 1,
             parent=node,
-            chain=(*node.chain, (node.position, value)),
+            chain=entry_chain(entry),
         )
 
 
@@ -252,7 +268,7 @@ class ProofWalk:
             if current is None:
                 if not self.frontier:
                     return
-                if stop_depth is not None and self.frontier[0][0].depth + 1 > stop_depth:
+                if stop_depth is not None and len(entry_chain(self.frontier[0])) > stop_depth:
                     return
                 current = WalkStart.of_entry(self.frontier.popleft(), self.options.reduction)
             if self._run_one(current, budget):
@@ -279,6 +295,7 @@ class ProofWalk:
             outcome, cut, self.cache_cuts = None, seen, self.cache_cuts + 1
         except SleepBlocked:
             outcome, self.blocked = None, self.blocked + 1
+        source.end_races(outcome is not None and outcome.bound is None)
         if outcome is not None and source.covered is not None:
             # Covered, and ended (or hit a bound) before its open instant closed: the cut.
             outcome, cut, self.cache_cuts = None, source.covered, self.cache_cuts + 1
@@ -350,6 +367,11 @@ class ProofWalk:
                 _explored(start.parent, first.keys[first.value], source, len(prefix) - 1)
         last = start.parent
         options = self.options
+        # ``--check-footprints`` walks with every awake option branched: its cut runs test
+        # the claims a held-back option rests on (the chosen step commutes with each step it
+        # sleeps past), which the walk that holds options back never runs.
+        defer = options.defer and options.reduction and not options.check_footprints
+        queued: list[Entry] = []
         for offset, record in enumerate(draws):
             position = len(prefix) + offset
             node = Node(position, record, start.depth, prefix=recorded[:position])
@@ -360,13 +382,40 @@ class ProofWalk:
             self.skipped += asleep
             if record.keys is not None:
                 _explored(node, record.keys[record.value], source, position)
+                if defer and position not in source.raced:
+                    node.deferred, node.pending = node.pending, []
             node.visit = source.visit_at.get(position)
             node.repeats = source.compare_at.get(position)
             if node.repeats is not None:
                 self.repeats.append(node)
-            self.frontier.extend((node, value) for value in node.pending)
+            queued.extend((node, value) for value in node.pending)
             last = node
+        if defer:
+            self._release(start, source.raced)
+        self.frontier.extend(queued)
         return last
+
+    def _release(self, start: WalkStart, raced: set[int]) -> None:
+        """Queue the held-back options of the draws of this run's first instant whose step raced.
+
+        Only a draw of the instant the run's branch is in can learn anything from it: steps
+        due at different instants are ordered by time, so they never race, and the earlier
+        instants of its prefix ran as in the run that made their draws (which marked them).
+        Queued before the run's own branches, each with the run's chain and its own place
+        appended: the frontier stays in walk order (``entry_chain``).
+        """
+        node = start.parent
+        at = node.record.at_ms if node is not None else None
+        found: list[Node] = []
+        while node is not None and node.record.at_ms == at:
+            if node.deferred and node.position in raced:
+                found.append(node)
+            node = node.parent
+        for node in reversed(found):
+            node.pending, node.deferred = node.deferred, []
+            for value in node.pending:
+                node.released[value] = (*start.chain, (node.position, value))
+                self.frontier.append((node, value))
 
     def _report_progress(self, depth: int, budget: Budget) -> None:
         if self.progress:
@@ -459,6 +508,7 @@ def prove(
     state_cache: bool = False,
     state_cache_check: bool = False,
     check_footprints: bool = False,
+    defer: bool = True,
 ) -> ProofReport:
     """Walk every schedule of ``run`` (within the named caps) and judge each one.
 
@@ -466,6 +516,10 @@ def prove(
     ``state_cache``: cut runs at states explored before, for a model that declares
     its state (``raceproof.sim.state_cache``); ``state_cache_check``: the debug mode,
     which cuts nothing and compares every subtree it would have cut with the first.
+    ``defer``: with the reduction, a draw's other options wait until a run shows its step
+    racing (off: every awake option is branched at once; ``proof_plan.split``'s static
+    shards walk so, since a shard learns nothing from another's runs, and so does
+    ``check_footprints``, whose cut runs test the claims the held-back options rest on).
     ``check_footprints``: swap-test every pair of adjacent steps the footprints call
     independent in every run, ended or cut (``raceproof.sim.footprint_check``); a pair that
     does not commute raises ``FootprintMismatch`` (bad input: the model's footprints).
@@ -477,6 +531,7 @@ def prove(
         state_cache=state_cache,
         state_cache_check=state_cache_check,
         check_footprints=check_footprints,
+        defer=defer,
     )
     walk = ProofWalk(run, options, progress=progress)
     if walk.cache is not None:  # this walk runs every subtree to its end: overruns are known

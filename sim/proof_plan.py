@@ -12,7 +12,9 @@ told so before it starts.
 ``split`` cuts the walk into static shards described by data alone (a
 choice prefix, the sleep set it starts with, its depth): one run down the
 FIFO path, then one shard for every branch left on that path, each with the
-footprints of its earlier siblings learned by one probe run per branch. The
+footprints of its earlier siblings learned by one probe run per branch. A shard
+learns nothing from another's runs, so shards are walked with every awake option
+branched at once (``prove(..., defer=False)``), the walk they add up to. The
 shard that branches at the first draw holds nearly the whole tree, so this
 plan does not balance; ``prove_parallel`` walks a proof in balanced units
 instead (``raceproof.sim.proof_units``), whose merged report is the

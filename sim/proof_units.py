@@ -20,10 +20,14 @@ Why the merged report is the sequential walk's:
 - Every run of the sequential walk is made exactly once, by one unit, with
   the same prefix and the same sleep set. The branches of one draw are never
   cut apart, so each learns the footprints of its earlier siblings from their
-  first runs, as the sequential walk does, and no probe run is needed. The
-  counts are sums, so a complete proof's counts are the sequential walk's.
+  first runs, as the sequential walk does, and no probe run is needed; nor are
+  the branches below a draw that holds options back, in its instant
+  (``race_group``): only their runs can release them, in the same order as in
+  the sequential walk. The counts are sums, so a complete proof's counts are
+  the sequential walk's.
 - The walk's order is by deviations, then by the chain of deviations
-  ``(position, value)`` (``Node.chain``): breadth-first order, as a key. A
+  ``(position, value)`` (``Node.chain``, ``exhaustive.entry_chain``):
+  breadth-first order, as a key. A
   unit walks its branches in that order and stops at its first finding, so
   the smallest key over all units is the sequential walk's first finding, and
   it is shrunk once, on the driver, as ``prove`` shrinks it. Once a finding
@@ -50,7 +54,14 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from raceproof.sim.errors import KernelError
-from raceproof.sim.exhaustive import Entry, ProofReport, ProofVerdict, ProofWalk, WalkOptions
+from raceproof.sim.exhaustive import (
+    Entry,
+    ProofReport,
+    ProofVerdict,
+    ProofWalk,
+    WalkOptions,
+    entry_chain,
+)
 from raceproof.sim.exhaustive import WalkStart as _Start
 from raceproof.sim.explore import Budget, Progress
 from raceproof.sim.outcome import Runner
@@ -87,10 +98,10 @@ class Unit:
 
     @property
     def min_depth(self) -> int:
-        """Deviations of its shallowest branch."""
+        """The length of its first branch's chain (``entry_chain``: its place in walk order)."""
         if not self.entries:
             return 0
-        return min(node.depth + 1 for node, _ in self.entries)
+        return min(len(entry_chain(entry)) for entry in self.entries)
 
 
 @dataclass
@@ -101,17 +112,47 @@ class UnitResult:
     worker: str  # the process that walked it ("driver" or a pool worker's name)
 
 
+def race_group(node: Node) -> Node:
+    """What a branch at ``node`` must share a unit with: the topmost draw above it, in its
+    instant, that holds options back, or else ``node`` itself (its siblings' footprints).
+
+    A run from a branch of ``node`` tells only the draws of that instant on its path what
+    raced (``ProofWalk._release``), and only a draw that holds options back learns from
+    it; a draw holds options back from its making on, or never. So two branches below one
+    such draw stay in one unit, with the draws between (``_detach``), and units are cut
+    between such groups only (``cut``).
+    """
+    group, walk = node, node
+    while walk.parent is not None and walk.parent.record.at_ms == walk.record.at_ms:
+        walk = walk.parent
+        if walk.deferred:
+            group = walk
+    return group
+
+
 def _detach(frontier: Sequence[Entry]) -> list[Entry]:
-    """The frontier as plain data: each draw once, without links to the walk it came from."""
+    """The frontier as plain data: each draw once, linked to the draws of its instant above
+    it (with what they hold back) and to nothing else of the walk it came from."""
     copies: dict[int, Node] = {}
-    entries: list[Entry] = []
-    for node, value in frontier:
+
+    def copied(node: Node) -> Node:
         copy = copies.get(id(node))
         if copy is None:
-            copy = replace(node, parent=None, visit=None, repeats=None, pending=[])
+            inside = node.parent is not None and node.parent.record.at_ms == node.record.at_ms
+            parent = copied(node.parent) if inside and node.parent is not None else None
+            copy = replace(
+                node,
+                parent=parent,
+                visit=None,
+                repeats=None,
+                pending=[],
+                deferred=list(node.deferred),
+                released=dict(node.released),
+            )
             copies[id(node)] = copy
-        entries.append((copy, value))
-    return entries
+        return copy
+
+    return [(copied(node), value) for node, value in frontier]
 
 
 def unit_runs(level: int) -> int:
@@ -125,24 +166,28 @@ def piece_entries(level: int) -> int:
 
 
 def cut(left: Sequence[Entry], piece: int | None = None) -> list[list[Entry]]:
-    """``left`` in at most ``SPLIT_WAYS`` contiguous pieces of about equal size (and at least
-    ``piece`` branches, ``PIECE_ENTRIES`` unless given, but for the last), never inside a draw."""
+    """``left`` in at most ``SPLIT_WAYS`` pieces of about equal size (and at least ``piece``
+    branches, ``PIECE_ENTRIES`` unless given, but for the last), never inside a race group
+    (``race_group``), each in walk order."""
     ways = SPLIT_WAYS
     piece = PIECE_ENTRIES if piece is None else piece
-    groups: list[list[Entry]] = []
-    for entry in left:
-        if groups and groups[-1][0][0] is entry[0]:
-            groups[-1].append(entry)
-        else:
-            groups.append([entry])
+    by_opener: dict[int, list[int]] = {}
+    groups: list[list[int]] = []  # indices into ``left``, by group in order of appearance
+    for index, entry in enumerate(left):
+        key = id(race_group(entry[0]))
+        group = by_opener.get(key)
+        if group is None:
+            group = by_opener[key] = []
+            groups.append(group)
+        group.append(index)
     target = max(piece, -(-len(left) // ways)) if left else 0
-    pieces: list[list[Entry]] = []
+    pieces: list[list[int]] = []
     for group in groups:
         if pieces and len(pieces[-1]) < target:
             pieces[-1].extend(group)
         else:
             pieces.append(list(group))
-    return pieces
+    return [[left[index] for index in sorted(indices)] for indices in pieces]
 
 
 def walk_unit(

@@ -34,7 +34,18 @@ a queue's put resuming the getter it wakes, a process spawned or resumed). Every
 order the kernel can take is then the run's order with commuting neighbours
 swapped, so the draw has one class; on ``samza-drain``/``drain`` this spared
 276 of the proof's 278 sleep-blocked runs (1,782 runs for 1,504 classes before,
-1,506 after). Sleep
+1,506 after). A draw whose chosen step races with nothing in its instant holds its
+other options back (``Node.deferred``) until a run through it shows that step racing
+(``raced``: it drew, touches everything, or is dependent with a later step of the
+instant that some order runs before it); the walk then branches them
+(``exhaustive.ProofWalk._release``). That is DPOR's race feedback (Flanagan and
+Godefroid 2005), with every option of the draw as the backtrack set: a step that races
+with nothing in any run through its draw stands for a persistent set of one. Steps due
+at different instants never race, so only the runs that branch inside the draw's own
+instant can release it, and those are kept in one unit of a parallel proof
+(``proof_units.race_group``). Brooklin's ``fix-conditional-write``: 1,335 runs ->
+1,113 for its 1,016 classes (319 -> 97 sleep-blocked); ``samza-drain``/``drain``:
+1,506 -> 1,504 (2 -> 0). Sleep
 sets are sound for every reachable state (each Mazurkiewicz trace of the
 configuration keeps at least one representative), so a reduced proof that is
 otherwise unpruned is complete.
@@ -115,6 +126,7 @@ class DrawRecord:
     # The steps from this draw's to the end of its instant commute pairwise and draw
     # nothing: every order of them is equivalent, so its other options need no branch.
     commutes: bool = False
+    at_ms: int | None = None  # the virtual instant of the draw (its node's race group)
 
 
 # A step of the current instant: its key, footprint, whether it drew, its draw (if one
@@ -193,6 +205,11 @@ class SleepSetSource(ChoiceSource):
         # Per step: its process, footprint, whether it drew, its draw, its logged step's index
         # and the key of the step that triggered its event.
         self._instant: list[InstantStep] = []
+        self._instant_at: list[int | None] = []  # per step of the instant: the draw that chose it
+        # Schedule draws (positions, the prefix's too) whose chosen step raced in its instant
+        # (``_mark_races``): the walk branches a deferred draw's other options only then.
+        self.raced: set[int] = set()
+        self.all_asleep = False  # cut where every step due was asleep (the instant is over)
 
     # -- draws ---------------------------------------------------------------
     def _replayed(self, index: int, n: int) -> int:
@@ -210,9 +227,19 @@ class SleepSetSource(ChoiceSource):
         value = self._replayed(index, n) if index < len(self.prefix) else 0
         if self.tracking:
             self.draws.append(
-                DrawRecord(label=label, n=n, value=value, keys=None, sleep=dict(self.sleep))
+                DrawRecord(
+                    label=label,
+                    n=n,
+                    value=value,
+                    keys=None,
+                    sleep=dict(self.sleep),
+                    at_ms=self._at(),
+                )
             )
         return value
+
+    def _at(self) -> int | None:
+        return self._clock.now_ms if self._clock is not None else None
 
     def schedule_steps(self, keys: list[str | None], world: World | None = None) -> int:
         n = len(keys)
@@ -232,11 +259,17 @@ class SleepSetSource(ChoiceSource):
             if value < 0:
                 for key in keys:
                     self._log_asleep(key)
+                self.all_asleep = True
                 raise SleepBlocked("every step due now is asleep")
         self.record.append(Choice(SCHEDULE_LABEL, n, value))
         if self.tracking:
             record = DrawRecord(
-                label=SCHEDULE_LABEL, n=n, value=value, keys=tuple(keys), sleep=dict(self.sleep)
+                label=SCHEDULE_LABEL,
+                n=n,
+                value=value,
+                keys=tuple(keys),
+                sleep=dict(self.sleep),
+                at_ms=_due_at(world) if world is not None else self._at(),
             )
             self.draws.append(record)
             self._open = record
@@ -386,7 +419,9 @@ class SleepSetSource(ChoiceSource):
             logged = len(self.steps) - 1 if self.steps is not None else None
             by = getattr(self._world, "enabled_by", None)  # a test's clock has none
             self._instant.append((key, footprint, self._drew, self._open, logged, by))
+            self._instant_at.append(self._step_at)
             for cancelled in self._world.disabled:
+                self._instant_at.append(None)
                 # The step it cancelled was due in this instant and never runs in this order:
                 # still one of the instant's steps, the one it is dependent with (``World._disables``).
                 self._instant.append((None, {DISABLED + cancelled: True}, False, None, None, None))
@@ -399,6 +434,48 @@ class SleepSetSource(ChoiceSource):
             self._open = None
         if self.tracking and self.sleep:
             self.sleep = {k: fp for k, fp in self.sleep.items() if not dependent(fp, footprint)}
+
+    def _mark_races(
+        self, steps: Sequence[InstantStep], after: list[set[int]], *, complete: bool
+    ) -> None:
+        """Add to ``raced`` the draws of an instant whose chosen step raced in it.
+
+        A step races when it drew a model-level choice, touches everything, or is
+        dependent with a later step of the instant that some order could run before it
+        (``_causes``). Every draw of the instant counts as racing when the run did not see
+        the instant whole (``complete`` False: cut, bounded or ended inside it) or the state
+        cache covered the run there (the branches past the cut are another visit's).
+        """
+        at, self._instant_at = self._instant_at, []
+        if not complete or self.covered is not None:
+            self.raced.update(p for p in at if p is not None)
+            return
+        for i, position in enumerate(at):
+            if position is None:
+                continue
+            _, footprint, drew, _, _, _ = steps[i]
+            if (
+                footprint is None
+                or drew
+                or any(
+                    dependent(footprint, steps[k][1]) and i not in after[k]
+                    for k in range(i + 1, len(steps))
+                )
+            ):
+                self.raced.add(position)
+
+    def end_races(self, ended: bool) -> None:
+        """The run is over: mark the races of its last instant.
+
+        ``ended``: the run ended unbounded, or was cut with every step due asleep; its
+        last instant is whole only if nothing more was due at that instant then.
+        """
+        steps, self._instant = self._instant, []
+        world = self._world
+        # Cut with every step due asleep: those steps ran in the runs that put them to sleep,
+        # which see their races (and the steps they enable) with this instant's steps.
+        complete = self.all_asleep or (ended and world is not None and not world.instant_open())
+        self._mark_races(steps, _causes(steps), complete=complete)
 
     def remembered_footprint(self, position: int) -> Footprint:
         """What a later sibling of the step chosen at draw ``position`` may sleep on.
@@ -428,6 +505,7 @@ class SleepSetSource(ChoiceSource):
         """
         steps, self._instant = self._instant, []
         after = _causes(steps)
+        self._mark_races(steps, after, complete=True)
         start = len(steps)
         for j in range(len(steps) - 1, -1, -1):
             _, footprint, drew, _, _, _ = steps[j]
@@ -446,6 +524,12 @@ class SleepSetSource(ChoiceSource):
             if marked and logged is not None and self.steps is not None:
                 # The footprint check tests the claim: every order of these steps is equivalent.
                 self.steps[logged] = replace(self.steps[logged], commutes=True)
+
+
+def _due_at(world: World) -> int | None:
+    """The instant a schedule draw of ``world`` is in (a test's clock may know only its time)."""
+    due = getattr(world, "due_ms", None)
+    return due if due is not None else getattr(world, "now_ms", None)
 
 
 def _causes(steps: Sequence[InstantStep]) -> list[set[int]]:
@@ -485,6 +569,10 @@ class Node:
     record: DrawRecord
     depth: int  # branchings taken on the path up to here
     pending: list[int] = field(default_factory=list)
+    # Options held back until a run through this draw shows its step racing (the walk's
+    # ``defer``), and the walk-order chain of each option released (``exhaustive``).
+    deferred: list[int] = field(default_factory=list)
+    released: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     explored: dict[str, Footprint] = field(default_factory=dict)  # key -> footprint
     visit: tuple[Visit, int, str] | None = None  # the state cache's visit here, op index
     repeats: Visit | None = None  # debug mode: the earlier visit of the same state

@@ -503,6 +503,16 @@ class World(simpy.Environment):
     def _due_actors(self) -> list[str]:
         return [self._actor_of(entry[3]) for entry in self._due]
 
+    @property
+    def due_ms(self) -> int:
+        """The instant of the events due now (a schedule draw's, before the clock moves to it)."""
+        return int(self._due[0][0]) if self._due else self.now_ms
+
+    def instant_open(self) -> bool:
+        """An event is still due at the current instant (a run stopped inside it)."""
+        queue = self._queue
+        return bool(self._due) or bool(queue and queue[0][0] == self._now)
+
     def peek(self) -> Any:
         return self._due[0][0] if self._due else super().peek()
 

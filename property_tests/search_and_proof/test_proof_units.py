@@ -272,30 +272,33 @@ def test_units_walk_the_soundness_generators_models_as_the_sequential_walk(
 
 
 @pytest.mark.parametrize(
-    ("scenario", "variant", "runs"),
+    ("scenario", "variant", "runs", "speedup"),
     [
-        ("streams-checkpoint-resurrection", "fix-load-after-lock", 1024),
+        ("streams-checkpoint-resurrection", "fix-load-after-lock", 1024, 12),
         # 1,389 before an instant's triggered steps counted as ordered (the runs sleep sets
-        # cut: 373 -> 319; the classes are the same, 1,016).
-        ("brooklin-double-stop", "fix-conditional-write", 1335),
+        # cut: 373 -> 319), 1,335 -> 1,113 since a draw's options wait for its step to race
+        # (issue 46: 319 -> 97 sleep-blocked); the classes are the same, 1,016. Its units of
+        # one race group each (``race_group``) allow x11.24 on 16 (a chain of 70 runs).
+        ("brooklin-double-stop", "fix-conditional-write", 1113, 11),
     ],
 )
 def test_the_plan_of_a_proof_of_a_thousand_runs_allows_twelve_on_sixteen_workers(
-    scenario: str, variant: str, runs: int
+    scenario: str, variant: str, runs: int, speedup: int
 ) -> None:
     """streams-checkpoint-resurrection / fix-load-after-lock (1,024 runs) allowed x10.04, the
     Brooklin fixes x9.57 (fix-stop-dedupe) and x10.63: the root's rest was cut into pieces of 8
     branches (3 units where 16 workers wait) and a chain of units each leaving a rest was 92-135
     runs. Cut one branch a piece near the root, each allows x12 or more (the proofs closest to
-    it). fix-stop-dedupe (4,748 runs, 32 CPU s here) is the same plan on a larger tree: its runs
+    it); Brooklin's x11 since its draws hold options back (a race group is never cut apart).
+    fix-stop-dedupe (4,388 runs, x15.08) is the same plan on a larger tree: its runs
     are pinned by test_catalogue, which walks it anyway."""
     found = get(scenario)
     run = found.runner(variant, found.prove_config)
     report = prove_balanced(run, 1, budget=Budget(examples=10**6), options=WalkOptions())
     assert report.complete and report.runs == runs
     assert report.balance is not None
-    assert report.balance["speedup_allowed"]["16"] >= 12
-    assert report.balance["critical_path_runs"] <= runs // 16
+    assert report.balance["speedup_allowed"]["16"] >= speedup
+    assert report.balance["critical_path_runs"] <= runs // speedup
 
 
 def _in_worker(fail: Callable[[], None]) -> Any:
