@@ -27,6 +27,7 @@ from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
 pytestmark = pytest.mark.xdist_group("spark")
 
 COUNT = WindowedCount()
+POLLING_DELAY = "spark.sql.streaming.pollingDelay"
 
 
 def test_the_checkers_are_the_shared_ones() -> None:
@@ -240,8 +241,14 @@ def test_a_snapshot_truncated_as_maintenance_writes_it_loses_nothing_on_restart(
     spark: Any,
 ) -> None:
     # The named point: state-store maintenance has just written a .snapshot. Measured 3 of 3
-    # (PySpark 4.3.0): the restarted query's state still matches its inputs.
-    trial = experiments.EXPERIMENTS["maintenance-snapshot"].trial(spark, COUNT, False)
+    # (PySpark 4.3.0): the restarted query's state still matches its inputs. Until maintenance
+    # runs (every 60 s) the query has no new input; it looks for some every second here, not
+    # every 10 ms (Spark's pollingDelay), which only changes how soon a restart sees its files.
+    spark.conf.set(POLLING_DELAY, "1s")
+    try:
+        trial = experiments.EXPERIMENTS["maintenance-snapshot"].trial(spark, COUNT, False)
+    finally:
+        spark.conf.unset(POLLING_DELAY)
     (truncated,) = trial.history.of_kind("fault.truncate")
     assert str(truncated.get("path")).endswith(".snapshot") and int(truncated.get("bytes")) > 0
     checked = {v.checker: v.status for v in trial.verdicts}
