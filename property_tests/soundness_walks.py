@@ -282,16 +282,19 @@ def parallel_problems(spec: AnySpec, full: Walk | None = None) -> list[str]:
     return problems
 
 
-def masked(run: Runner) -> Runner:
+def masked(run: Runner, found: list[str] | None = None) -> Runner:
     """``run`` whose findings do not stop a walk: every schedule is judged (verdicts kept).
 
-    A finding in a run that hit a bound leaves it what it is without one: undecided.
+    A finding in a run that hit a bound leaves it what it is without one: undecided. Each
+    finding masked is appended to ``found`` (its status): without one, the walk is ``run``'s.
     """
 
     def judged(source: ChoiceSource) -> RunOutcome:
         outcome = run(source)
         if outcome.status not in FINDINGS:
             return outcome
+        if found is not None:
+            found.append(outcome.status)
         status = Verdict.OK if outcome.bound is None else Verdict.INCONCLUSIVE
         return dataclasses.replace(outcome, status=status)
 
@@ -325,17 +328,10 @@ def claims_of(steps: list[StepRecord]) -> set[tuple[str | None, ...]]:
     return found | unnamed_claims(steps)  # across a step with no key: counted unverified
 
 
-def coverage_problems(run: Runner, budget: Budget) -> list[str]:
-    """``--check-footprints`` tests every claim of the walk's runs once, or counts it unverified.
+def watched(run: Runner, claims: set[tuple[str | None, ...]]) -> Runner:
+    """``run`` adding the claims each of a walk's runs rests on to ``claims``."""
 
-    The walk's runs are watched from outside the check (each run's own step log);
-    when the check passes, what it checked and left unverified must add up to the
-    distinct claims those runs rest on, the runs the walk cut included (a sleeping
-    step's claim is made in those only).
-    """
-    claims: set[tuple[str | None, ...]] = set()
-
-    def watched(source: ChoiceSource) -> RunOutcome:
+    def watching(source: ChoiceSource) -> RunOutcome:
         try:
             return run(source)  # a run the reduction cuts raises: its claims count as well
         finally:
@@ -343,7 +339,17 @@ def coverage_problems(run: Runner, budget: Budget) -> list[str]:
             if steps is not None:
                 claims.update(claims_of(steps))
 
-    report, _ = _raised(partial(prove, masked(watched), budget=budget, check_footprints=True))
+    return watching
+
+
+def coverage_problems(report: ProofReport | None, claims: set[tuple[str | None, ...]]) -> list[str]:
+    """``--check-footprints`` tests every claim of the walk's runs once, or counts it unverified.
+
+    The walk's runs are watched from outside the check (``watched``: each run's own step
+    log); when the check passes, what it checked and left unverified must add up to the
+    distinct claims those runs rest on, the runs the walk cut included (a sleeping
+    step's claim is made in those only).
+    """
     if report is None or report.footprints_checked is None:
         return []
     tested = report.footprints_checked + report.footprints_unverified
@@ -376,14 +382,21 @@ def checker_problems(spec: AnySpec, full: Walk | None = None, *, strict: bool = 
         # Looked up at each call, so a slip planted in the module is the one run.
         "--cross-check": lambda r: cross_check_module.cross_check(r, budget=budget),
     }
-    problems = []
+    problems: list[str] = []
+    claims: set[tuple[str | None, ...]] = set()  # of the --check-footprints walk's runs
     for name, check in checks.items():
-        report, raised = _raised(partial(check, masked(run)))
+        found: list[str] = []
+        watching = watched(run, claims) if name == "--check-footprints" else run
+        report, raised = _raised(partial(check, masked(watching, found)))
+        if name == "--check-footprints":
+            problems += coverage_problems(report, claims)
         # Pairs it could not follow make the command's verdict INCONCLUSIVE (exit 3): no pass.
         unverified = report is not None and bool(report.footprints_unverified)
         if unsound and raised is None and (strict or not unverified):
             problems.append(f"{name} passes a reduction that misses endings of the full walk")
-        stopping, stopped_raised = _raised(partial(check, run))
+        # As the user runs it: masking changes a walk from its first finding on only, so
+        # without one the stopping walk is the masked one (deterministic), not walked again.
+        stopping, stopped_raised = _raised(partial(check, run)) if found else (report, raised)
         if stopping is not None:
             problems += _claims(f"{name} (stopping)", stopping, full)
             if stopping.cross_checked is not None and unsound:
@@ -391,7 +404,7 @@ def checker_problems(spec: AnySpec, full: Walk | None = None, *, strict: bool = 
         for message in (raised, stopped_raised):
             if message is not None and not spec.untracked and not unsound:
                 problems.append(f"{name} blames a model of tracked state: {message}")
-    return problems + coverage_problems(run, budget)
+    return problems
 
 
 @dataclass
