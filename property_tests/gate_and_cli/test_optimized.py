@@ -100,8 +100,8 @@ def test_lost_update_refuses_clients_0_the_same_with_and_without_optimize(tmp_pa
 
 
 # -- the gate gives the same verdicts and counts, optimized or not ---------------------------
-# test_check_any_jobs.py runs lost-update's and samza-drain's checks (its smaller proof
-# configuration) once more under PYTHONOPTIMIZE=1 and compares the JSON with its -j 1 run's.
+# test_check_any_jobs.py runs lost-update's and samza-drain's -j 2 checks (its smaller proof
+# configuration) under PYTHONOPTIMIZE=1 and compares the JSON with its plain -j 1 run's.
 
 
 # -- kernel contracts and misuse errors are kept under -O ------------------------------------
@@ -320,7 +320,7 @@ SETS_ITS_OWN_MODE = (
 #   violations the catalogue test requires (its holding proofs are test_check_any_jobs' smaller
 #   ones, which the main pass compares on -j 1 and -j 2);
 # - samza-drain's drain (1,504 classes, 15 CPU s): test_check_any_jobs proves it on the smaller
-#   configuration (812) with and without -O and compares the two JSON reports, counts included;
+#   configuration (812) on -j 1 and on -j 2 under -O and compares the JSON reports, counts included;
 #   its seven violated variants run here;
 # - coordinator-async-append's verify-then-write (7.5 CPU s): block-event-loop, a holding proof
 #   of the same model (3 CPU s), runs here with its footprints checked.
