@@ -44,7 +44,7 @@ with nothing in any run through its draw stands for a persistent set of one. Ste
 at different instants never race, so only the runs that branch inside the draw's own
 instant can release it, and those are kept in one unit of a parallel proof
 (``proof_units.race_group``). Brooklin's ``fix-conditional-write``: 1,335 runs ->
-1,113 for its 1,016 classes (319 -> 97 sleep-blocked); ``samza-drain``/``drain``:
+1,084 for its 1,016 classes (319 -> 68 sleep-blocked); ``samza-drain``/``drain``:
 1,506 -> 1,504 (2 -> 0). Sleep
 sets are sound for every reachable state (each Mazurkiewicz trace of the
 configuration keeps at least one representative), so a reduced proof that is
@@ -209,7 +209,8 @@ class SleepSetSource(ChoiceSource):
         # Schedule draws (positions, the prefix's too) whose chosen step raced in its instant
         # (``_mark_races``): the walk branches a deferred draw's other options only then.
         self.raced: set[int] = set()
-        self.all_asleep = False  # cut where every step due was asleep (the instant is over)
+        # Cut where a step asleep had to run next (every step due asleep, or one due alone).
+        self.all_asleep = False
 
     # -- draws ---------------------------------------------------------------
     def _replayed(self, index: int, n: int) -> int:
@@ -368,6 +369,7 @@ class SleepSetSource(ChoiceSource):
         self._drew = False
         if self.tracking and key is not None and key in self.sleep:
             self._log_asleep(key)
+            self.all_asleep = True
             raise SleepBlocked(f"step {key} is asleep")
 
     def _log_asleep(self, key: str | None) -> None:
@@ -472,8 +474,8 @@ class SleepSetSource(ChoiceSource):
         """
         steps, self._instant = self._instant, []
         world = self._world
-        # Cut with every step due asleep: those steps ran in the runs that put them to sleep,
-        # which see their races (and the steps they enable) with this instant's steps.
+        # Cut where a step asleep had to run: it ran in the run that put it to sleep, which
+        # sees its races (and those of the steps it enables) with this instant's steps.
         complete = self.all_asleep or (ended and world is not None and not world.instant_open())
         self._mark_races(steps, _causes(steps), complete=complete)
 
