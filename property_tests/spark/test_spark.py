@@ -10,6 +10,7 @@ points, so the verdicts do not vary with the interleaving.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -120,23 +121,36 @@ def test_a_stop_during_a_slow_sink_replays_the_batch_unless_the_sink_keys_on_bat
 
 
 def test_a_process_stopped_before_the_commit_replays_the_batch_in_every_run_unless_keyed(
-    spark: Any,
+    spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A graceful stop() at this point let Spark write commits/k in some runs and not others (a
     # race inside Spark and Hadoop: docs/howto/spark_stop_commit_race.py), so the stock verdict
-    # was violated 9/10, ok 1/10. The process now stops before the commit in every run.
-    stock = experiments.stop_before_commit(spark, COUNT, guarded=False)
-    (fault,) = stock.history.of_kind("fault.process-stopped")
-    assert fault.get("checked_on_files") is True and fault.get("committed_after") is False
-    assert stock.verdict == "violated" and stock.checker == "no-duplicate-emission", stock.message
-    k = str(fault.get("point")).split()[1]
-    assert f"emitted again in batch {k} " in stock.message and "key=" in stock.message, (
-        stock.message
+    # was violated 9/10, ok 1/10. The process now stops before the commit in every run: each
+    # stock trial of the command's two runs is checked where it stopped, and what it says.
+    stocks: list[Any] = []
+    experiment = experiments.EXPERIMENTS["stop-before-commit"]
+
+    def kept(spark: Any, pipeline: Pipeline, guarded: bool) -> Any:
+        trial = experiment.trial(spark, pipeline, guarded)
+        stocks.extend([] if guarded else [trial])
+        return trial
+
+    monkeypatch.setitem(
+        experiments.EXPERIMENTS, "stop-before-commit", replace(experiment, trial=kept)
     )
     both = results.run_experiment(spark, "stop-before-commit", COUNT, repeat=2)
     assert both["stock"]["stability"] == "violated (no-duplicate-emission) 2/2", both["stock"]
     assert both["guarded"]["stability"] == "ok 2/2", both["guarded"]
     assert both["verdict"] == "ok"
+    assert len(stocks) == 2
+    for stock in stocks:
+        (fault,) = stock.history.of_kind("fault.process-stopped")
+        assert fault.get("checked_on_files") is True and fault.get("committed_after") is False
+        assert stock.verdict == "violated" and stock.checker == "no-duplicate-emission"
+        k = str(fault.get("point")).split()[1]
+        assert f"emitted again in batch {k} " in stock.message and "key=" in stock.message, (
+            stock.message
+        )
 
 
 class SlidingWords(Pipeline):
