@@ -40,8 +40,30 @@ def test_the_checkers_are_the_shared_ones() -> None:
     assert lifecycle.legal_transitions is sim_lifecycle.legal_transitions
 
 
-def test_stale_checkpoint_restore_duplicates_on_stock_spark_and_fencing_refuses(spark: Any) -> None:
-    stock = experiments.stale_checkpoint_restore(spark, COUNT, guarded=False)
+def test_stale_checkpoint_restore_duplicates_on_stock_spark_and_fencing_refuses(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """And a disabled guard fails the gate: ``spark-check`` with fencing turned off by the
+    experiment's own parameter (this test only) exits 1; its stock trial is checked here."""
+    kept: dict[bool, Any] = {}
+
+    def unfenced(spark: Any, pipeline: Pipeline, guarded: bool) -> Any:
+        kept[guarded] = experiments.stale_checkpoint_restore(
+            spark, pipeline, guarded, fencing=False
+        )
+        return kept[guarded]
+
+    experiment = experiments.EXPERIMENTS["stale-checkpoint-restore"]
+    monkeypatch.setitem(
+        experiments.EXPERIMENTS, "stale-checkpoint-restore", replace(experiment, trial=unfenced)
+    )
+    code = main(["spark-check", "--experiment", "stale-checkpoint-restore", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    (row,) = result["experiments"]
+    assert code == 1 and result["verdict"] == "violated" and row["pipeline"] == COUNT.name
+    assert row["broken_promises"] == ["no-duplicate-emission"] == [row["checker"]]
+    assert row["stock"]["trials"][0]["verdict"] == "violated"
+    stock = kept[False]
     assert stock.verdict == "violated" and stock.checker == "no-duplicate-emission"
     assert "emitted again" in stock.message
     guarded = experiments.stale_checkpoint_restore(spark, COUNT, guarded=True)
@@ -78,11 +100,31 @@ def test_a_late_stop_by_name_loses_the_acknowledged_resume_and_a_run_bound_stop_
 
 
 def test_a_second_start_silently_stops_the_live_run_unless_restart_stopping_is_off(
-    spark: Any,
+    spark: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stock = lifecycle.second_start(spark, COUNT, guarded=False)
+    """Through ``spark-check`` as a user runs it: stock Spark's violation is a finding, the
+    gate holds; each of its two trials is checked where it ran (kept by a wrapper)."""
+    trials: dict[bool, Any] = {}
+    experiment = experiments.EXPERIMENTS["second-start"]
+
+    def kept(spark: Any, pipeline: Pipeline, guarded: bool) -> Any:
+        trials[guarded] = experiment.trial(spark, pipeline, guarded)
+        return trials[guarded]
+
+    monkeypatch.setitem(experiments.EXPERIMENTS, "second-start", replace(experiment, trial=kept))
+    code = main(["spark-check", "--experiment", "second-start", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["verdict"] == "ok"  # stock Spark violates; the guard holds
+    (row,) = result["experiments"]
+    assert row["pipeline"] == COUNT.name and row["stock"]["trials"][0]["violated"] == [
+        "acknowledged-resume-holds"
+    ]
+    assert row["guarded"]["trials"][0]["verdict"] == "ok"
+    for field in ("scenario", "pipeline", "experiment", "variant", "verdict", "checker", "seconds"):
+        assert field in row
+    assert row["jvm_peak_mb"] > 0 and row["python_peak_mb"] > 0
+    stock, guarded = trials[False], trials[True]
     assert stock.checker == "acknowledged-resume-holds" and "set by spark" in stock.message
-    guarded = lifecycle.second_start(spark, COUNT, guarded=True)
     assert guarded.verdict == "ok" and guarded.history.of_kind("start.refused")
     assert "already active" in guarded.message
     assert spark.conf.get("spark.sql.streaming.stopActiveRunOnRestart") == "true"  # restored
@@ -235,20 +277,6 @@ def test_recovered_state_equals_the_recomputation_from_the_inputs(spark: Any) ->
     assert trial.verdict == "ok", trial.message
     batches = {op.get("batch") for op in trial.history.of_kind("state.row")}
     assert len(batches) >= 4  # the state after every committed batch was read and compared
-
-
-def test_spark_check_from_the_command_line_reports_stock_violations_as_findings(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    code = main(["spark-check", "--experiment", "second-start", "--json"])
-    result = json.loads(capsys.readouterr().out)
-    assert code == 0 and result["verdict"] == "ok"  # stock Spark violates; the guard holds
-    (row,) = result["experiments"]
-    assert row["stock"]["trials"][0]["violated"] == ["acknowledged-resume-holds"]
-    assert row["guarded"]["trials"][0]["verdict"] == "ok"
-    for field in ("scenario", "pipeline", "experiment", "variant", "verdict", "checker", "seconds"):
-        assert field in row
-    assert row["jvm_peak_mb"] > 0 and row["python_peak_mb"] > 0
 
 
 def test_a_snapshot_truncated_as_maintenance_writes_it_loses_nothing_on_restart(

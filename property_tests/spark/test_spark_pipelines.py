@@ -3,8 +3,8 @@
 The pipeline is written to a temporary file outside the repository, as a user
 would write it, and loaded by its path; it runs through every experiment that
 applies to it but the four longest (``ELSEWHERE``: ``test_spark.py`` runs each
-both ways on the windowed count). The gate test disables a guard through the
-test-only switch and expects exit 1.
+both ways on the windowed count; so does the gate test that disables a guard through the
+experiment's own parameter and expects exit 1).
 These tests start a real local Spark session (in one of the two Spark
 xdist groups) and fail if it cannot start.
 """
@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,6 @@ from raceproof.cli.main import main
 from raceproof.spark_integration.experiments import (
     EXPERIMENTS,
     applicable,
-    stale_checkpoint_restore,
 )
 from raceproof.spark_integration.pipeline import resolve
 
@@ -113,26 +110,6 @@ def test_a_users_pipeline_from_a_file_runs_through_the_experiments_that_apply(
     assert "drain-completeness" in drained["violated"], drained["message"]
     assert rows["drain"]["guarded"]["trials"][0]["verdict"] == "ok"
     assert rows["replay-equivalence"]["stock"]["trials"][0]["verdict"] == "ok"
-
-
-def test_a_disabled_guard_fails_the_gate_and_stock_violations_alone_do_not(
-    spark: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # The guard turned off by the experiment's own parameter, for this test only.
-    unfenced = partial(stale_checkpoint_restore, fencing=False)
-    monkeypatch.setitem(
-        EXPERIMENTS,
-        "stale-checkpoint-restore",
-        replace(EXPERIMENTS["stale-checkpoint-restore"], trial=unfenced),
-    )
-    code, result = _spark_check(capsys, "--experiment", "stale-checkpoint-restore")
-    (row,) = result["experiments"]
-    assert code == 1 and result["verdict"] == "violated"
-    assert (
-        row["broken_promises"] == ["no-duplicate-emission"]
-        and row["checker"] == row["broken_promises"][0]
-    )
-    assert row["stock"]["trials"][0]["verdict"] == "violated"
 
 
 def test_a_pipeline_that_cannot_be_loaded_is_a_usage_error(
