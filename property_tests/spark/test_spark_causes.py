@@ -10,9 +10,9 @@ sink leaves by (``sys.exit()``, a ``KeyboardInterrupt`` it raised) fails its
 batch as a ``RuntimeError`` naming it. On real Spark: a
 ``foreachBatch`` sink that raises ``ConnectionError`` once shows that
 exception and the user's frame (exit 4), a sink that calls ``sys.exit(0)`` is
-exit 4 too (the command used to wait for the batch for ever), Spark's Parquet file sink is
-offered no checkpoint fencing (it could not refuse anything there), and a
-join reads its two streams from two file sources.
+exit 4 too (the command used to wait for the batch for ever), and a
+join reads its two streams from two file sources (that Spark's Parquet file sink is
+offered no checkpoint fencing is ``test_spark_sinks.py``'s).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from raceproof.cli.main import main
 from raceproof.spark_integration.job import short_error, wrapped
 from raceproof.spark_integration.pipeline import PipelineRaised, Row
 from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
-from raceproof.spark_integration.results import run_experiment, unjudged
+from raceproof.spark_integration.results import unjudged
 from raceproof.spark_integration.trial import TrialRun
 
 # The tests on the module's Spark session share a Spark worker; the Spark-free ones and the
@@ -229,13 +229,6 @@ def test_a_sink_that_calls_sys_exit_is_a_pipeline_error_not_a_hang(tmp_path: Pat
     assert done.returncode == 4, (done.stdout[-2000:], done.stderr[-2000:])
     assert "Traceback" not in done.stderr and "interrupted" not in done.stderr, done.stderr
     assert "raised SystemExit: sys.exit(0)" in done.stdout, done.stdout[-2000:]
-
-
-@spark_group
-def test_a_file_sink_is_offered_no_guard_that_cannot_act(spark: Any) -> None:
-    row = run_experiment(spark, "stale-checkpoint-restore", spark_user_sinks.parquet())
-    assert row["guard"] == "the pipeline's own sink", row["guard"]  # not checkpoint fencing
-    assert row["verdict"] == "ok", row["stock"]
 
 
 @spark_group

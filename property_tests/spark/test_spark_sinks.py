@@ -6,12 +6,14 @@ Every checker judges the rows the sink stored (``read_output``): the writer
 that ignores ``batch_id`` is caught with the duplicated row and the re-run
 batch named, on the gate's exit code; the writer that records its batch ids
 and the Parquet file sink (exactly-once through ``_spark_metadata``) hold
-under the same faults.
+under the same faults; the Parquet sink is offered its own sink as its guard,
+never checkpoint fencing (which could refuse nothing there).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from raceproof.cli.main import main
 from raceproof.spark_integration.experiments import EXPERIMENTS
 from raceproof.spark_integration.job import PipelineJob, Recorder
 from raceproof.spark_integration.pipelines.windowed_count import WindowedCount
+from raceproof.spark_integration.results import run_experiment
 from raceproof.spark_integration.sandbox import Sandbox
 
 pytestmark = pytest.mark.xdist_group("spark")
@@ -72,9 +75,23 @@ def test_an_idempotent_postgres_writer_holds_under_the_same_faults(
         assert stored and len(stored) == len({(r["window"], r["key"]) for r in stored})
 
 
-def test_sparks_parquet_file_sink_holds_and_is_read_through_its_metadata_log(spark: Any) -> None:
+def test_sparks_parquet_file_sink_holds_and_is_read_through_its_metadata_log(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Offered no guard that cannot act: its guard is its own sink, not checkpoint fencing
+    (which could refuse nothing there), so the row's one trial is its stock one."""
     sink = spark_user_sinks.parquet()
-    trial = EXPERIMENTS["stale-checkpoint-restore"].trial(spark, sink, False)
+    experiment, kept = EXPERIMENTS["stale-checkpoint-restore"], []
+
+    def keep(spark: Any, pipeline: Any, guarded: bool) -> Any:
+        kept.append(experiment.trial(spark, pipeline, guarded))
+        return kept[-1]
+
+    monkeypatch.setitem(EXPERIMENTS, "stale-checkpoint-restore", replace(experiment, trial=keep))
+    row = run_experiment(spark, "stale-checkpoint-restore", sink)
+    assert row["guard"] == "the pipeline's own sink", row["guard"]  # not checkpoint fencing
+    assert row["verdict"] == "ok", row["stock"]
+    (trial,) = kept
     assert trial.verdict == "ok", trial.message
     stored = _stored(trial)
     assert {(r["window"], r["key"]) for r in stored} >= {("2026-01-01T00:00:00", "a")}
