@@ -51,6 +51,7 @@ from raceproof.sim.reduction import (
     Node,
     Shard,
     SleepSetSource,
+    Wakeup,
     branch_options,
 )
 from raceproof.sim.shrink import shrink_found
@@ -166,6 +167,36 @@ def _child_sleep(node: Node, reduce: bool) -> dict[str, Footprint]:
     return sleep
 
 
+def _backtrack(node: Node, races: list[Wakeup] | None) -> list[int]:
+    """The options of ``node`` held back that its chosen step's races need: queue them.
+
+    Source-DPOR's backtrack set (Abdulla et al. 2014): per race, one initial of its wakeup
+    sequence, unless one is already taken here, queued or asleep; that branch's run
+    follows the sequence (``Node.guides``, ``SleepSetSource.guide``), so the race's later
+    step runs, and wakes the steps asleep it touches, before a step asleep must run. Every
+    option held back when the races are not known (None) or an initial is not among them.
+    """
+    keys = node.record.keys
+    if races is None or keys is None:
+        added, node.deferred = node.deferred, []
+        node.branched.update(added)
+        return added
+    added = []
+    for initials, sequence in races:
+        taken = set(node.explored) | set(node.record.sleep)
+        taken.update(str(keys[v]) for v in node.branched)
+        if taken.intersection(initials):
+            continue
+        option = next((v for v in node.deferred if keys[v] in initials), None)
+        if option is None:
+            return added + _backtrack(node, None)
+        node.deferred.remove(option)
+        node.branched.add(option)
+        node.guides[option] = tuple(key for key in sequence if key != keys[option])
+        added.append(option)
+    return added
+
+
 @dataclass(frozen=True)
 class WalkOptions:
     """How a walk branches and what it checks on the way (``prove``'s keyword options)."""
@@ -203,6 +234,7 @@ class WalkStart:
     depth: int
     parent: Node | None = None
     chain: tuple[tuple[int, int], ...] = ()
+    guide: tuple[str, ...] = ()  # the wakeup sequence to follow past the branch (``Node.guides``)
 
     @staticmethod
     def of_entry(entry: Entry, reduce: bool) -> WalkStart:
@@ -213,6 +245,7 @@ class WalkStart:
             depth=node.depth + 1,
             parent=node,
             chain=entry_chain(entry),
+            guide=node.guides.get(value, ()),
         )
 
 
@@ -286,6 +319,7 @@ class ProofWalk:
             cache=self.cache,
             depth=start.depth,
             log_steps=self.options.check_footprints,
+            guide=start.guide,
         )
         outcome: RunOutcome | None
         cut: StateSeen | None = None
@@ -382,8 +416,10 @@ class ProofWalk:
             self.skipped += asleep
             if record.keys is not None:
                 _explored(node, record.keys[record.value], source, position)
-                if defer and position not in source.raced:
+                if defer:
                     node.deferred, node.pending = node.pending, []
+                    if position in source.raced:
+                        node.pending = _backtrack(node, source.wakeups.get(position))
             node.visit = source.visit_at.get(position)
             node.repeats = source.compare_at.get(position)
             if node.repeats is not None:
@@ -391,11 +427,13 @@ class ProofWalk:
             queued.extend((node, value) for value in node.pending)
             last = node
         if defer:
-            self._release(start, source.raced)
+            self._release(start, source.raced, source.wakeups)
         self.frontier.extend(queued)
         return last
 
-    def _release(self, start: WalkStart, raced: set[int]) -> None:
+    def _release(
+        self, start: WalkStart, raced: set[int], wakeups: dict[int, list[Wakeup] | None]
+    ) -> None:
         """Queue the held-back options of the draws of this run's first instant whose step raced.
 
         Only a draw of the instant the run's branch is in can learn anything from it: steps
@@ -412,7 +450,7 @@ class ProofWalk:
                 found.append(node)
             node = node.parent
         for node in reversed(found):
-            node.pending, node.deferred = node.deferred, []
+            node.pending = _backtrack(node, wakeups.get(node.position))
             for value in node.pending:
                 node.released[value] = (*start.chain, (node.position, value))
                 self.frontier.append((node, value))

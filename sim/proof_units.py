@@ -148,6 +148,8 @@ def _detach(frontier: Sequence[Entry]) -> list[Entry]:
                 pending=[],
                 deferred=list(node.deferred),
                 released=dict(node.released),
+                guides=dict(node.guides),
+                branched=set(node.branched),
             )
             copies[id(node)] = copy
         return copy

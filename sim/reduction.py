@@ -45,7 +45,12 @@ at different instants never race, so only the runs that branch inside the draw's
 instant can release it, and those are kept in one unit of a parallel proof
 (``proof_units.race_group``). Brooklin's ``fix-conditional-write``: 1,335 runs ->
 1,084 for its 1,016 classes (319 -> 68 sleep-blocked); ``samza-drain``/``drain``:
-1,506 -> 1,504 (2 -> 0). Sleep
+1,506 -> 1,504 (2 -> 0). A race adds one option, not all: source-DPOR's backtrack set
+(Abdulla et al. 2014), an initial of its wakeup sequence (``_wakeup``) unless one is taken,
+queued or asleep there; that branch's run follows the sequence (``SleepSetSource.guide``),
+so the race's second step wakes what it touches before a sleeping step must run. A cut
+instant, a step that drew or touched everything, or a keyless step still releases every
+option. ``fix-conditional-write`` 1,084 -> 1,057 runs (68 -> 41 sleep-blocked). Sleep
 sets are sound for every reachable state (each Mazurkiewicz trace of the
 configuration keeps at least one representative), so a reduced proof that is
 otherwise unpruned is complete.
@@ -129,6 +134,10 @@ class DrawRecord:
     at_ms: int | None = None  # the virtual instant of the draw (its node's race group)
 
 
+# A race of a step (``SleepSetSource._mark_races``): the keys of its wakeup sequence's
+# initials, and of the sequence, in the run's order.
+Wakeup = tuple[tuple[str, ...], tuple[str, ...]]
+
 # A step of the current instant: its key, footprint, whether it drew, its draw (if one
 # chose it), its logged step's index and the key of the step that triggered its event.
 InstantStep = tuple[str | None, Footprint, bool, DrawRecord | None, int | None, str | None]
@@ -168,6 +177,7 @@ class SleepSetSource(ChoiceSource):
         cache: StateCache | None = None,
         depth: int = 0,
         log_steps: bool = False,
+        guide: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.cache, self.depth = cache, depth
@@ -211,6 +221,10 @@ class SleepSetSource(ChoiceSource):
         self.raced: set[int] = set()
         # Cut where a step asleep had to run next (every step due asleep, or one due alone).
         self.all_asleep = False
+        # The wakeup sequence this run follows past its prefix (``_pick_awake``), and the
+        # races of each draw whose step raced (``_races``), for the walk's backtrack sets.
+        self.guide = list(guide)
+        self.wakeups: dict[int, list[Wakeup] | None] = {}
 
     # -- draws ---------------------------------------------------------------
     def _replayed(self, index: int, n: int) -> int:
@@ -256,7 +270,7 @@ class SleepSetSource(ChoiceSource):
         else:
             if self.cache is not None and world is not None and world.state_fingerprint:
                 self._look_up(world, world.state_fingerprint, index)
-            value = next((i for i, key in enumerate(keys) if key not in self.sleep), -1)
+            value = self._pick_awake(keys)
             if value < 0:
                 for key in keys:
                     self._log_asleep(key)
@@ -275,6 +289,16 @@ class SleepSetSource(ChoiceSource):
             self.draws.append(record)
             self._open = record
         return value
+
+    def _pick_awake(self, keys: Sequence[str | None]) -> int:
+        """The option to take past the prefix: the first awake one, or, while this run follows
+        a wakeup sequence, its earliest step among the awake options (-1: none is awake)."""
+        awake = [i for i, key in enumerate(keys) if key not in self.sleep]
+        for step in self.guide:
+            for i in awake:
+                if keys[i] == step:
+                    return i
+        return awake[0] if awake else -1
 
     def _look_up(self, world: World, model: Callable[[], str], index: int) -> None:
         """Cut the run here if the state cache covers this state (``StateSeen``)."""
@@ -410,6 +434,8 @@ class SleepSetSource(ChoiceSource):
                 )
             )
         self._options = None
+        if key is not None and key in self.guide:
+            self.guide.remove(key)
         self._drew_last = self._drew_last or self._drew
         if self._world is not None:
             now = self._world.now_ms
@@ -438,7 +464,12 @@ class SleepSetSource(ChoiceSource):
             self.sleep = {k: fp for k, fp in self.sleep.items() if not dependent(fp, footprint)}
 
     def _mark_races(
-        self, steps: Sequence[InstantStep], after: list[set[int]], *, complete: bool
+        self,
+        steps: Sequence[InstantStep],
+        after: list[set[int]],
+        *,
+        complete: bool,
+        whole: bool = True,
     ) -> None:
         """Add to ``raced`` the draws of an instant whose chosen step raced in it.
 
@@ -447,24 +478,24 @@ class SleepSetSource(ChoiceSource):
         (``_causes``). Every draw of the instant counts as racing when the run did not see
         the instant whole (``complete`` False: cut, bounded or ended inside it) or the state
         cache covered the run there (the branches past the cut are another visit's).
+        A race keeps its wakeup sequence (``wakeups``) only if the run saw the instant
+        ``whole``: one cut on a step asleep counts as complete, but knows no race past the
+        cut, so its draws that raced need every option (None).
         """
         at, self._instant_at = self._instant_at, []
         if not complete or self.covered is not None:
-            self.raced.update(p for p in at if p is not None)
+            for p in at:
+                if p is not None:
+                    self.raced.add(p)
+                    self.wakeups[p] = None
             return
         for i, position in enumerate(at):
             if position is None:
                 continue
-            _, footprint, drew, _, _, _ = steps[i]
-            if (
-                footprint is None
-                or drew
-                or any(
-                    dependent(footprint, steps[k][1]) and i not in after[k]
-                    for k in range(i + 1, len(steps))
-                )
-            ):
+            races = _races(steps, after, i)
+            if races is None or races:
                 self.raced.add(position)
+                self.wakeups[position] = races if whole else None
 
     def end_races(self, ended: bool) -> None:
         """The run is over: mark the races of its last instant.
@@ -476,8 +507,8 @@ class SleepSetSource(ChoiceSource):
         world = self._world
         # Cut where a step asleep had to run: it ran in the run that put it to sleep, which
         # sees its races (and those of the steps it enables) with this instant's steps.
-        complete = self.all_asleep or (ended and world is not None and not world.instant_open())
-        self._mark_races(steps, _causes(steps), complete=complete)
+        whole = ended and world is not None and not world.instant_open()
+        self._mark_races(steps, _causes(steps), complete=self.all_asleep or whole, whole=whole)
 
     def remembered_footprint(self, position: int) -> Footprint:
         """What a later sibling of the step chosen at draw ``position`` may sleep on.
@@ -559,6 +590,62 @@ def _causes(steps: Sequence[InstantStep]) -> list[set[int]]:
     return causes
 
 
+def _races(steps: Sequence[InstantStep], after: list[set[int]], i: int) -> list[Wakeup] | None:
+    """The races of the instant's step ``i`` with its later steps, each as its wakeup sequence.
+
+    A race: a later step dependent with it that some order could run before it (not in
+    its ``_causes``). None when any order matters: it drew a model-level choice, touches
+    everything, or a race's sequence holds a step without a key (a cancelled event's).
+    """
+    footprint, drew = steps[i][1], steps[i][2]
+    if footprint is None or drew:
+        return None
+    races: list[Wakeup] = []
+    for k in range(i + 1, len(steps)):
+        if dependent(footprint, steps[k][1]) and i not in after[k]:
+            wakeup = _wakeup(steps, after, i, k)
+            if wakeup is None:
+                return None
+            races.append(wakeup)
+    return races
+
+
+def _wakeup(steps: Sequence[InstantStep], after: list[set[int]], i: int, k: int) -> Wakeup | None:
+    """The race of step ``i`` with the later step ``k``: its wakeup sequence and its initials.
+
+    Optimal DPOR's ``notdep(i).k`` (Abdulla et al. 2014): the steps between them that do
+    not happen after ``i`` (a process's order, an event triggered, or a dependent step of
+    the run, transitively), then ``k``. Run from ``i``'s draw in this order, they reach
+    ``k`` before ``i`` (the race reversed). Its initials are its steps that no earlier step
+    of it happens before: source-DPOR's backtrack set at ``i``'s draw needs one of them.
+    """
+    later = {i}  # the steps that happen after ``i``
+    chosen: list[int] = []
+    for j in range(i + 1, k):
+        if any(_before(steps, after, h, j) for h in later):
+            later.add(j)
+        else:
+            chosen.append(j)
+    chosen.append(k)
+    # A step without a key that touches nothing (an event nothing waits on any more) commutes
+    # with every step: it is left out. Any other step without a key (a cancelled event's) has
+    # no option to name it: the race is not known.
+    if any(steps[j][0] is None and steps[j][1] != {} for j in chosen):
+        return None
+    chosen = [j for j in chosen if steps[j][0] is not None]
+    initials = tuple(
+        str(steps[j][0])
+        for n, j in enumerate(chosen)
+        if not any(_before(steps, after, h, j) for h in chosen[:n])
+    )
+    return (initials, tuple(str(steps[j][0]) for j in chosen)) if initials else None
+
+
+def _before(steps: Sequence[InstantStep], after: list[set[int]], h: int, j: int) -> bool:
+    """The instant's earlier step ``h`` happens before ``j``: by ``_causes`` or a dependency."""
+    return h in after[j] or dependent(steps[h][1], steps[j][1])
+
+
 def _process(key: str | None) -> str | None:
     return key.rsplit("@", 1)[0] if key is not None else None
 
@@ -575,6 +662,10 @@ class Node:
     # ``defer``), and the walk-order chain of each option released (``exhaustive``).
     deferred: list[int] = field(default_factory=list)
     released: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    # Per option: the wakeup sequence its branch's run follows past it (``SleepSetSource.guide``).
+    guides: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # The options queued here (``exhaustive._backtrack``).
+    branched: set[int] = field(default_factory=set)
     explored: dict[str, Footprint] = field(default_factory=dict)  # key -> footprint
     visit: tuple[Visit, int, str] | None = None  # the state cache's visit here, op index
     repeats: Visit | None = None  # debug mode: the earlier visit of the same state

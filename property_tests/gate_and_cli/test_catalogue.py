@@ -57,7 +57,7 @@ def together(scenario: Scenario, variant: str) -> Scenario:
 
 # The catalogue's largest proof's runs (4,096 classes), pinned here where it is walked anyway
 # (test_proof_units' plan test pins the runs of two other proofs of a thousand runs). With
-# its footprints checked, every awake option is branched (4,388 runs when options wait for
+# its footprints checked, every awake option is branched (4,350 runs when options wait for
 # their draw's step to race, as in ``prove`` unchecked).
 PINNED_RUNS = {("brooklin-double-stop+brooklin-redundant-stop", "fix-stop-dedupe"): 4748}
 

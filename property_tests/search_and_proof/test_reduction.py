@@ -20,7 +20,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from property_tests.toy_model import Toy, final_of, runner
-from raceproof.sim import Budget, ChoiceSource, RunOutcome, prove
+from raceproof.sim import Budget, ChoiceSource, RunOutcome, exhaustive, prove
 from raceproof.sim.enumeration import Walk
 from raceproof.sim.outcome import Runner
 from raceproof.sim.reduction import (
@@ -509,3 +509,51 @@ def test_a_sibling_sleeps_on_a_steps_footprint_only_if_it_finished_without_drawi
     assert source.remembered_footprint(0) == {"r": True}
     assert source.remembered_footprint(1) is None
     assert source.remembered_footprint(3) is None
+
+
+def test_a_race_names_its_wakeup_sequence_and_the_initials_that_start_it() -> None:
+    for c_writes_b, initials in ((False, ("/c#2@1", "/b#1@1")), (True, ("/c#2@1",))):
+        source = SleepSetSource((), None, reduce=True)
+        clock = _Clock()
+        source.schedule_steps(["/a#0@1", "/b#1@1", "/c#2@1"], clock)  # type: ignore[arg-type]
+        _step(source, "/a#0@1", {"r": True})
+        source.schedule_steps(["/b#1@1", "/c#2@1"], clock)  # type: ignore[arg-type]
+        source.guide = ["/c#2@1"]  # a wakeup sequence to follow: c before b
+        assert source._pick_awake(["/b#1@1", "/c#2@1"]) == 1
+        _step(source, "/c#2@1", {"s": True, "q": True} if c_writes_b else {"s": True})
+        _step(source, "/b#1@1", {"r": False, "q": False})  # reads a's r: races with a
+        assert source.guide == []
+        clock.now_ms = 10
+        _step(source, "/d#3@0", {})
+        # a's draw raced with b: run c (not after a), then b, from there; c and b start it
+        # unless b reads what c wrote, and then c's draw raced with b too.
+        wakeups = {0: [(initials, ("/c#2@1", "/b#1@1"))]}
+        if c_writes_b:
+            wakeups[1] = [(("/b#1@1",), ("/b#1@1",))]
+        assert source.wakeups == wakeups, c_writes_b
+        assert source.raced == set(wakeups)
+
+
+# Generated scripts whose walk, when every race released every option held back, ran
+# sleep-blocked runs (runs, blocked, classes): (3, 1, 2), (5, 2, 3), (10, 4, 6), (7, 4, 3).
+BLOCKED_BEFORE = (
+    ((("/a", True), ("/b", False)), (("/c", True),), (("/a", True),)),
+    ((("/c", True),), (("/b", False),), (("/c", False), ("/c", True))),
+    ((("/b", True),), (("/c", True),), (("/b", True),), (("/b", False),)),
+    ((("/b", True),), (("/a", True),), (("/c", True),), (("/b", True), ("/b", True))),
+)
+
+
+@pytest.mark.parametrize("raw", BLOCKED_BEFORE)
+def test_a_race_branches_one_initial_of_its_wakeup_sequence_and_no_run_is_wasted(
+    raw: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Source sets and wakeup sequences: each class once, no run cut asleep, same finals."""
+    full, _ = _finals(runner(Toy(raw)), reduction=False)
+    report = prove(runner(Toy(raw)), budget=Budget(examples=10_000))
+    assert (report.sleep_blocked, report.runs) == (0, report.schedules)
+    assert _finals(runner(Toy(raw)), reduction=True)[0] == full
+    every = exhaustive._backtrack  # every option of a racing draw, as before source sets
+    monkeypatch.setattr(exhaustive, "_backtrack", lambda node, races: every(node, None))
+    before = prove(runner(Toy(raw)), budget=Budget(examples=10_000))
+    assert before.sleep_blocked > 0 and before.schedules == report.schedules
