@@ -133,6 +133,7 @@ class KeyFollowingSource(ChoiceSource):
         self.order = {key: n for n, key in enumerate(self.targets)}
         self.waiting = set(self.targets[:snapshot_after])  # to run before the snapshot
         self.run: set[str] = set()
+        self.unrun = 0  # the index of the first target not yet run (run only grows)
         self.ran: list[str] = []  # the keys in the order they ran
         self.model_draws = 0
         self.ambiguous = False  # an unnamed step was due at a draw: the order may not be followed
@@ -183,11 +184,11 @@ class KeyFollowingSource(ChoiceSource):
 
     def after_step(self, key: str | None, footprint: Footprint) -> None:
         if key is not None:
-            if key in self.order and any(
-                target not in self.run for target in self.targets[: self.order[key]]
-            ):
+            if key in self.order and self.unrun < self.order[key]:
                 self.out_of_order = True  # it ran before an earlier target, no draw to refuse
             self.run.add(key)
+            while self.unrun < len(self.targets) and self.targets[self.unrun] in self.run:
+                self.unrun += 1
             self.ran.append(key)
             self.waiting.discard(key)
 

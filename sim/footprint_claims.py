@@ -61,26 +61,34 @@ def movable_steps(
     and running it first is equivalent. ``across_unnamed``: also the claims across
     a step with no key (``unnamed_claims``).
     """
-    found = []
+    from raceproof.sim.reduction import dependent
+
+    offered: dict[str, list[int]] = {}  # a key -> the steps whose draw had it due, in order
     for i, first in enumerate(steps):
-        if first.options is None:
+        for key in dict.fromkeys(first.options or ()):
+            if key is not None:
+                offered.setdefault(key, []).append(i)
+    found = []
+    for j, moved in enumerate(steps):
+        if moved.key is None or moved.drew or moved.footprint is None:
             continue
-        for j in range(i + 1, len(steps)):
-            moved = steps[j]
-            if moved.key is None or moved.key not in first.options:
-                continue
-            if moved.drew or moved.footprint is None:
-                continue
-            between = steps[i:j]
-            if all(
-                (s.key is not None or across_unnamed)
-                and not s.drew
-                and (s.key is None or process_of(s.key) != process_of(moved.key))
-                and not _dependent(s.footprint, moved.footprint)
-                for s in between
+        earlier = [i for i in offered.get(moved.key, ()) if i < j]
+        if not earlier:
+            continue
+        process = process_of(moved.key)
+        # Back from ``j``: a step between that fails the claim fails it for every earlier ``i``.
+        for i in range(j - 1, earlier[0] - 1, -1):
+            s = steps[i]
+            if (
+                (s.key is None and not across_unnamed)
+                or s.drew
+                or (s.key is not None and process_of(s.key) == process)
+                or dependent(s.footprint, moved.footprint)
             ):
+                break
+            if s.options is not None and moved.key in s.options:
                 found.append((i, j))
-    return found
+    return sorted(found)
 
 
 def delayable_steps(
@@ -198,6 +206,8 @@ def unnamed_claims(steps: Sequence[StepRecord]) -> set[tuple[str | None, ...]]:
     the reduction still lets a step sleep past it when their footprints are
     independent. Such a claim cannot be tested by key: it is counted unverified.
     """
+    if all(s.key is not None for s in steps):  # no step to make a claim across
+        return set()
     movable = set(movable_steps(steps))
     later = set(delayable_steps(steps))
     return {
