@@ -61,8 +61,6 @@ def movable_steps(
     and running it first is equivalent. ``across_unnamed``: also the claims across
     a step with no key (``unnamed_claims``).
     """
-    from raceproof.sim.reduction import dependent
-
     offered: dict[str, list[int]] = {}  # a key -> the steps whose draw had it due, in order
     for i, first in enumerate(steps):
         for key in dict.fromkeys(first.options or ()):
@@ -83,7 +81,7 @@ def movable_steps(
                 (s.key is None and not across_unnamed)
                 or s.drew
                 or (s.key is not None and process_of(s.key) == process)
-                or dependent(s.footprint, moved.footprint)
+                or _dependent(s.footprint, moved.footprint)
             ):
                 break
             if s.options is not None and moved.key in s.options:
