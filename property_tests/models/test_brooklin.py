@@ -25,14 +25,11 @@ from raceproof.sim import (
     ReplaySource,
     RunOutcome,
     deviations,
-    exhaustive,
     explore,
     prove,
     run_checkers,
 )
 from raceproof.sim.history import History, Op
-from raceproof.sim.outcome import Runner
-from raceproof.sim.shrink import ShrinkResult
 
 SCENARIO = get("brooklin-double-stop")
 REDUNDANT = get("brooklin-redundant-stop")
@@ -163,19 +160,6 @@ def test_fact_force_stop_on_failure_marks_streams_whose_tokens_were_not_claimed(
     assert outcome.history.of_kind("final")[-1].get("statuses") == {"A": final_a}
 
 
-def unshrunk(monkeypatch: pytest.MonkeyPatch) -> list[RunOutcome]:
-    """A proof's finding is handed back as found, not shrunk (a test that asks for its verdict
-    alone: Brooklin's shrinks are 1.3-3 CPU s); the findings handed to the shrink, in order."""
-    found: list[RunOutcome] = []
-
-    def as_found(run: Runner, outcome: RunOutcome) -> ShrinkResult:
-        found.append(outcome)
-        return ShrinkResult(outcome=outcome, runs=0, exhausted=False)
-
-    monkeypatch.setattr(exhaustive, "shrink_found", as_found)
-    return found
-
-
 def test_fact_the_merged_fix_holds_with_round_trips_alone() -> None:
     config = dataclasses.replace(SCENARIO.prove_config, gc_pause_ms=(0,))
     report = prove(SCENARIO.runner("fix-zk-lookup", config, RESUME), budget=Budget(examples=50_000))
@@ -301,7 +285,7 @@ def test_fact_the_token_poll_costs_a_count_children_round_trip_per_stream() -> N
     ("points", "verdict"), [(("decided",), "ok"), (("decided", "write"), "violated")]
 )
 def test_fact_974_loses_a_resume_only_when_a_pause_holds_a_read_before_its_set_data(
-    points: tuple[str, ...], verdict: str, monkeypatch: pytest.MonkeyPatch
+    points: tuple[str, ...], verdict: str, unshrunk: list[RunOutcome]
 ) -> None:
     """Pauses drawn only at the stop tasks' decisions hold every request not yet sent: #974 is
     proven. Drawn also after updateDataSerialized's readData reply, before its setData leaves:
@@ -309,11 +293,10 @@ def test_fact_974_loses_a_resume_only_when_a_pause_holds_a_read_before_its_set_d
     config = dataclasses.replace(
         SCENARIO.prove_config, leader_notify_ms=(0,), resume_think_ms=(0,), fault_points=points
     )
-    found = unshrunk(monkeypatch)
     report = prove(SCENARIO.runner("fix-zk-lookup", config, RESUME), budget=Budget(examples=50_000))
     assert report.verdict == verdict
     assert report.complete == (verdict == "ok")
-    assert found == ([report.found] if verdict == "violated" else [])
+    assert unshrunk == ([report.found] if verdict == "violated" else [])
 
 
 def test_fact_a_jvm_pause_between_a_read_and_its_set_data_loses_the_resume_under_974() -> None:
@@ -377,7 +360,7 @@ def test_a_search_of_the_merged_fix_misses_what_its_proof_finds() -> None:
     assert SCENARIO.found_by_proof == frozenset({"fix-zk-lookup"})
 
 
-def test_without_tokens_the_buggy_code_is_proven_safe(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_tokens_the_buggy_code_is_proven_safe(unshrunk: list[RunOutcome]) -> None:
     """The stop marked inline on the event thread loses no resume. Walked on the proof
     configuration with every follower's task stop taking 12 s: that option decides how long a
     stop task waits for its tokens, which nothing waits for without tokens (1,560 classes, 9 CPU
@@ -388,9 +371,8 @@ def test_without_tokens_the_buggy_code_is_proven_safe(monkeypatch: pytest.Monkey
     report = prove(SCENARIO.runner("buggy", without), budget=Budget(examples=200_000))
     assert report.verdict == "ok" and report.complete
     assert report.schedules > 1
-    handed = unshrunk(monkeypatch)
     found = prove(SCENARIO.runner("buggy", smaller), budget=Budget(examples=200_000))
-    assert found.verdict == "violated" and handed == [found.found]
+    assert found.verdict == "violated" and unshrunk == [found.found]
     assert RESUME in {v.checker for v in found.found.verdicts if v.status == "violated"}
 
 

@@ -31,12 +31,10 @@ from raceproof.sim import (
     RunOutcome,
     World,
     execute,
-    exhaustive,
     prove,
 )
 from raceproof.sim.footprint_check import FootprintMismatch
 from raceproof.sim.outcome import Runner
-from raceproof.sim.shrink import ShrinkResult
 from raceproof.sim.state_cache import ending
 from raceproof.sim.verdicts import Verdict
 from raceproof.sim.world import ProcessGenerator
@@ -195,7 +193,7 @@ def test_a_violated_proof_left_out_is_its_twins_walk() -> None:
 
 @pytest.mark.parametrize(("name", "variant"), FINDING)
 def test_every_built_in_violated_proof_passes_the_footprint_check(
-    name: str, variant: str, monkeypatch: pytest.MonkeyPatch
+    name: str, variant: str, unshrunk: list[RunOutcome]
 ) -> None:
     """The rest of the built-in proof configurations (issue 33 item 2): a proof that finds its
     violation checks the footprints of every run before it, where a model's own footprint
@@ -203,17 +201,10 @@ def test_every_built_in_violated_proof_passes_the_footprint_check(
     is cut by the budget, never ``ok``). What it found is not shrunk here (no footprint is
     checked while shrinking; test_catalogue shrinks each of these violations): 1.6-1.7 CPU s
     each of Brooklin's two."""
-    found: list[RunOutcome] = []
-
-    def kept(run: Runner, outcome: RunOutcome) -> ShrinkResult:
-        found.append(outcome)
-        return ShrinkResult(outcome=outcome, runs=0, exhausted=False)
-
-    monkeypatch.setattr(exhaustive, "shrink_found", kept)
     report = catalogue.get(name).prove(variant, Budget(examples=150), check_footprints=True)
     assert report.verdict in (Verdict.VIOLATED, Verdict.INCONCLUSIVE)
     assert report.runs >= 1
-    assert (report.verdict == Verdict.VIOLATED) == (found == [report.found] != [None])
+    assert (report.verdict == Verdict.VIOLATED) == (unshrunk == [report.found] != [None])
 
 
 def test_the_check_catches_store_writes_recorded_as_reads_in_a_built_in_model(
