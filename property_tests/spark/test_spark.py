@@ -10,7 +10,7 @@ points, so the verdicts do not vary with the interleaving.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,29 +41,24 @@ def test_the_checkers_are_the_shared_ones() -> None:
 
 
 def test_stale_checkpoint_restore_duplicates_on_stock_spark_and_fencing_refuses(
-    spark: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    spark: Any,
+    keep_trials: Callable[..., list[tuple[bool, Any]]],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """And a disabled guard fails the gate: ``spark-check`` with fencing turned off by the
     experiment's own parameter (this test only) exits 1; its stock trial is checked here."""
-    kept: dict[bool, Any] = {}
 
     def unfenced(spark: Any, pipeline: Pipeline, guarded: bool) -> Any:
-        kept[guarded] = experiments.stale_checkpoint_restore(
-            spark, pipeline, guarded, fencing=False
-        )
-        return kept[guarded]
+        return experiments.stale_checkpoint_restore(spark, pipeline, guarded, fencing=False)
 
-    experiment = experiments.EXPERIMENTS["stale-checkpoint-restore"]
-    monkeypatch.setitem(
-        experiments.EXPERIMENTS, "stale-checkpoint-restore", replace(experiment, trial=unfenced)
-    )
+    kept = keep_trials("stale-checkpoint-restore", unfenced)
     code = main(["spark-check", "--experiment", "stale-checkpoint-restore", "--json"])
     result = json.loads(capsys.readouterr().out)
     (row,) = result["experiments"]
     assert code == 1 and result["verdict"] == "violated" and row["pipeline"] == COUNT.name
     assert row["broken_promises"] == ["no-duplicate-emission"] == [row["checker"]]
     assert row["stock"]["trials"][0]["verdict"] == "violated"
-    stock = kept[False]
+    stock = dict(kept)[False]
     assert stock.verdict == "violated" and stock.checker == "no-duplicate-emission"
     assert "emitted again" in stock.message
     guarded = experiments.stale_checkpoint_restore(spark, COUNT, guarded=True)
@@ -100,18 +95,13 @@ def test_a_late_stop_by_name_loses_the_acknowledged_resume_and_a_run_bound_stop_
 
 
 def test_a_second_start_silently_stops_the_live_run_unless_restart_stopping_is_off(
-    spark: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    spark: Any,
+    keep_trials: Callable[..., list[tuple[bool, Any]]],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Through ``spark-check`` as a user runs it: stock Spark's violation is a finding, the
     gate holds; each of its two trials is checked where it ran (kept by a wrapper)."""
-    trials: dict[bool, Any] = {}
-    experiment = experiments.EXPERIMENTS["second-start"]
-
-    def kept(spark: Any, pipeline: Pipeline, guarded: bool) -> Any:
-        trials[guarded] = experiment.trial(spark, pipeline, guarded)
-        return trials[guarded]
-
-    monkeypatch.setitem(experiments.EXPERIMENTS, "second-start", replace(experiment, trial=kept))
+    kept = keep_trials("second-start")
     code = main(["spark-check", "--experiment", "second-start", "--json"])
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["verdict"] == "ok"  # stock Spark violates; the guard holds
@@ -123,6 +113,7 @@ def test_a_second_start_silently_stops_the_live_run_unless_restart_stopping_is_o
     for field in ("scenario", "pipeline", "experiment", "variant", "verdict", "checker", "seconds"):
         assert field in row
     assert row["jvm_peak_mb"] > 0 and row["python_peak_mb"] > 0
+    trials = dict(kept)
     stock, guarded = trials[False], trials[True]
     assert stock.checker == "acknowledged-resume-holds" and "set by spark" in stock.message
     assert guarded.verdict == "ok" and guarded.history.of_kind("start.refused")
@@ -163,27 +154,18 @@ def test_a_stop_during_a_slow_sink_replays_the_batch_unless_the_sink_keys_on_bat
 
 
 def test_a_process_stopped_before_the_commit_replays_the_batch_in_every_run_unless_keyed(
-    spark: Any, monkeypatch: pytest.MonkeyPatch
+    spark: Any, keep_trials: Callable[..., list[tuple[bool, Any]]]
 ) -> None:
     # A graceful stop() at this point let Spark write commits/k in some runs and not others (a
     # race inside Spark and Hadoop: docs/howto/spark_stop_commit_race.py), so the stock verdict
     # was violated 9/10, ok 1/10. The process now stops before the commit in every run: each
     # stock trial of the command's two runs is checked where it stopped, and what it says.
-    stocks: list[Any] = []
-    experiment = experiments.EXPERIMENTS["stop-before-commit"]
-
-    def kept(spark: Any, pipeline: Pipeline, guarded: bool) -> Any:
-        trial = experiment.trial(spark, pipeline, guarded)
-        stocks.extend([] if guarded else [trial])
-        return trial
-
-    monkeypatch.setitem(
-        experiments.EXPERIMENTS, "stop-before-commit", replace(experiment, trial=kept)
-    )
+    kept = keep_trials("stop-before-commit")
     both = results.run_experiment(spark, "stop-before-commit", COUNT, repeat=2)
     assert both["stock"]["stability"] == "violated (no-duplicate-emission) 2/2", both["stock"]
     assert both["guarded"]["stability"] == "ok 2/2", both["guarded"]
     assert both["verdict"] == "ok"
+    stocks = [trial for guarded, trial in kept if not guarded]
     assert len(stocks) == 2
     for stock in stocks:
         (fault,) = stock.history.of_kind("fault.process-stopped")

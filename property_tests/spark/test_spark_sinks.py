@@ -13,7 +13,7 @@ never checkpoint fencing (which could refuse nothing there).
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -76,22 +76,16 @@ def test_an_idempotent_postgres_writer_holds_under_the_same_faults(
 
 
 def test_sparks_parquet_file_sink_holds_and_is_read_through_its_metadata_log(
-    spark: Any, monkeypatch: pytest.MonkeyPatch
+    spark: Any, keep_trials: Callable[..., list[tuple[bool, Any]]]
 ) -> None:
     """Offered no guard that cannot act: its guard is its own sink, not checkpoint fencing
     (which could refuse nothing there), so the row's one trial is its stock one."""
     sink = spark_user_sinks.parquet()
-    experiment, kept = EXPERIMENTS["stale-checkpoint-restore"], []
-
-    def keep(spark: Any, pipeline: Any, guarded: bool) -> Any:
-        kept.append(experiment.trial(spark, pipeline, guarded))
-        return kept[-1]
-
-    monkeypatch.setitem(EXPERIMENTS, "stale-checkpoint-restore", replace(experiment, trial=keep))
+    kept = keep_trials("stale-checkpoint-restore")
     row = run_experiment(spark, "stale-checkpoint-restore", sink)
     assert row["guard"] == "the pipeline's own sink", row["guard"]  # not checkpoint fencing
     assert row["verdict"] == "ok", row["stock"]
-    (trial,) = kept
+    ((_, trial),) = kept
     assert trial.verdict == "ok", trial.message
     stored = _stored(trial)
     assert {(r["window"], r["key"]) for r in stored} >= {("2026-01-01T00:00:00", "a")}
