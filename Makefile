@@ -75,6 +75,14 @@ mermaid:
 		mkdir -p .cache/mermaid && npm install --silent --no-audit --no-fund --prefix .cache/mermaid mermaid@$(MERMAID_VERSION); \
 	fi
 
+# Python writes no bytecode where PYTHONDONTWRITEBYTECODE is set (this machine's environment sets
+# it): every process the gate or the suite starts would compile raceproof's ~300 modules from
+# source, 0.9 CPU s a start instead of 0.23 (`raceproof --help`). compileall writes them once, for
+# plain runs and for -O/PYTHONOPTIMIZE runs (1.4 CPU s), then only what changed; a file changed
+# since is compiled in memory as before, never read stale. A file that does not compile, or a
+# folder it cannot write, changes nothing here: the import that needs it says so.
+bytecode = $(PY) -m compileall -q -o 0 -o 1 raceproof $(SUBPACKAGES) tools property_tests > /dev/null || true
+
 # How to call `raceproof` from anywhere (said first: the gate takes a while), then the gate
 # over the built-in catalogue (examples-only budgets: no verdict depends on speed),
 # simulated: no root, no apt, no ZooKeeper. `make demo DEMO_SCENARIOS="lost-update samza-drain"`
@@ -85,6 +93,7 @@ demo: $(CORE_STAMP)
 	echo "  source $(CURDIR)/$(VENV)/bin/activate      # this shell only"; \
 	echo "  export PATH=\"$(CURDIR)/$(VENV)/bin:\$$PATH\"   # or add this line to ~/.profile"; \
 	echo; \
+	$(bytecode); \
 	$(VENV)/bin/raceproof check -j 2 $(DEMO_SCENARIOS)
 
 # mypy reads the package as it is installed: `raceproof.sim` is the folder `sim/`, and so on.
@@ -146,6 +155,7 @@ HYPOTHESIS_PROFILE ?= ci
 test: system-parts
 	@$(MAKE) --no-print-directory -j 2 debian-parts $(STAMP)
 	@$(MAKE) --no-print-directory browser zookeeper postgres
+	@$(bytecode)
 	@$(MAKE) --no-print-directory lint docs > $(VENV)/static-checks.log 2>&1 & static=$$!; \
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup -q; suite=$$?; \
 	wait $$static; checks=$$?; \
