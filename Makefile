@@ -186,7 +186,7 @@ fuzz: $(STAMP)
 # bench --campaign): SIGNAL_RUNS and SIGNAL_OTHER_RUNS, each run a JVM (~12 CPU s, up to 40 s);
 # and SIGINT/SIGTERM into `check -j 2` (gate_and_cli/test_signals_multiprocess.py) CHECK_SIGNAL_ROUNDS
 # times each (4 in `make test`; ~2.3 CPU s a round), and into a campaign over one Spark session
-# CAMPAIGN_SIGNAL_ROUNDS times in all (6 in `make test`; ~4.4 s a round).
+# CAMPAIGN_SIGNAL_ROUNDS times in all (4 in `make test`; ~4.4 s a round).
 SIGNAL_RUNS ?= 10
 SIGNAL_OTHER_RUNS ?= 3
 CHECK_SIGNAL_ROUNDS ?= 10

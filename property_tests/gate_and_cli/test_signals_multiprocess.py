@@ -15,7 +15,7 @@ a JVM and the JVM's Python workers all share its group).
 
 ``campaign`` is interrupted ``RACEPROOF_CAMPAIGN_SIGNAL_ROUNDS`` times in this process over
 one Spark session (the module's fixture; a campaign's own session start is what takes the
-time): 6 in ``make test``, 20 in ``make signals``, SIGINT and SIGTERM in turn, round k's
+time): 4 in ``make test``, 20 in ``make signals``, SIGINT and SIGTERM in turn, round k's
 delay drawn from the k-th of that many equal slices of 0.2-5 s (few rounds still spread over
 the whole range, as the 20 drawn at random did); and three times as a real command with its
 own JVM, whose group must empty.
@@ -49,7 +49,7 @@ CHECK_ROUNDS = int(os.environ.get("RACEPROOF_CHECK_SIGNAL_ROUNDS", "4"))
 LATEST_DELAY_S = 4.0
 # Each round is a campaign over the module's Spark session, about 4.4 s of a worker's wall time
 # (20 rounds took 88.6 s in the clean-clone run at a4e4ce0).
-CAMPAIGN_ROUNDS = int(os.environ.get("RACEPROOF_CAMPAIGN_SIGNAL_ROUNDS", "6"))
+CAMPAIGN_ROUNDS = int(os.environ.get("RACEPROOF_CAMPAIGN_SIGNAL_ROUNDS", "4"))
 CAMPAIGN_DELAYS_S = (0.2, 5.0)
 
 
