@@ -11,8 +11,11 @@ one SIGTERM at a moment drawn from its seed, anywhere from the imports through t
 start-up, the baseline trial and the experiments. The runs of a command split that range
 into equal strata, a run's moment drawn inside its own (seed 0 the earliest), so two runs
 still stop a command once in the first half (0.5-20 s: its imports, the JVM's start-up)
-and once in the second (20-40 s: the trials); each run costs a JVM, about 12 CPU s, and
-waits up to 40 s for its moment, hence the small count in ``make test``.
+and once in the second, the trials: a moment drawn in 20-40 s is counted from the command's
+first trial (its sandbox appearing in the run's TMPDIR), scaled into the first ``TRIALS_S``
+seconds of its trials (a wall-clock moment in 20-40 s came after the whole command's end in
+both such runs measured on Nov 29, each then paying a second run). Each run costs a JVM,
+hence the small count in ``make test``.
 Each run must exit 143, print what finished (spark-check's JSON result says
 ``interrupted``; the campaign's line says what it ran), write no traceback to
 stderr, and leave no process of its own behind (the JVM included), nor its JVM
@@ -46,6 +49,8 @@ RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS", "2"))
 OTHER_RUNS = int(os.environ.get("RACEPROOF_SPARK_SIGNALS_OTHERS", "1"))
 EARLIEST_S = 0.5
 LATEST_S = 40.0  # the latest moment drawn: past the JVM's start-up and into the trials
+HALF_S = (EARLIEST_S + LATEST_S) / 2  # a moment past it is counted from the first trial's start
+TRIALS_S = 8.0  # ... scaled into this many seconds from it (the baseline's trial, then drain's)
 STOP_BOUND_S = 90.0  # a stop that takes longer than this hangs (not a speed figure)
 COMMANDS = {
     "spark-check": ["spark-check", "--experiment", "drain", "--json"],
@@ -82,8 +87,11 @@ class Stopped:
     seen: set[int]
 
 
-def _run_until(command: str, moment_s: float, tmp_path: Path) -> Stopped | float:
-    """Start ``command`` and SIGTERM it at ``moment_s``; the run's length if it ended first."""
+def _run_until(
+    command: str, moment_s: float, tmp_path: Path, *, in_trials: bool = False
+) -> Stopped | float:
+    """Start ``command`` and SIGTERM it at ``moment_s`` (``in_trials``: that long after its
+    first trial's sandbox appeared in its TMPDIR); the run's length if it ended first."""
     for leftover in tmp_path.iterdir():  # a run that ended first leaves its folder
         if leftover.is_dir():
             shutil.rmtree(leftover)
@@ -101,9 +109,11 @@ def _run_until(command: str, moment_s: float, tmp_path: Path) -> Stopped | float
     )
     seen: set[int] = set()
     try:
-        deadline = started + moment_s
-        while time.monotonic() < deadline and process.poll() is None:
+        deadline = None if in_trials else started + moment_s
+        while (deadline is None or time.monotonic() < deadline) and process.poll() is None:
             seen |= descendants(process.pid)
+            if deadline is None and any(tmp_path.glob("raceproof-spark-*/")):
+                deadline = time.monotonic() + moment_s
             time.sleep(0.2)
         if process.poll() is not None:
             process.communicate()
@@ -156,15 +166,20 @@ def test_a_sigterm_at_a_seeded_moment_exits_143_quietly_and_leaves_no_jvm(
 ) -> None:
     draw = random.Random(f"{command}/{seed}")
     moment_s = draw.uniform(*stratum(seed, RUNS if command in COMMANDS else OTHER_RUNS))
-    run = _run_until(command, moment_s, tmp_path)
+    in_trials = command in COMMANDS and moment_s > HALF_S  # the second half: the trials
+    if in_trials:
+        moment_s = (moment_s - HALF_S) / (LATEST_S - HALF_S) * TRIALS_S
+    run = _run_until(command, moment_s, tmp_path, in_trials=in_trials)
     if isinstance(run, float):
         # It finished before the moment (a quiet machine is faster than the range drawn
         # for a loaded one): the same seed draws a moment inside the run it just saw.
         moment_s = draw.uniform(0.05, 0.8) * run
+        in_trials = False
         run = _run_until(command, moment_s, tmp_path)
     assert isinstance(run, Stopped), ("it ended before the signal twice", moment_s)
     out, err, stopped_s, seen = run.out, run.err, run.stopped_s, run.seen
-    print(f"{command} seed {seed}: SIGTERM at {moment_s:.1f}s, stopped in {stopped_s:.1f}s")
+    when = f"{moment_s:.1f}s" + (" into the trials" if in_trials else "")
+    print(f"{command} seed {seed}: SIGTERM at {when}, stopped in {stopped_s:.1f}s")
     assert run.returncode == 143, (moment_s, err[-3000:])
     assert "Traceback" not in err and "ERROR" not in err, (moment_s, err[-3000:])
     if command == "spark-check":
