@@ -130,10 +130,11 @@ system-parts:
 		exit 1; \
 	fi
 
-# Three pytest workers on two cores: the Spark tests (two groups, two workers, a JVM each) wait on their JVM
-# and micro-batches, and with two workers the suite kept 1.2 of the 2 cores busy while they ran
-# (measured over 7 minutes of a run given the CPU before the machine's other work); a third worker fills the rest.
-PYTEST_WORKERS := 4
+# Three pytest workers on two cores. The Spark tests wait on their JVMs and micro-batches, so two
+# workers left a core idle while they ran; four kept both busy but spent more CPU on the same
+# tests (clean clones of the same commit, this machine: -n 4 1,529 and 1,449 CPU s in the tests,
+# 861 and 822 s; -n 3 1,395 CPU s, 805 s).
+PYTEST_WORKERS := 3
 
 # The Debian packages make test needs that are missing, all by one apt-get (one `apt-get
 # update`, not one per part), then Mermaid from npm: `make test` runs this beside the

@@ -1,6 +1,6 @@
 """The suite's ``xdist_group`` marks keep their tests on one worker under ``--dist loadgroup``.
 
-Why it exists: ``make test`` runs ``pytest -n 4 --dist loadgroup`` and the suite relies on
+Why it exists: ``make test`` runs ``pytest -n 3 --dist loadgroup`` and the suite relies on
 its groups: the newcomer's module fixture (``make demo`` as another user, minutes) must run on
 one worker only, and the Spark tests share one worker's session. With pytest 9.2 and
 pytest-xdist 3.8.0 the groups were silently ignored (xdist rewrites ``item._nodeid``, pytest 9.2
