@@ -67,6 +67,7 @@ followed either: it is counted unverified (``unnamed_claims``).
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -112,7 +113,8 @@ class KeyFollowingSource(ChoiceSource):
     At each schedule draw it picks the earliest step of ``targets`` not yet run
     that is due (whether a step needs a draw at all depends on what else is due,
     which reordering changes). ``snapshot_after``: at the first draw after the
-    first that many targets have all run, the kernel's state fingerprint.
+    first that many targets have all run, the kernel's state fingerprint; None:
+    that snapshot for every number of targets (``snapshots``), in one run.
     """
 
     observes_steps = True
@@ -121,7 +123,7 @@ class KeyFollowingSource(ChoiceSource):
         self,
         targets: Sequence[str],
         model_values: Sequence[int],
-        snapshot_after: int,
+        snapshot_after: int | None,
         *,
         run_on: bool = False,
     ) -> None:
@@ -131,7 +133,9 @@ class KeyFollowingSource(ChoiceSource):
         # run on alike (the first due step by key, model draws 0) to an ending to compare.
         self.run_on = run_on
         self.order = {key: n for n, key in enumerate(self.targets)}
-        self.waiting = set(self.targets[:snapshot_after])  # to run before the snapshot
+        self.every_point = snapshot_after is None
+        self.waiting = set(self.targets[:snapshot_after]) if snapshot_after is not None else set()
+        self.snapshots: list[str | None] = []  # every point: [k] once the first k targets ran
         self.run: set[str] = set()
         self.unrun = 0  # the index of the first target not yet run (run only grows)
         self.ran: list[str] = []  # the keys in the order they ran
@@ -151,9 +155,8 @@ class KeyFollowingSource(ChoiceSource):
         return self.model_values[index]
 
     def schedule_steps(self, keys: list[str | None], world: Any = None) -> int:
-        if not self.waiting and not self.snapped and world is not None:
-            self.snapped = True
-            self.snapshot = kernel_fingerprint(world, world.state_fingerprint or (lambda: ""))
+        if world is not None:
+            self._snap(world)
         if None in keys:
             self.ambiguous = True
         ranked = sorted(
@@ -175,6 +178,22 @@ class KeyFollowingSource(ChoiceSource):
             )
         self.record.append(Choice(SCHEDULE_LABEL, len(keys), value))
         return value
+
+    def _snap(self, world: Any) -> None:
+        if self.every_point:  # targets[:k] have all run exactly when k <= unrun
+            if len(self.snapshots) <= self.unrun:
+                snapshot = kernel_fingerprint(world, world.state_fingerprint or (lambda: ""))
+                self.snapshots += [snapshot] * (self.unrun + 1 - len(self.snapshots))
+        elif not self.waiting and not self.snapped:
+            self.snapped = True
+            self.snapshot = kernel_fingerprint(world, world.state_fingerprint or (lambda: ""))
+
+    def at_point(self, snapshot_after: int) -> KeyFollowingSource:
+        """This run as one followed with that ``snapshot_after`` (an every-point run's view)."""
+        view = copy.copy(self)
+        if snapshot_after < len(self.snapshots):
+            view.snapshot = self.snapshots[snapshot_after]
+        return view
 
     def _past_targets(self) -> bool:
         return self.run_on and self.order.keys() <= self.run
@@ -211,8 +230,9 @@ class FootprintChecker:
     unverified: int = 0
     seen: set[tuple[str | None, ...]] = field(default_factory=set)
     _cut: bool = field(default=False, init=False)  # the run checked now was cut short
-    # The run checked now, followed in its own order, per snapshot point (``_own_order``).
-    _own: dict[int, _Followed | None] = field(default_factory=dict, init=False)
+    # The run checked now, followed once in its own order with a snapshot at every point
+    # (``_own_order``); empty until a claim asks for it.
+    _own: list[_Followed | None] = field(default_factory=list, init=False)
 
     def check(
         self, steps: Sequence[StepRecord], record: Sequence[Choice], *, cut: bool = False
@@ -225,7 +245,7 @@ class FootprintChecker:
         (it commutes with every step run since it fell asleep) is made in such a run
         only: the run that would show the other order is the one cut.
         """
-        self._cut, self._own = cut, {}
+        self._cut, self._own = cut, []
         model_values = [c.value for c in record if c.label != SCHEDULE_LABEL]
         # Unnamed steps no draw chose (an event nobody waits on) carry no claim.
         steps = [s for s in steps if s.key is not None or s.options is not None]
@@ -523,13 +543,21 @@ class FootprintChecker:
     def _own_order(
         self, keys: list[str], model_values: list[int], snapshot_after: int
     ) -> _Followed | None:
-        """The run checked now, followed in its own order (once per snapshot point)."""
-        if snapshot_after not in self._own:
-            self._own[snapshot_after] = self._follow(keys, model_values, snapshot_after)
-        return self._own[snapshot_after]
+        """The run checked now, followed in its own order, as with that snapshot point.
+
+        One run per checked run: following its own order takes the same steps and
+        draws whatever the snapshot point, so it snapshots every point at once.
+        """
+        if not self._own:
+            self._own.append(self._follow(keys, model_values, None))
+        own = self._own[0]
+        if own is None:
+            return None
+        source, outcome, error = own
+        return source.at_point(snapshot_after), outcome, error
 
     def _follow(
-        self, targets: list[str], model_values: list[int], snapshot_after: int
+        self, targets: list[str], model_values: list[int], snapshot_after: int | None
     ) -> _Followed | None:
         source = KeyFollowingSource(targets, model_values, snapshot_after, run_on=self._cut)
         try:
