@@ -11,7 +11,8 @@ reduction (``raceproof.sim.reduction``, on by default) a ``schedule`` draw is
 not branched on an event whose step commutes with everything run since a
 sibling explored it, and a run that would repeat an explored equivalence
 class is cut where it starts to (``SleepBlocked``); model-level draws
-(delays, faults) are always enumerated in full. A schedule draw whose step races with
+(delays, faults) are enumerated in full where no step is asleep (beside one, a value
+waits for a wakeup sequence to ask for it: ``backtrack.hold_values``). A schedule draw whose step races with
 nothing in its instant holds its other options back until a run through it shows a
 race there (``WalkOptions.defer``, ``raceproof.sim.reduction``); the options it then
 releases take the releasing run's chain with their own place appended, so the frontier
@@ -41,17 +42,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from raceproof.sim.backtrack import backtrack, hold_values, insert
 from raceproof.sim.enumeration import not_replayed
 from raceproof.sim.errors import KernelError
 from raceproof.sim.explore import Budget, Progress, count_probes
 from raceproof.sim.footprint_check import FootprintChecker
 from raceproof.sim.outcome import Runner, RunOutcome
+from raceproof.sim.races import Wakeup
 from raceproof.sim.reduction import (
     Footprint,
     Node,
     Shard,
     SleepSetSource,
-    Wakeup,
     branch_options,
 )
 from raceproof.sim.shrink import shrink_found
@@ -167,36 +169,6 @@ def _child_sleep(node: Node, reduce: bool) -> dict[str, Footprint]:
     return sleep
 
 
-def _backtrack(node: Node, races: list[Wakeup] | None) -> list[int]:
-    """The options of ``node`` held back that its chosen step's races need: queue them.
-
-    Source-DPOR's backtrack set (Abdulla et al. 2014): per race, one initial of its wakeup
-    sequence, unless one is already taken here, queued or asleep; that branch's run
-    follows the sequence (``Node.guides``, ``SleepSetSource.guide``), so the race's later
-    step runs, and wakes the steps asleep it touches, before a step asleep must run. Every
-    option held back when the races are not known (None) or an initial is not among them.
-    """
-    keys = node.record.keys
-    if races is None or keys is None:
-        added, node.deferred = node.deferred, []
-        node.branched.update(added)
-        return added
-    added = []
-    for initials, sequence in races:
-        taken = set(node.explored) | set(node.record.sleep)
-        taken.update(str(keys[v]) for v in node.branched)
-        if taken.intersection(initials):
-            continue
-        option = next((v for v in node.deferred if keys[v] in initials), None)
-        if option is None:
-            return added + _backtrack(node, None)
-        node.deferred.remove(option)
-        node.branched.add(option)
-        node.guides[option] = tuple(key for key in sequence if key != keys[option])
-        added.append(option)
-    return added
-
-
 @dataclass(frozen=True)
 class WalkOptions:
     """How a walk branches and what it checks on the way (``prove``'s keyword options)."""
@@ -235,17 +207,20 @@ class WalkStart:
     parent: Node | None = None
     chain: tuple[tuple[int, int], ...] = ()
     guide: tuple[str, ...] = ()  # the wakeup sequence to follow past the branch (``Node.guides``)
+    forced: dict[str, tuple[int, ...]] | None = None  # the values it draws (``Node.forced``)
 
     @staticmethod
     def of_entry(entry: Entry, reduce: bool) -> WalkStart:
         node, value = entry
+        sleep = node.sleeps[value] = _child_sleep(node, reduce)
         return WalkStart(
             prefix=(*node.prefix, value),
-            sleep=_child_sleep(node, reduce),
+            sleep=sleep,
             depth=node.depth + 1,
             parent=node,
             chain=entry_chain(entry),
             guide=node.guides.get(value, ()),
+            forced=node.forced.get(value),
         )
 
 
@@ -320,6 +295,7 @@ class ProofWalk:
             depth=start.depth,
             log_steps=self.options.check_footprints,
             guide=start.guide,
+            forced=start.forced,
         )
         outcome: RunOutcome | None
         cut: StateSeen | None = None
@@ -405,11 +381,13 @@ class ProofWalk:
         # the claims a held-back option rests on (the chosen step commutes with each step it
         # sleeps past), which the walk that holds options back never runs.
         defer = options.defer and options.reduction and not options.check_footprints
-        queued: list[Entry] = []
+        made: list[Node] = []
         for offset, record in enumerate(draws):
             position = len(prefix) + offset
             node = Node(position, record, start.depth, prefix=recorded[:position])
             node.parent, node.chain = last, start.chain
+            if last is not None:
+                last.children[recorded[last.position]] = node
             node.pending, asleep = branch_options(
                 record, start.depth, options.max_branch, options.max_deviations, self.pruned
             )
@@ -418,18 +396,42 @@ class ProofWalk:
                 _explored(node, record.keys[record.value], source, position)
                 if defer:
                     node.deferred, node.pending = node.pending, []
-                    if position in source.raced:
-                        node.pending = _backtrack(node, source.wakeups.get(position))
+            elif defer:
+                hold_values(node, start.parent, source.cache)
+            node.defers = bool(node.pending or node.deferred)
             node.visit = source.visit_at.get(position)
             node.repeats = source.compare_at.get(position)
             if node.repeats is not None:
                 self.repeats.append(node)
-            queued.extend((node, value) for value in node.pending)
+            made.append(node)
             last = node
+        queued = self._queue_made(start, source, made) if defer else []
         if defer:
             self._release(start, source.raced, source.wakeups)
+        self.frontier.extend((n, v) for n in made for v in n.pending)
         self.frontier.extend(queued)
         return last
+
+    def _queue_made(
+        self, start: WalkStart, source: SleepSetSource, made: list[Node]
+    ) -> list[Entry]:
+        """The branches this run's races ask for below its own draws, and those the wakeup
+        sequences waiting on its branch ask for (``Node.waiting``), in that order."""
+        queued: list[Entry] = []
+        for node in made:
+            if node.record.keys is not None and node.position in source.raced:
+                races = source.wakeups.get(node.position)
+                for held, value in backtrack(node, races, node.record.value):
+                    if held is node:
+                        node.pending.append(value)
+                    else:
+                        queued.append((held, value))
+        parent = start.parent
+        waiting = parent.waiting.pop(start.prefix[-1], []) if parent is not None else []
+        if parent is not None and made and made[0].record.at_ms == parent.record.at_ms:
+            for insertion in waiting:
+                queued.extend(insert(made[0], insertion))
+        return queued
 
     def _release(
         self, start: WalkStart, raced: set[int], wakeups: dict[int, list[Wakeup] | None]
@@ -446,14 +448,14 @@ class ProofWalk:
         at = node.record.at_ms if node is not None else None
         found: list[Node] = []
         while node is not None and node.record.at_ms == at:
-            if node.deferred and node.position in raced:
+            if node.position in raced:
                 found.append(node)
             node = node.parent
         for node in reversed(found):
-            node.pending = _backtrack(node, wakeups.get(node.position))
-            for value in node.pending:
-                node.released[value] = (*start.chain, (node.position, value))
-                self.frontier.append((node, value))
+            chosen = start.prefix[node.position]
+            for held, value in backtrack(node, wakeups.get(node.position), chosen):
+                held.released[value] = (*start.chain, (held.position, value))
+                self.frontier.append((held, value))
 
     def _report_progress(self, depth: int, budget: Budget) -> None:
         if self.progress:

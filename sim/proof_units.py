@@ -114,47 +114,73 @@ class UnitResult:
 
 def race_group(node: Node) -> Node:
     """What a branch at ``node`` must share a unit with: the topmost draw above it, in its
-    instant, that holds options back, or else ``node`` itself (its siblings' footprints).
+    instant, that branches (``Node.holds``), or else ``node`` itself (its siblings' footprints).
 
     A run from a branch of ``node`` tells only the draws of that instant on its path what
-    raced (``ProofWalk._release``), and only a draw that holds options back learns from
-    it; a draw holds options back from its making on, or never. So two branches below one
-    such draw stay in one unit, with the draws between (``_detach``), and units are cut
-    between such groups only (``cut``).
+    raced (``ProofWalk._release``), and a race's wakeup sequence goes down from its draw to
+    any draw below it in the instant that holds options or values back
+    (``backtrack.insert``); a draw branches from its making on, or never. So the branches
+    below the topmost that branches stay in one unit, with the draws of the instant above
+    and below them (``_detach``), and units are cut between such groups only (``cut``).
     """
     group, walk = node, node
     while walk.parent is not None and walk.parent.record.at_ms == walk.record.at_ms:
         walk = walk.parent
-        if walk.deferred:
+        if walk.holds():
             group = walk
     return group
 
 
 def _detach(frontier: Sequence[Entry]) -> list[Entry]:
     """The frontier as plain data: each draw once, linked to the draws of its instant above
-    it (with what they hold back) and to nothing else of the walk it came from."""
+    it and below it (with what they hold back: a run's races go down to them,
+    ``backtrack.insert``) and to nothing else of the walk it came from."""
     copies: dict[int, Node] = {}
+    made: list[Node] = []
+    for node, _ in frontier:
+        _copy_instant(node, copies, made)
+    for node in made:  # linked once every draw has its one copy
+        copy = copies[id(node)]
+        if _inside(node) and node.parent is not None:
+            copy.parent = copies[id(node.parent)]
+        copy.children = {
+            value: copies[id(child)]
+            for value, child in node.children.items()
+            if id(child) in copies
+        }
+    return [(copies[id(node)], value) for node, value in frontier]
 
-    def copied(node: Node) -> Node:
-        copy = copies.get(id(node))
-        if copy is None:
-            inside = node.parent is not None and node.parent.record.at_ms == node.record.at_ms
-            parent = copied(node.parent) if inside and node.parent is not None else None
-            copy = replace(
-                node,
-                parent=parent,
-                visit=None,
-                repeats=None,
-                pending=[],
-                deferred=list(node.deferred),
-                released=dict(node.released),
-                guides=dict(node.guides),
-                branched=set(node.branched),
-            )
-            copies[id(node)] = copy
-        return copy
 
-    return [(copied(node), value) for node, value in frontier]
+def _inside(node: Node) -> bool:
+    return node.parent is not None and node.parent.record.at_ms == node.record.at_ms
+
+
+def _copy_instant(node: Node, copies: dict[int, Node], made: list[Node]) -> None:
+    """Copy ``node``, the draws of its instant above it and all those below them, unlinked."""
+    stack = [node]
+    while stack:
+        draw = stack.pop()
+        if id(draw) in copies:
+            continue
+        copies[id(draw)] = replace(
+            draw,
+            parent=None,
+            visit=None,
+            repeats=None,
+            pending=[],
+            deferred=list(draw.deferred),
+            released=dict(draw.released),
+            guides=dict(draw.guides),
+            forced=dict(draw.forced),
+            branched=set(draw.branched),
+            sleeps=dict(draw.sleeps),
+            waiting={value: list(ins) for value, ins in draw.waiting.items()},
+            children={},
+        )
+        made.append(draw)
+        if _inside(draw) and draw.parent is not None:
+            stack.append(draw.parent)
+        stack.extend(c for c in draw.children.values() if c.record.at_ms == draw.record.at_ms)
 
 
 def unit_runs(level: int) -> int:

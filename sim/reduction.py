@@ -13,7 +13,7 @@ So an undeclared model is walked in full: the reduction only ever skips what
 a declaration vouches for. A step that draws a model-level choice (a delay, a
 fault) is one transition per value: it is never put to sleep (it counts as
 touching everything for its later siblings), though after it runs, only its
-actual footprint wakes the steps asleep.
+actual footprint wakes the steps asleep, and its races are the value's.
 
 The walk (``raceproof.sim.exhaustive``) is stateless and breadth-first by
 deviations, with Godefroid's sleep sets as Loom and Shuttle use them: every
@@ -22,14 +22,14 @@ draw the events whose step is *asleep* are not explored: an event goes to
 sleep for the later siblings of the branch that explored it, and wakes as soon
 as a step dependent on it runs. A run that would have to execute a sleeping
 step is cut there (``SleepBlocked``): every schedule through it is equivalent
-to one already explored. Model-level draws are always enumerated in full. A
-draw whose run shows the rest of its instant commuting
+to one already explored. Model-level draws are enumerated in full but beside a step
+asleep (below). A draw whose run shows the rest of its instant commuting
 (``SleepSetSource._close_instant``) is not branched at all, which spares the
 runs sleep sets would only cut later (``--check-footprints`` tests that claim
 over every order of the instant: ``footprint_claims.instant_pulls``). Two steps
 of that rest that do not commute still leave it commuting when no order of the
 instant can run them the other way round: the later is a step of the same
-process, or its event was triggered by the earlier, transitively (``_causes``:
+process, or its event was triggered by the earlier, transitively (``races.causes``:
 a queue's put resuming the getter it wakes, a process spawned or resumed). Every
 order the kernel can take is then the run's order with commuting neighbours
 swapped, so the draw has one class; on ``samza-drain``/``drain`` this spared
@@ -46,14 +46,35 @@ instant can release it, and those are kept in one unit of a parallel proof
 (``proof_units.race_group``). Brooklin's ``fix-conditional-write``: 1,335 runs ->
 1,084 for its 1,016 classes (319 -> 68 sleep-blocked); ``samza-drain``/``drain``:
 1,506 -> 1,504 (2 -> 0). A race adds one option, not all: source-DPOR's backtrack set
-(Abdulla et al. 2014), an initial of its wakeup sequence (``_wakeup``) unless one is taken,
-queued or asleep there; that branch's run follows the sequence (``SleepSetSource.guide``),
-so the race's second step wakes what it touches before a sleeping step must run. A cut
-instant, a step that drew or touched everything, or a keyless step still releases every
-option. ``fix-conditional-write`` 1,084 -> 1,057 runs (68 -> 41 sleep-blocked). Sleep
-sets are sound for every reachable state (each Mazurkiewicz trace of the
-configuration keeps at least one representative), so a reduced proof that is
-otherwise unpruned is complete.
+(Abdulla et al. 2014), an initial of its wakeup sequence (``races.wakeup_of``); that
+branch's run follows the sequence (``SleepSetSource.guide``), so the race's second step
+wakes what it touches before a sleeping step must run (1,084 -> 1,057 runs, 68 -> 41
+sleep-blocked). Optimal DPOR's wakeup trees (Abdulla et al. 2014/2017) took it further
+(``raceproof.sim.backtrack``): a sequence that a step asleep where the race's
+run took its branch could start is covered already; else it goes down the branches taken
+or queued whose step starts it, and queues the first held-back one that starts what is
+left. A step that drew a model-level choice races as the value it drew (its other values
+are other transitions, each with its runs through the same draw), and the branch that
+reverses a race draws the values its steps drew (``SleepSetSource.forced``). Beside a
+step asleep, a model draw's other values are held back too (``Node.deferred``): a value's
+runs are new only where each step asleep is woken before it runs, and the run through
+that step's branch shows the race that wakes it, whose sequence comes down to the value.
+Where nothing is asleep, or a run through a draw above it did not know its races (a cut
+instant; a step without a key, ``Node.unknown``), every value is branched.
+``fix-conditional-write``: 1,057 runs for 1,016 classes (41 sleep-blocked) -> 987 for 964
+(23); ``fix-stop-dedupe`` 4,350 for 4,096 (254) -> 4,332 for 4,084 (248); ``samza-drain``
+/``drain`` 1,504 for 1,504 -> 576 for 576. The classes that went were equivalent to
+another: the same 737, 3,300 and 576 Mazurkiewicz traces (runs in normal form under this
+dependency) and the same endings; a step that drew was never asleep, so a run with it
+before a step it commutes with, and one after, both counted. Left: a step that touches
+everything (an interrupt, a join: what it does to the others is not described) has no
+known races, so its draw still branches every option and every value below it in its
+instant (computing its races as any step's lost an ending of the soundness generator's
+crash-and-pause model); and a race whose wakeup sequence starts with an event the kernel
+does not name (a Brooklin JVM pause's resumption) has no option to queue.
+Sleep sets are sound for every
+reachable state (each Mazurkiewicz trace of the configuration keeps at least one
+representative), so a reduced proof that is otherwise unpruned is complete.
 
 A branch is named by data alone: its choice prefix and the sleep set it
 starts with (``Shard``), so the same walk can be split across processes or a
@@ -64,58 +85,27 @@ No plain ``assert``: a state look-up without a cache is a ``KernelError``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from raceproof.sim.cells import ANY_KEY
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.errors import KernelError
 from raceproof.sim.fingerprint import Memo, Unfingerprintable
 from raceproof.sim.footprint_claims import StepRecord
+from raceproof.sim.races import (
+    Footprint,
+    Insertion,
+    InstantStep,
+    Wakeup,
+    causes,
+    dependent,
+    races_of,
+)
+from raceproof.sim.races import (
+    union as union,
+)
 from raceproof.sim.state_cache import AUTOMATIC, Seen, StateCache, StateSeen, Visit, kernel_state
 from raceproof.sim.world import DISABLED, ENDS_RUN, SleepBlocked, World
-
-Footprint = dict[str, bool] | None  # resource -> written; None: dependent on everything
-
-
-def union(a: Footprint, b: Footprint) -> Footprint:
-    if a is None or b is None:
-        return None
-    merged = dict(a)
-    for resource, write in b.items():
-        merged[resource] = write or merged.get(resource, False)
-    return merged
-
-
-def dependent(a: Footprint, b: Footprint) -> bool:
-    """Steps with these footprints may not commute.
-
-    Two entries of one resource conflict when either writes; an entry ``C[?]``
-    (a key of the container ``C`` that has no name by value, ``cells.key_part``)
-    also conflicts with every key ``C[...]`` of the other footprint.
-    """
-    if a is None or b is None:
-        return True
-    if len(b) < len(a):
-        a, b = b, a
-    for resource, write in a.items():
-        other = b.get(resource)
-        if other is not None and (write or other):
-            return True
-    if ANY_KEY in a or ANY_KEY in b:
-        return _any_key_meets(a, b) or _any_key_meets(b, a)
-    return False
-
-
-def _any_key_meets(a: dict[str, bool], b: dict[str, bool]) -> bool:
-    """An entry ``C[?]`` of ``a`` conflicts with a key ``C[...]`` of ``b``."""
-    for resource, write in a.items():
-        if resource.endswith("[?]") and resource != ANY_KEY:
-            keys = resource[:-2]  # "C["
-            for other, other_write in b.items():
-                if (write or other_write) and other.startswith(keys):
-                    return True
-    return False
 
 
 @dataclass
@@ -132,15 +122,6 @@ class DrawRecord:
     # nothing: every order of them is equivalent, so its other options need no branch.
     commutes: bool = False
     at_ms: int | None = None  # the virtual instant of the draw (its node's race group)
-
-
-# A race of a step (``SleepSetSource._mark_races``): the keys of its wakeup sequence's
-# initials, and of the sequence, in the run's order.
-Wakeup = tuple[tuple[str, ...], tuple[str, ...]]
-
-# A step of the current instant: its key, footprint, whether it drew, its draw (if one
-# chose it), its logged step's index and the key of the step that triggered its event.
-InstantStep = tuple[str | None, Footprint, bool, DrawRecord | None, int | None, str | None]
 
 
 @dataclass(frozen=True)
@@ -178,6 +159,7 @@ class SleepSetSource(ChoiceSource):
         depth: int = 0,
         log_steps: bool = False,
         guide: Sequence[str] = (),
+        forced: Mapping[str, tuple[int, ...]] | None = None,
     ) -> None:
         super().__init__()
         self.cache, self.depth = cache, depth
@@ -225,6 +207,11 @@ class SleepSetSource(ChoiceSource):
         # races of each draw whose step raced (``_races``), for the walk's backtrack sets.
         self.guide = list(guide)
         self.wakeups: dict[int, list[Wakeup] | None] = {}
+        # Per step of the sequence that drew: the values it drew in the race's run, drawn
+        # again past the prefix (a model draw of the step, in order; ``_pick``).
+        self.forced = dict(forced or {})
+        self._forced: list[int] = []  # the running step's values still to draw
+        self._values: list[int] = []  # the values the running step drew
 
     # -- draws ---------------------------------------------------------------
     def _replayed(self, index: int, n: int) -> int:
@@ -239,7 +226,12 @@ class SleepSetSource(ChoiceSource):
         self._drew = True
         if self._step_at is not None:
             self.draw_step[index] = self._step_at
-        value = self._replayed(index, n) if index < len(self.prefix) else 0
+        forced = self._forced.pop(0) if self._forced else 0
+        if index < len(self.prefix):
+            value = self._replayed(index, n)
+        else:
+            value = forced if forced < n else 0
+        self._values.append(value)
         if self.tracking:
             self.draws.append(
                 DrawRecord(
@@ -391,6 +383,8 @@ class SleepSetSource(ChoiceSource):
 
     def before_step(self, key: str | None) -> None:
         self._drew = False
+        self._values = []
+        self._forced = list(self.forced.pop(key, ())) if key is not None else []
         if self.tracking and key is not None and key in self.sleep:
             self._log_asleep(key)
             self.all_asleep = True
@@ -446,13 +440,16 @@ class SleepSetSource(ChoiceSource):
                 self._instant_ms = now
             logged = len(self.steps) - 1 if self.steps is not None else None
             by = getattr(self._world, "enabled_by", None)  # a test's clock has none
-            self._instant.append((key, footprint, self._drew, self._open, logged, by))
+            step = (key, footprint, self._drew, self._open, logged, by, tuple(self._values))
+            self._instant.append(step)
             self._instant_at.append(self._step_at)
             for cancelled in self._world.disabled:
                 self._instant_at.append(None)
                 # The step it cancelled was due in this instant and never runs in this order:
                 # still one of the instant's steps, the one it is dependent with (``World._disables``).
-                self._instant.append((None, {DISABLED + cancelled: True}, False, None, None, None))
+                self._instant.append(
+                    (None, {DISABLED + cancelled: True}, False, None, None, None, ())
+                )
         if self._step_at is not None:
             self.step_footprints[self._step_at] = footprint
             self.step_drew[self._step_at] = self._drew
@@ -475,7 +472,7 @@ class SleepSetSource(ChoiceSource):
 
         A step races when it drew a model-level choice, touches everything, or is
         dependent with a later step of the instant that some order could run before it
-        (``_causes``). Every draw of the instant counts as racing when the run did not see
+        (``races.causes``). Every draw of the instant counts as racing when the run did not see
         the instant whole (``complete`` False: cut, bounded or ended inside it) or the state
         cache covered the run there (the branches past the cut are another visit's).
         A race keeps its wakeup sequence (``wakeups``) only if the run saw the instant
@@ -492,7 +489,7 @@ class SleepSetSource(ChoiceSource):
         for i, position in enumerate(at):
             if position is None:
                 continue
-            races = _races(steps, after, i)
+            races = races_of(steps, after, i)
             if races is None or races:
                 self.raced.add(position)
                 self.wakeups[position] = races if whole else None
@@ -508,7 +505,7 @@ class SleepSetSource(ChoiceSource):
         # Cut where a step asleep had to run: it ran in the run that put it to sleep, which
         # sees its races (and those of the steps it enables) with this instant's steps.
         whole = ended and world is not None and not world.instant_open()
-        self._mark_races(steps, _causes(steps), complete=self.all_asleep or whole, whole=whole)
+        self._mark_races(steps, causes(steps), complete=self.all_asleep or whole, whole=whole)
 
     def remembered_footprint(self, position: int) -> Footprint:
         """What a later sibling of the step chosen at draw ``position`` may sleep on.
@@ -537,11 +534,11 @@ class SleepSetSource(ChoiceSource):
         covers runs on to its instant's end first (``_cover``).
         """
         steps, self._instant = self._instant, []
-        after = _causes(steps)
+        after = causes(steps)
         self._mark_races(steps, after, complete=True)
         start = len(steps)
         for j in range(len(steps) - 1, -1, -1):
-            _, footprint, drew, _, _, _ = steps[j]
+            footprint, drew = steps[j][1], steps[j][2]
             if footprint is None or drew:
                 break
             if any(
@@ -551,7 +548,7 @@ class SleepSetSource(ChoiceSource):
                 break
             start = j
         marked = False
-        for _, _, _, record, logged, _ in steps[start:]:
+        for _, _, _, record, logged, _, _ in steps[start:]:
             if record is not None:
                 record.commutes = marked = True
             if marked and logged is not None and self.steps is not None:
@@ -563,91 +560,6 @@ def _due_at(world: World) -> int | None:
     """The instant a schedule draw of ``world`` is in (a test's clock may know only its time)."""
     due = getattr(world, "due_ms", None)
     return due if due is not None else getattr(world, "now_ms", None)
-
-
-def _causes(steps: Sequence[InstantStep]) -> list[set[int]]:
-    """Per step of an instant, the earlier steps it could not run before in any order.
-
-    Its process's earlier steps and the steps that triggered their events or its own
-    (``World.enabled_by``), transitively: the relation the footprint check's
-    ``footprint_claims.instant_pulls`` orders by. A step without a key, and a cancelled
-    step's entry, has none (no order is excused for it).
-    """
-    if len(steps) < 2:  # most instants hold one step: nothing before it
-        return [set() for _ in steps]
-    causes: list[set[int]] = []
-    processes = [_process(step[0]) for step in steps]  # each key's process, split once
-    for k, process in enumerate(processes):
-        found: set[int] = set()
-        by = steps[k][5]
-        for i in range(k - 1, -1, -1) if process is not None else ():
-            earlier = steps[i][0]
-            related = earlier is not None and (processes[i] == process or earlier == by)
-            if related and i not in found:
-                found.add(i)
-                found |= causes[i]
-        causes.append(found)
-    return causes
-
-
-def _races(steps: Sequence[InstantStep], after: list[set[int]], i: int) -> list[Wakeup] | None:
-    """The races of the instant's step ``i`` with its later steps, each as its wakeup sequence.
-
-    A race: a later step dependent with it that some order could run before it (not in
-    its ``_causes``). None when any order matters: it drew a model-level choice, touches
-    everything, or a race's sequence holds a step without a key (a cancelled event's).
-    """
-    footprint, drew = steps[i][1], steps[i][2]
-    if footprint is None or drew:
-        return None
-    races: list[Wakeup] = []
-    for k in range(i + 1, len(steps)):
-        if dependent(footprint, steps[k][1]) and i not in after[k]:
-            wakeup = _wakeup(steps, after, i, k)
-            if wakeup is None:
-                return None
-            races.append(wakeup)
-    return races
-
-
-def _wakeup(steps: Sequence[InstantStep], after: list[set[int]], i: int, k: int) -> Wakeup | None:
-    """The race of step ``i`` with the later step ``k``: its wakeup sequence and its initials.
-
-    Optimal DPOR's ``notdep(i).k`` (Abdulla et al. 2014): the steps between them that do
-    not happen after ``i`` (a process's order, an event triggered, or a dependent step of
-    the run, transitively), then ``k``. Run from ``i``'s draw in this order, they reach
-    ``k`` before ``i`` (the race reversed). Its initials are its steps that no earlier step
-    of it happens before: source-DPOR's backtrack set at ``i``'s draw needs one of them.
-    """
-    later = {i}  # the steps that happen after ``i``
-    chosen: list[int] = []
-    for j in range(i + 1, k):
-        if any(_before(steps, after, h, j) for h in later):
-            later.add(j)
-        else:
-            chosen.append(j)
-    chosen.append(k)
-    # A step without a key that touches nothing (an event nothing waits on any more) commutes
-    # with every step: it is left out. Any other step without a key (a cancelled event's) has
-    # no option to name it: the race is not known.
-    if any(steps[j][0] is None and steps[j][1] != {} for j in chosen):
-        return None
-    chosen = [j for j in chosen if steps[j][0] is not None]
-    initials = tuple(
-        str(steps[j][0])
-        for n, j in enumerate(chosen)
-        if not any(_before(steps, after, h, j) for h in chosen[:n])
-    )
-    return (initials, tuple(str(steps[j][0]) for j in chosen)) if initials else None
-
-
-def _before(steps: Sequence[InstantStep], after: list[set[int]], h: int, j: int) -> bool:
-    """The instant's earlier step ``h`` happens before ``j``: by ``_causes`` or a dependency."""
-    return h in after[j] or dependent(steps[h][1], steps[j][1])
-
-
-def _process(key: str | None) -> str | None:
-    return key.rsplit("@", 1)[0] if key is not None else None
 
 
 @dataclass
@@ -662,10 +574,22 @@ class Node:
     # ``defer``), and the walk-order chain of each option released (``exhaustive``).
     deferred: list[int] = field(default_factory=list)
     released: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
-    # Per option: the wakeup sequence its branch's run follows past it (``SleepSetSource.guide``).
+    # Per option: the wakeup sequence its branch's run follows past it (``SleepSetSource.guide``)
+    # and the values its steps that drew draw again (``SleepSetSource.forced``).
     guides: dict[int, tuple[str, ...]] = field(default_factory=dict)
-    # The options queued here (``exhaustive._backtrack``).
+    forced: dict[int, dict[str, tuple[int, ...]]] = field(default_factory=dict)
+    # The options queued here (``backtrack.backtrack``), and the sleep set each started with.
     branched: set[int] = field(default_factory=set)
+    sleeps: dict[int, dict[str, Footprint]] = field(default_factory=dict)
+    # The draw each branch's run made next (the walk's tree, for ``backtrack.insert``), and
+    # the wakeup sequences waiting for a branch queued here to run before they go down it.
+    children: dict[int, Node] = field(default_factory=dict)
+    waiting: dict[int, list[Insertion]] = field(default_factory=dict)
+    # It branched or held options or values back at its making (its race group:
+    # ``proof_units``), and a run through it did not know its races (every value held back
+    # below it is queued).
+    defers: bool = False
+    unknown: bool = False
     explored: dict[str, Footprint] = field(default_factory=dict)  # key -> footprint
     visit: tuple[Visit, int, str] | None = None  # the state cache's visit here, op index
     repeats: Visit | None = None  # debug mode: the earlier visit of the same state
@@ -674,6 +598,12 @@ class Node:
     # The deviations (position, value) of the run that made this draw, in order: with its
     # own branch appended, a branch's place in the walk's order (``raceproof.sim.proof_units``).
     chain: tuple[tuple[int, int], ...] = ()
+
+    def holds(self) -> bool:
+        """It branches (or holds options or values back) from its making on: the runs below
+        it in its instant are all those that can release anything below it, races of the
+        draws above it included (``backtrack.insert``), and it is their race group."""
+        return self.defers
 
 
 def branch_options(
