@@ -247,7 +247,7 @@ SLIPS: dict[str, Slip] = {
     "an instant's dependent pair excused without a trigger": (
         lambda: mutant(
             reduction,
-            "_causes",
+            "causes",
             "(processes[i] == process or earlier == by)",
             "True",
         ),
