@@ -126,12 +126,25 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     thread sees their sentinels, marks the pool broken (closing the call queue's
     reader so its feeder cannot block, CPython gh-94777) and returns; a second
     signal is ignored by ``signals`` while this runs, a third exits at once.
+
+    Unless a worker died in the middle of sending its result: the manager thread had
+    read the message's length and waited for the rest, which nothing would write, and
+    the shutdown waited for that thread (1 ``check -j 2`` in about 50 signalled on a
+    loaded machine hung so). This process holds the result pipe's write end too, so
+    the pipe never reached its end; closing that end once every worker is dead ends it
+    (``recv`` raises ``EOFError``, which the manager thread takes for a broken pool).
     """
     workers = multiprocessing.active_children()
     for worker in workers:
         worker.kill()
     for worker in workers:
         worker.join(5.0)
+    if not any(worker.is_alive() for worker in workers):
+        # The one private name used here (CPython 3.11-3.14 keep the result queue so).
+        result_queue = getattr(pool, "_result_queue", None)
+        writer = getattr(result_queue, "_writer", None)
+        if writer is not None:
+            writer.close()
     pool.shutdown(wait=True, cancel_futures=True)
 
 
