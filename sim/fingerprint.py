@@ -81,8 +81,9 @@ from raceproof.sim.world import World, _step_key
 MAX_DEPTH = 400  # nested objects walked before a graph counts as too deep to name
 # Attributes that name how a state was reached, not what it is: left out of an object's text.
 # ``rp_by``: the step that triggered an event (the footprint check's ``enabled_by`` only);
-# ``rp_steps``: a process's steps so far (its step keys are written relative to it instead).
-SKIPPED_ATTRIBUTES = frozenset({"rp_by", "rp_steps"})
+# ``rp_steps``: a process's steps so far (its step keys are written relative to it instead);
+# ``rp_held``: how many of them a node's pause held (its frames say where its code is).
+SKIPPED_ATTRIBUTES = frozenset({"rp_by", "rp_steps", "rp_held"})
 # A timeout's ``_delay`` is how long it was set for (SimPy reads it only for ``repr``): what it
 # still waits is its pending entry's time, relative to now (``_Encoder.pending``).
 SKIPPED_OF = {Timeout: frozenset({"_delay"})}

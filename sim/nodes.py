@@ -227,7 +227,10 @@ def hold_paused(world: World, event: Event, callbacks: list[Any]) -> list[Any]:
 
     Each held callback moves to a copy of ``event`` (same value, same
     success) scheduled when its node's pause ends; the process's target
-    becomes the copy, so an interrupt (a crash) still finds it.
+    becomes the copy, so an interrupt (a crash) still finds it. The held
+    process's step count moves all the same (the step ran, with its key), so
+    each hold is counted too (``rp_held``): its steps minus its holds say how
+    far its code went.
     """
     now = world.now_ms
     paused = [node for node in world.paused_nodes if node.paused]
@@ -238,9 +241,13 @@ def hold_paused(world: World, event: Event, callbacks: list[Any]) -> list[Any]:
     held: dict[Node, list[Any]] = {}
     for callback in callbacks:
         owner = getattr(callback, "__self__", None)
-        node = getattr(owner, "rp_node", None) if isinstance(owner, Process) else None
-        if node is not None and node.paused:  # a read of its pause, the step's footprint
+        process = owner if isinstance(owner, Process) else None
+        node = getattr(process, "rp_node", None)
+        if process is not None and node is not None and node.paused:  # a read of its pause
             held.setdefault(node, []).append(callback)
+            # The step counts as the process's (its key names it), yet the process has not
+            # moved: a declared state's pending entries tell the two apart by this count.
+            process.rp_held = getattr(process, "rp_held", 0) + 1  # type: ignore[attr-defined]
         else:
             kept.append(callback)
     for node, waiting in held.items():

@@ -6,7 +6,8 @@ shared state, every live process's position and held values, every pending
 event relative to now and the history's ops; ``AUTOMATIC`` on the World), or
 the model's, given with ``World.declare_state(fn)``, to which the kernel adds
 every pending event relative to now (its delay, its priority and the step it
-will run: the process and how many steps that process has taken). Between two
+will run: the process and how many steps that process has taken, and how many of
+those a node's pause held, which moved its count but not its code). Between two
 steps past the replayed prefix -- after a step that drew a model-level choice,
 and at each ``schedule`` draw -- the walk looks the fingerprint up; if the
 state was reached before with a sleep set no larger than the current one, with
@@ -50,7 +51,7 @@ from typing import Any
 from raceproof.sim.errors import KernelError
 from raceproof.sim.fingerprint import Memo, fingerprint, relative_steps, state_text
 from raceproof.sim.symmetry import Renaming, State, canonical, mismatch, renamed_ending
-from raceproof.sim.world import SleepBlocked, _process_step_key
+from raceproof.sim.world import SleepBlocked, _owner, _process_step_key
 
 
 class StateSeen(SleepBlocked):
@@ -82,7 +83,14 @@ def kernel_fingerprint(world: Any, model: Callable[[], str]) -> str | None:
 
 
 def _pending(world: Any) -> list[tuple[int, int, str]] | None:
-    """Every pending event someone waits on: (delay from now, priority, step key), sorted."""
+    """Every pending event someone waits on: (delay from now, priority, step key), sorted.
+
+    The step key counts the process's steps, and a step a node's pause held
+    (``nodes.hold_paused``) counted without the process moving: such a process's key
+    says how many it held too (``/a1#1@3 held 1``), so a step count tells how far its
+    code went (two processes with the same count, one held once, are at different
+    places in their code).
+    """
     now = world.now_ms
     pending = []
     for entry in [*world._due, *world._queue]:
@@ -92,7 +100,8 @@ def _pending(world: Any) -> list[tuple[int, int, str]] | None:
         key = _process_step_key(event)
         if key is None:
             return None
-        pending.append((time - now, int(priority), key))
+        held = getattr(_owner(event), "rp_held", 0)
+        pending.append((time - now, int(priority), f"{key} held {held}" if held else key))
     pending.sort()
     return pending
 
