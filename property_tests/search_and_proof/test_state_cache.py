@@ -207,3 +207,39 @@ def test_a_run_covered_mid_instant_still_closes_its_instant(variant: str) -> Non
         assert cached.runs < plain.runs
     else:
         assert cached.verdict == "violated" and cached.found is not None
+
+
+def _pauser(world: World, pause_ms: int) -> Generator[Any, Any, None]:
+    world.node("n").pause(pause_ms)
+    yield world.sleep(10)
+
+
+def _paused_at_0(delay_ms: int, pause_ms: int) -> World:
+    """p on node n sleeps 0 then ``delay_ms``; q pauses n for ``pause_ms`` between the two."""
+    world = World(SleepSetSource((), None, reduce=True))
+    world.declare_footprints()
+    world.spawn("p", _sleeper(world, 0, delay_ms), node=world.node("n"))
+    world.spawn("q", _pauser(world, pause_ms))
+    while world.peek() == 0:
+        world.step()
+    return world
+
+
+def test_a_step_a_pause_held_is_in_a_declared_fingerprint() -> None:
+    """``RACEPROOF_SOUNDNESS_EXAMPLES=300`` found it (``test_soundness``'s ``HELD_BY_A_PAUSE``).
+
+    Held: p's wake-up from its first sleep was held to 2 ms by the pause, p still at that
+    sleep. Not held: p woke and sleeps 2 ms in its second. Both have taken 2 steps and wait
+    until 2 ms (the held step moved p's count): the step keys alone made them one state.
+    """
+
+    def model() -> str:
+        return "m"
+
+    held, slept = _paused_at_0(0, 2), _paused_at_0(2, 0)
+    assert [len([*w._due, *w._queue]) for w in (held, slept)] == [2, 2]  # p's wake-up, q's
+    (process,) = (p for p in held.processes if p.rp_id.endswith("/p#0"))
+    assert process.rp_steps == 2 and process.rp_held == 1  # type: ignore[attr-defined]
+    assert kernel_fingerprint(held, model) != kernel_fingerprint(slept, model)
+    # Neither held: the same two steps, the same fingerprint as ever.
+    assert kernel_fingerprint(_paused_at_0(2, 0), model) == kernel_fingerprint(slept, model)
