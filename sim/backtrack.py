@@ -106,14 +106,71 @@ def _step(node: Node, insertion: Insertion) -> Going:
         j = first.get(keys[value])
         if j is not None:
             return [], [(value, (race, done | {j}, (j, 0) if race[1][j] else None))]
+        if _weak(node, keys[value], insertion):  # it commutes with the rest: down it, all left
+            return [], [(value, insertion)]
     for value in node.deferred:
         j = first.get(keys[value])
         if j is not None:
             node.deferred.remove(value)
             node.branched.add(value)
             node.guides[value], node.forced[value] = _guided(race, done | {j}, j)
+            node.asked[value] = [insertion]
             return [(node, value)], []
     return _release_all(node), []
+
+
+def _goes_down(node: Node, insertion: Insertion) -> bool:
+    """``_step`` would take ``insertion`` down a branch of ``node`` taken or queued (or
+    finds it all taken), queuing nothing at ``node``."""
+    race, done, _ = insertion
+    keys = node.record.keys or ()
+    first = {race[0][j]: j for j in initials(race, done)}
+    if None in first and sum(key is None for key in keys) != 1:
+        return False
+    return not first or any(
+        keys[value] in first or _weak(node, keys[value], insertion)
+        for value in (node.record.value, *sorted(node.branched))
+    )
+
+
+def covered(node: Node, value: int) -> list[Entry] | None:
+    """A branch queued only for wakeup sequences, about to run: None if it still must run;
+    else what those sequences queue now instead, and the branch is held back again.
+
+    When a sequence came to ``node`` a sibling branch queued before it may not have run
+    yet, its footprint unknown; once it has, it may be a weak initial of the sequence (it
+    commutes with each of its steps), and the sequence goes down that branch instead
+    (optimal DPOR's insertion, Abdulla et al. 2017): the branch's run would only repeat a
+    class and be cut on the sibling's step, asleep. A branch a sequence waits below
+    (``Node.waiting``) or queued for any other reason (``Node.must``) runs.
+    """
+    asked = node.asked.get(value)
+    if not asked or value in node.must or node.waiting.get(value) or node.record.keys is None:
+        return None
+    node.branched.discard(value)
+    node.deferred.append(value)
+    if not all(_goes_down(node, insertion) for insertion in asked):
+        node.deferred.remove(value)
+        node.branched.add(value)
+        return None
+    node.deferred.sort()
+    del node.asked[value]
+    node.guides.pop(value, None)
+    node.forced.pop(value, None)
+    node.released.pop(value, None)
+    added: list[Entry] = []
+    for insertion in asked:
+        added.extend(insert(node, insertion))
+    return added
+
+
+def _weak(node: Node, key: str | None, insertion: Insertion) -> bool:
+    """The branch ``key`` ran at ``node`` (its footprint known: it drew nothing) is a weak
+    initial of the rest of the sequence: it is outside it and commutes with each of its steps,
+    so the sequence's reversal lies below that branch (optimal DPOR's insertion, Abdulla et
+    al. 2017: down the leftmost child that is a weak initial)."""
+    footprint = node.explored.get(key) if key is not None else None
+    return footprint is not None and weak_initial(key, footprint, insertion[0], insertion[1])  # type: ignore[arg-type]
 
 
 def _model_step(node: Node, insertion: Insertion) -> Going:
@@ -181,6 +238,7 @@ def _unknown(node: Node) -> list[Entry]:
 def _release_all(node: Node) -> list[Entry]:
     """Every option held back at ``node``: the branches the races would ask for are not known."""
     added: list[Entry] = [(node, value) for value in node.deferred]
+    node.must.update(node.deferred)
     node.branched.update(node.deferred)
     node.deferred = []
     return added

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from raceproof.sim.backtrack import backtrack, hold_values, insert
+from raceproof.sim.backtrack import backtrack, covered, hold_values, insert
 from raceproof.sim.enumeration import not_replayed
 from raceproof.sim.errors import KernelError
 from raceproof.sim.explore import Budget, Progress, count_probes
@@ -278,7 +278,12 @@ class ProofWalk:
                     return
                 if stop_depth is not None and len(entry_chain(self.frontier[0])) > stop_depth:
                     return
-                current = WalkStart.of_entry(self.frontier.popleft(), self.options.reduction)
+                entry = self.frontier.popleft()
+                instead = covered(*entry) if self.options.reduction else None
+                if instead is not None:  # its sequences go down a sibling that ran since
+                    self.frontier.extend(instead)
+                    continue
+                current = WalkStart.of_entry(entry, self.options.reduction)
             if self._run_one(current, budget):
                 return
             if self.runs >= budget.examples or budget.out_of_time():

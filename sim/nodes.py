@@ -158,7 +158,7 @@ class Node(Primitive):
         """A stop-the-world pause: none of the node's processes steps for ``duration_ms``."""
         if not (isinstance(duration_ms, int) and duration_ms >= 0):
             raise ValueError(f"Node.pause({duration_ms!r}): a duration is an int >= 0 ms")
-        self.world.touch_all()
+        self.world.touch_all(holds=True)  # it holds the node's steps: ``hold_paused``
         until_ms = self.world.now_ms + duration_ms
         paused_until_ms = self._paused_until_ms.get()
         self.world.log(
@@ -232,6 +232,8 @@ def hold_paused(world: World, event: Event, callbacks: list[Any]) -> list[Any]:
     each hold is counted too (``rp_held``): its steps minus its holds say how
     far its code went.
     """
+    if not callbacks:  # it resumes nothing: nothing to hold, and no pause read
+        return callbacks
     now = world.now_ms
     paused = [node for node in world.paused_nodes if node.paused]
     world.paused_nodes[:] = paused

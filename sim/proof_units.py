@@ -175,6 +175,8 @@ def _copy_instant(node: Node, copies: dict[int, Node], made: list[Node]) -> None
             branched=set(draw.branched),
             sleeps=dict(draw.sleeps),
             waiting={value: list(ins) for value, ins in draw.waiting.items()},
+            asked={value: list(ins) for value, ins in draw.asked.items()},
+            must=set(draw.must),
             children={},
         )
         made.append(draw)

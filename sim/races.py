@@ -125,17 +125,21 @@ def causes(steps: Sequence[InstantStep]) -> list[set[int]]:
     return before
 
 
-def races_of(steps: Sequence[InstantStep], after: list[set[int]], i: int) -> list[Wakeup] | None:
+def races_of(
+    steps: Sequence[InstantStep], after: list[set[int]], i: int, *, known: bool = False
+) -> list[Wakeup] | None:
     """The races of the instant's step ``i`` with its later steps, each as its wakeup sequence.
 
     A race: a later step dependent with it that some order could run before it (not in
     its ``causes``). None when any order matters: it touches everything (what it does to
     the others, an interrupt's or a join's, is not described). A step that drew model-level
     choices races as the value it drew: its other values are other transitions, each with
-    its own runs through the same draw, which tell their races.
+    its own runs through the same draw, which tell their races. ``known``: the step touches
+    everything but only holds other steps' events past the instant (a node's pause,
+    ``World.touch_all``): it races with every later step that some order runs first.
     """
     footprint = steps[i][1]
-    if footprint is None:
+    if footprint is None and not known:
         return None
     races: list[Wakeup] = []
     for k in range(i + 1, len(steps)):

@@ -71,7 +71,16 @@ everything (an interrupt, a join: what it does to the others is not described) h
 known races, so its draw still branches every option and every value below it in its
 instant (computing its races as any step's lost an ending of the soundness generator's
 crash-and-pause model); and a race whose wakeup sequence starts with an event the kernel
-does not name (a Brooklin JVM pause's resumption) has no option to queue.
+does not name (a Brooklin JVM pause's resumption) has no option to queue. Then a node's
+pause, which touches everything only by holding its processes' events past the instant
+(``World.touch_all(holds=True)``), races as a step dependent on every later step of its
+instant (a crash's interrupt makes another step under the same key: its races stay
+unknown); an event that resumes nothing reads no pause (the unnamed steps above); and a
+branch queued for wakeup sequences whose sibling, queued before it, turned out once run
+to be a weak initial of each is not run: the sequences go down that sibling
+(``backtrack.covered``). ``fix-conditional-write`` 987 runs for 964 classes (23
+sleep-blocked) -> 964 for 964 (0); ``fix-stop-dedupe`` 4,332 for 4,084 (248) -> 4,084 for
+4,084 (0); the same traces, endings and probes.
 Sleep sets are sound for every
 reachable state (each Mazurkiewicz trace of the configuration keeps at least one
 representative), so a reduced proof that is otherwise unpruned is complete.
@@ -198,6 +207,9 @@ class SleepSetSource(ChoiceSource):
         # and the key of the step that triggered its event.
         self._instant: list[InstantStep] = []
         self._instant_at: list[int | None] = []  # per step of the instant: the draw that chose it
+        # Per step of the instant: it touched everything, but only by holding other steps'
+        # events (a node's pause, ``World.step_races_known``): its races are still known.
+        self._instant_holds: list[bool] = []
         # Schedule draws (positions, the prefix's too) whose chosen step raced in its instant
         # (``_mark_races``): the walk branches a deferred draw's other options only then.
         self.raced: set[int] = set()
@@ -443,8 +455,12 @@ class SleepSetSource(ChoiceSource):
             step = (key, footprint, self._drew, self._open, logged, by, tuple(self._values))
             self._instant.append(step)
             self._instant_at.append(self._step_at)
+            self._instant_holds.append(
+                footprint is None and not ends and getattr(self._world, "step_races_known", False)
+            )
             for cancelled in self._world.disabled:
                 self._instant_at.append(None)
+                self._instant_holds.append(False)
                 # The step it cancelled was due in this instant and never runs in this order:
                 # still one of the instant's steps, the one it is dependent with (``World._disables``).
                 self._instant.append(
@@ -480,6 +496,7 @@ class SleepSetSource(ChoiceSource):
         cut, so its draws that raced need every option (None).
         """
         at, self._instant_at = self._instant_at, []
+        holds, self._instant_holds = self._instant_holds, []
         if not complete or self.covered is not None:
             for p in at:
                 if p is not None:
@@ -489,7 +506,7 @@ class SleepSetSource(ChoiceSource):
         for i, position in enumerate(at):
             if position is None:
                 continue
-            races = races_of(steps, after, i)
+            races = races_of(steps, after, i, known=holds[i])
             if races is None or races:
                 self.raced.add(position)
                 self.wakeups[position] = races if whole else None
@@ -585,6 +602,11 @@ class Node:
     # the wakeup sequences waiting for a branch queued here to run before they go down it.
     children: dict[int, Node] = field(default_factory=dict)
     waiting: dict[int, list[Insertion]] = field(default_factory=dict)
+    # Per option queued only for wakeup sequences (``backtrack._step``): those sequences, as
+    # they came to this draw; and the options queued for any other reason (every option
+    # held back: ``backtrack._release_all``), which run whatever ran since.
+    asked: dict[int, list[Insertion]] = field(default_factory=dict)
+    must: set[int] = field(default_factory=set)
     # It branched or held options or values back at its making (its race group:
     # ``proof_units``), and a run through it did not know its races (every value held back
     # below it is queued).

@@ -92,6 +92,8 @@ class World(simpy.Environment):
         self.observer: StepObserver | None = source if observes else None  # type: ignore[assignment]
         self.footprints_declared = False
         self.untracked: list[str] = []  # primitives in use that record no footprints
+        # The step just observed touched everything but its races are known (``HOLDS``).
+        self.step_races_known = False
         self.state_fingerprint: Callable[[], str] | None = None
         self.at_state: Callable[[World], None] | None = None  # called between steps (the cache)
         # Interchangeable actors (``declare_symmetric``) and the process ids spawned under each
@@ -449,10 +451,16 @@ class World(simpy.Environment):
         self._named[step] = count + 1
         event.rp_key = f"{step}!{count}@event"  # type: ignore[attr-defined]
 
-    def touch_all(self) -> None:
-        """The current step is dependent on every other step."""
+    def touch_all(self, *, holds: bool = False) -> None:
+        """The current step is dependent on every other step.
+
+        ``holds``: all it does to another step beyond its footprint is hold that step's
+        event past the instant, the step still running now with its own key (a node's pause,
+        ``nodes.hold_paused``): no step is taken off the instant or put in it unseen, so its
+        races are those of a step dependent on each later one (``step_races_known``).
+        """
         if self._footprint is not None:
-            self._footprint[ALL] = True
+            self._footprint[HOLDS if holds else ALL] = True
 
     def log(self, actor: str, kind: str, **fields: JSONValue) -> None:
         if self._footprint is not None:
@@ -570,6 +578,7 @@ class World(simpy.Environment):
                 self._run_hooks()
         elif not (self.footprints_declared or self.state_fingerprint is not None):
             # Nothing declared: every step touches everything, nothing to record.
+            self.step_races_known = False
             observer.before_step(None)
             self._process(due.pop(index))
             self._run_hooks()
@@ -664,7 +673,9 @@ class World(simpy.Environment):
             finally:
                 self._footprint = None
         declared = self.footprints_declared and not self.untracked
-        observer.after_step(key, footprint if declared and ALL not in footprint else None)
+        self.step_races_known = declared and ALL not in footprint
+        everything = ALL in footprint or HOLDS in footprint
+        observer.after_step(key, footprint if declared and not everything else None)
 
     def _process(self, entry: tuple[Any, EventPriority, int, Event]) -> None:
         """SimPy's event processing (``Environment.step`` after the pop).
@@ -703,6 +714,9 @@ class World(simpy.Environment):
 
 _NAME_CHARS = 400  # the longest step key an event is named after (``World._name_event``)
 ALL = "*"  # the footprint entry of a step dependent on every other
+# The entry of a step dependent on every other whose races are still known: it only holds
+# other steps' events past the instant (``World.touch_all``'s ``holds``).
+HOLDS = "*holds"
 # The prefix of the resource a step no one process owns writes, named by its key, which the
 # step that cancels its event writes too (``World._disables``).
 DISABLED = "step:"

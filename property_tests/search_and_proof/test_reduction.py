@@ -19,8 +19,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from property_tests.soundness_models import Op, Spec
+from property_tests.soundness_walks import reduction_problems, walk
 from property_tests.toy_model import Toy, final_of, runner
-from raceproof.sim import Budget, ChoiceSource, RunOutcome, backtrack, exhaustive, prove, races
+from raceproof.sim import (
+    Budget,
+    ChoiceSource,
+    RunOutcome,
+    backtrack,
+    exhaustive,
+    prove,
+    races,
+    reduction,
+)
 from raceproof.sim.enumeration import Walk
 from raceproof.sim.outcome import Runner
 from raceproof.sim.reduction import (
@@ -607,3 +618,63 @@ def test_a_held_value_no_sequence_asks_for_loses_what_it_leads_to(
     assert _finals(runner(Toy(raw)), reduction=True)[0] == full
     monkeypatch.setattr(backtrack, "_model_step", lambda node, insertion: ([], []))
     assert _finals(runner(Toy(raw)), reduction=True)[0] < full
+
+
+# A script whose walk queued a branch for a wakeup sequence beside a sibling branch queued
+# before it and not yet run: once that sibling ran, it was a weak initial of the sequence (it
+# commutes with each of its steps), and the branch's run was cut on it, asleep (73 runs, 3
+# sleep-blocked, 70 classes before ``backtrack.covered``).
+SIBLING_COVERS = (
+    (("?", True),),
+    (("/a", True),),
+    (("/b", False),),
+    (("?", True), ("/a", True), ("/c", True)),
+)
+
+
+def test_a_branch_a_sibling_run_since_covers_is_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``backtrack.covered``: the branch's sequences go down the sibling instead; no run cut
+    asleep, one run per class, the full walk's finals. The slip: taking every sibling run
+    for a weak initial loses final states."""
+    full, _ = _finals(runner(Toy(SIBLING_COVERS)), reduction=False)
+    report = prove(runner(Toy(SIBLING_COVERS)), budget=Budget(examples=10_000))
+    assert (report.sleep_blocked, report.runs, report.schedules) == (0, 70, 70)
+    assert _finals(runner(Toy(SIBLING_COVERS)), reduction=True)[0] == full
+    monkeypatch.setattr(exhaustive, "covered", lambda node, value: None)
+    before = prove(runner(Toy(SIBLING_COVERS)), budget=Budget(examples=10_000))
+    assert (before.sleep_blocked, before.runs, before.schedules) == (3, 73, 70)
+    monkeypatch.undo()
+    monkeypatch.setattr(backtrack, "_weak", lambda node, key, insertion: True)
+    assert _finals(runner(Toy(SIBLING_COVERS)), reduction=True)[0] < full
+
+
+def test_a_pause_races_as_a_step_dependent_on_every_later_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A node's pause touches everything, but all it does to another step is hold its event
+    (``World.touch_all(holds=True)``): its races are known, so its draw releases the options
+    they need, not every option (43 runs -> 40), with the full walk's endings. A crash
+    interrupts a process, whose step then is another one under the same key: treating its
+    races as known (the slip) misses an ending."""
+    pause = Spec(
+        actors=(
+            (Op("draw", 1),),
+            (Op("dict.set", 0), Op("node.pause", 1)),
+            (Op("touch.write", 1), Op("touch.write", 0)),
+        ),
+        final_checker=False,
+    )
+    crash = Spec(actors=((Op("node.crash", 0),), (Op("counter.add", 0),)), final_checker=False)
+    assert reduction_problems(pause) == reduction_problems(crash) == []
+    assert walk(pause, reduction=True).report.runs == 40
+    races_of = reduction.races_of
+    monkeypatch.setattr(
+        reduction, "races_of", lambda steps, after, i, known=False: races_of(steps, after, i)
+    )
+    assert walk(pause, reduction=True).report.runs == 43
+    monkeypatch.setattr(
+        reduction,
+        "races_of",
+        lambda steps, after, i, known=False: races_of(steps, after, i, known=True),
+    )
+    assert reduction_problems(crash) == ["the reduced walk misses 1 ending(s) of the full walk"]
