@@ -57,8 +57,8 @@ def together(scenario: Scenario, variant: str) -> Scenario:
 
 # The catalogue's largest proof's runs (4,096 classes), pinned here where it is walked anyway
 # (test_proof_units' plan test pins the runs of two other proofs of a thousand runs). With
-# its footprints checked, every awake option is branched (4,350 runs when options wait for
-# their draw's step to race, as in ``prove`` unchecked).
+# its footprints checked, every awake option is branched (4,084 runs, one per class, when
+# options wait for their draw's step to race, as in ``prove`` unchecked).
 PINNED_RUNS = {("brooklin-double-stop+brooklin-redundant-stop", "fix-stop-dedupe"): 4748}
 
 CASES = [(s, v) for s in all_scenarios() for v in s.variants if (s.name, v) not in JUDGED_TOGETHER]
