@@ -16,6 +16,12 @@ races are unknown (``_unknown``: also every value held back below it in its inst
 a sequence's first step that no option names, a cancelled step's or a step due alone's
 values (``_every_value``).
 
+A sequence also goes down a branch already run whose step is a weak initial of what is
+left of it (``_weak``: outside it, and commuting with each of its steps); a sibling queued
+before it may not have run when a sequence queued a branch, so a branch queued only for
+sequences is looked at again when its turn comes (``covered``), and is not run if they can
+now go down such a sibling: its run would only be cut on that sibling's step, asleep.
+
 A sequence that reaches a branch queued but not yet run waits there (``Node.waiting``)
 until its run made the draw below; a race's steps are of one instant, so a sequence
 never goes past it, and a parallel proof keeps each instant's draws in one unit
