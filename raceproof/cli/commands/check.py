@@ -140,7 +140,8 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
     for worker in workers:
         worker.join(5.0)
     if not any(worker.is_alive() for worker in workers):
-        # The one private name used here (CPython 3.11-3.14 keep the result queue so).
+        # The one private name used here (as CPython 3.11 keeps the result queue; the test fails
+        # first if a later Python renames it).
         result_queue = getattr(pool, "_result_queue", None)
         writer = getattr(result_queue, "_writer", None)
         if writer is not None:
