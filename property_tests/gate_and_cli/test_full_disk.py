@@ -169,3 +169,39 @@ def test_check_writes_counterexamples_only_with_out(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.py"]
     asked = subprocess.run([*argv, "--out", "cx"], cwd=tmp_path, capture_output=True, timeout=600)
     assert asked.returncode == 1 and list((tmp_path / "cx").glob("broken-fix--fix--*.json"))
+
+
+def test_stdout_on_the_full_file_system_keeps_the_verdicts_exit(tmp_path: Path) -> None:
+    """``raceproof explore > log.txt`` under the limit: printing the result itself fails.
+
+    It raised ``OSError`` out of a ``print`` ("internal error: this is a bug in
+    raceproof", a traceback, exit 70); now the exit is the verdict's (1), stderr ends
+    with one line saying the output is incomplete, and the log holds what fit. The
+    other way: without the limit, the whole result and no warning.
+    """
+    argv = [str(BIN / "raceproof"), "explore", "lost-update", "--variant", "buggy"]
+    for limit in (small_files, None):
+        log = tmp_path / f"log-{limit is None}.txt"
+        with log.open("w") as out:
+            done = subprocess.run(
+                argv,
+                cwd=tmp_path,
+                stdout=out,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=600,
+                preexec_fn=limit,
+            )
+        assert done.returncode == 1, done.stderr[-2000:]
+        assert "Traceback" not in done.stderr and "bug in raceproof" not in done.stderr
+        shown = log.read_text()
+        if limit is None:
+            assert done.stderr == "" and SHOWN["explore --out"] in shown
+        else:
+            lines = done.stderr.strip().splitlines()  # the counterexample's warning, then this
+            assert lines[-1] == (
+                "raceproof: warning: the output above is incomplete: stdout refused a write "
+                "(File too large)"
+            ), done.stderr
+            assert all(line.startswith("raceproof: warning: ") for line in lines), done.stderr
+            assert 0 < len(shown) <= 1024

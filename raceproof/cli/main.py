@@ -21,6 +21,7 @@ its own module under ``raceproof.cli.commands``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import re
@@ -28,7 +29,7 @@ import shlex
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from raceproof.cli import signals
 from raceproof.cli.commands import COMMANDS
@@ -151,9 +152,70 @@ def main(argv: Sequence[str] | None = None) -> int:
     _JSON_WANTED[0] = "--json" in words
     _WORDS[:] = words
     printed_before = documents_printed()
-    with signals.interruptible() as signalled:
-        code = _run(words, signalled.received)
-        return _a_signal_is_never_a_pass(code, signalled.received, printed_before)
+    stdout = _Stdout(sys.stdout)
+    sys.stdout = stdout
+    try:
+        with signals.interruptible() as signalled:
+            code = _run(words, signalled.received)
+            code = _a_signal_is_never_a_pass(code, signalled.received, printed_before)
+        stdout.flush()
+    finally:
+        sys.stdout = stdout.stream
+    if stdout.refused is not None:
+        stdout.discard_the_rest()
+        runner.warn_unsaved(
+            f"the output above is incomplete: stdout refused a write ({stdout.refused.strerror})"
+        )
+    return code
+
+
+# What a file system says when stdout is a file on it and it is full or over a size limit.
+FULL_ERRNOS = frozenset({errno.EFBIG, errno.ENOSPC, errno.EDQUOT})
+
+
+class _Stdout:
+    """stdout, where a write the file system refuses (full, or over a size limit) is kept, not raised.
+
+    Why: ``raceproof explore > log.txt`` on a full disk (or under ``ulimit -f``) raised
+    ``OSError`` out of a ``print``, and the command said "internal error: this is a bug in
+    raceproof" after a traceback, its verdict's exit code lost. Now the command runs to its
+    end and keeps its exit code; what came after the refused write is dropped, and ``main``
+    says so in one line on stderr.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.refused: OSError | None = None
+
+    def write(self, text: str) -> int:
+        if self.refused is None:
+            try:
+                return int(self.stream.write(text))
+            except OSError as exc:
+                self._refuse(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.refused is None:
+            try:
+                self.stream.flush()
+            except OSError as exc:
+                self._refuse(exc)
+
+    def _refuse(self, exc: OSError) -> None:
+        if exc.errno not in FULL_ERRNOS:
+            raise exc
+        self.refused = exc
+
+    def discard_the_rest(self) -> None:
+        """What the stream still buffers goes nowhere: its flush at exit must not fail again."""
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def _a_signal_is_never_a_pass(code: int, received: list[int], printed_before: int) -> int:
