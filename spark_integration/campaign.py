@@ -605,7 +605,8 @@ class _Running:
             self.summary.interrupted = True
             self.summary.interrupted_by = getattr(exc, "name", "SIGINT")
             print(
-                "interrupted: every cell was written; the determinism check was not",
+                f"interrupted by {self.summary.interrupted_by}: every cell was written; "
+                "the determinism check was not",
                 file=sys.stderr,
             )
 

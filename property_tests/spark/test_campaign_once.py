@@ -70,7 +70,7 @@ def _keys(out: Path) -> list[str]:
 
 @pytest.mark.xdist_group("spark-2")
 def test_a_signal_at_any_moment_leaves_each_cell_written_once(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(campaign, "FLUSH_EVERY_S", 0.0)  # every finished job is flushed
     write, check, manifest = campaign.write_rows, campaign.cross_check, campaign.write_manifest
@@ -112,14 +112,19 @@ def test_a_signal_at_any_moment_leaves_each_cell_written_once(
         monkeypatch.setattr(campaign, "write_manifest", saving)
         out = tmp_path / f"c{round_}"
         options = _options(out)
+        capsys.readouterr()
         with signals.interruptible():
             try:
                 summary = campaign.run(options, spark=spark)
                 stopped = summary.interrupted
+                said = capsys.readouterr().err
             except signals.Interrupted:
                 stopped = True
+                said = ""  # the command line's handler says it (one line, the signal's name)
         fired += bool(sent)
         assert stopped == bool(sent), where
+        if said:  # the campaign's own line names the signal, whichever moment it cut
+            assert f"interrupted by {signal.Signals(signum).name}" in said, (where, said)
         keys = _keys(out)
         assert len(keys) == len(set(keys)), f"{where}: cells written twice: {Counter(keys)}"
         monkeypatch.setattr(campaign, "write_rows", write)
