@@ -222,7 +222,7 @@ class Scenario:
         progress: Progress | None = None,
         reduction: bool = True,
         jobs: int = 1,
-        state_cache: bool = False,
+        state_cache: bool | None = None,
         state_cache_check: bool = False,
         check_footprints: bool = False,
         cross_check: bool = False,
@@ -234,7 +234,9 @@ class Scenario:
         ``reduction``: the partial-order reduction (sound; off walks every schedule);
         ``jobs`` > 1 splits the walk over that many worker processes (same counts),
         each of which first calls ``worker_setup`` (the command line's: die with it);
-        ``state_cache`` cuts at explored states of a model that declares its state;
+        ``state_cache`` cuts at states explored before, named by the kernel (or the model's
+        ``declare_state``) where the state has a name; None (the default): on with the
+        reduction, off for the plain walk (every schedule);
         ``whole_object_footprints`` records each tracked container as one resource
         (``raceproof.sim.shared.WholeObjectFootprints``: the bench's comparison).
         """
@@ -253,31 +255,19 @@ class Scenario:
                 max_deviations=max_dev,
                 max_branch=branch,
             )
-        if jobs > 1:
-            return prove_parallel(
-                run,
-                jobs,
-                budget=budget,
-                reduction=reduction,
-                progress=progress,
-                max_deviations=max_dev,
-                max_branch=branch,
-                state_cache=state_cache,
-                state_cache_check=state_cache_check,
-                check_footprints=check_footprints,
-                worker_setup=worker_setup,
-            )
-        report = prove(
-            run,
+        walk: dict[str, Any] = dict(
             budget=budget,
-            progress=progress,
             reduction=reduction,
+            progress=progress,
             max_deviations=max_dev,
             max_branch=branch,
-            state_cache=state_cache,
+            state_cache=reduction if state_cache is None else state_cache,
             state_cache_check=state_cache_check,
             check_footprints=check_footprints,
         )
+        if jobs > 1:
+            return prove_parallel(run, jobs, worker_setup=worker_setup, **walk)
+        report = prove(run, **walk)
         report.balance = single_balance(report)
         return report
 

@@ -82,9 +82,19 @@ def test_prove_fix_is_ok_and_complete(capsys: pytest.CaptureFixture[str]) -> Non
     assert result["schedules"] > 1
     assert result["bounds_pruned"] == {}
     assert result["configuration"]["config"]["clients"] == 2
-    # Every run judged a class of its own: none cut as sleep-blocked, one run per class.
+    # The state cache is on by default: every run either ran to its end, a class of its own,
+    # or was cut at a state explored before; none cut as sleep-blocked.
+    assert result["configuration"]["state_cache"] is True and result["states_seen"] > 0
     assert (result["sleep_blocked"], result["runs_per_class"]) == (0, 1.0)
-    assert result["runs"] == result["schedules"]
+    assert result["runs"] == result["schedules"] + result["state_cache_cuts"]
+    assert result["state_cache_cuts"] > 0
+    # Without it, one run per class and nothing fingerprinted.
+    code, plain = run_json(
+        capsys, "prove", "lost-update", "--variant", "fix-cas", "--no-state-cache"
+    )
+    assert code == 0 and plain["complete"] is True and plain["verdict"] == "ok"
+    assert plain["configuration"]["state_cache"] is False and plain["states_seen"] == 0
+    assert plain["runs"] == plain["schedules"] > result["schedules"]
 
 
 def test_prove_with_a_pruning_cap_exits_inconclusive(capsys: pytest.CaptureFixture[str]) -> None:

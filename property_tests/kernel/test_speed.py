@@ -194,10 +194,10 @@ def test_a_proof_walks_the_same_shards_in_process_or_on_the_pool(
 ) -> None:
     from raceproof.sim import proof_units
 
-    pool = SCENARIO.prove(variant, Budget(1_000_000), jobs=2)
+    pool = SCENARIO.prove(variant, Budget(1_000_000), jobs=2, state_cache=False)
     monkeypatch.setattr(proof_units, "IN_PROCESS_RUNS", in_process_runs)
-    here = SCENARIO.prove(variant, Budget(1_000_000), jobs=2)
-    sequential = SCENARIO.prove(variant, Budget(1_000_000), jobs=1)
+    here = SCENARIO.prove(variant, Budget(1_000_000), jobs=2, state_cache=False)
+    sequential = SCENARIO.prove(variant, Budget(1_000_000), jobs=1, state_cache=False)
     assert (here.verdict, here.schedules, here.runs, here.shards) == (
         pool.verdict,
         pool.schedules,

@@ -323,9 +323,12 @@ def test_a_model_moved_onto_tracked_state_proves_no_larger_than_with_whole_objec
     scenario = catalogue.get("streams-checkpoint-resurrection")
     run = scenario.runner("fix-load-after-lock", scenario.prove_config)
     before = _thread_states_touched(run)
-    tracked = scenario.prove("fix-load-after-lock", Budget(examples=100_000))
+    tracked = scenario.prove("fix-load-after-lock", Budget(examples=100_000), state_cache=False)
     whole = scenario.prove(
-        "fix-load-after-lock", Budget(examples=100_000), whole_object_footprints=True
+        "fix-load-after-lock",
+        Budget(examples=100_000),
+        whole_object_footprints=True,
+        state_cache=False,
     )
     assert tracked.complete and whole.complete
     assert tracked.schedules <= whole.schedules

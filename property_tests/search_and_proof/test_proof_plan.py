@@ -110,11 +110,17 @@ def _cli(*args: str) -> dict:  # type: ignore[type-arg]
 
 
 def test_the_command_line_reports_the_accounting_and_the_split() -> None:
-    one = _cli("prove", "lost-update", "--variant", "fix-cas")
-    two = _cli("prove", "lost-update", "--variant", "fix-cas", "-j", "2")
+    stateless = ("prove", "lost-update", "--variant", "fix-cas", "--no-state-cache")
+    one, two = _cli(*stateless), _cli(*stateless, "-j", "2")
     full = _cli("prove", "lost-update", "--variant", "fix-cas", "--no-reduction")
     for key in ("verdict", "complete", "schedules", "runs", "skipped_equivalent", "bounds_pruned"):
         assert one[key] == two[key], key
+    # With the state cache (the default) each unit has its own: the verdict is the same on
+    # any number of workers, the counts need not be.
+    cached, cached_two = _cli(*stateless[:-1]), _cli(*stateless[:-1], "-j", "2")
+    assert cached["states_seen"] > 0 and cached_two["states_seen"] > 0
+    for key in ("verdict", "complete", "bounds_pruned"):
+        assert cached[key] == cached_two[key] == one[key], key
     assert one["complete"] and one["reduction"] and not full["reduction"]
     assert full["schedules"] == 46 and two["shards"] > 1
     assert "equivalence class" in one["complete_means"]
@@ -133,7 +139,7 @@ def test_a_parallel_proof_of_a_declared_model_matches_one_core_and_its_workers_e
     where 3,389 cost 3.4 CPU s a command; the whole proof is test_catalogue's.
     """
     args = ("prove", "coordinator-async-append", "--variant", "block-event-loop")
-    args += ("--set", "writes=2")
+    args += ("--set", "writes=2", "--no-state-cache")  # the stateless walk's counts are -j's
     one, two = _cli(*args), _cli(*args, "-j", "2")
     assert one["complete"] and two["complete"] and two["shards"] > 1
     for key in ("verdict", "schedules", "runs", "skipped_equivalent", "sleep_blocked"):

@@ -202,7 +202,7 @@ def test_a_run_covered_mid_instant_still_closes_its_instant(variant: str) -> Non
     The walk is the same where it counts: the plain walk's verdict, complete when it holds,
     and the planted violation of ``sync-assumption`` found through the cache.
     """
-    plain = COORDINATOR.prove(variant, Budget(examples=100_000))
+    plain = COORDINATOR.prove(variant, Budget(examples=100_000), state_cache=False)
     cached = COORDINATOR.prove(variant, Budget(examples=100_000), state_cache=True)
     assert cached.verdict == plain.verdict
     if variant == "block-event-loop":

@@ -348,14 +348,19 @@ def run_prove(
     clock: Clock = time.monotonic,
     out_dir: Path | None = None,
 ) -> CheckResult:
-    """The bounded proof of ``variant`` on the scenario's proof configuration."""
+    """The bounded proof of ``variant`` on the scenario's proof configuration.
+
+    Stateless (no state cache): the gate cuts a proof into units over its workers
+    (``raceproof.gate.parts``), and only the stateless walk counts the same runs, classes
+    and probes however it is cut; a cache's counts depend on the split.
+    """
     scenario = get(name)
     scenario.check_variant(variant)
     budget = Budget(profile.prove_max_schedules)
     if profile.prove_budget_s is not None:
         budget = Budget(profile.prove_max_schedules, profile.prove_budget_s, clock)
     started = clock()
-    report = scenario.prove(variant, budget)
+    report = scenario.prove(variant, budget, state_cache=False)
     return prove_check(
         scenario, variant, report, seconds=clock() - started, expect=expect, out_dir=out_dir
     )

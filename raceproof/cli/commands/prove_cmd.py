@@ -108,6 +108,13 @@ SYMMETRY_UNCHECKED = (
 )
 # Options of ``prove`` that cannot mean anything together (exit 2 naming both).
 CONTRADICTIONS = (
+    ("state_cache", "no_state_cache", "the walk caches states or it does not; give one"),
+    (
+        "check_state_cache",
+        "no_state_cache",
+        "--check-state-cache runs the state cache to check it",
+    ),
+    ("check_symmetry", "no_state_cache", "--check-symmetry runs the state cache to check it"),
     (
         "check_footprints",
         "no_reduction",
@@ -160,6 +167,14 @@ CONTRADICTIONS = (
         "--check-symmetry runs the state cache with the symmetry and checks both; give one",
     ),
 )
+
+
+def state_cache_on(args: argparse.Namespace) -> bool:
+    """Whether the walk caches states: on unless ``--no-state-cache``, or ``--no-reduction``
+    (the plain walk, every schedule) without ``--state-cache``; the checks run it."""
+    if args.state_cache or args.check_state_cache or args.check_symmetry:
+        return True
+    return not args.no_state_cache and not args.no_reduction
 
 
 @dataclass
@@ -273,7 +288,7 @@ def _run(args: argparse.Namespace, setup: ProveSetup, size: Estimate) -> ProveRe
             progress=coverage.progress(progress),
             reduction=not args.no_reduction,
             jobs=args.jobs,
-            state_cache=args.state_cache or args.check_state_cache or args.check_symmetry,
+            state_cache=state_cache_on(args),
             state_cache_check=args.check_state_cache or args.check_symmetry,
             check_footprints=args.check_footprints,
             cross_check=args.cross_check,
@@ -333,6 +348,7 @@ def _result(
             "max_schedules": args.max_schedules,
             "budget_s": args.budget,
             "reduction": not args.no_reduction,
+            "state_cache": state_cache_on(args),
             "jobs": args.jobs,
         },
     )
@@ -401,10 +417,16 @@ def _render_coverage(
     if result["verdict"] == Verdict.NOT_REACHED:
         state = "NOT REACHED (not a proof of anything)"
     classes = "equivalence classes of schedules" if report.reduction else "distinct schedules"
-    print(
-        f"{name}: {state}: {report.schedules} {classes} run to the end "
-        f"({report.runs} runs, up to {report.max_deviations_seen} deviations) in {result['seconds']}s"
-    )
+    if report.state_cache_cuts:  # a cut run stands for every class below the state it met
+        covered = (
+            f"{report.runs} runs, {report.schedules} run to the end and "
+            f"{report.state_cache_cuts} cut at a state explored before"
+        )
+        deviations = f"up to {report.max_deviations_seen} deviations"
+    else:
+        covered = f"{report.schedules} {classes} run to the end"
+        deviations = f"{report.runs} runs, up to {report.max_deviations_seen} deviations"
+    print(f"{name}: {state}: {covered} ({deviations}) in {result['seconds']}s")
     if report.reduction:
         print(
             f"  reduction: {report.skipped_equivalent} branches skipped as equivalent, "
@@ -535,7 +557,14 @@ def _add_walk_options(sub: Any) -> None:
     sub.add_argument(
         "--state-cache",
         action="store_true",
-        help="cut at states explored before (named by the kernel, or by the model's declare_state)",
+        help="cut at states explored before, named by the kernel or by the model's "
+        "declare_state (the default, except with --no-reduction)",
+    )
+    sub.add_argument(
+        "--no-state-cache",
+        action="store_true",
+        help="walk statelessly: one run per equivalence class, no state fingerprinted "
+        "(the counts are then the same on any -j)",
     )
     sub.add_argument(
         "--check-state-cache",
