@@ -323,6 +323,7 @@ def _timed_proof(
         reduction=reduction,
         jobs=jobs,
         whole_object_footprints=whole_object_footprints,
+        state_cache=False,  # the reduction's figures: the stateless walk, the same on any -j
     )
     return {
         "verdict": report.verdict,
