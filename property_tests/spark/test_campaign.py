@@ -111,8 +111,9 @@ def all_in_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_proof_in_rounds_has_the_counts_of_prove_and_prove_j(all_in_rounds: None) -> None:
     scenario, variant = get("lost-update"), "fix-cas"
-    local = scenario.prove(variant, Budget(1_000_000))
-    parallel = scenario.prove(variant, Budget(1_000_000), jobs=2)
+    # the campaign's proof in rounds is the stateless walk, cut into units
+    local = scenario.prove(variant, Budget(1_000_000), state_cache=False)
+    parallel = scenario.prove(variant, Budget(1_000_000), jobs=2, state_cache=False)
     state = campaign_proof.prove_in_rounds(_proof("lost-update", variant), in_process, 2)
     row = campaign_proof.proof_row(state, 0.0)
     assert (local.verdict, local.complete) == ("ok", True)
@@ -149,7 +150,9 @@ def test_a_proof_in_rounds_of_a_buggy_variant_is_the_local_proofs_counterexample
     row = campaign_proof.prove_cell(
         _proof("streams-checkpoint-resurrection", "buggy"), in_process, 2
     )
-    local = get("streams-checkpoint-resurrection").prove("buggy", Budget(1_000_000))
+    local = get("streams-checkpoint-resurrection").prove(
+        "buggy", Budget(1_000_000), state_cache=False
+    )
     assert local.shrunk is not None and local.runs > 1
     assert row["verdict"] == "violated" and row["met"] and row["complete"] is False
     assert (row["trace_hash"], row["deviations"]) == (local.shrunk.trace_hash, 3)
@@ -372,7 +375,7 @@ def test_prove_in_rounds_on_spark_matches_the_local_proof_and_the_report_renders
     options = _options(tmp_path / "p", strategies=("pct",), seeds=(0,), prove=True)
     campaign.run(options, spark=spark)
     proofs = {r["variant"]: r for r in campaign.read_rows(tmp_path / "p") if r["kind"] == "proof"}
-    local = get("lost-update").prove("fix-cas", Budget(1_000_000))
+    local = get("lost-update").prove("fix-cas", Budget(1_000_000), state_cache=False)
     assert (proofs["fix-cas"]["verdict"], proofs["fix-cas"]["schedules"]) == ("ok", local.schedules)
     assert proofs["fix-cas"]["complete"] and proofs["fix-cas"]["shards"] > 1
     assert proofs["buggy"]["verdict"] == "violated"
