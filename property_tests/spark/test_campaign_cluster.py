@@ -131,8 +131,17 @@ def test_a_campaign_on_a_standalone_cluster_gives_the_rows_its_cells_give_here(
 def _local_proof(variant: str, out: Path) -> dict[str, Any]:
     done = subprocess.run(
         # the campaign's proof in rounds is the stateless walk, cut into units
-        [RACEPROOF, "prove", PROOF, "--variant", variant, "--out", str(out), "--json"]
-        + ["--no-state-cache"],
+        [
+            RACEPROOF,
+            "prove",
+            PROOF,
+            "--variant",
+            variant,
+            "--out",
+            str(out),
+            "--json",
+            "--no-state-cache",
+        ],
         capture_output=True,
         text=True,
         timeout=900,
