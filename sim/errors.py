@@ -39,6 +39,7 @@ __all__ = [
     "ModelError",
     "Nondeterministic",
     "Signalled",
+    "UsedGlobalRandom",
     "contract",
     "did_you_mean",
     "model_error",
@@ -81,6 +82,28 @@ class Nondeterministic(Exception):
         return (
             f"the model is not deterministic: run again on the same choices it diverged "
             f"{where}{who}: {self.detail}; {LIKELY_CAUSES}"
+        )
+
+
+class UsedGlobalRandom(Nondeterministic):
+    """A run changed the state of Python's global ``random`` module: the user's mistake.
+
+    Its draws are no choices of the run's source: no search varies them, no proof
+    enumerates them, no replay repeats them, so a verdict on such a model would say
+    more than the runs showed (``raceproof.sim.global_random`` watches every run for
+    it). The verdict ``error`` (exit 4), like every ``Nondeterministic``, in one line
+    naming where the run first used it: ``detail`` is where (``"in a step"``, ``"while
+    its world was built"``, ...), ``draw`` the draws made before that step and
+    ``actor`` the step's actor, when the watch could tell.
+    """
+
+    def __str__(self) -> str:
+        at = f" at draw #{self.draw}" if self.draw is not None else ""
+        who = f" (actor {self.actor})" if self.actor else ""
+        return (
+            f"the model is not deterministic: it used the global random module {self.detail}"
+            f"{at}{who}, whose draws raceproof neither varies nor replays (draw from "
+            f"world.source, or from a random.Random(seed) of the model's own); {LIKELY_CAUSES}"
         )
 
 

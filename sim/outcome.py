@@ -22,6 +22,7 @@ from pathlib import Path
 from raceproof.sim.checkers import Checker, CheckerResult, first_violation, run_checkers, violated
 from raceproof.sim.choices import Choice, ChoiceSource, ReplaySource
 from raceproof.sim.errors import ModelError, Signalled, model_error
+from raceproof.sim.global_random import watched
 from raceproof.sim.history import History, JSONValue
 from raceproof.sim.verdicts import CheckStatus, Verdict
 from raceproof.sim.visibility import observes_op_order
@@ -91,9 +92,22 @@ def execute(
     subclass of its own): each is the model's, ``error``. Only what is not the
     model's propagates (``not_the_models``): a replay that no longer fits the
     model, the reduction's cut, a broken kernel contract, Hypothesis' own
-    control flow and a real signal (``Signalled``).
+    control flow and a real signal (``Signalled``). A run that changed the state
+    of Python's global ``random`` module raises ``UsedGlobalRandom``, the model's
+    mistake, whatever else it did (``raceproof.sim.global_random``).
     """
     world = World(source, bounds)
+    return watched(lambda world: _judged(world, build, checkers, violation_exceptions), world)
+
+
+def _judged(
+    world: World,
+    build: Build,
+    checkers: Sequence[Checker],
+    violation_exceptions: tuple[type[BaseException], ...],
+) -> RunOutcome:
+    """``execute``'s run on ``world`` (and its source), the global random module unwatched."""
+    source = world.source
     world.op_order_read = observes_op_order(checkers)
     bound: str | None = None
     crash: CheckerResult | None = None

@@ -76,9 +76,10 @@ class CheckStopped(Nondeterministic):
     def __init__(self, where: str, cause: Nondeterministic) -> None:
         super().__init__(cause.detail, cause.draw, cause.actor)
         self.where = where
+        self.cause = str(cause)  # its own words: a divergence, or the global random module
 
     def __str__(self) -> str:
-        return f"check stopped at {self.where}, the checks after it not run: {super().__str__()}"
+        return f"check stopped at {self.where}, the checks after it not run: {self.cause}"
 
 
 def _stopped(task: parts.Task, exc: BaseException) -> CheckStopped:
