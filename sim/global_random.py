@@ -6,7 +6,7 @@ sees: no search varies it, no proof enumerates it, no replay repeats it. A
 search re-runs what it found (``shrink.same_again``) and usually sees such a
 model diverge, but a proof only replays prefixes, and one whose first run drew
 no tie said PROVEN: two actors each sleeping ``random.choice([0, 5])``, a
-checker wanting ``a0`` to finish first, ``prove`` said ok (exit 0) in 2 of 6
+checker wanting ``a0`` to finish first, ``prove`` said ok (exit 0) in 2 of 8
 tries. So ``watched`` reads the generator's state (``random.getstate``) before
 and after every run ``outcome.execute`` makes, and a run that changed it raises
 ``UsedGlobalRandom`` (the verdict ``error``, exit 4) whether or not it went
@@ -14,29 +14,36 @@ otherwise: a search, a proof (on ``-j N`` in each worker), a replay, a check and
 the pytest fixture all refuse such a model, and none can say ``ok`` of it.
 
 A model that reseeds the global generator (``random.seed(7)`` in its build) is
-refused too, although each run then draws the same values: the check cannot tell
-a reseed from a draw, and the values are still none of the run's choices, so a
-proof would not be over what the model may do. A verdict must say less, never
-more; the message names the two ways out (``world.source``, or a
-``random.Random(seed)`` of the model's own, which nothing here watches). A model
-that restores the state it found (``getstate``/``setstate`` around its use)
-is not seen.
+refused too, although each run then draws the same values: the values are still
+none of the run's choices, so a proof would not be over what the model may do (a
+verdict must say less, never more). The message names the two ways out
+(``world.source``, or a ``random.Random(seed)`` of the model's own, which nothing
+here watches). A model that restores the state it found (``getstate`` and
+``setstate`` around its use) is not seen.
 
-Where the message points: the run is made again on the choices it recorded,
-from the state it started from, on a World that reads the state around every
-step (``_Watched``): the first step that changed it names its actor and the
-draws made before it; a change before the first step is the build's, one after
-the last step a checker's. The watch costs two reads of the state and one
-comparison per run (about 21 µs; see ``docs/maintaining/performance.md``), the
-located re-run only a run that is refused anyway.
+Where the message points (``located``): the run is made again on the choices it
+recorded, on a World that knows which part of the run is running (``_Watched``),
+under a profile function of this thread that notes the first call of the global
+instance's drawing or reseeding methods: in a step (its actor, and the draws made
+before it), while the world was built, between two steps (a step hook), in a
+checker. That re-run also tells a change of another thread's from the run's own:
+a process may hold a thread that draws from the global generator (kazoo's
+connection loop draws a jitter on every turn), and the state then changes under a
+run that never calls it; such a change is no use of the model's when the re-run's
+thread made no call. With no other thread, a change is the run's whatever the
+re-run shows.
 
-This module only reads the global generator's state (and puts back the state a
-refused run began from, for its located re-run): the kernel never draws from it.
+The watch costs two reads of the state and one comparison per run (21 µs on an
+idle core, about 45 µs on this shared machine under load; see
+``docs/maintaining/performance.md``); the located re-run runs only when the state
+changed. The kernel never draws from the global generator nor sets its state.
 """
 
 from __future__ import annotations
 
 import random
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -59,58 +66,86 @@ def watched(run: Callable[[World], T], world: World) -> T:
     try:
         result = run(world)
     except (SleepBlocked, ReplayMisaligned):
-        if random.getstate() != before:
-            raise located(run, world, before) from None
+        if random.getstate() != before and (used := models_use(run, world)):
+            raise used from None
         raise
-    if random.getstate() != before:
-        raise located(run, world, before)
+    if random.getstate() != before and (used := models_use(run, world)):
+        raise used
     return result
 
 
-def located(run: Callable[[World], Any], world: World, before: object) -> UsedGlobalRandom:
-    """Where ``run`` on ``world`` first used the global generator: the same choices run
-    again from the state ``before`` it, on a World that reads the state around each step."""
+def models_use(run: Callable[[World], Any], world: World) -> UsedGlobalRandom | None:
+    """The run's use of the global generator, located; None if another thread changed it.
+
+    With one thread, nothing but the run can have changed it: its use, where the
+    located re-run finds it, or ``in a run`` if that re-run made no call. With
+    others, the change is the model's only if the re-run's own thread calls the
+    generator: a kazoo client's connection loop draws a jitter from it on every
+    turn (in the pytest process of a user's real-ZooKeeper tests, say), and a run
+    beside it changed the state 1 run in a few without using it.
+    """
+    used = located(run, world)
+    if used is None and threading.active_count() == 1:
+        return UsedGlobalRandom("in a run")
+    return used
+
+
+def located(run: Callable[[World], Any], world: World) -> UsedGlobalRandom | None:
+    """Where ``run`` on ``world`` first calls the global generator, or None if it does not.
+
+    The same choices are run again on a World that knows where it is (the build, a
+    step and its actor, between steps, the checkers), under a profile function of
+    this thread alone (``sys.setprofile``) that notes the first call of the global
+    instance's C methods that draw or reseed (``_DRAWS``: every function of the
+    module goes through one of them). Where a model first calls it does not depend
+    on the state it finds, so the state is left as it is.
+    """
     values = [choice.value for choice in world.source.record]
-    random.setstate(before)  # type: ignore[arg-type]
     watch = _Watched(ReplaySource(values, strict=False), world.bounds)
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if (
+            event == "c_call"
+            and watch.first is None
+            and getattr(arg, "__self__", None) is _GLOBAL
+            and getattr(arg, "__name__", None) in _DRAWS
+        ):
+            watch.first = watch.where
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
     try:
         run(watch)
     except Exception:  # the kernel's cut or contract on a run that is refused anyway
         pass
-    else:
-        watch.look("in a checker or after the last step")
-    if watch.first is None:  # the re-run did not use it again: say so without a place
-        return UsedGlobalRandom("in a run")
-    return UsedGlobalRandom(*watch.first)
+    finally:
+        sys.setprofile(previous)
+    return None if watch.first is None else UsedGlobalRandom(*watch.first)
+
+
+# The module's own instance (what ``random.random`` and the rest are bound to), and the
+# C methods of it that draw or reseed.
+_GLOBAL = random.seed.__self__  # type: ignore[attr-defined]
+_DRAWS = frozenset({"random", "getrandbits", "seed", "setstate"})
 
 
 class _Watched(World):
-    """A World that notes where the global generator's state first changed (one re-run)."""
+    """A World that knows which part of the run is running (for ``located``'s profile)."""
 
     def __init__(self, source: ReplaySource, bounds: Any) -> None:
         super().__init__(source, bounds)
-        self.state = random.getstate()
+        self.where: tuple[str, int | None, str | None] = ("while its world was built", None, None)
         self.first: tuple[str, int | None, str | None] | None = None
-        self._stepped = False
-
-    def look(self, where: str, draw: int | None = None, actor: str | None = None) -> None:
-        """Note ``where`` as the first use if the state changed since the last look."""
-        if self.first is not None:
-            return
-        state = random.getstate()
-        if state != self.state:
-            self.first = (where, draw, actor)
-        self.state = state
 
     def _process(self, entry: tuple[Any, Any, int, Any]) -> None:
-        draws = len(self.source.drawn)
-        if self._stepped:  # what ran since the last step's end: its step hooks (``always``)
-            self.look("between two steps (in a step hook)", draws)
-        else:
-            self.look("while its world was built")
-        self._stepped = True
-        actor = self._actor_of(entry[3])
+        self.where = ("in a step", len(self.source.drawn), self._actor_of(entry[3]))
         try:
             super()._process(entry)
+        finally:  # what runs next, until the next step: its step hooks (``always``)
+            self.where = ("between two steps (in a step hook)", len(self.source.drawn), None)
+
+    def run_to_end(self) -> str:
+        try:
+            return super().run_to_end()
         finally:
-            self.look("in a step", draws, actor)
+            self.where = ("in a checker or after the last step", None, None)
