@@ -238,7 +238,7 @@ def using(tmp_path_factory: pytest.TempPathFactory) -> Path:
 COMMANDS = (
     ("prove",),
     ("prove", "--no-reduction"),
-    ("prove", "--state-cache"),
+    ("prove", "--no-state-cache"),
     ("explore", "--examples", "5"),
     ("explore", "--strategy", "pct", "--examples", "5"),
     ("repro", "--seed", "3"),
