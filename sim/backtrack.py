@@ -250,15 +250,19 @@ def _release_all(node: Node) -> list[Entry]:
     return added
 
 
-def hold_values(node: Node, above: Node | None, cache: object) -> None:
+def hold_values(node: Node, above: Node | None) -> None:
     """A model draw with steps asleep: its other values wait for a wakeup sequence to ask.
 
     From here a value's runs are new only where each step asleep is woken before it runs,
     and a run through that step's earlier branch shows the race that wakes it, whose
     sequence comes down to this value (``insert``). With nothing asleep every value is
     new; where a run did not know its races (``Node.unknown``) every value is queued.
+    With the state cache too: a run through that branch cut at a state whose instant is
+    still open takes every draw of that instant as racing, its races unknown
+    (``SleepSetSource._mark_races``), which queues every value held back below them in the
+    instant (``_unknown``), now and from then on.
     """
-    if not node.record.sleep or cache is not None:
+    if not node.record.sleep:
         return
     while above is not None and above.record.at_ms == node.record.at_ms:
         if above.unknown:

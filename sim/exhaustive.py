@@ -394,7 +394,11 @@ class ProofWalk:
             if last is not None:
                 last.children[recorded[last.position]] = node
             node.pending, asleep = branch_options(
-                record, start.depth, options.max_branch, options.max_deviations, self.pruned
+                record,
+                start.depth,
+                options.max_branch,
+                options.max_deviations,
+                self.pruned,
             )
             self.skipped += asleep
             if record.keys is not None:
@@ -402,7 +406,7 @@ class ProofWalk:
                 if defer:
                     node.deferred, node.pending = node.pending, []
             elif defer:
-                hold_values(node, start.parent, source.cache)
+                hold_values(node, start.parent)
             node.defers = bool(node.pending or node.deferred)
             node.visit = source.visit_at.get(position)
             node.repeats = source.compare_at.get(position)

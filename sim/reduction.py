@@ -113,7 +113,14 @@ from raceproof.sim.races import (
 from raceproof.sim.races import (
     union as union,
 )
-from raceproof.sim.state_cache import AUTOMATIC, Seen, StateCache, StateSeen, Visit, kernel_state
+from raceproof.sim.state_cache import (
+    AUTOMATIC,
+    Seen,
+    StateCache,
+    StateSeen,
+    Visit,
+    kernel_state,
+)
 from raceproof.sim.world import DISABLED, ENDS_RUN, SleepBlocked, World
 
 
@@ -145,7 +152,9 @@ class Shard:
         return {key: dict(fp) for key, fp in self.sleep}
 
     @staticmethod
-    def freeze(sleep: dict[str, Footprint]) -> tuple[tuple[str, tuple[tuple[str, bool], ...]], ...]:
+    def freeze(
+        sleep: dict[str, Footprint],
+    ) -> tuple[tuple[str, tuple[tuple[str, bool], ...]], ...]:
         return tuple(sorted((k, tuple(sorted((fp or {}).items()))) for k, fp in sleep.items()))
 
 
@@ -323,6 +332,9 @@ class SleepSetSource(ChoiceSource):
             )
             if self._world is None or not self._instant:
                 raise seen_here
+            if not self._instant_open(world):  # every step of it ran: its races are all seen
+                self._close_instant()
+                raise seen_here
             self._cover(seen_here)
             return
         if new is None:  # the debug mode: walk it anyway, compare when it is done
@@ -330,6 +342,11 @@ class SleepSetSource(ChoiceSource):
             if covering is not None and covering.sleep == sleep:
                 self.compare_at[index] = covering
         self.visit_at[index] = (new, len(world.history), fingerprint)
+
+    def _instant_open(self, world: World) -> bool:
+        """A step of the instant this run is in is still due (a test's clock: say so)."""
+        peek = getattr(world, "peek", None)
+        return peek is None or peek() == self._instant_ms
 
     def _cover(self, seen: StateSeen) -> None:
         """The state is covered, but its instant is open: run on to the instant's end, then cut.
@@ -341,7 +358,9 @@ class SleepSetSource(ChoiceSource):
         takes from each such draw to the instant's end, in whatever order, so the run
         takes them, and is cut (``seen``, with the counts at this state) right after the
         instant closes. A run that ends first is cut all the same (``covered``: the walk
-        counts it as this cut, whatever it ended with).
+        counts it as this cut, whatever it ended with). A state met once every step of its
+        instant has run (the next is due later) is cut at once, the instant closed first
+        (``_look_up``): its races are all this run's, none is past the cut.
         """
         self.covered = seen
         self.tracking = False
@@ -452,7 +471,15 @@ class SleepSetSource(ChoiceSource):
                 self._instant_ms = now
             logged = len(self.steps) - 1 if self.steps is not None else None
             by = getattr(self._world, "enabled_by", None)  # a test's clock has none
-            step = (key, footprint, self._drew, self._open, logged, by, tuple(self._values))
+            step = (
+                key,
+                footprint,
+                self._drew,
+                self._open,
+                logged,
+                by,
+                tuple(self._values),
+            )
             self._instant.append(step)
             self._instant_at.append(self._step_at)
             self._instant_holds.append(
