@@ -258,9 +258,9 @@ def hold_values(node: Node, above: Node | None) -> None:
     sequence comes down to this value (``insert``). With nothing asleep every value is
     new; where a run did not know its races (``Node.unknown``) every value is queued.
     With the state cache too: a run through that branch cut at a state whose instant is
-    still open takes every draw of that instant as racing, its races unknown
-    (``SleepSetSource._mark_races``), which queues every value held back below them in the
-    instant (``_unknown``), now and from then on.
+    still open waits on the covering visit, and is released in full (``_unknown``: every
+    value held back below it in its instant) once a step past the cut may race with the
+    step asleep (``raceproof.sim.cover_races``); until then its races are the run's own.
     """
     if not node.record.sleep:
         return

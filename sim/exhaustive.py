@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from raceproof.sim import cover_races
 from raceproof.sim.backtrack import backtrack, covered, hold_values, insert
 from raceproof.sim.enumeration import not_replayed
 from raceproof.sim.errors import KernelError
@@ -55,6 +56,7 @@ from raceproof.sim.reduction import (
     Shard,
     SleepSetSource,
     branch_options,
+    union,
 )
 from raceproof.sim.shrink import shrink_found
 from raceproof.sim.state_cache import StateCache, StateSeen, compare, ending
@@ -255,6 +257,8 @@ class ProofWalk:
         self.shrunk: RunOutcome | None = None
         self.undecided: RunOutcome | None = None
         self.found_chain: tuple[tuple[int, int], ...] | None = None
+        # Draws of covered runs waiting on their covering visits (``_cover_races``).
+        self.watching: list[cover_races.Watch] = []
 
     def walk(
         self,
@@ -394,11 +398,7 @@ class ProofWalk:
             if last is not None:
                 last.children[recorded[last.position]] = node
             node.pending, asleep = branch_options(
-                record,
-                start.depth,
-                options.max_branch,
-                options.max_deviations,
-                self.pruned,
+                record, start.depth, options.max_branch, options.max_deviations, self.pruned
             )
             self.skipped += asleep
             if record.keys is not None:
@@ -419,7 +419,83 @@ class ProofWalk:
             self._release(start, source.raced, source.wakeups)
         self.frontier.extend((n, v) for n in made for v in n.pending)
         self.frontier.extend(queued)
+        if self.cache is not None and defer:
+            self._cover_races(start, source, last, recorded)
         return last
+
+    def _cover_races(
+        self, start: WalkStart, source: SleepSetSource, last: Node | None, recorded: tuple[int, ...]
+    ) -> None:
+        """The visits' summaries of their instants (``raceproof.sim.cover_races``): this run's
+        steps added to the visits it passed, the visit that covered it linked to them, its draws
+        before the cut waiting on that visit; the draws whose waiting ends are released."""
+        branch = len(start.prefix) - 1
+        new = [step for step in source.run_steps if step[1] > branch]  # the others ran before
+        times = [step[2] for step in new if step[2] is not None]
+        passed = [(visit, index) for index, (visit, _, _) in source.visit_at.items()]
+        node = start.parent
+        while node is not None and times and node.record.at_ms is not None:
+            if node.record.at_ms < min(times):
+                break
+            if node.visit is not None:
+                passed.append((node.visit[0], node.position))
+            node = node.parent
+        found: list[cover_races.Found] = []
+        for visit, index in passed:
+            entries: cover_races.Later = {}
+            for begun, _, at_ms, key, drawn, footprint in new:
+                if begun >= index and at_ms == visit.now_ms:
+                    had = entries.get((key, drawn), {})
+                    entries[key, drawn] = union(had, footprint)
+            if entries:
+                found.extend(cover_races.grow(visit, entries))
+        cut = source.covered
+        if cut is not None and cut.covering is not None and source.cover_ms is not None:
+            for visit, index in passed:
+                if visit.now_ms == source.cover_ms and index <= source.cover_index:
+                    if source.cover_framed:
+                        found.extend(cover_races.link(cut.covering, visit))
+                    else:
+                        found.extend(cover_races.grow(visit, cover_races.TOP))
+            nodes: dict[int, Node] = {}
+            walk = last
+            while walk is not None:
+                nodes[walk.position] = walk
+                walk = walk.parent
+            for position, footprint, process, holds in source.watches:
+                held = nodes.get(position)
+                if held is None:
+                    raise KernelError(f"a covered run's draw {position} has no node")
+                draw = cover_races.Watch(held, recorded[position], footprint, process, holds)
+                learned = cover_races.watch(cut.covering, draw)
+                if learned is not None:
+                    found.append(learned)
+                if not draw.fired:
+                    self.watching.append(draw)
+        for draw, races in found:
+            self._release_waiting(draw, races, start.chain)
+
+    def _release_waiting(
+        self,
+        draw: cover_races.Watch,
+        races: list[Wakeup] | None,
+        chain: tuple[tuple[int, int], ...],
+    ) -> None:
+        """A covered run's draw whose step races with steps of the covering subtree: the
+        branches its races need queued (None: not known, every option and value held back)."""
+        for held, value in backtrack(draw.node, races, draw.chosen):
+            held.released[value] = (*chain, (held.position, value))
+            self.frontier.append((held, value))
+
+    def settle(self) -> None:
+        """The walk stops with branches left (a unit of a parallel proof handing on its
+        frontier): a covering subtree may go on elsewhere, so every draw still waiting on one
+        is released (``raceproof.sim.cover_races``)."""
+        waiting, self.watching = self.watching, []
+        for draw in waiting:
+            if not draw.fired:
+                draw.fired = True
+                self._release_waiting(draw, None, draw.node.chain)
 
     def _queue_made(
         self, start: WalkStart, source: SleepSetSource, made: list[Node]

@@ -24,7 +24,10 @@ Why the merged report is the sequential walk's:
   the branches below a draw that holds options back, in its instant
   (``race_group``): only their runs can release them, in the same order as in
   the sequential walk. The counts are sums, so a complete proof's counts are
-  the sequential walk's.
+  the sequential walk's. With the state cache (one per unit) a unit that hands on a
+  frontier first releases every draw still waiting on a covering visit
+  (``ProofWalk.settle``, ``raceproof.sim.cover_races``): that visit's subtree may go on
+  in another unit, which cannot tell it.
 - The walk's order is by deviations, then by the chain of deviations
   ``(position, value)`` (``Node.chain``, ``exhaustive.entry_chain``):
   breadth-first order, as a key. A
@@ -233,6 +236,8 @@ def walk_unit(
     walk = ProofWalk(run, options, shrink_found=False)
     start = None if unit.entries else _Start((), {}, 0)
     walk.walk(budget, start, entries=unit.entries, stop_depth=stop_depth)
+    if walk.frontier and walk.found is None:
+        walk.settle()  # a covering subtree's rest may be walked by another unit
     if not walk.frontier:
         walk.compare_repeats()  # its nodes' subtrees all ran here: the debug mode can compare
     left = [] if walk.found is not None else _detach(walk.frontier)

@@ -81,6 +81,26 @@ to be a weak initial of each is not run: the sequences go down that sibling
 (``backtrack.covered``). ``fix-conditional-write`` 987 runs for 964 classes (23
 sleep-blocked) -> 964 for 964 (0); ``fix-stop-dedupe`` 4,332 for 4,084 (248) -> 4,084 for
 4,084 (0); the same traces, endings and probes.
+
+With the state cache a run is cut where it meets a state explored before
+(``state_cache``). Met with its instant still open, the run goes on to the instant's end
+(``_cover``), but the runs past the cut are the covering visit's, made from another
+prefix: what they show racing was never told to this run's draws, so every draw of the
+instant was taken as racing with its races unknown, and released in full (``fix-
+conditional-write`` 679 runs for 522 classes, 39 sleep-blocked; ``fix-stop-dedupe`` 1,884
+for 1,488, 118; the coordinator's ``block-event-loop`` at ``writes=4`` 10,442 runs, 12).
+Steps due at different instants never race, so each visit now keeps what the steps past
+it in its instant touch, in every run through it and through the visits that cover one
+(``raceproof.sim.cover_races``), and a draw before a cut waits on the covering visit: it
+is released in full only once a step there may race with its step, or, for a node's
+pause (whose race with a later step is reversed by that step alone), each such step is
+its race's wakeup sequence. A state met after the last step of its instant cuts at once,
+the instant closed first: its races are all the run's. And beside a step asleep a model
+draw's values are held back with the cache too (``backtrack.hold_values``): a run through
+that step's branch that a cover cut is released in full there once its covering subtree
+may race with it. ``fix-conditional-write`` 679 -> 629 runs for its 522 classes (39 -> 0
+sleep-blocked), ``fix-stop-dedupe`` 1,884 -> 1,796 runs (118 -> 3; 1,520 classes judged
+where 1,488 were: the cache cuts at other places), the same verdicts and probes.
 Sleep sets are sound for every
 reachable state (each Mazurkiewicz trace of the configuration keeps at least one
 representative), so a reduced proof that is otherwise unpruned is complete.
@@ -97,6 +117,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from raceproof.sim import cover_races
 from raceproof.sim.choices import SCHEDULE_LABEL, Choice, ChoiceSource
 from raceproof.sim.errors import KernelError
 from raceproof.sim.fingerprint import Memo, Unfingerprintable
@@ -108,20 +129,18 @@ from raceproof.sim.races import (
     Wakeup,
     causes,
     dependent,
+    process_of,
     races_of,
 )
 from raceproof.sim.races import (
     union as union,
 )
-from raceproof.sim.state_cache import (
-    AUTOMATIC,
-    Seen,
-    StateCache,
-    StateSeen,
-    Visit,
-    kernel_state,
-)
+from raceproof.sim.state_cache import AUTOMATIC, Seen, StateCache, StateSeen, Visit, kernel_state
 from raceproof.sim.world import DISABLED, ENDS_RUN, SleepBlocked, World
+
+# A step of a run, for the state cache's summaries (``cover_races``): the draw indices it
+# started and ended at, its instant, its key, the values it drew and its footprint.
+RunStep = tuple[int, int, int | None, str | None, tuple[int, ...], Footprint]
 
 
 @dataclass
@@ -152,9 +171,7 @@ class Shard:
         return {key: dict(fp) for key, fp in self.sleep}
 
     @staticmethod
-    def freeze(
-        sleep: dict[str, Footprint],
-    ) -> tuple[tuple[str, tuple[tuple[str, bool], ...]], ...]:
+    def freeze(sleep: dict[str, Footprint]) -> tuple[tuple[str, tuple[tuple[str, bool], ...]], ...]:
         return tuple(sorted((k, tuple(sorted((fp or {}).items()))) for k, fp in sleep.items()))
 
 
@@ -194,6 +211,20 @@ class SleepSetSource(ChoiceSource):
         # A state the cache covers, met with its instant open (``_cover``): the cut to make
         # once the instant closes.
         self.covered: StateSeen | None = None
+        # At a cover with its instant open: the instant's steps before the cut, the cut's draw
+        # index and instant, whether the covering visit names resources as this run does
+        # (``cover_races.frame``), and per draw before the cut whose races the run knows, what
+        # waits on the covering visit's summary: (position, footprint, process, a pause's).
+        self.cover_at = 0
+        self.cover_index = 0
+        self.cover_ms: int | None = None
+        self.cover_framed = False
+        self.watches: list[tuple[int, Footprint, str | None, bool]] = []
+        # With the state cache, every step of the run: the draw indices it started and ended
+        # at, its instant, its key, the values it drew and its footprint (``cover_races``:
+        # the visits' summaries).
+        self.run_steps: list[RunStep] = []
+        self._step_start = 0
         self.start_sleep = dict(sleep or {}) if reduce else {}
         self.reduce = reduce
         # Sleep sets are tracked from the last prefix draw on (the walk knows the rest).
@@ -323,8 +354,9 @@ class SleepSetSource(ChoiceSource):
         if seen is None:
             return
         fingerprint, sleep = seen.fingerprint, frozenset(map(seen.rename, self.sleep))
+        frame = cover_races.frame(world, seen.raw)
         covering, new = self.cache.look_up(
-            fingerprint, sleep, self.depth, seen, world.steps, world.now_ms
+            fingerprint, sleep, self.depth, seen, world.steps, world.now_ms, frame
         )
         if covering is not None and not self.cache.check:
             seen_here = StateSeen(
@@ -335,10 +367,18 @@ class SleepSetSource(ChoiceSource):
             if not self._instant_open(world):  # every step of it ran: its races are all seen
                 self._close_instant()
                 raise seen_here
+            self.cover_at, self.cover_index, self.cover_ms = (
+                len(self._instant),
+                index,
+                self._instant_ms,
+            )
+            self.cover_framed = frame is not None and covering.frame == frame
             self._cover(seen_here)
             return
         if new is None:  # the debug mode: walk it anyway, compare when it is done
-            new = Visit(sleep, self.depth, steps=world.steps, now_ms=world.now_ms, seen=seen)
+            new = Visit(
+                sleep, self.depth, steps=world.steps, now_ms=world.now_ms, seen=seen, frame=frame
+            )
             if covering is not None and covering.sleep == sleep:
                 self.compare_at[index] = covering
         self.visit_at[index] = (new, len(world.history), fingerprint)
@@ -358,9 +398,11 @@ class SleepSetSource(ChoiceSource):
         takes from each such draw to the instant's end, in whatever order, so the run
         takes them, and is cut (``seen``, with the counts at this state) right after the
         instant closes. A run that ends first is cut all the same (``covered``: the walk
-        counts it as this cut, whatever it ended with). A state met once every step of its
-        instant has run (the next is due later) is cut at once, the instant closed first
-        (``_look_up``): its races are all this run's, none is past the cut.
+        counts it as this cut, whatever it ended with). What the covering subtree does in the
+        rest of the instant may still race with the steps before the cut: those draws wait on
+        its visit (``_mark_races``, ``raceproof.sim.cover_races``). A state met once every
+        step of its instant has run (the next is due later) is cut at once, the instant
+        closed first (``_look_up``): its races are all this run's.
         """
         self.covered = seen
         self.tracking = False
@@ -405,6 +447,7 @@ class SleepSetSource(ChoiceSource):
         model-level choice (where runs part) and at every schedule draw (where they
         part too, ``schedule_steps``): two runs that meet again meet at such a point.
         """
+        self._step_start = len(self.record)
         if not self._drew_last:
             return
         self._drew_last = False
@@ -462,6 +505,8 @@ class SleepSetSource(ChoiceSource):
         if key is not None and key in self.guide:
             self.guide.remove(key)
         self._drew_last = self._drew_last or self._drew
+        if self.cache is not None and self._clock is not None:
+            self._ran(key, footprint)
         if self._world is not None:
             now = self._world.now_ms
             if now != self._instant_ms:
@@ -471,15 +516,7 @@ class SleepSetSource(ChoiceSource):
                 self._instant_ms = now
             logged = len(self.steps) - 1 if self.steps is not None else None
             by = getattr(self._world, "enabled_by", None)  # a test's clock has none
-            step = (
-                key,
-                footprint,
-                self._drew,
-                self._open,
-                logged,
-                by,
-                tuple(self._values),
-            )
+            step = (key, footprint, self._drew, self._open, logged, by, tuple(self._values))
             self._instant.append(step)
             self._instant_at.append(self._step_at)
             self._instant_holds.append(
@@ -503,6 +540,15 @@ class SleepSetSource(ChoiceSource):
         if self.tracking and self.sleep:
             self.sleep = {k: fp for k, fp in self.sleep.items() if not dependent(fp, footprint)}
 
+    def _ran(self, key: str | None, footprint: Footprint) -> None:
+        """Log a step for the visits' summaries (``cover_races``), and the steps it cancelled."""
+        clock = self._clock
+        now = clock.now_ms if clock is not None else None
+        start, end, drawn = self._step_start, len(self.record), tuple(self._values)
+        self.run_steps.append((start, end, now, key, drawn, footprint))
+        for cancelled in getattr(clock, "disabled", ()):
+            self.run_steps.append((start, end, now, None, (), {DISABLED + cancelled: True}))
+
     def _mark_races(
         self,
         steps: Sequence[InstantStep],
@@ -516,27 +562,38 @@ class SleepSetSource(ChoiceSource):
         A step races when it drew a model-level choice, touches everything, or is
         dependent with a later step of the instant that some order could run before it
         (``races.causes``). Every draw of the instant counts as racing when the run did not see
-        the instant whole (``complete`` False: cut, bounded or ended inside it) or the state
-        cache covered the run there (the branches past the cut are another visit's).
+        the instant whole (``complete`` False: cut, bounded or ended inside it).
         A race keeps its wakeup sequence (``wakeups``) only if the run saw the instant
         ``whole``: one cut on a step asleep counts as complete, but knows no race past the
         cut, so its draws that raced need every option (None).
+
+        The state cache covered the run with the instant open (``_cover``): the draws before
+        the cut race as above with the steps the run took to the instant's end, and each
+        whose races are known also waits on the covering visit (``watches``): the walk
+        releases it in full once a step of that visit's subtree in the instant may race
+        with its step (``raceproof.sim.cover_races``). Past the cut the draws are not the
+        walk's. A covering visit that names resources otherwise (``cover_framed`` False)
+        tells nothing: every draw of the instant counts as racing, its races unknown.
         """
         at, self._instant_at = self._instant_at, []
         holds, self._instant_holds = self._instant_holds, []
-        if not complete or self.covered is not None:
+        covered = self.covered is not None
+        if not complete or (covered and not self.cover_framed):
             for p in at:
                 if p is not None:
                     self.raced.add(p)
                     self.wakeups[p] = None
             return
         for i, position in enumerate(at):
-            if position is None:
-                continue
+            if position is None or (covered and i >= self.cover_at):
+                continue  # past the cut: the covering visit's draws, not the walk's
             races = races_of(steps, after, i, known=holds[i])
             if races is None or races:
                 self.raced.add(position)
                 self.wakeups[position] = races if whole else None
+            if covered and races is not None:
+                watch = (position, steps[i][1], process_of(steps[i][0]), holds[i])
+                self.watches.append(watch)
 
     def end_races(self, ended: bool) -> None:
         """The run is over: mark the races of its last instant.

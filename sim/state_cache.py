@@ -37,6 +37,10 @@ renamed the same way, and the debug mode compares endings renamed too; two
 states that are one only by a permutation and end differently raise
 ``SymmetryMismatch`` (the declaration's fault: bad input, exit 2).
 
+A run cut with its instant still open needs from the covering subtree what its steps do
+in the rest of that instant (the partial-order reduction's races): each visit keeps it
+(``Visit.later``, ``raceproof.sim.cover_races``).
+
 ``StateCacheMismatch`` is a ``KernelError``: a reduction that is not sound is a
 bug in raceproof (exit 70), never a verdict.
 """
@@ -50,6 +54,7 @@ from typing import Any
 
 from raceproof.sim.errors import KernelError
 from raceproof.sim.fingerprint import Memo, fingerprint, relative_steps, state_text
+from raceproof.sim.races import Footprint
 from raceproof.sim.symmetry import Renaming, State, canonical, mismatch, renamed_ending
 from raceproof.sim.world import SleepBlocked, _owner, _process_step_key
 
@@ -195,6 +200,16 @@ class Visit:
     # the visit that covered it.
     reach: tuple[int, int] = (0, 0)
     links: list[tuple[int, int, Visit]] = field(default_factory=list, repr=False, compare=False)
+    # What the steps past this state do in its instant (``raceproof.sim.cover_races``): each
+    # step (its key and drawn values) with the union of its footprints, in every run through
+    # it and in the visits that covered one (``feeds``: the visits whose summaries hold this one's); the draws of
+    # covered runs waiting on it (``watchers``); and what names its resources (``frame``).
+    frame: tuple[Any, ...] | None = None
+    later: dict[tuple[str | None, tuple[int, ...]], Footprint] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    feeds: dict[int, Visit] = field(default_factory=dict, repr=False, compare=False)
+    watchers: list[Any] = field(default_factory=list, repr=False, compare=False)
 
     def went(self, steps: int, now_ms: int, covering: Visit | None = None) -> None:
         """A run through this state reached ``steps`` and ``now_ms`` (cut there, if covered)."""
@@ -231,6 +246,7 @@ class StateCache:
         seen: Seen | None = None,
         steps: int = 0,
         now_ms: int = 0,
+        frame: tuple[Any, ...] | None = None,
     ) -> tuple[Visit | None, Visit | None]:
         """(a covering earlier visit, None), or (None, this visit, now remembered).
 
@@ -251,7 +267,7 @@ class StateCache:
                 if seen is not None and visit.seen is not None and visit.seen.raw != seen.raw:
                     self.symmetric_hits += 1
                 return visit, None
-        new = Visit(sleep, depth, steps=steps, now_ms=now_ms, seen=seen)
+        new = Visit(sleep, depth, steps=steps, now_ms=now_ms, seen=seen, frame=frame)
         self.visits.setdefault(fingerprint, []).append(new)
         return None, new
 
