@@ -157,6 +157,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     # Runs of different lengths (``stall`` where a probe would fire), for a spec with a
     # step bound (``spec_strategy(bounded=True)``): some of its runs hit the bound.
     "bounds": ("stall", "probe", "counter.add", "set.add", "set.discard"),
+    # A read guarded by another object (the record's field read only while the counter is
+    # 0): what it touches depends on the order, so an order the state cache's covering
+    # subtree runs may race where the covered run's did not (``sim/cover_races.py``).
+    "guard": ("record.guarded", "record.toggle", "counter.add"),
 }
 HUNT_ONLY = ("diverge", "bounds", "blind")  # families a spec draws only when a hunt names them
 # The invariant that reads each family's object (the others get one at random).
@@ -481,6 +485,8 @@ def _tracked(parts: _Parts, me: str, op: Op) -> Any:
     elif op.kind == "record.toggle":
         field = ("x", "y")[key]
         setattr(r, field, me if getattr(r, field) is None else None)
+    elif op.kind == "record.guarded":  # read only while the counter is 0 (``guard``)
+        return getattr(r, ("x", "y")[key]) if c.value == 0 else None
     else:
         return getattr(r, ("x", "y")[key])
     return None

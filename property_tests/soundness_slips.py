@@ -268,6 +268,19 @@ SLIPS: dict[str, Slip] = {
         "fingerprint",
         False,
     ),
+    # Issue 46 item 3 under the state cache: a run covered with its instant open takes the
+    # races of its draws before the cut from its own steps alone, as if the covering
+    # subtree ran nothing else in the instant (``sim/cover_races.py``).
+    "state cache: the covering subtree's steps ignored": (
+        lambda: mutant(
+            exhaustive.ProofWalk,
+            "_cover_races",
+            "learned = cover_races.watch(cut.covering, draw)",
+            "learned = None",
+        ),
+        "fingerprint",
+        False,
+    ),
     # Item 7's last two: bounded runs counted as if they had ended.
     "a search counts one bound hit as ok": (
         lambda: mutant(
@@ -308,6 +321,7 @@ FOCUS: dict[str, tuple[str, ...]] = {
     "symmetry over actors that differ": ("counter",),
     "an instant's dependent pair excused without a trigger": ("record", "counter"),
     "fingerprint: one process's position left out": ("record", "counter", "set", "dict"),
+    "state cache: the covering subtree's steps ignored": ("guard",),
     "a search counts one bound hit as ok": ("bounds",),
     "a proof counts probes on a bounded run": ("bounds",),
 }
