@@ -241,7 +241,27 @@ def walk_unit(
     if not walk.frontier:
         walk.compare_repeats()  # its nodes' subtrees all ran here: the debug mode can compare
     left = [] if walk.found is not None else _detach(walk.frontier)
+    _forget_visits(unit.entries)
     return UnitResult(ident=unit.ident, report=walk.report(), left=left, worker=worker)
+
+
+def _forget_visits(entries: Sequence[Entry]) -> None:
+    """Unlink this unit's state cache from the draws its runs hung below its entries.
+
+    An entry's draw is shared with the other pieces cut from the same frontier (``cut``), so
+    the draws a unit made below it are reachable from a piece still to be sent to a worker;
+    their visits (the unit's cache, which ends with it) hold what cannot be pickled (a
+    kernel fingerprint's renaming of step keys) and are of no use past the unit.
+    """
+    stack = [node for node, _ in entries]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        node.visit = node.repeats = None
+        stack.extend(node.children.values())
 
 
 def _key(report: ProofReport) -> tuple[int, tuple[tuple[int, int], ...]]:

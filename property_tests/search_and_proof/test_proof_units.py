@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+from property_tests.search_and_proof.test_soundness import GUARDED_READ_PAST_A_COVER
 from property_tests.soundness_models import spec_strategy
 from property_tests.soundness_walks import WALK_RUNS
 from property_tests.soundness_walks import scenario as spec_scenario
@@ -280,6 +282,24 @@ def test_units_walk_the_soundness_generators_models_as_the_sequential_walk(
     with tiny_units(*sizes):
         units = prove_balanced(run, 1, budget=Budget(examples=10**6), options=WalkOptions())
     same_walk(units, one)
+
+
+def test_a_unit_with_the_state_cache_leaves_no_visit_below_the_draws_it_shares() -> None:
+    """``prove -j 2 --state-cache`` stopped on brooklin-double-stop fix-conditional-write with
+    "AttributeError: Can't pickle local object 'relative_steps.<locals>.rename'": a unit walked
+    in the driver hangs its runs' draws, with its cache's visits, below entry draws that the
+    pieces still to send a worker share (``cut``). Here a piece is walked in the driver, and
+    what the root left (its draws are the piece's) must still pickle."""
+    found = spec_scenario(GUARDED_READ_PAST_A_COVER)
+    run = found.runner("model", found.prove_config)
+    options = WalkOptions(state_cache=True)
+    root = proof_units.walk_unit(run, options, proof_units.Unit((), []), Budget(examples=2))
+    pieces = proof_units.cut(root.left, piece=1)
+    walked = proof_units.walk_unit(
+        run, options, proof_units.Unit((0,), pieces[0]), Budget(examples=3)
+    )
+    assert walked.report.runs
+    assert pickle.loads(pickle.dumps(root.left, pickle.HIGHEST_PROTOCOL))
 
 
 @pytest.mark.parametrize(
