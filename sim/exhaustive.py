@@ -466,7 +466,13 @@ class ProofWalk:
                 held = nodes.get(position)
                 if held is None:
                     raise KernelError(f"a covered run's draw {position} has no node")
-                draw = cover_races.Watch(held, recorded[position], footprint, process, holds)
+                draw = cover_races.Watch(
+                    node=held,
+                    chosen=recorded[position],
+                    footprint=footprint,
+                    process=process,
+                    holds=holds,
+                )
                 learned = cover_races.watch(cut.covering, draw)
                 if learned is not None:
                     found.append(learned)

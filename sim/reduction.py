@@ -208,23 +208,7 @@ class SleepSetSource(ChoiceSource):
         self.visit_at: dict[int, tuple[Visit, int, str]] = {}
         self.compare_at: dict[int, Visit] = {}
         self.prefix = tuple(prefix)
-        # A state the cache covers, met with its instant open (``_cover``): the cut to make
-        # once the instant closes.
-        self.covered: StateSeen | None = None
-        # At a cover with its instant open: the instant's steps before the cut, the cut's draw
-        # index and instant, whether the covering visit names resources as this run does
-        # (``cover_races.frame``), and per draw before the cut whose races the run knows, what
-        # waits on the covering visit's summary: (position, footprint, process, a pause's).
-        self.cover_at = 0
-        self.cover_index = 0
-        self.cover_ms: int | None = None
-        self.cover_framed = False
-        self.watches: list[tuple[int, Footprint, str | None, bool]] = []
-        # With the state cache, every step of the run: the draw indices it started and ended
-        # at, its instant, its key, the values it drew and its footprint (``cover_races``:
-        # the visits' summaries).
-        self.run_steps: list[RunStep] = []
-        self._step_start = 0
+        self._init_cover()
         self.start_sleep = dict(sleep or {}) if reduce else {}
         self.reduce = reduce
         # Sleep sets are tracked from the last prefix draw on (the walk knows the rest).
@@ -264,6 +248,26 @@ class SleepSetSource(ChoiceSource):
         self.forced = dict(forced or {})
         self._forced: list[int] = []  # the running step's values still to draw
         self._values: list[int] = []  # the values the running step drew
+
+    def _init_cover(self) -> None:
+        """The state the cache needs beside the walk's: where a cover was met, what waits."""
+        # A state the cache covers, met with its instant open (``_cover``): the cut to make
+        # once the instant closes.
+        self.covered: StateSeen | None = None
+        # At a cover with its instant open: the instant's steps before the cut, the cut's draw
+        # index and instant, whether the covering visit names resources as this run does
+        # (``cover_races.frame``), and per draw before the cut whose races the run knows, what
+        # waits on the covering visit's summary: (position, footprint, process, a pause's).
+        self.cover_at = 0
+        self.cover_index = 0
+        self.cover_ms: int | None = None
+        self.cover_framed = False
+        self.watches: list[tuple[int, Footprint, str | None, bool]] = []
+        # With the state cache, every step of the run: the draw indices it started and ended
+        # at, its instant, its key, the values it drew and its footprint (``cover_races``:
+        # the visits' summaries).
+        self.run_steps: list[RunStep] = []
+        self._step_start = 0
 
     # -- draws ---------------------------------------------------------------
     def _replayed(self, index: int, n: int) -> int:
