@@ -78,11 +78,15 @@ class Nondeterministic(Exception):
 
     def __str__(self) -> str:
         where = f"at draw #{self.draw}" if self.draw is not None else "in its history"
-        who = f" (actor {self.actor})" if self.actor else ""
         return (
             f"the model is not deterministic: run again on the same choices it diverged "
-            f"{where}{who}: {self.detail}; {LIKELY_CAUSES}"
+            f"{where}{self.who}: {self.detail}; {LIKELY_CAUSES}"
         )
+
+    @property
+    def who(self) -> str:
+        """`` (actor a0)`` when the actor is known, else nothing."""
+        return f" (actor {self.actor})" if self.actor else ""
 
 
 class UsedGlobalRandom(Nondeterministic):
@@ -99,10 +103,9 @@ class UsedGlobalRandom(Nondeterministic):
 
     def __str__(self) -> str:
         at = f" at draw #{self.draw}" if self.draw is not None else ""
-        who = f" (actor {self.actor})" if self.actor else ""
         return (
             f"the model is not deterministic: it used the global random module {self.detail}"
-            f"{at}{who}, whose draws raceproof neither varies nor replays (draw from "
+            f"{at}{self.who}, whose draws raceproof neither varies nor replays (draw from "
             f"world.source, or from a random.Random(seed) of the model's own); {LIKELY_CAUSES}"
         )
 

@@ -41,9 +41,9 @@ changed. The kernel never draws from the global generator nor sets its state.
 
 from __future__ import annotations
 
-import random
+import random  # nondeterminism-ok: it reads the global module's state to refuse a model that uses it, never draws
 import sys
-import threading
+import threading  # nondeterminism-ok: it only asks whether another thread is alive (kazoo's draw too)
 from collections.abc import Callable
 from typing import Any, TypeVar
 
