@@ -159,6 +159,7 @@ def wakeup_of(steps: Sequence[InstantStep], after: list[set[int]], i: int, k: in
     the run, transitively), then ``k``. Run from ``i``'s draw in this order, they reach
     ``k`` before ``i`` (the race reversed). Its initials are its steps that no earlier step
     of it happens before: source-DPOR's backtrack set at ``i``'s draw needs one of them.
+    The footprint it gives ``k`` holds ``i``'s too (``weak_initial``'s independence).
     """
     later = {i}  # the steps that happen after ``i``
     chosen: list[int] = []
@@ -180,6 +181,11 @@ def wakeup_of(steps: Sequence[InstantStep], after: list[set[int]], i: int, k: in
         for n, j in enumerate(chosen)
     )
     footprints = tuple(steps[j][1] if steps[j][0] is not None else None for j in chosen)
+    if chosen and chosen[-1] == k:
+        # A step asleep that could start the sequence covers it only if it also commutes with
+        # ``i``, which runs after it: run first, one dependent with ``i`` changes what ``i``
+        # reads, and the race may be gone (a read guarded by what the asleep step writes).
+        footprints = (*footprints[:-1], union(footprints[-1], steps[i][1]))
     drawn = tuple(steps[j][6] if steps[j][0] is not None else UNKNOWN for j in chosen)
     return names, drawn, preds, footprints
 
