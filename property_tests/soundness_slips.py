@@ -41,8 +41,8 @@ from hypothesis.strategies import SearchStrategy
 from property_tests import soundness_models
 from property_tests.soundness_models import Spec, spec_strategy, strata
 from property_tests.soundness_walks import MODES, TooBig, full_walk, patched
-from raceproof.sim import cross_check as cross_check_module
 from raceproof.sim import (
+    cover_races,
     exhaustive,
     fingerprint,
     footprint_check,
@@ -52,6 +52,7 @@ from raceproof.sim import (
     state_cache,
     world,
 )
+from raceproof.sim import cross_check as cross_check_module
 
 SLIP_EXAMPLES = 60
 # Slips the suite hunts longer: found past SLIP_EXAMPLES. The snapshot: example 59 once the check
@@ -281,6 +282,18 @@ SLIPS: dict[str, Slip] = {
         "fingerprint",
         False,
     ),
+    # The same, where the summary knows the paths from the covering state to a step: the
+    # races a covered run's draws have with it along them dropped (``cover_races.paths``).
+    "state cache: a summary path's races dropped": (
+        lambda: mutant(
+            cover_races,
+            "_path_races",
+            "races.extend(race for race in found if race[0][-1] == step[0])",
+            "pass",
+        ),
+        "fingerprint",
+        False,
+    ),
     # Item 7's last two: bounded runs counted as if they had ended.
     "a search counts one bound hit as ok": (
         lambda: mutant(
@@ -322,6 +335,7 @@ FOCUS: dict[str, tuple[str, ...]] = {
     "an instant's dependent pair excused without a trigger": ("record", "counter"),
     "fingerprint: one process's position left out": ("record", "counter", "set", "dict"),
     "state cache: the covering subtree's steps ignored": ("guard",),
+    "state cache: a summary path's races dropped": ("guard",),
     "a search counts one bound hit as ok": ("bounds",),
     "a proof counts probes on a bounded run": ("bounds",),
 }

@@ -28,6 +28,18 @@ between it and a later one happens after it, and its race with a step of another
 is reversed by that step alone (``races.wakeup_of``): its sequence is known from the key
 and the values drawn, and only a step without a key releases the draw in full.
 
+A draw dependent with such a step learns more where the summary knows how the step is
+reached: each visit keeps, per step past it, the steps of each run from its state to it
+(``paths``, ``Visit.paths``; at most ``PATHS_MAX`` a step, and none for a step fed from a
+visit that covered a run through it: such a step releases the draw in full). The covered run
+is in that state at its cut, and a path runs from one state as it ran from the other, with
+the same footprints: the covered run continued along it is a run, whose races between its
+draws before the cut and the path's last step (``races.races_of``) are the draw's, each with
+its wakeup sequence (``_path_races``). Only which step enabled a path's first steps is not
+known (the event may have been made before the state, by other steps in the covered run):
+they are taken as enabled by nothing, so a sequence may start with a step that no draw offers
+yet, and that releases every option there (``backtrack._step``), never fewer.
+
 The covering subtree may not be walked yet when it covers (the walk goes breadth first), so
 a draw independent of the summary so far waits on the visit (``Watch``): when its summary
 grows by an entry it is dependent with, it is released then, whatever run made it grow.
@@ -45,11 +57,21 @@ everything (``TOP``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from raceproof.sim.races import UNKNOWN, Footprint, Wakeup, dependent, process_of, union
+from raceproof.sim.races import (
+    UNKNOWN,
+    Footprint,
+    InstantStep,
+    Wakeup,
+    causes,
+    dependent,
+    process_of,
+    races_of,
+    union,
+)
 from raceproof.sim.world import DISABLED
 
 if TYPE_CHECKING:
@@ -62,6 +84,9 @@ if TYPE_CHECKING:
 Step = tuple[str | None, tuple[int, ...]]
 Later = dict[Step, Footprint]
 TOP: Mapping[Step, Footprint] = {(None, ()): None}  # unknown: dependent with every step
+# The steps of a run from a visit's state to one of its summary's, as an instant's steps.
+Path = tuple[InstantStep, ...]
+PATHS_MAX = 8  # paths kept per step of a summary; a step met on more races unknown
 
 
 @dataclass(eq=False)
@@ -75,6 +100,10 @@ class Watch:
     process: str | None
     holds: bool = False  # a node's pause: its races are each later step alone
     fired: bool = False
+    # The covered run's steps of the instant before its cut, and which of them is this
+    # draw's: a step first past the covering state races with it as in that run continued.
+    steps: Sequence[InstantStep] = ()
+    index: int = 0
 
 
 # What a watch learned from a summary's new steps: the races it has (None: unknown).
@@ -90,13 +119,21 @@ def meets(later: Mapping[Step, Footprint], footprint: Footprint, process: str | 
     )
 
 
-def _learn(draw: Watch, steps: Mapping[Step, Footprint]) -> Found | None:
+def _learn(draw: Watch, steps: Mapping[Step, Footprint], visit: Visit) -> Found | None:
     """What ``draw`` learns from ``steps`` newly in its visit's summary (None: nothing)."""
     if not draw.holds:
-        if not meets(steps, draw.footprint, draw.process):
+        met = [
+            (step, touched)
+            for step, touched in steps.items()
+            if (step[0] is None or process_of(step[0]) != draw.process)
+            and dependent(draw.footprint, touched)
+        ]
+        if not met:
             return None
-        draw.fired = True
-        return draw, None
+        along = _path_races(draw, met, visit)
+        if along is None:
+            draw.fired = True
+        return draw, along
     races: list[Wakeup] = []
     for (key, drawn), touched in steps.items():
         if key is not None and process_of(key) == draw.process:
@@ -107,10 +144,73 @@ def _learn(draw: Watch, steps: Mapping[Step, Footprint]) -> Found | None:
         if name is None:  # no option names it: every option
             draw.fired = True
             return draw, None
-        if key is None:  # a cancelled step's entry: what it draws and touches is not known
-            drawn, touched = UNKNOWN, None
-        races.append(((name,), (drawn,), (frozenset(),), (touched,)))
+        if key is None:  # a cancelled step's entry: what it draws is not known
+            drawn = UNKNOWN
+        # Run before the pause, it may touch otherwise (``races.wakeup_of``): not known.
+        races.append(((name,), (drawn,), (frozenset(),), (None,)))
     return (draw, races) if races else None
+
+
+def _path_races(
+    draw: Watch, met: list[tuple[Step, Footprint]], visit: Visit
+) -> list[Wakeup] | None:
+    """The races of ``draw``'s step with the steps ``met`` of the summary, each as its wakeup
+    sequence, where the summary knows every path from its state to each (None: unknown).
+
+    The covered run is in that state at its cut, so each path runs from there as it ran in
+    the covering subtree, with the same footprints: the run continued by it is a run, and
+    its races with a met step are those of the run's steps before the cut with it, as the
+    run would have marked them (``races.races_of``). A step of a path is taken as enabled
+    by the step of the path that enabled it, or by nothing (which step before the state
+    made its event is the covering run's, maybe not this run's): a step it truly waits on is
+    only taken as able to run after it, and its sequence then starts with a step no draw
+    there offers, which releases every option (``backtrack._step``).
+    """
+    if not draw.steps:
+        return None
+    races: list[Wakeup] = []
+    for step, _ in met:
+        if step in visit.deep or step not in visit.paths:
+            return None
+        for path in visit.paths[step]:
+            steps = [*draw.steps, *path]
+            found = races_of(steps, causes(steps), draw.index)
+            if found is None:
+                return None
+            races.extend(race for race in found if race[0][-1] == step[0])
+    return races
+
+
+def paths(run_steps: Sequence[Any], index: int, now_ms: int, branch: int) -> dict[Step, Path]:
+    """Per step of the run past draw ``index`` in its instant ``now_ms`` that ended past draw
+    ``branch`` (the run's own), the run's steps from ``index`` to it, as an instant's steps
+    (``races.InstantStep``), each enabled by the earlier one of them that did, or by none."""
+    found: dict[Step, Path] = {}
+    path: list[InstantStep] = []
+    for begun, ended, at_ms, key, drawn, footprint, by in run_steps:
+        if begun < index or at_ms != now_ms:
+            continue
+        keys = {step[0] for step in path}
+        path.append((key, footprint, bool(drawn), None, None, by if by in keys else None, drawn))
+        if ended > branch and key is not None:
+            found[key, drawn] = tuple(path)
+    return found
+
+
+def _add_path(visit: Visit, step: Step, path: Path | None) -> bool:
+    """Keep ``path`` to ``step`` in ``visit``'s summary: True if the summary learned something
+    (a new path, or the step met without one, or on more than ``PATHS_MAX``)."""
+    if step in visit.deep:
+        return False
+    known = visit.paths.setdefault(step, [])
+    if path is not None and path in known:
+        return False
+    if path is None or len(known) >= PATHS_MAX:
+        visit.deep.add(step)
+        del visit.paths[step]
+        return True
+    known.append(path)
+    return True
 
 
 def _cancelled(footprint: Footprint) -> str | None:
@@ -121,19 +221,25 @@ def _cancelled(footprint: Footprint) -> str | None:
     return resource[len(DISABLED) :] if resource.startswith(DISABLED) else None
 
 
-def grow(visit: Visit, steps: Mapping[Step, Footprint]) -> list[Found]:
+def grow(
+    visit: Visit, steps: Mapping[Step, Footprint], paths: Mapping[Step, Path] | None = None
+) -> list[Found]:
     """Add ``steps`` to ``visit``'s summary and to those of the visits it feeds, to a fixed
-    point; what the watches learn from it (the caller queues the branches)."""
+    point; what the watches learn from it (the caller queues the branches). ``paths``: the
+    run's steps from ``visit``'s state to each of ``steps`` (``paths``); none from a feed."""
     found: list[Found] = []
-    todo: list[tuple[Visit, Mapping[Step, Footprint]]] = [(visit, steps)]
+    todo: list[tuple[Visit, Mapping[Step, Footprint], Mapping[Step, Path]]] = [
+        (visit, steps, paths or {})
+    ]
     while todo:
-        at, adding = todo.pop()
+        at, adding, routes = todo.pop()
         changed: Later = {}
         for step, footprint in adding.items():
+            told = _add_path(at, step, routes.get(step))
             if step in at.later:
                 old = at.later[step]
                 new = union(old, footprint)
-                if new == old:
+                if new == old and not told:
                     continue
             else:
                 new = None if footprint is None else dict(footprint)
@@ -142,13 +248,13 @@ def grow(visit: Visit, steps: Mapping[Step, Footprint]) -> list[Found]:
             continue
         waiting: list[Any] = []
         for draw in at.watchers:
-            learned = None if draw.fired else _learn(draw, changed)
+            learned = None if draw.fired else _learn(draw, changed, at)
             if learned is not None:
                 found.append(learned)
             if not draw.fired:
                 waiting.append(draw)
         at.watchers = waiting
-        todo.extend((fed, changed) for fed in at.feeds.values())
+        todo.extend((fed, changed, {}) for fed in at.feeds.values())
     return found
 
 
@@ -163,7 +269,7 @@ def link(covering: Visit, visit: Visit) -> list[Found]:
 
 def watch(visit: Visit, draw: Watch) -> Found | None:
     """Wait on ``visit``'s summary, and learn from what it holds already."""
-    learned = _learn(draw, visit.later)
+    learned = _learn(draw, visit.later, visit)
     if not draw.fired:
         visit.watchers.append(draw)
     return learned

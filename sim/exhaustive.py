@@ -443,12 +443,13 @@ class ProofWalk:
         found: list[cover_races.Found] = []
         for visit, index in passed:
             entries: cover_races.Later = {}
-            for begun, _, at_ms, key, drawn, footprint in new:
+            for begun, _, at_ms, key, drawn, footprint, _ in new:
                 if begun >= index and at_ms == visit.now_ms:
                     had = entries.get((key, drawn), {})
                     entries[key, drawn] = union(had, footprint)
             if entries:
-                found.extend(cover_races.grow(visit, entries))
+                paths = cover_races.paths(source.run_steps, index, visit.now_ms, branch)
+                found.extend(cover_races.grow(visit, entries, paths))
         cut = source.covered
         if cut is not None and cut.covering is not None and source.cover_ms is not None:
             for visit, index in passed:
@@ -462,7 +463,7 @@ class ProofWalk:
             while walk is not None:
                 nodes[walk.position] = walk
                 walk = walk.parent
-            for position, footprint, process, holds in source.watches:
+            for position, footprint, process, holds, at in source.watches:
                 held = nodes.get(position)
                 if held is None:
                     raise KernelError(f"a covered run's draw {position} has no node")
@@ -472,6 +473,8 @@ class ProofWalk:
                     footprint=footprint,
                     process=process,
                     holds=holds,
+                    steps=source.cover_steps,
+                    index=at,
                 )
                 learned = cover_races.watch(cut.covering, draw)
                 if learned is not None:

@@ -101,6 +101,21 @@ that step's branch that a cover cut is released in full there once its covering 
 may race with it. ``fix-conditional-write`` 679 -> 629 runs for its 522 classes (39 -> 0
 sleep-blocked), ``fix-stop-dedupe`` 1,884 -> 1,796 runs (118 -> 3; 1,520 classes judged
 where 1,488 were: the cache cuts at other places), the same verdicts and probes.
+Those 3 were draws released in full: a summary named the step that may race, not the steps
+that lead to it from the covering state, so it had no wakeup sequence to give. A summary now
+keeps those paths (``cover_races.paths``, at most 8 a step), and a covered run's draw gets the
+races of its run continued along each: ``fix-stop-dedupe`` 1,796 -> 1,793 runs (3 -> 0).
+
+``make soundness`` then found the reduction losing an ending, with or without the cache: a
+read guarded by a counter raced with a toggle of the field it reads, and the sequence that
+reverses the race (the toggle) was taken as covered by the counter's add, asleep there and
+independent of the toggle. Run first, the add makes the guarded read read the counter only,
+and the race is gone. A step asleep covers a sequence only if it also commutes with the
+race's earlier step, which runs after the sequence (``races.wakeup_of`` gives the sequence's
+last step that step's footprint too). No built-in proof's verdict or classes changed; some
+branches the old test skipped now run and are cut asleep: ``fix-conditional-write`` 964 ->
+967 runs without the cache (3 sleep-blocked), ``fix-stop-dedupe`` 4,084 -> 4,107 (23); with
+the cache 632 (3) and 1,763 (4; 8 without the summaries' paths).
 Sleep sets are sound for every
 reachable state (each Mazurkiewicz trace of the configuration keeps at least one
 representative), so a reduced proof that is otherwise unpruned is complete.
@@ -140,7 +155,7 @@ from raceproof.sim.world import DISABLED, ENDS_RUN, SleepBlocked, World
 
 # A step of a run, for the state cache's summaries (``cover_races``): the draw indices it
 # started and ended at, its instant, its key, the values it drew and its footprint.
-RunStep = tuple[int, int, int | None, str | None, tuple[int, ...], Footprint]
+RunStep = tuple[int, int, int | None, str | None, tuple[int, ...], Footprint, str | None]
 
 
 @dataclass
@@ -262,7 +277,8 @@ class SleepSetSource(ChoiceSource):
         self.cover_index = 0
         self.cover_ms: int | None = None
         self.cover_framed = False
-        self.watches: list[tuple[int, Footprint, str | None, bool]] = []
+        self.watches: list[tuple[int, Footprint, str | None, bool, int]] = []
+        self.cover_steps: list[InstantStep] = []  # the instant's steps before the cut
         # With the state cache, every step of the run: the draw indices it started and ended
         # at, its instant, its key, the values it drew and its footprint (``cover_races``:
         # the visits' summaries).
@@ -549,9 +565,10 @@ class SleepSetSource(ChoiceSource):
         clock = self._clock
         now = clock.now_ms if clock is not None else None
         start, end, drawn = self._step_start, len(self.record), tuple(self._values)
-        self.run_steps.append((start, end, now, key, drawn, footprint))
+        by = getattr(clock, "enabled_by", None)  # a test's clock has none
+        self.run_steps.append((start, end, now, key, drawn, footprint, by))
         for cancelled in getattr(clock, "disabled", ()):
-            self.run_steps.append((start, end, now, None, (), {DISABLED + cancelled: True}))
+            self.run_steps.append((start, end, now, None, (), {DISABLED + cancelled: True}, None))
 
     def _mark_races(
         self,
@@ -588,6 +605,8 @@ class SleepSetSource(ChoiceSource):
                     self.raced.add(p)
                     self.wakeups[p] = None
             return
+        if covered:
+            self.cover_steps = list(steps[: self.cover_at])
         for i, position in enumerate(at):
             if position is None or (covered and i >= self.cover_at):
                 continue  # past the cut: the covering visit's draws, not the walk's
@@ -596,7 +615,7 @@ class SleepSetSource(ChoiceSource):
                 self.raced.add(position)
                 self.wakeups[position] = races if whole else None
             if covered and races is not None:
-                watch = (position, steps[i][1], process_of(steps[i][0]), holds[i])
+                watch = (position, steps[i][1], process_of(steps[i][0]), holds[i], i)
                 self.watches.append(watch)
 
     def end_races(self, ended: bool) -> None:

@@ -210,6 +210,15 @@ class Visit:
     )
     feeds: dict[int, Visit] = field(default_factory=dict, repr=False, compare=False)
     watchers: list[Any] = field(default_factory=list, repr=False, compare=False)
+    # Of those, per step, the runs' steps from this state to it (``cover_races.paths``), and
+    # the steps met without one (``deep``): fed from a visit that covered a run through this
+    # one, or on too many paths. ``cover_races`` gives the others their wakeup sequences.
+    paths: dict[tuple[str | None, tuple[int, ...]], list[tuple[Any, ...]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    deep: set[tuple[str | None, tuple[int, ...]]] = field(
+        default_factory=set, repr=False, compare=False
+    )
 
     def went(self, steps: int, now_ms: int, covering: Visit | None = None) -> None:
         """A run through this state reached ``steps`` and ``now_ms`` (cut there, if covered)."""

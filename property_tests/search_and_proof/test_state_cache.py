@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from property_tests.toy_model import SAMPLE, Toy, final_of, runner
-from raceproof.scenarios.library import COORDINATOR
-from raceproof.sim import Budget, ChoiceSource, RunOutcome, World, prove
+from raceproof.scenarios.library import BROOKLIN, COORDINATOR
+from raceproof.sim import Budget, ChoiceSource, RunOutcome, World, cover_races, prove
 from raceproof.sim.reduction import SleepSetSource
 from raceproof.sim.state_cache import (
     StateCache,
@@ -297,3 +297,48 @@ def test_a_cached_proof_counts_the_same_under_every_hash_seed() -> None:
     first, second = _cached_proof_counts("1"), _cached_proof_counts("2")
     assert first == second
     assert first["verdict"] == "ok" and first["state_cache_cuts"] and first["symmetric_merged"]
+
+
+def test_a_covered_runs_draws_learn_their_races_along_the_summarys_paths() -> None:
+    """Brooklin's ``fix-stop-dedupe`` with the cache: a covered run's draw that a step of the
+    covering subtree races with was released in full, the summary not saying how that step
+    is reached, and some of those branches ended sleep-blocked (8 of 1,767 runs). Along the
+    summary's paths (``cover_races.paths``) the draw gets that race's wakeup sequence: 1,763
+    runs, 4 sleep-blocked (sequences a step asleep may start, ``races.wakeup_of``), every
+    other run ended or cut at a state, the proof complete and ok."""
+    proof = BROOKLIN.prove("fix-stop-dedupe", Budget(examples=100_000))
+    assert proof.verdict == "ok" and proof.complete
+    assert (proof.runs, proof.sleep_blocked) == (1_763, 4) and proof.state_cache_cuts > 0
+    assert proof.runs == proof.schedules + proof.state_cache_cuts + proof.sleep_blocked
+
+
+run_steps = st.lists(
+    st.tuples(
+        st.sampled_from(("a#1", "a#2", "b#1", "b#2", None)),
+        st.integers(0, 1),  # the instant
+        st.sampled_from((None, "a#1", "b#1", "c#9")),  # the step that enabled it
+        st.lists(st.integers(0, 2), max_size=1).map(tuple),  # the values it drew
+    ),
+    max_size=8,
+)
+
+
+@given(run_steps, st.integers(0, 8), st.integers(0, 8))
+def test_a_summary_path_runs_from_its_visit_to_its_step(
+    raw: list[tuple[str | None, int, str | None, tuple[int, ...]]], index: int, branch: int
+) -> None:
+    """Each path starts at the visit's draw, keeps the run's order within the visit's instant,
+    ends with its step (one of the run's own: ended past ``branch``), and names as enabler
+    only an earlier step of the path."""
+    steps = [
+        (n, n + 1, at_ms, key, drawn, {f"r{n % 3}": True}, by)
+        for n, (key, at_ms, by, drawn) in enumerate(raw)
+    ]
+    found = cover_races.paths(steps, index, 0, branch)
+    for (key, drawn), path in found.items():
+        ends = [s for s in steps if s[3] == key and s[4] == drawn and s[1] > branch]
+        assert ends and path[-1][0] == key and path[-1][6] == drawn
+        inside = [s for s in steps if s[0] >= index and s[2] == 0]
+        assert [p[0] for p in path] == [s[3] for s in inside][: len(path)]
+        for j, step in enumerate(path):
+            assert step[5] is None or step[5] in {p[0] for p in path[:j]}
