@@ -101,7 +101,8 @@ class Watch:
     holds: bool = False  # a node's pause: its races are each later step alone
     fired: bool = False
     # The covered run's steps of the instant before its cut, and which of them is this
-    # draw's: a step first past the covering state races with it as in that run continued.
+    # draw's: a step the summary reaches by known paths races with it as along each
+    # (``_path_races``).
     steps: Sequence[InstantStep] = ()
     index: int = 0
 
@@ -110,24 +111,22 @@ class Watch:
 Found = tuple[Watch, list[Wakeup] | None]
 
 
-def meets(later: Mapping[Step, Footprint], footprint: Footprint, process: str | None) -> bool:
-    """A step with ``footprint`` of ``process`` is dependent with a step of another process
-    in the summary ``later`` (a race some order may run, as far as the summary tells)."""
-    return any(
-        (key is None or process_of(key) != process) and dependent(footprint, touched)
-        for (key, _), touched in later.items()
-    )
+def meets(
+    later: Mapping[Step, Footprint], footprint: Footprint, process: str | None
+) -> list[tuple[Step, Footprint]]:
+    """The steps of another process in the summary ``later`` that a step with ``footprint``
+    of ``process`` is dependent with (races some order may run, as far as the summary tells)."""
+    return [
+        (step, touched)
+        for step, touched in later.items()
+        if (step[0] is None or process_of(step[0]) != process) and dependent(footprint, touched)
+    ]
 
 
 def _learn(draw: Watch, steps: Mapping[Step, Footprint], visit: Visit) -> Found | None:
     """What ``draw`` learns from ``steps`` newly in its visit's summary (None: nothing)."""
     if not draw.holds:
-        met = [
-            (step, touched)
-            for step, touched in steps.items()
-            if (step[0] is None or process_of(step[0]) != draw.process)
-            and dependent(draw.footprint, touched)
-        ]
+        met = meets(steps, draw.footprint, draw.process)
         if not met:
             return None
         along = _path_races(draw, met, visit)
