@@ -14,7 +14,8 @@ that branch's run follows the sequence (``SleepSetSource.guide``).
 A step that drew model-level choices (a delay, a fault) is one transition per value
 drawn: its race is that value's (``InstantStep``'s values, ``Wakeup``'s drawn values),
 and the branch that reverses it draws the same values (``SleepSetSource.forced``), so
-the race's later step wakes what it must before a step asleep has to run.
+the race's later step wakes what it must before a step asleep has to run; the sequence
+ends with the drawing step itself, with its value (``_with_earlier``).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def wakeup_of(steps: Sequence[InstantStep], after: list[set[int]], i: int, k: in
     the run, transitively), then ``k``. Run from ``i``'s draw in this order, they reach
     ``k`` before ``i`` (the race reversed). Its initials are its steps that no earlier step
     of it happens before: source-DPOR's backtrack set at ``i``'s draw needs one of them.
-    The footprint it gives ``k`` holds ``i``'s too (``weak_initial``'s independence).
+    What ``i`` does after it is part of the sequence too (``_with_earlier``).
     """
     later = {i}  # the steps that happen after ``i``
     chosen: list[int] = []
@@ -181,13 +182,30 @@ def wakeup_of(steps: Sequence[InstantStep], after: list[set[int]], i: int, k: in
         for n, j in enumerate(chosen)
     )
     footprints = tuple(steps[j][1] if steps[j][0] is not None else None for j in chosen)
-    if chosen and chosen[-1] == k:
-        # A step asleep that could start the sequence covers it only if it also commutes with
-        # ``i``, which runs after it: run first, one dependent with ``i`` changes what ``i``
-        # reads, and the race may be gone (a read guarded by what the asleep step writes).
-        footprints = (*footprints[:-1], union(footprints[-1], steps[i][1]))
     drawn = tuple(steps[j][6] if steps[j][0] is not None else UNKNOWN for j in chosen)
-    return names, drawn, preds, footprints
+    if not chosen or chosen[-1] != k:
+        return names, drawn, preds, footprints
+    return _with_earlier(steps, i, chosen, (names, drawn, preds, footprints))
+
+
+def _with_earlier(steps: Sequence[InstantStep], i: int, chosen: list[int], race: Wakeup) -> Wakeup:
+    """``race``'s sequence, told what its earlier step ``i`` does once it has run.
+
+    A step asleep covers the sequence only if it also commutes with ``i``, which runs after
+    it: run first, one dependent with ``i`` changes what ``i`` reads, and the race may be
+    gone (a read guarded by what the asleep step writes); so the sequence's last step is
+    given ``i``'s footprint too. A step ``i`` that drew is one transition per value, and the
+    race is the value it drew: the sequence ends with ``i`` itself, drawing those values, so
+    the branch runs the transition it reverses. Left to draw its first value, a node's pause
+    (which touches everything, so no step asleep covers the sequence) ran as no pause, and
+    the run was cut on the step asleep it would have woken.
+    """
+    names, drawn, preds, footprints = race
+    key, footprint, drew, values = steps[i][0], steps[i][1], steps[i][2], steps[i][6]
+    if not drew or key is None:
+        return names, drawn, preds, (*footprints[:-1], union(footprints[-1], footprint))
+    before = frozenset(m for m, h in enumerate(chosen) if dependent(steps[h][1], footprint))
+    return (*names, key), (*drawn, values), (*preds, before), (*footprints, footprint)
 
 
 # The values a cancelled step's entry would draw: not known (every value of its draws).
