@@ -105,6 +105,9 @@ class Watch:
     # (``_path_races``).
     steps: Sequence[InstantStep] = ()
     index: int = 0
+    # Per step pending at the cut, the step of the covered run that triggered it
+    # (``World.pending_enablers``): a path's step enabled before the state is enabled so.
+    enablers: Mapping[str, str] | None = None
 
 
 # What a watch learned from a summary's new steps: the races it has (None: unknown).
@@ -160,10 +163,11 @@ def _path_races(
     the covering subtree, with the same footprints: the run continued by it is a run, and
     its races with a met step are those of the run's steps before the cut with it, as the
     run would have marked them (``races.races_of``). A step of a path is taken as enabled
-    by the step of the path that enabled it, or by nothing (which step before the state
-    made its event is the covering run's, maybe not this run's): a step it truly waits on is
-    only taken as able to run after it, and its sequence then starts with a step no draw
-    there offers, which releases every option (``backtrack._step``).
+    by the step of the path that enabled it; one whose event was made before the state, by
+    the step of this run that made it (``Watch.enablers``: the covering run's may have been
+    another), else by nothing. A step it truly waits on and this one does not know is only
+    taken as able to run after it: its sequence then starts with a step no draw there
+    offers, which releases every option (``backtrack._step``), or the branch is cut asleep.
     """
     if not draw.steps:
         return None
@@ -172,12 +176,28 @@ def _path_races(
         if step in visit.deep or step not in visit.paths:
             return None
         for path in visit.paths[step]:
-            steps = [*draw.steps, *path]
+            steps = [*draw.steps, *_enabled(path, draw)]
             found = races_of(steps, causes(steps), draw.index)
             if found is None:
                 return None
             races.extend(race for race in found if race[0][-1] == step[0])
     return races
+
+
+def _enabled(path: Path, draw: Watch) -> Path:
+    """``path``'s steps, each enabled before the state (by none of it) told the step of the
+    covered run that triggered it, where that step is one of ``draw``'s instant before the
+    cut: the state is the same, the events pending in it are the covered run's own."""
+    if not draw.enablers:
+        return path
+    before = {step[0] for step in draw.steps if step[0] is not None}
+    fixed = []
+    for key, footprint, drew, record, logged, by, drawn in path:
+        if by is None and key is not None:
+            found = draw.enablers.get(key)
+            by = found if found in before else None
+        fixed.append((key, footprint, drew, record, logged, by, drawn))
+    return tuple(fixed)
 
 
 def paths(run_steps: Sequence[Any], index: int, now_ms: int, branch: int) -> dict[Step, Path]:

@@ -475,6 +475,7 @@ class ProofWalk:
                     holds=holds,
                     steps=source.cover_steps,
                     index=at,
+                    enablers=source.cover_enablers,
                 )
                 learned = cover_races.watch(cut.covering, draw)
                 if learned is not None:

@@ -279,6 +279,7 @@ class SleepSetSource(ChoiceSource):
         self.cover_framed = False
         self.watches: list[tuple[int, Footprint, str | None, bool, int]] = []
         self.cover_steps: list[InstantStep] = []  # the instant's steps before the cut
+        self.cover_enablers: dict[str, str] = {}  # who triggered each step pending at the cut
         # With the state cache, every step of the run: the draw indices it started and ended
         # at, its instant, its key, the values it drew and its footprint (``cover_races``:
         # the visits' summaries).
@@ -393,6 +394,7 @@ class SleepSetSource(ChoiceSource):
                 self._instant_ms,
             )
             self.cover_framed = frame is not None and covering.frame == frame
+            self.cover_enablers = world.pending_enablers()
             self._cover(seen_here)
             return
         if new is None:  # the debug mode: walk it anyway, compare when it is done

@@ -524,6 +524,18 @@ class World(simpy.Environment):
     def peek(self) -> Any:
         return self._due[0][0] if self._due else super().peek()
 
+    def pending_enablers(self) -> dict[str, str]:
+        """Per step whose event is already triggered, the key of the step that triggered it
+        (``rp_by``): what a covered run's state cannot tell, since the fingerprint leaves out
+        who made an event (``raceproof.sim.cover_races``)."""
+        found: dict[str, str] = {}
+        for table in (self._due, self._queue):
+            for entry in table:
+                key, by = _step_key(entry[3]), getattr(entry[3], "rp_by", None)
+                if key is not None and by is not None:
+                    found[key] = by
+        return found
+
     def step(self) -> None:
         """Process one event; among those due now, the choice source picks which.
 

@@ -343,3 +343,37 @@ def test_a_summary_path_runs_from_its_visit_to_its_step(
         assert [p[0] for p in path] == [s[3] for s in inside][: len(path)]
         for j, step in enumerate(path):
             assert step[5] is None or step[5] in {p[0] for p in path[:j]}
+
+
+def test_a_paths_step_woken_before_the_state_is_woken_by_the_covered_runs_step() -> None:
+    """The coordinator at ``writes=4``: a covered run's replication step (``e``) woke processor 0,
+    whose step the covering run's path from the state runs after processor 1's. The path keeps no
+    enabler from before the state (the covering run's may not be this run's), so that step raced
+    with ``e``, and the branch for its sequence was cut asleep (4 of the 12 sleep-blocked runs).
+    The event pending at the cut says who triggered it in this run (``World.pending_enablers``):
+    woken by ``e``, the step cannot run before it, and there is no race. Named by a step of no
+    earlier instant of the cut, the race stays."""
+    e = ("/p0#0/replication#3@1", {"p0": True, "runtime": True}, False, None, 0, None, ())
+    path = (
+        ("/p1#1@5", {"p1": True}, False, None, None, None, ()),
+        ("/p0#0@6", {"p0": True, "runtime": True, "p1": True}, False, None, None, None, ()),
+    )
+    visit = Visit(frozenset(), 0)
+    visit.paths[("/p0#0@6", ())] = [path]
+    met = [(("/p0#0@6", ()), path[1][1])]
+    for enablers, sequences in (
+        (None, [("/p1#1@5", "/p0#0@6")]),
+        ({"/p0#0@6": "/p9#9@0"}, [("/p1#1@5", "/p0#0@6")]),
+        ({"/p0#0@6": e[0]}, []),
+    ):
+        draw = cover_races.Watch(
+            node=None,  # type: ignore[arg-type]  # a path's races read only the steps
+            chosen=0,
+            footprint=e[1],
+            process="/p0#0/replication#3",
+            steps=[e],
+            index=0,
+            enablers=enablers,
+        )
+        found = cover_races._path_races(draw, met, visit)
+        assert found is not None and [race[0] for race in found] == sequences, enablers
