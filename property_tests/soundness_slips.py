@@ -249,7 +249,7 @@ SLIPS: dict[str, Slip] = {
         lambda: mutant(
             reduction,
             "causes",
-            "(processes[i] == process or earlier == by)",
+            "(own or earlier == by)",
             "True",
         ),
         "reduction",

@@ -106,8 +106,12 @@ def causes(steps: Sequence[InstantStep]) -> list[set[int]]:
 
     Its process's earlier steps and the steps that triggered their events or its own
     (``World.enabled_by``), transitively: the relation the footprint check's
-    ``footprint_claims.instant_pulls`` orders by. A step without a key, and a cancelled
-    step's entry, has none (no order is excused for it).
+    ``footprint_claims.instant_pulls`` orders by. A step without a key (an event nobody
+    waits on any more, a condition's check) has the step that triggered its event and that
+    step's, for it cannot run before them either: left without them, it joined the wakeup
+    sequence of a race of its trigger, unnamed, and that sequence released every option
+    held back (``backtrack._step``). A cancelled step's entry has none (no order is
+    excused for it).
     """
     if len(steps) < 2:  # most instants hold one step: nothing before it
         return [set() for _ in steps]
@@ -116,9 +120,10 @@ def causes(steps: Sequence[InstantStep]) -> list[set[int]]:
     for k, process in enumerate(processes):
         found: set[int] = set()
         by = steps[k][5]
-        for i in range(k - 1, -1, -1) if process is not None else ():
+        for i in range(k - 1, -1, -1) if process is not None or by is not None else ():
             earlier = steps[i][0]
-            related = earlier is not None and (processes[i] == process or earlier == by)
+            own = process is not None and processes[i] == process
+            related = earlier is not None and (own or earlier == by)
             if related and i not in found:
                 found.add(i)
                 found |= before[i]
