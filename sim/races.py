@@ -137,7 +137,9 @@ def races_of(
     """The races of the instant's step ``i`` with its later steps, each as its wakeup sequence.
 
     A race: a later step dependent with it that some order could run before it (not in
-    its ``causes``). None when any order matters: it touches everything (what it does to
+    its ``causes``), and not through its own process's or trigger's earlier step that runs
+    after ``i`` (that step's race reverses first; this pair's sequence, without that step,
+    no run could follow). None when any order matters: it touches everything (what it does to
     the others, an interrupt's or a join's, is not described). A step that drew model-level
     choices races as the value it drew: its other values are other transitions, each with
     its own runs through the same draw, which tell their races. ``known``: the step touches
@@ -148,12 +150,18 @@ def races_of(
     if footprint is None and not known:
         return None
     races: list[Wakeup] = []
+    later = {i}  # the steps so far that happen after ``i``
     for k in range(i + 1, len(steps)):
-        if dependent(footprint, steps[k][1]) and i not in after[k]:
+        # Through a cause of ``k`` that happens after ``i`` the pair is no race of its own:
+        # ``k`` cannot run first without that step, whose race with ``i`` reverses first.
+        through = any(h != i and h in after[k] for h in later)
+        if dependent(footprint, steps[k][1]) and i not in after[k] and not through:
             wakeup = wakeup_of(steps, after, i, k)
             if wakeup is None:
                 return None
             races.append(wakeup)
+        if through or happens_before(steps, after, i, k):
+            later.add(k)
     return races
 
 

@@ -649,10 +649,12 @@ def test_a_held_value_no_sequence_asks_for_loses_what_it_leads_to(
 # A script whose walk queued a branch for a wakeup sequence beside a sibling branch queued
 # before it and not yet run: once that sibling ran, it was a weak initial of the sequence (it
 # commutes with each of its steps), and the branch's run was cut on it, asleep (73 runs, 3
-# sleep-blocked, 70 classes before ``backtrack.covered``). 72 since a race of a step that
-# drew ends its sequence with that step (``races._with_earlier``). By the steps' footprints
-# the full walk's 480 runs hold 42 traces: a step that drew is remembered as touching
-# everything (no sibling sleeps on it), so both walks run some traces more than once.
+# sleep-blocked, 70 classes before ``backtrack.covered``). 72 while a race of a step that drew
+# ended its sequence with that step (``races._with_earlier``) and a step raced with a later
+# step of a process whose earlier step runs after it; 70 again since that is no race
+# (``races.races_of``). By the steps' footprints the full walk's 480 runs hold 42 traces: a
+# step that drew is remembered as touching everything (no sibling sleeps on it), so the
+# walk runs some traces more than once.
 SIBLING_COVERS = (
     (("?", True),),
     (("/a", True),),
@@ -667,11 +669,11 @@ def test_a_branch_a_sibling_run_since_covers_is_not_run(monkeypatch: pytest.Monk
     for a weak initial loses final states."""
     full, _ = _finals(runner(Toy(SIBLING_COVERS)), reduction=False)
     report = prove(runner(Toy(SIBLING_COVERS)), budget=Budget(examples=10_000))
-    assert (report.sleep_blocked, report.runs, report.schedules) == (0, 72, 72)
+    assert (report.sleep_blocked, report.runs, report.schedules) == (0, 70, 70)
     assert _finals(runner(Toy(SIBLING_COVERS)), reduction=True)[0] == full
     monkeypatch.setattr(exhaustive, "covered", lambda node, value: None)
     before = prove(runner(Toy(SIBLING_COVERS)), budget=Budget(examples=10_000))
-    assert (before.sleep_blocked, before.runs, before.schedules) == (3, 75, 72)
+    assert (before.sleep_blocked, before.runs, before.schedules) == (3, 73, 70)
     monkeypatch.undo()
     monkeypatch.setattr(backtrack, "_weak", lambda node, key, insertion: True)
     assert _finals(runner(Toy(SIBLING_COVERS)), reduction=True)[0] < full
@@ -738,3 +740,35 @@ def test_a_step_without_a_key_runs_after_the_step_that_triggered_it() -> None:
     report = walk(END_NOBODY_WAITS_ON, reduction=True).report
     assert (report.runs, report.schedules, report.sleep_blocked) == (2, 2, 0)
     assert reduction_problems(END_NOBODY_WAITS_ON) == []
+
+
+# From the same count: a0 writes the touched object, a1 reads it twice; a1's first read runs
+# after a0's write, so its second cannot run before that write unless the first does too. Taken
+# as a race of its own, its sequence (a2's step, then a1's second read) left a1's first out:
+# no run can follow it, and the branch was cut asleep (5 runs, 3 classes, 2 sleep-blocked; 4
+# runs, 1, once an unnamed step ran after its trigger).
+A_PROCESS_LATER_STEP = Spec(
+    actors=(
+        (Op("touch.write", 1), Op("dict.del", 1)),
+        (Op("touch.read", 0), Op("touch.read", 0)),
+        (Op("dict.del", 1),),
+    ),
+    invariant="dict-not-both",
+    final_checker=True,
+)
+
+
+def test_a_step_whose_process_ran_after_a_step_does_not_race_with_it() -> None:
+    """``races.races_of``: a later step whose own process's earlier step happens after ``i``
+    is no race of ``i``'s (the earlier one's race reverses first); one whose earlier step does
+    not is."""
+    write = ("/a0#0@2", {"model:m": True}, False, None, None, None, ())
+    first = ("/a1#1@2", {"model:m": False}, False, None, None, None, ())
+    second = ("/a1#1@3", {"model:m": False}, False, None, None, None, ())
+    other = ("/a2#2@2", {"model:m": False}, False, None, None, None, ())
+    steps = [write, first, second, other]
+    found = races.races_of(steps, races.causes(steps), 0)
+    assert found is not None and [race[0] for race in found] == [("/a1#1@2",), ("/a2#2@2",)]
+    report = walk(A_PROCESS_LATER_STEP, reduction=True).report
+    assert (report.runs, report.schedules, report.sleep_blocked) == (3, 3, 0)
+    assert reduction_problems(A_PROCESS_LATER_STEP) == []
