@@ -35,10 +35,11 @@ visit that covered a run through it: such a step releases the draw in full). The
 is in that state at its cut, and a path runs from one state as it ran from the other, with
 the same footprints: the covered run continued along it is a run, whose races between its
 draws before the cut and the path's last step (``races.races_of``) are the draw's, each with
-its wakeup sequence (``_path_races``). Only which step enabled a path's first steps is not
-known (the event may have been made before the state, by other steps in the covered run):
-they are taken as enabled by nothing, so a sequence may start with a step that no draw offers
-yet, and that releases every option there (``backtrack._step``), never fewer.
+its wakeup sequence (``_path_races``). Which step enabled a path's first steps is the covered
+run's own (the event was made before the state, maybe by other steps than in the covering
+run): the events pending at the cut tell it (``World.pending_enablers``, ``_enabled``); one
+they do not is taken as enabled by nothing, so a sequence may start with a step that no draw
+offers yet, and that releases every option there (``backtrack._step``), never fewer.
 
 The covering subtree may not be walked yet when it covers (the walk goes breadth first), so
 a draw independent of the summary so far waits on the visit (``Watch``): when its summary
@@ -66,13 +67,13 @@ from raceproof.sim.races import (
     Footprint,
     InstantStep,
     Wakeup,
+    cancelled_key,
     causes,
     dependent,
     process_of,
     races_of,
     union,
 )
-from raceproof.sim.world import DISABLED
 
 if TYPE_CHECKING:
     from raceproof.sim.reduction import Node
@@ -142,7 +143,7 @@ def _learn(draw: Watch, steps: Mapping[Step, Footprint], visit: Visit) -> Found 
             continue  # its own process's later step: after it in every order
         if key is None and touched == {}:
             continue  # an event nobody waited on: left out of a sequence (``races.wakeup_of``)
-        name = key if key is not None else _cancelled(touched)
+        name = key if key is not None else cancelled_key(touched)
         if name is None:  # no option names it: every option
             draw.fired = True
             return draw, None
@@ -230,14 +231,6 @@ def _add_path(visit: Visit, step: Step, path: Path | None) -> bool:
         return True
     known.append(path)
     return True
-
-
-def _cancelled(footprint: Footprint) -> str | None:
-    """The key of the step a cancelled step's entry stands for (``World._disables``)."""
-    if footprint is None or len(footprint) != 1:
-        return None
-    (resource,) = footprint
-    return resource[len(DISABLED) :] if resource.startswith(DISABLED) else None
 
 
 def grow(

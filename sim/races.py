@@ -150,11 +150,11 @@ def races_of(
     if footprint is None and not known:
         return None
     races: list[Wakeup] = []
-    later = {i}  # the steps so far that happen after ``i``
+    later: set[int] = set()  # the steps so far that happen after ``i``
     for k in range(i + 1, len(steps)):
         # Through a cause of ``k`` that happens after ``i`` the pair is no race of its own:
         # ``k`` cannot run first without that step, whose race with ``i`` reverses first.
-        through = any(h != i and h in after[k] for h in later)
+        through = not later.isdisjoint(after[k])
         if dependent(footprint, steps[k][1]) and i not in after[k] and not through:
             wakeup = wakeup_of(steps, after, i, k)
             if wakeup is None:
@@ -189,7 +189,7 @@ def wakeup_of(steps: Sequence[InstantStep], after: list[set[int]], i: int, k: in
     # (none, everything); any other step without a key has no option to name it (None: a
     # branch it starts is not known, ``exhaustive._step``).
     chosen = [j for j in chosen if steps[j][0] is not None or steps[j][1] != {}]
-    names = tuple(steps[j][0] or _cancelled(steps[j][1]) for j in chosen)
+    names = tuple(steps[j][0] or cancelled_key(steps[j][1]) for j in chosen)
     preds = tuple(
         frozenset(m for m, h in enumerate(chosen[:n]) if happens_before(steps, after, h, j))
         for n, j in enumerate(chosen)
@@ -225,7 +225,7 @@ def _with_earlier(steps: Sequence[InstantStep], i: int, chosen: list[int], race:
 UNKNOWN = (-1,)
 
 
-def _cancelled(footprint: Footprint) -> str | None:
+def cancelled_key(footprint: Footprint) -> str | None:
     """The key of the step a cancelled step's entry stands for (``World._disables``)."""
     if footprint is None or len(footprint) != 1:
         return None

@@ -115,7 +115,11 @@ race's earlier step, which runs after the sequence (``races.wakeup_of`` gives th
 last step that step's footprint too). No built-in proof's verdict or classes changed; some
 branches the old test skipped now run and are cut asleep: ``fix-conditional-write`` 964 ->
 967 runs without the cache (3 sleep-blocked), ``fix-stop-dedupe`` 4,084 -> 4,107 (23); with
-the cache 632 (3) and 1,763 (4; 8 without the summaries' paths).
+the cache 632 (3) and 1,763 (4; 8 without the summaries' paths). Those were all a pause's
+race: its branch ran the stop step again without the pause and was cut on the step asleep the
+pause would have woken. A race of a step that drew now ends its sequence with that step and
+its values (``races._with_earlier``): 964 and 4,084 runs, 629 and 1,759 with the cache, none
+sleep-blocked.
 Sleep sets are sound for every
 reachable state (each Mazurkiewicz trace of the configuration keeps at least one
 representative), so a reduced proof that is otherwise unpruned is complete.
